@@ -1,0 +1,59 @@
+# tileopt's two commands: `make test` (set up .venv, build, run every test)
+# and `make demo`. Everything else here is what those two need.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD_DIR := build/release
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
+
+.PHONY: venv build test lit pytest lint demo docs clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+# Configures and builds into $(BUILD_DIR) (incrementally after the first
+# time) and installs the package into .venv in editable mode.
+build: venv
+	$(PY) -m pip install --quiet --disable-pip-version-check \
+	  --no-build-isolation --no-deps -e .
+
+lit: build
+	$(PY) -m lit -sv $(BUILD_DIR)/test
+
+pytest: build
+	$(PY) -m pytest -q
+
+lint: venv
+	$(PY) -m ruff check python test benchmarks examples
+
+test: build
+	@start=$$(date +%s); lit=0; pytest=0; lint=0; \
+	$(PY) -m lit -sv $(BUILD_DIR)/test || lit=$$?; \
+	$(PY) -m pytest -q || pytest=$$?; \
+	$(PY) -m ruff check python test benchmarks examples || lint=$$?; \
+	verdict() { if [ $$1 -eq 0 ]; then echo PASS; else echo FAIL; fi; }; \
+	echo; echo "==================== tileopt test summary ===================="; \
+	echo "  lit (IR tests)     : $$(verdict $$lit)"; \
+	echo "  pytest (Python)    : $$(verdict $$pytest)"; \
+	echo "  ruff (lint)        : $$(verdict $$lint)"; \
+	echo "  time               : $$(( $$(date +%s) - start )) s (tests only)"; \
+	[ $$lit -eq 0 ] && [ $$pytest -eq 0 ] && [ $$lint -eq 0 ] && echo "  RESULT: PASS" \
+	  || { echo "  RESULT: FAIL"; exit 1; }
+
+demo: build
+	$(PY) examples/demo.py
+
+# The dialect reference, generated from ODS into docs/generated/.
+docs: build
+	cmake --build $(BUILD_DIR) --target tileopt-doc
+	mkdir -p docs/generated
+	cp $(BUILD_DIR)/docs/Dialects/TileDialect.md docs/generated/
+
+clean:
+	rm -rf build docs/generated

@@ -1,0 +1,81 @@
+//===- TileDialect.td - the tile dialect -------------------*- tablegen -*-===//
+//
+// The tile dialect: kernels that compute whole tiles over a grid of programs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEOPT_DIALECT_TILE_TILEDIALECT_TD
+#define TILEOPT_DIALECT_TILE_TILEDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::tileopt::tile";
+  let summary = "Tile-level kernels: whole-tile operations over a grid of programs";
+  let description = [{
+    A `tile.kernel` runs once per program of a 1-D to 3-D grid. Each program
+    computes whole tiles with whole-tile operations; threads, warps and shared
+    memory never appear in tile IR: the target lowering chooses them.
+
+    * A *tile* is a builtin ranked tensor with a static shape whose dimensions
+      are powers of two, e.g. `tensor<64x128xf32>`; element types are i1, i8,
+      i16, i32, i64, f16, bf16, f32 and f64. `arith` and `math` ops apply to
+      tiles elementwise and `scf.for` carries tiles through loops.
+    * Global memory is seen through *views*: kernel arguments of memref type,
+      usually with dynamic sizes and strides
+      (`memref<?x?xf32, strided<[?, ?], offset: ?>>`). A view's sizes are the
+      bounds that make loads and stores masked automatically.
+    * Scalars (sizes, epsilon, ...) are plain integer, index or float kernel
+      arguments.
+
+    Host functions (`func.func`) run kernels with `tile.launch`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+  let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
+}
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Tile_InputPrecision : I32EnumAttr<"InputPrecision",
+    "precision of the inputs of a tile.dot", [
+      I32EnumAttrCase<"ieee", 0>,
+      I32EnumAttrCase<"tf32", 1>
+    ]> {
+  let cppNamespace = "::tileopt::tile";
+  let genSpecializedAttr = 0;
+}
+
+def Tile_InputPrecisionAttr : EnumAttr<Tile_Dialect, Tile_InputPrecision,
+                                       "input_precision"> {
+  let assemblyFormat = "$value";
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Tile_ElementType : AnyTypeOf<[I1, I8, I16, I32, I64, F16, BF16, F32, F64]>;
+
+def Tile_Tile : Type<
+    CPred<"::tileopt::tile::isTileType($_self)">,
+    "tile (a static tensor with power-of-two dims of i1, i8, i16, i32, i64, "
+    "f16, bf16, f32 or f64)",
+    "::mlir::RankedTensorType">;
+
+def Tile_View : Type<
+    CPred<"::tileopt::tile::isViewType($_self)">,
+    "view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32 or f64)",
+    "::mlir::MemRefType">;
+
+def Tile_TileOrScalar : AnyTypeOf<[Tile_Tile, Tile_ElementType]>;
+
+#endif // TILEOPT_DIALECT_TILE_TILEDIALECT_TD

@@ -1,0 +1,57 @@
+//===- TileDialect.cpp - the tile dialect ---------------------------------===//
+
+#include "tileopt/Dialect/Tile/IR/Tile.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+#include "tileopt/Dialect/Tile/IR/TileDialect.cpp.inc"
+#include "tileopt/Dialect/Tile/IR/TileEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tileopt/Dialect/Tile/IR/TileAttrs.cpp.inc"
+
+void TileDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "tileopt/Dialect/Tile/IR/TileOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tileopt/Dialect/Tile/IR/TileAttrs.cpp.inc"
+      >();
+}
+
+Operation *TileDialect::materializeConstant(OpBuilder &builder,
+                                            Attribute value, Type type,
+                                            Location loc) {
+  return arith::ConstantOp::materialize(builder, value, type, loc);
+}
+
+bool tileopt::tile::isTileElementType(Type type) {
+  if (auto intType = dyn_cast<IntegerType>(type))
+    return intType.isSignless() &&
+           llvm::is_contained({1u, 8u, 16u, 32u, 64u}, intType.getWidth());
+  return type.isF16() || type.isBF16() || type.isF32() || type.isF64();
+}
+
+bool tileopt::tile::isTileType(Type type) {
+  auto tensorType = dyn_cast<RankedTensorType>(type);
+  if (!tensorType || !tensorType.hasStaticShape() ||
+      !isTileElementType(tensorType.getElementType()))
+    return false;
+  return llvm::all_of(tensorType.getShape(), [](int64_t size) {
+    return size > 0 && llvm::isPowerOf2_64(size);
+  });
+}
+
+bool tileopt::tile::isViewType(Type type) {
+  auto memrefType = dyn_cast<MemRefType>(type);
+  return memrefType && isTileElementType(memrefType.getElementType()) &&
+         memrefType.isStrided();
+}

@@ -1,0 +1,512 @@
+//===- TileOps.cpp - tile dialect operations ------------------------------===//
+
+#include "tileopt/Dialect/Tile/IR/Tile.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Prints a shape as `64x128` (or `scalar` for rank 0), for diagnostics.
+static std::string shapeStr(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  llvm::interleave(shape, os, "x");
+  return str;
+}
+
+static RankedTensorType tileType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+/// Folds an op whose result is its source reshaped when the source is a splat
+/// constant: the result is the same splat with the result type.
+static OpFoldResult foldSplatConstant(Attribute source, Type resultType) {
+  if (auto splat = dyn_cast_if_present<SplatElementsAttr>(source))
+    return SplatElementsAttr::get(cast<ShapedType>(resultType),
+                                  splat.getSplatValue<Attribute>());
+  return {};
+}
+
+DenseI64ArrayAttr tileopt::tile::composePermutations(OpBuilder &builder,
+                                                     DenseI64ArrayAttr inner,
+                                                     DenseI64ArrayAttr outer) {
+  // result[i] = outer[i] of (inner): dim i of the result is dim outer[i] of
+  // the inner result, which is dim inner[outer[i]] of the source.
+  SmallVector<int64_t> composed;
+  for (int64_t dim : outer.asArrayRef())
+    composed.push_back(inner.asArrayRef()[dim]);
+  return builder.getDenseI64ArrayAttr(composed);
+}
+
+#include "tileopt/Dialect/Tile/IR/TileCanonicalization.inc"
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+void KernelOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                     FunctionType type) {
+  state.addAttribute(SymbolTable::getSymbolAttrName(),
+                     builder.getStringAttr(name));
+  state.addAttribute(getFunctionTypeAttrName(state.name), TypeAttr::get(type));
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Type argType : type.getInputs())
+    block->addArgument(argType, state.location);
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(block);
+  ReturnOp::create(builder, state.location);
+}
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  auto buildType = [](Builder &builder, ArrayRef<Type> argTypes,
+                      ArrayRef<Type> results,
+                      function_interface_impl::VariadicFlag, std::string &) {
+    return builder.getFunctionType(argTypes, results);
+  };
+  if (function_interface_impl::parseFunctionOp(
+          parser, result, /*allowVariadic=*/false,
+          getFunctionTypeAttrName(result.name), buildType,
+          getArgAttrsAttrName(result.name), getResAttrsAttrName(result.name)))
+    return failure();
+  Region &body = *result.regions.front();
+  if (body.empty())
+    return parser.emitError(parser.getCurrentLocation(),
+                            "expected a body for tile.kernel");
+  OpBuilder builder(parser.getContext());
+  ensureTerminator(body, builder, result.location);
+  return success();
+}
+
+void KernelOp::print(OpAsmPrinter &p) {
+  function_interface_impl::printFunctionOp(
+      p, *this, /*isVariadic=*/false, getFunctionTypeAttrName(),
+      getArgAttrsAttrName(), getResAttrsAttrName());
+}
+
+LogicalResult KernelOp::verify() {
+  FunctionType type = getFunctionType();
+  if (type.getNumResults() != 0)
+    return emitOpError("expected no results, kernel @")
+           << getSymName() << " returns " << type.getNumResults()
+           << " value(s) of type(s) (" << type.getResults() << ")";
+  for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
+    bool isScalar = argType.isIntOrIndexOrFloat();
+    if (!isScalar && !isViewType(argType))
+      return emitOpError("argument #")
+             << index << " has type " << argType
+             << ", expected a view (a strided memref of a tile element type) "
+                "or a scalar (integer, index or float)";
+  }
+  return success();
+}
+
+LogicalResult KernelOp::verifyRegions() {
+  if (getBody().empty())
+    return emitOpError("expected a body");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LoadOp / StoreOp
+//===----------------------------------------------------------------------===//
+
+/// Checks that a tile accessed at `offsets` of `view` fits the view.
+static LogicalResult verifyAccess(Operation *op, StringRef tileName,
+                                  RankedTensorType tile, MemRefType view,
+                                  ValueRange offsets) {
+  if (static_cast<int64_t>(offsets.size()) != view.getRank())
+    return op->emitOpError("expected ")
+           << view.getRank() << " offset(s) for the view of rank "
+           << view.getRank() << " (" << view << "), got " << offsets.size();
+  if (tile.getRank() != view.getRank())
+    return op->emitOpError("expected ")
+           << tileName << " of rank " << view.getRank()
+           << " like the view (" << view << "), got " << tile;
+  if (tile.getElementType() != view.getElementType())
+    return op->emitOpError("expected ")
+           << tileName << " element type " << tile.getElementType()
+           << " to equal the view's element type " << view.getElementType();
+  return success();
+}
+
+TypedAttr LoadOp::getPaddingOrZero() {
+  if (std::optional<TypedAttr> padding = getPadding())
+    return *padding;
+  Type elementType = getResult().getType().getElementType();
+  return cast<TypedAttr>(OpBuilder(getContext()).getZeroAttr(elementType));
+}
+
+LogicalResult LoadOp::verify() {
+  RankedTensorType type = getResult().getType();
+  if (failed(verifyAccess(*this, "result tile", type, getView().getType(),
+                          getOffsets())))
+    return failure();
+  if (std::optional<TypedAttr> padding = getPadding()) {
+    if (!isa<IntegerAttr, FloatAttr>(*padding))
+      return emitOpError("expected padding to be an integer or float "
+                         "constant, got ")
+             << *padding;
+    if (padding->getType() != type.getElementType())
+      return emitOpError("expected padding of the element type ")
+             << type.getElementType() << ", got " << *padding;
+  }
+  return success();
+}
+
+LogicalResult StoreOp::verify() {
+  return verifyAccess(*this, "stored tile", getValue().getType(),
+                      getView().getType(), getOffsets());
+}
+
+//===----------------------------------------------------------------------===//
+// SplatOp / IotaOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult SplatOp::fold(FoldAdaptor adaptor) {
+  if (!isa_and_present<IntegerAttr, FloatAttr>(adaptor.getValue()))
+    return {};
+  return SplatElementsAttr::get(getResult().getType(), adaptor.getValue());
+}
+
+LogicalResult IotaOp::verify() {
+  RankedTensorType type = getResult().getType();
+  if (type.getRank() != 1 || !type.getElementType().isInteger(32))
+    return emitOpError("expected a 1-D tile of i32, got ") << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifySameElementType(Operation *op,
+                                           RankedTensorType source,
+                                           RankedTensorType result) {
+  if (source.getElementType() != result.getElementType())
+    return op->emitOpError("expected result element type ")
+           << result.getElementType() << " to equal the source's "
+           << source.getElementType();
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType source = getSource().getType();
+  RankedTensorType result = getResult().getType();
+  if (failed(verifySameElementType(*this, source, result)))
+    return failure();
+  if (source.getRank() != result.getRank())
+    return emitOpError("expected source rank ")
+           << source.getRank() << " (" << shapeStr(source.getShape())
+           << ") to equal result rank " << result.getRank() << " ("
+           << shapeStr(result.getShape()) << ")";
+  for (auto [dim, sizes] :
+       llvm::enumerate(llvm::zip(source.getShape(), result.getShape()))) {
+    auto [srcSize, resSize] = sizes;
+    if (srcSize != 1 && srcSize != resSize)
+      return emitOpError("cannot broadcast dim ")
+             << dim << " of source " << shapeStr(source.getShape())
+             << " (size " << srcSize << ") to result "
+             << shapeStr(result.getShape()) << " (size " << resSize
+             << "): only dims of size 1 expand";
+  }
+  return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getSource().getType() == getResult().getType())
+    return getSource();
+  return foldSplatConstant(adaptor.getSource(), getResult().getType());
+}
+
+void BroadcastOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                              MLIRContext *context) {
+  results.add<BroadcastOfSplat, BroadcastOfBroadcast>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ExpandDimsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ExpandDimsOp::verify() {
+  RankedTensorType source = getSource().getType();
+  RankedTensorType result = getResult().getType();
+  if (failed(verifySameElementType(*this, source, result)))
+    return failure();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis > source.getRank())
+    return emitOpError("expected axis in [0, ")
+           << source.getRank() << "] for a source of rank " << source.getRank()
+           << ", got " << axis;
+  SmallVector<int64_t> expected(source.getShape());
+  expected.insert(expected.begin() + axis, 1);
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("expected result shape ")
+           << shapeStr(expected) << " (source " << shapeStr(source.getShape())
+           << " with a 1 at axis " << axis << "), got "
+           << shapeStr(result.getShape());
+  return success();
+}
+
+OpFoldResult ExpandDimsOp::fold(FoldAdaptor adaptor) {
+  return foldSplatConstant(adaptor.getSource(), getResult().getType());
+}
+
+void ExpandDimsOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                               MLIRContext *context) {
+  results.add<ExpandDimsOfSplat>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType source = getSource().getType();
+  RankedTensorType result = getResult().getType();
+  if (failed(verifySameElementType(*this, source, result)))
+    return failure();
+  if (source.getNumElements() != result.getNumElements())
+    return emitOpError("expected the same number of elements, source ")
+           << shapeStr(source.getShape()) << " has "
+           << source.getNumElements() << " and result "
+           << shapeStr(result.getShape()) << " has "
+           << result.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getSource().getType() == getResult().getType())
+    return getSource();
+  return foldSplatConstant(adaptor.getSource(), getResult().getType());
+}
+
+void ReshapeOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<ReshapeOfSplat, ReshapeOfReshape>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// PermuteOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PermuteOp::verify() {
+  RankedTensorType source = getSource().getType();
+  RankedTensorType result = getResult().getType();
+  if (failed(verifySameElementType(*this, source, result)))
+    return failure();
+  ArrayRef<int64_t> perm = getPermutation();
+  if (static_cast<int64_t>(perm.size()) != source.getRank())
+    return emitOpError("expected a permutation of ")
+           << source.getRank() << " dims for a source of rank "
+           << source.getRank() << ", got " << perm.size();
+  llvm::SmallBitVector seen(perm.size());
+  for (int64_t dim : perm) {
+    if (dim < 0 || dim >= source.getRank() || seen.test(dim))
+      return emitOpError("expected permutation to be a permutation of [0, ")
+             << source.getRank() << "), got [" << perm << "]";
+    seen.set(dim);
+  }
+  SmallVector<int64_t> expected;
+  for (int64_t dim : perm)
+    expected.push_back(source.getDimSize(dim));
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("expected result shape ")
+           << shapeStr(expected) << " (source " << shapeStr(source.getShape())
+           << " permuted by [" << perm << "]), got "
+           << shapeStr(result.getShape());
+  return success();
+}
+
+OpFoldResult PermuteOp::fold(FoldAdaptor adaptor) {
+  if (llvm::equal(getPermutation(),
+                  llvm::seq<int64_t>(0, getPermutation().size())))
+    return getSource();
+  return foldSplatConstant(adaptor.getSource(), getResult().getType());
+}
+
+void PermuteOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                            MLIRContext *context) {
+  results.add<PermuteOfSplat, PermuteOfPermute>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  if (getOperands().empty())
+    return emitOpError("expected at least one operand");
+  RankedTensorType first = tileType(getOperands()[0]);
+  for (auto [index, operand] : llvm::enumerate(getOperands())) {
+    RankedTensorType type = tileType(operand);
+    if (type.getShape() != first.getShape())
+      return emitOpError("expected operands of one shape, operand #")
+             << index << " is " << shapeStr(type.getShape())
+             << " but operand #0 is " << shapeStr(first.getShape());
+  }
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= first.getRank())
+    return emitOpError("expected axis in [0, ")
+           << first.getRank() << ") for operands of shape "
+           << shapeStr(first.getShape()) << ", got " << axis;
+  if (getNumResults() != getOperands().size())
+    return emitOpError("expected ")
+           << getOperands().size() << " result(s), one per operand, got "
+           << getNumResults();
+  SmallVector<int64_t> reduced(first.getShape());
+  reduced.erase(reduced.begin() + axis);
+  for (auto [index, operand, result] :
+       llvm::enumerate(getOperands(), getResults())) {
+    Type elementType = tileType(operand).getElementType();
+    Type resultType = result.getType();
+    bool ok;
+    if (reduced.empty())
+      ok = resultType == elementType ||
+           resultType == RankedTensorType::get({}, elementType);
+    else
+      ok = resultType == RankedTensorType::get(reduced, elementType);
+    if (!ok)
+      return emitOpError("expected result #")
+             << index << " to be "
+             << (reduced.empty()
+                     ? Type(elementType)
+                     : Type(RankedTensorType::get(reduced, elementType)))
+             << " (operand shape " << shapeStr(first.getShape())
+             << " without axis " << axis << "), got " << resultType;
+  }
+  return success();
+}
+
+LogicalResult ReduceOp::verifyRegions() {
+  Block &block = getCombiner().front();
+  size_t numOperands = getOperands().size();
+  if (block.getNumArguments() != 2 * numOperands)
+    return emitOpError("expected the combiner to take ")
+           << 2 * numOperands << " scalar arguments (2 per operand), got "
+           << block.getNumArguments();
+  for (auto [index, operand] : llvm::enumerate(getOperands())) {
+    Type elementType = tileType(operand).getElementType();
+    for (size_t argIndex : {index, index + numOperands}) {
+      Type argType = block.getArgument(argIndex).getType();
+      if (argType != elementType)
+        return emitOpError("expected combiner argument #")
+               << argIndex << " to have type " << elementType << ", got "
+               << argType;
+    }
+  }
+  auto yield = dyn_cast_if_present<YieldOp>(
+      block.empty() ? nullptr : &block.back());
+  if (!yield)
+    return emitOpError("expected the combiner to end in tile.yield");
+  if (yield.getValues().size() != numOperands)
+    return yield.emitOpError("expected ")
+           << numOperands << " yielded value(s), one per operand, got "
+           << yield.getValues().size();
+  for (auto [index, operand, value] :
+       llvm::enumerate(getOperands(), yield.getValues())) {
+    Type elementType = tileType(operand).getElementType();
+    if (value.getType() != elementType)
+      return yield.emitOpError("expected yielded value #")
+             << index << " to have type " << elementType << ", got "
+             << value.getType();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DotOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DotOp::verify() {
+  RankedTensorType lhs = getLhs().getType();
+  RankedTensorType rhs = getRhs().getType();
+  RankedTensorType acc = getAcc().getType();
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"lhs", lhs},
+                            {"rhs", rhs},
+                            {"acc", acc}})
+    if (type.getRank() != 2)
+      return emitOpError("expected ") << name << " to be a 2-D tile, got "
+                                      << type;
+  if (lhs.getDimSize(1) != rhs.getDimSize(0))
+    return emitOpError("expected K of lhs (")
+           << lhs.getDimSize(1) << ") to equal K of rhs (" << rhs.getDimSize(0)
+           << ")";
+  if (acc.getDimSize(0) != lhs.getDimSize(0) ||
+      acc.getDimSize(1) != rhs.getDimSize(1))
+    return emitOpError("expected acc of shape ")
+           << lhs.getDimSize(0) << "x" << rhs.getDimSize(1)
+           << " (M of lhs x N of rhs), got " << shapeStr(acc.getShape());
+  Type inType = lhs.getElementType();
+  if (inType != rhs.getElementType())
+    return emitOpError("expected lhs and rhs of one element type, got ")
+           << inType << " and " << rhs.getElementType();
+  if (!inType.isF16() && !inType.isBF16() && !inType.isF32())
+    return emitOpError("expected f16, bf16 or f32 inputs, got ") << inType;
+  Type accType = acc.getElementType();
+  if (!accType.isF32() && !(accType.isF16() && inType.isF16()))
+    return emitOpError("expected an f32 accumulator (or f16 with f16 "
+                       "inputs), got ")
+           << accType << " with " << inType << " inputs";
+  if (getInputPrecision() == InputPrecision::tf32 && !inType.isF32())
+    return emitOpError("input_precision = tf32 applies to f32 inputs, got ")
+           << inType;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LaunchOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchOp::verify() {
+  if (getGrid().empty() || getGrid().size() > 3)
+    return emitOpError("expected 1 to 3 grid sizes, got ")
+           << getGrid().size();
+  if ((*this)->getParentOfType<KernelOp>())
+    return emitOpError("launches a kernel from inside a tile.kernel; "
+                       "launches belong in host functions");
+  return success();
+}
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto kernel =
+      symbolTable.lookupNearestSymbolFrom<KernelOp>(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError("'")
+           << getKernelAttr() << "' does not reference a tile.kernel";
+  ArrayRef<Type> params = kernel.getArgumentTypes();
+  if (params.size() != getArgs().size())
+    return emitOpError("kernel @")
+           << getKernel() << " takes " << params.size()
+           << " argument(s), launch passes " << getArgs().size();
+  for (auto [index, param, arg] : llvm::enumerate(params, getArgs())) {
+    Type argType = arg.getType();
+    if (argType == param)
+      continue;
+    if (isa<MemRefType>(argType) && isa<MemRefType>(param) &&
+        memref::CastOp::areCastCompatible(argType, param))
+      continue;
+    return emitOpError("argument #")
+           << index << " has type " << argType << " but kernel @"
+           << getKernel() << " expects " << param;
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "tileopt/Dialect/Tile/IR/TileOps.cpp.inc"

@@ -1,0 +1,24 @@
+"""The exceptions tileopt raises.
+
+Every error tileopt raises on purpose derives from :class:`TileoptError`, so a
+caller can catch them all with one ``except``; each message says what went
+wrong and what to do next.
+"""
+
+from __future__ import annotations
+
+
+class TileoptError(Exception):
+    """Base class of every error that tileopt raises on purpose."""
+
+
+class CompilationError(TileoptError):
+    """IR failed to parse, verify or lower; the message holds MLIR's diagnostics."""
+
+
+class EmulatorError(TileoptError):
+    """The PTX emulator could not load or run a kernel."""
+
+
+class DeviceError(TileoptError):
+    """A runtime device (for example the CUDA driver) is missing or failed."""

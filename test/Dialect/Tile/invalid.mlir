@@ -1,0 +1,531 @@
+// Every verifier of the tile dialect rejects bad IR with a message that names
+// the operand and the shapes.
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{'tile.kernel' op expected no results, kernel @k returns 1 value(s) of type(s) ('i32')}}
+tile.kernel @k() -> i32 {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #1 has type 'tensor<4xf32>', expected a view (a strided memref of a tile element type) or a scalar (integer, index or float)}}
+tile.kernel @k(%a: i32, %t: tensor<4xf32>) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0 has type 'memref<?xcomplex<f32>>'}}
+tile.kernel @k(%a: memref<?xcomplex<f32>>) {
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%a: i32) {
+  // expected-error @+1 {{'func.return' op expects parent op 'func.func'}}
+  func.return
+}
+
+// -----
+
+tile.kernel @k() {
+  // expected-error @+1 {{'tile.program_id' op attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 0 whose maximum value is 2}}
+  %0 = tile.program_id {dim = 3}
+  tile.return
+}
+
+// -----
+
+tile.kernel @k() {
+  // expected-error @+1 {{'tile.num_programs' op attribute 'dim' failed to satisfy constraint}}
+  %0 = tile.num_programs {dim = -1}
+  tile.return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{'tile.return' op expects parent op 'tile.kernel'}}
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op expected 2 offset(s) for the view of rank 2 ('memref<?x?xf32>'), got 1}}
+  %t = tile.load %x[%i] : memref<?x?xf32> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op expected result tile of rank 2 like the view ('memref<?x?xf32>'), got 'tensor<64xf32>'}}
+  %t = tile.load %x[%i, %i] : memref<?x?xf32> -> tensor<64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op expected result tile element type 'f16' to equal the view's element type 'f32'}}
+  %t = tile.load %x[%i] : memref<?xf32> -> tensor<64xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op expected padding of the element type 'f32', got 0.000000e+00 : f64}}
+  %t = tile.load %x[%i] {padding = 0.0 : f64} : memref<?xf32> -> tensor<64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op expected padding to be an integer or float constant, got dense<0.000000e+00> : tensor<2xf32>}}
+  %t = tile.load %x[%i] {padding = dense<0.0> : tensor<2xf32>} : memref<?xf32> -> tensor<64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op result #0 must be tile (a static tensor with power-of-two dims of i1, i8, i16, i32, i64, f16, bf16, f32 or f64), but got 'tensor<100xf32>'}}
+  %t = tile.load %x[%i] : memref<?xf32> -> tensor<100xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %i: index) {
+  // expected-error @+1 {{'tile.load' op result #0 must be tile}}
+  %t = tile.load %x[%i] : memref<?xf32> -> tensor<?xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: i32, %i: index) {
+  // expected-error @+1 {{'tile.load' op operand #0 must be view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32 or f64), but got 'i32'}}
+  %t = "tile.load"(%x, %i) : (i32, index) -> tensor<64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?x?xf32>, %t: f32, %i: index) {
+  %v = tile.splat %t : f32 -> tensor<16x16xf32>
+  // expected-error @+1 {{'tile.store' op expected 2 offset(s) for the view of rank 2 ('memref<?x?xf32>'), got 3}}
+  tile.store %v, %x[%i, %i, %i] : tensor<16x16xf32>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?x?xf16>, %t: f32, %i: index) {
+  %v = tile.splat %t : f32 -> tensor<16x16xf32>
+  // expected-error @+1 {{'tile.store' op expected stored tile element type 'f32' to equal the view's element type 'f16'}}
+  tile.store %v, %x[%i, %i] : tensor<16x16xf32>, memref<?x?xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  // expected-error @+1 {{'tile.splat' op failed to verify that value is the element type of the result}}
+  %v = "tile.splat"(%t) : (f32) -> tensor<16xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  // expected-error @+1 {{'tile.splat' op result #0 must be tile}}
+  %v = tile.splat %t : f32 -> tensor<3x16xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k() {
+  // expected-error @+1 {{'tile.iota' op expected a 1-D tile of i32, got 'tensor<4x4xi32>'}}
+  %v = tile.iota : tensor<4x4xi32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k() {
+  // expected-error @+1 {{'tile.iota' op expected a 1-D tile of i32, got 'tensor<4xf32>'}}
+  %v = tile.iota : tensor<4xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.broadcast' op expected source rank 1 (16) to equal result rank 2 (16x16)}}
+  %b = tile.broadcast %v : tensor<16xf32> -> tensor<16x16xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<2x16xf32>
+  // expected-error @+1 {{'tile.broadcast' op cannot broadcast dim 0 of source 2x16 (size 2) to result 8x16 (size 8): only dims of size 1 expand}}
+  %b = tile.broadcast %v : tensor<2x16xf32> -> tensor<8x16xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<1x16xf32>
+  // expected-error @+1 {{'tile.broadcast' op expected result element type 'f16' to equal the source's 'f32'}}
+  %b = tile.broadcast %v : tensor<1x16xf32> -> tensor<8x16xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.expand_dims' op expected axis in [0, 1] for a source of rank 1, got 2}}
+  %b = tile.expand_dims %v {axis = 2} : tensor<16xf32> -> tensor<16x1xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.expand_dims' op expected result shape 1x16 (source 16 with a 1 at axis 0), got 16x1}}
+  %b = tile.expand_dims %v {axis = 0} : tensor<16xf32> -> tensor<16x1xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.reshape' op expected the same number of elements, source 16x4 has 64 and result 128 has 128}}
+  %b = tile.reshape %v : tensor<16x4xf32> -> tensor<128xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.reshape' op expected result element type 'i32' to equal the source's 'f32'}}
+  %b = tile.reshape %v : tensor<16x4xf32> -> tensor<64xi32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.permute' op expected permutation to be a permutation of [0, 2), got [0, 0]}}
+  %b = tile.permute %v {permutation = array<i64: 0, 0>} : tensor<16x4xf32> -> tensor<16x4xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.permute' op expected a permutation of 2 dims for a source of rank 2, got 3}}
+  %b = tile.permute %v {permutation = array<i64: 0, 1, 2>} : tensor<16x4xf32> -> tensor<16x4xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.permute' op expected result shape 4x16 (source 16x4 permuted by [1, 0]), got 16x4}}
+  %b = tile.permute %v {permutation = array<i64: 1, 0>} : tensor<16x4xf32> -> tensor<16x4xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.reduce' op expected axis in [0, 2) for operands of shape 16x4, got 2}}
+  %r = tile.reduce %v {axis = 2} : tensor<16x4xf32> -> tensor<16xf32> {
+  ^bb0(%a: f32, %b: f32):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32, %i: i32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  %w = tile.splat %i : i32 -> tensor<16x8xi32>
+  // expected-error @+1 {{'tile.reduce' op expected operands of one shape, operand #1 is 16x8 but operand #0 is 16x4}}
+  %r:2 = tile.reduce %v, %w {axis = 1} : tensor<16x4xf32>, tensor<16x8xi32> -> tensor<16xf32>, tensor<16xi32> {
+  ^bb0(%a: f32, %ai: i32, %b: f32, %bi: i32):
+    tile.yield %a, %ai : f32, i32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16x4xf32>
+  // expected-error @+1 {{'tile.reduce' op expected result #0 to be 'tensor<4xf32>' (operand shape 16x4 without axis 0), got 'tensor<16xf32>'}}
+  %r = tile.reduce %v {axis = 0} : tensor<16x4xf32> -> tensor<16xf32> {
+  ^bb0(%a: f32, %b: f32):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.reduce' op expected result #0 to be 'f32' (operand shape 16 without axis 0), got 'f16'}}
+  %r = tile.reduce %v {axis = 0} : tensor<16xf32> -> f16 {
+  ^bb0(%a: f32, %b: f32):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.reduce' op expected 1 result(s), one per operand, got 2}}
+  %r:2 = tile.reduce %v {axis = 0} : tensor<16xf32> -> f32, f32 {
+  ^bb0(%a: f32, %b: f32):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.reduce' op expected the combiner to take 2 scalar arguments (2 per operand), got 3}}
+  %r = tile.reduce %v {axis = 0} : tensor<16xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  // expected-error @+1 {{'tile.reduce' op expected combiner argument #1 to have type 'f32', got 'f16'}}
+  %r = tile.reduce %v {axis = 0} : tensor<16xf32> -> f32 {
+  ^bb0(%a: f32, %b: f16):
+    tile.yield %a : f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  %r = tile.reduce %v {axis = 0} : tensor<16xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32):
+    // expected-error @+1 {{'tile.yield' op expected 1 yielded value(s), one per operand, got 2}}
+    tile.yield %a, %b : f32, f32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f32, %i: i32) {
+  %v = tile.splat %t : f32 -> tensor<16xf32>
+  %r = tile.reduce %v {axis = 0} : tensor<16xf32> -> f32 {
+  ^bb0(%a: f32, %b: f32):
+    // expected-error @+1 {{'tile.yield' op expected yielded value #0 to have type 'f32', got 'i32'}}
+    tile.yield %i : i32
+  }
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f16) {
+  %a = tile.splat %t : f16 -> tensor<64x32xf16>
+  %b = tile.splat %t : f16 -> tensor<16x64xf16>
+  %c = arith.constant dense<0.0> : tensor<64x64xf32>
+  // expected-error @+1 {{'tile.dot' op expected K of lhs (32) to equal K of rhs (16)}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xf16>, tensor<16x64xf16> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f16) {
+  %a = tile.splat %t : f16 -> tensor<64x32xf16>
+  %b = tile.splat %t : f16 -> tensor<32x64xf16>
+  %c = arith.constant dense<0.0> : tensor<64x32xf32>
+  // expected-error @+1 {{'tile.dot' op expected acc of shape 64x64 (M of lhs x N of rhs), got 64x32}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x32xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f16, %s: bf16) {
+  %a = tile.splat %t : f16 -> tensor<64x32xf16>
+  %b = tile.splat %s : bf16 -> tensor<32x64xbf16>
+  %c = arith.constant dense<0.0> : tensor<64x64xf32>
+  // expected-error @+1 {{'tile.dot' op expected lhs and rhs of one element type, got 'f16' and 'bf16'}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xf16>, tensor<32x64xbf16> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: i8) {
+  %a = tile.splat %t : i8 -> tensor<64x32xi8>
+  %c = arith.constant dense<0.0> : tensor<64x64xf32>
+  %b = tile.splat %t : i8 -> tensor<32x64xi8>
+  // expected-error @+1 {{'tile.dot' op expected f16, bf16 or f32 inputs, got 'i8'}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xi8>, tensor<32x64xi8> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: bf16) {
+  %a = tile.splat %s : bf16 -> tensor<64x64xbf16>
+  %c = arith.constant dense<0.0> : tensor<64x64xf16>
+  // expected-error @+1 {{'tile.dot' op expected an f32 accumulator (or f16 with f16 inputs), got 'f16' with 'bf16' inputs}}
+  %d = tile.dot %a, %a, %c : tensor<64x64xbf16>, tensor<64x64xbf16> -> tensor<64x64xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f16) {
+  %a = tile.splat %s : f16 -> tensor<64x64xf16>
+  %c = arith.constant dense<0.0> : tensor<64x64xf32>
+  // expected-error @+1 {{'tile.dot' op input_precision = tf32 applies to f32 inputs, got 'f16'}}
+  %d = tile.dot %a, %a, %c input_precision = tf32 : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  %a = tile.splat %s : f32 -> tensor<2x64x64xf32>
+  %c = arith.constant dense<0.0> : tensor<2x64x64xf32>
+  // expected-error @+1 {{'tile.dot' op expected lhs to be a 2-D tile, got 'tensor<2x64x64xf32>'}}
+  %d = tile.dot %a, %a, %c : tensor<2x64x64xf32>, tensor<2x64x64xf32> -> tensor<2x64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  %a = tile.splat %s : f32 -> tensor<64x64xf32>
+  %c = arith.constant dense<0.0> : tensor<64x64xf16>
+  // expected-error @+1 {{'tile.dot' op failed to verify that all of {acc, result} have same type}}
+  %d = "tile.dot"(%a, %a, %c) : (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf16>) -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+func.func @host(%g: index) {
+  // expected-error @+1 {{'tile.launch' op '@missing' does not reference a tile.kernel}}
+  tile.launch @missing grid(%g) ()
+  return
+}
+
+// -----
+
+func.func @other() {
+  return
+}
+func.func @host(%g: index) {
+  // expected-error @+1 {{'tile.launch' op '@other' does not reference a tile.kernel}}
+  tile.launch @other grid(%g) ()
+  return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %n: i32) {
+  tile.return
+}
+func.func @host(%g: index, %x: memref<?xf32>) {
+  // expected-error @+1 {{'tile.launch' op kernel @k takes 2 argument(s), launch passes 1}}
+  tile.launch @k grid(%g) (%x) : memref<?xf32>
+  return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %n: i32) {
+  tile.return
+}
+func.func @host(%g: index, %x: memref<?xf16>, %n: i32) {
+  // expected-error @+1 {{'tile.launch' op argument #0 has type 'memref<?xf16>' but kernel @k expects 'memref<?xf32>'}}
+  tile.launch @k grid(%g) (%x, %n) : memref<?xf16>, i32
+  return
+}
+
+// -----
+
+tile.kernel @k(%n: i32) {
+  tile.return
+}
+func.func @host(%g: index, %n: i64) {
+  // expected-error @+1 {{'tile.launch' op argument #0 has type 'i64' but kernel @k expects 'i32'}}
+  tile.launch @k grid(%g) (%n) : i64
+  return
+}
+
+// -----
+
+tile.kernel @k() {
+  tile.return
+}
+func.func @host(%g: index) {
+  // expected-error @+1 {{'tile.launch' op expected 1 to 3 grid sizes, got 4}}
+  tile.launch @k grid(%g, %g, %g, %g) ()
+  return
+}
+
+// -----
+
+tile.kernel @k() {
+  tile.return
+}
+func.func @host() {
+  // expected-error @+1 {{'tile.launch' op expected 1 to 3 grid sizes, got 0}}
+  tile.launch @k grid() ()
+  return
+}
+
+// -----
+
+tile.kernel @k(%g: index) {
+  // expected-error @+1 {{'tile.launch' op launches a kernel from inside a tile.kernel; launches belong in host functions}}
+  tile.launch @k grid(%g) (%g) : index
+  tile.return
+}
