@@ -24,19 +24,19 @@ build: venv
 	  --no-build-isolation --no-deps -e .
 
 lit: build
-	$(PY) -m lit -sv $(BUILD_DIR)/test
+	$(VENV)/bin/lit -sv $(BUILD_DIR)/test
 
 pytest: build
 	$(PY) -m pytest -q
 
 lint: venv
-	$(PY) -m ruff check python test benchmarks examples
+	$(PY) -m ruff check .
 
 test: build
 	@start=$$(date +%s); lit=0; pytest=0; lint=0; \
-	$(PY) -m lit -sv $(BUILD_DIR)/test || lit=$$?; \
+	$(VENV)/bin/lit -sv $(BUILD_DIR)/test || lit=$$?; \
 	$(PY) -m pytest -q || pytest=$$?; \
-	$(PY) -m ruff check python test benchmarks examples || lint=$$?; \
+	$(PY) -m ruff check . || lint=$$?; \
 	verdict() { if [ $$1 -eq 0 ]; then echo PASS; else echo FAIL; fi; }; \
 	echo; echo "==================== tileopt test summary ===================="; \
 	echo "  lit (IR tests)     : $$(verdict $$lit)"; \
@@ -53,7 +53,7 @@ demo: build
 docs: build
 	cmake --build $(BUILD_DIR) --target tileopt-doc
 	mkdir -p docs/generated
-	cp $(BUILD_DIR)/docs/Dialects/TileDialect.md docs/generated/
+	cp $(BUILD_DIR)/docs/TileDialect.md docs/generated/
 
 clean:
 	rm -rf build docs/generated
