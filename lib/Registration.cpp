@@ -3,6 +3,7 @@
 #include "tileopt/Registration.h"
 
 #include "tileopt/Dialect/Tile/IR/Tile.h"
+#include "tileopt/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -21,4 +22,7 @@ void tileopt::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<tile::TileDialect>();
 }
 
-void tileopt::registerAllPasses() { mlir::registerAllPasses(); }
+void tileopt::registerAllPasses() {
+  mlir::registerAllPasses();
+  tile::registerTilePasses();
+}

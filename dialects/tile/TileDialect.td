@@ -60,6 +60,65 @@ def Tile_InputPrecisionAttr : EnumAttr<Tile_Dialect, Tile_InputPrecision,
 }
 
 //===----------------------------------------------------------------------===//
+// Layouts: which thread of a program owns which element of a tile (the GPU
+// lowering's encoding on tile tensor types, following Triton's layouts).
+//===----------------------------------------------------------------------===//
+
+def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
+  let mnemonic = "blocked";
+  let summary = "a blocked distributed layout";
+  let description = [{
+    Distributes a tile over the threads of a program as Triton's blocked
+    layout does. Per dimension `d`, each thread holds `sizePerThread[d]`
+    contiguous elements, `threadsPerWarp[d]` threads of a warp and
+    `warpsPerCTA[d]` warps tile the dimension, and the resulting pattern of
+    `sizePerThread[d] * threadsPerWarp[d] * warpsPerCTA[d]` elements repeats
+    to cover larger tiles (smaller tiles replicate it). `order` lists the
+    dimensions from fastest to slowest varying: it orders lanes within a
+    warp, warps, and the elements of a thread's registers. The products of
+    `threadsPerWarp` and `warpsPerCTA` are 32 and the number of warps.
+
+    ```mlir
+    #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8],
+                  warpsPerCTA = [4, 1], order = [1, 0]>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"unsigned">:$sizePerThread,
+                        ArrayRefParameter<"unsigned">:$threadsPerWarp,
+                        ArrayRefParameter<"unsigned">:$warpsPerCTA,
+                        ArrayRefParameter<"unsigned">:$order);
+  let assemblyFormat = [{
+    `<` `sizePerThread` `=` `[` $sizePerThread `]` `,`
+        `threadsPerWarp` `=` `[` $threadsPerWarp `]` `,`
+        `warpsPerCTA` `=` `[` $warpsPerCTA `]` `,`
+        `order` `=` `[` $order `]` `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const { return getOrder().size(); }
+    unsigned getNumWarps() const;
+  }];
+}
+
+def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout"> {
+  let mnemonic = "slice";
+  let summary = "a parent layout with one dimension removed";
+  let description = [{
+    The layout of a tile that lost dimension `dim` of a tile with layout
+    `parent`, as a reduction along `dim` produces: each thread owns the
+    elements whose other coordinates it owned in the parent.
+
+    ```mlir
+    #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 4],
+                threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>>
+    ```
+  }];
+  let parameters = (ins "unsigned":$dim, "::mlir::Attribute":$parent);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//
 

@@ -287,6 +287,26 @@ def Tile_PermuteOp : Tile_Op<"permute", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
+def Tile_ConvertLayoutOp : Tile_Op<"convert_layout", [Pure]> {
+  let summary = "move a tile into another layout";
+  let description = [{
+    Returns the same tile (shape, element type, values) in the layout of the
+    result type. Layout assignment inserts it where two layouts meet; the
+    GPU lowering moves the data through shared memory.
+
+    ```mlir
+    %b = tile.convert_layout %a : tensor<64x64xf32, #tile.blocked<...>>
+                               -> tensor<64x64xf32, #tile.blocked<...>>
+    ```
+  }];
+  let arguments = (ins Tile_Tile:$source);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let hasCanonicalizer = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and contractions
 //===----------------------------------------------------------------------===//

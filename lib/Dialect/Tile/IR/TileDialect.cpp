@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -16,7 +17,26 @@ using namespace tileopt::tile;
 #define GET_ATTRDEF_CLASSES
 #include "tileopt/Dialect/Tile/IR/TileAttrs.cpp.inc"
 
+namespace {
+/// Prints layouts as aliases (#blocked, #blocked1, #slice, ...) as Triton does.
+struct TileOpAsmInterface : OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    if (isa<BlockedLayoutAttr>(attr)) {
+      os << "blocked";
+      return AliasResult::FinalAlias;
+    }
+    if (isa<SliceLayoutAttr>(attr)) {
+      os << "slice";
+      return AliasResult::FinalAlias;
+    }
+    return AliasResult::NoAlias;
+  }
+};
+} // namespace
+
 void TileDialect::initialize() {
+  addInterfaces<TileOpAsmInterface>();
   addOperations<
 #define GET_OP_LIST
 #include "tileopt/Dialect/Tile/IR/TileOps.cpp.inc"

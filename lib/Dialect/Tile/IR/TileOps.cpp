@@ -346,6 +346,48 @@ void PermuteOp::getCanonicalizationPatterns(RewritePatternSet &results,
 }
 
 //===----------------------------------------------------------------------===//
+// ConvertLayoutOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertLayoutOp::verify() {
+  RankedTensorType source = getSource().getType();
+  RankedTensorType result = getResult().getType();
+  if (source.getShape() != result.getShape() ||
+      source.getElementType() != result.getElementType())
+    return emitOpError("expected source and result of one shape and element "
+                       "type, got ")
+           << source << " and " << result;
+  return success();
+}
+
+OpFoldResult ConvertLayoutOp::fold(FoldAdaptor adaptor) {
+  if (getSource().getType() == getResult().getType())
+    return getSource();
+  return foldSplatConstant(adaptor.getSource(), getResult().getType());
+}
+
+namespace {
+/// convert_layout(convert_layout(x)) -> convert_layout(x)
+struct FoldConvertOfConvert : OpRewritePattern<ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertLayoutOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getSource().getDefiningOp<ConvertLayoutOp>();
+    if (!inner)
+      return failure();
+    rewriter.modifyOpInPlace(
+        op, [&] { op.getSourceMutable().assign(inner.getSource()); });
+    return success();
+  }
+};
+} // namespace
+
+void ConvertLayoutOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                                  MLIRContext *context) {
+  results.add<FoldConvertOfConvert>(context);
+}
+
+//===----------------------------------------------------------------------===//
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
@@ -375,12 +417,11 @@ LogicalResult ReduceOp::verify() {
        llvm::enumerate(getOperands(), getResults())) {
     Type elementType = tileType(operand).getElementType();
     Type resultType = result.getType();
-    bool ok;
-    if (reduced.empty())
-      ok = resultType == elementType ||
-           resultType == RankedTensorType::get({}, elementType);
-    else
-      ok = resultType == RankedTensorType::get(reduced, elementType);
+    // Layouts (encodings) are checked by the passes that assign them.
+    auto resultTile = dyn_cast<RankedTensorType>(resultType);
+    bool ok = resultTile ? resultTile.getShape() == ArrayRef<int64_t>(reduced) &&
+                               resultTile.getElementType() == elementType
+                         : reduced.empty() && resultType == elementType;
     if (!ok)
       return emitOpError("expected result #")
              << index << " to be "

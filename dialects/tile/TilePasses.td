@@ -1,0 +1,41 @@
+//===- TilePasses.td - passes on tile IR -------------------*- tablegen -*-===//
+
+#ifndef TILEOPT_DIALECT_TILE_TILEPASSES_TD
+#define TILEOPT_DIALECT_TILE_TILEPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
+  let summary = "give every tile in a kernel a distributed layout";
+  let description = [{
+    Encodes on every tile tensor type of every `tile.kernel` which thread owns
+    which element (`#tile.blocked`, `#tile.slice`). Loads and stores anchor
+    the layouts: each thread moves 16 contiguous bytes along the view's
+    fastest dimension. Other values take the layout of their operands
+    (reductions the slice of theirs, expand_dims the parent, permute the
+    permuted layout); where two layouts meet, a `tile.convert_layout` goes
+    in. `tile-remove-layout-conversions` then removes the conversions that
+    are not needed.
+  }];
+  let options = [
+    Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
+           "warps per program (a power of two)">,
+    Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
+           "the target chip, e.g. sm_80 or sm_90">,
+  ];
+  let dependentDialects = ["::tileopt::tile::TileDialect"];
+}
+
+def TileRemoveLayoutConversions
+    : Pass<"tile-remove-layout-conversions", "::mlir::ModuleOp"> {
+  let summary = "remove layout conversions that are not needed";
+  let description = [{
+    Folds conversions to the same layout and chains of conversions, and
+    rematerializes cheap producers (splat, iota, constants, broadcast and
+    elementwise ops of those) directly in the layout that their users
+    want, so that no data moves through shared memory for them.
+  }];
+  let dependentDialects = ["::tileopt::tile::TileDialect"];
+}
+
+#endif // TILEOPT_DIALECT_TILE_TILEPASSES_TD

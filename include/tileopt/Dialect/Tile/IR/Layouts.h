@@ -1,0 +1,65 @@
+//===- Layouts.h - distributed layouts of tiles -----------------*- C++ -*-===//
+//
+// Which thread of a program owns which element of a tile. A layout maps each
+// thread's registers to tile coordinates: coordinate = (thread base +
+// register offset) mod shape, where the register offsets are the same for
+// every thread (static) and the thread base depends on the lane and warp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEOPT_DIALECT_TILE_IR_LAYOUTS_H
+#define TILEOPT_DIALECT_TILE_IR_LAYOUTS_H
+
+#include "tileopt/Dialect/Tile/IR/Tile.h"
+
+namespace tileopt::tile {
+
+constexpr unsigned kWarpSize = 32;
+
+/// The layout (encoding) of a tile type, or null.
+mlir::Attribute getLayout(mlir::Type type);
+
+/// `type` with `layout` as its encoding.
+mlir::RankedTensorType withLayout(mlir::RankedTensorType type,
+                                  mlir::Attribute layout);
+
+/// True for the layouts tileopt knows (blocked, slice).
+bool isLayout(mlir::Attribute attr);
+
+/// The rank of the tiles a layout applies to.
+unsigned getLayoutRank(mlir::Attribute layout);
+
+/// A blocked layout for `shape` where each thread holds `vectorElems`
+/// contiguous elements of the fastest dimension (`order[0]`), lanes then warps
+/// fill the dimensions from the fastest, and what is left replicates.
+BlockedLayoutAttr getDefaultBlockedLayout(mlir::MLIRContext *context,
+                                          llvm::ArrayRef<int64_t> shape,
+                                          unsigned vectorElems,
+                                          unsigned numWarps,
+                                          llvm::ArrayRef<unsigned> order = {});
+
+/// The register offsets of every thread's elements for a tile of `shape`:
+/// element i of a thread sits at (threadBase + offsets[i]) mod shape.
+llvm::SmallVector<llvm::SmallVector<int64_t>>
+getRegisterOffsets(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape);
+
+/// The number of elements each thread holds.
+int64_t getElemsPerThread(mlir::Attribute layout,
+                          llvm::ArrayRef<int64_t> shape);
+
+/// The blocked layout at the root of a chain of slices.
+BlockedLayoutAttr getRootBlocked(mlir::Attribute layout);
+
+/// For a thread (lane, warp) of a blocked layout: the base coordinate of
+/// each dimension before wrapping, i.e. lane and warp offsets.
+llvm::SmallVector<int64_t> getThreadBase(BlockedLayoutAttr layout,
+                                         unsigned lane, unsigned warp);
+
+/// The layout of `layout` with its dimensions permuted (dim i of the result
+/// is dim permutation[i] of the source), or null for slices.
+mlir::Attribute permuteLayout(mlir::Attribute layout,
+                              llvm::ArrayRef<int64_t> permutation);
+
+} // namespace tileopt::tile
+
+#endif // TILEOPT_DIALECT_TILE_IR_LAYOUTS_H

@@ -1,0 +1,220 @@
+//===- TileLayouts.cpp - distributed layouts of tiles ---------------------===//
+
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+static int64_t product(ArrayRef<unsigned> values) {
+  int64_t result = 1;
+  for (unsigned v : values)
+    result *= v;
+  return result;
+}
+
+LogicalResult
+BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          ArrayRef<unsigned> sizePerThread,
+                          ArrayRef<unsigned> threadsPerWarp,
+                          ArrayRef<unsigned> warpsPerCTA,
+                          ArrayRef<unsigned> order) {
+  size_t rank = order.size();
+  if (sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
+      warpsPerCTA.size() != rank)
+    return emitError() << "expected sizePerThread, threadsPerWarp, "
+                          "warpsPerCTA and order of one rank, got "
+                       << sizePerThread.size() << ", " << threadsPerWarp.size()
+                       << ", " << warpsPerCTA.size() << " and " << rank;
+  for (ArrayRef<unsigned> values : {sizePerThread, threadsPerWarp, warpsPerCTA})
+    for (unsigned v : values)
+      if (v == 0 || !llvm::isPowerOf2_32(v))
+        return emitError() << "expected powers of two in a blocked layout, got "
+                           << v;
+  if (product(threadsPerWarp) != kWarpSize)
+    return emitError() << "expected threadsPerWarp to multiply to "
+                       << kWarpSize << ", got " << product(threadsPerWarp);
+  llvm::SmallVector<bool> seen(rank, false);
+  for (unsigned d : order) {
+    if (d >= rank || seen[d])
+      return emitError() << "expected order to be a permutation of [0, "
+                         << rank << ")";
+    seen[d] = true;
+  }
+  return success();
+}
+
+unsigned BlockedLayoutAttr::getNumWarps() const {
+  return product(getWarpsPerCTA());
+}
+
+LogicalResult
+SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        unsigned dim, Attribute parent) {
+  if (!isLayout(parent))
+    return emitError() << "expected a layout as the parent of a slice, got "
+                       << parent;
+  if (dim >= getLayoutRank(parent))
+    return emitError() << "expected slice dim " << dim
+                       << " < rank of the parent (" << getLayoutRank(parent)
+                       << ")";
+  return success();
+}
+
+Attribute tileopt::tile::getLayout(Type type) {
+  if (auto tensor = dyn_cast<RankedTensorType>(type))
+    return tensor.getEncoding();
+  return {};
+}
+
+RankedTensorType tileopt::tile::withLayout(RankedTensorType type,
+                                           Attribute layout) {
+  return RankedTensorType::get(type.getShape(), type.getElementType(), layout);
+}
+
+bool tileopt::tile::isLayout(Attribute attr) {
+  return isa_and_present<BlockedLayoutAttr, SliceLayoutAttr>(attr);
+}
+
+unsigned tileopt::tile::getLayoutRank(Attribute layout) {
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout))
+    return blocked.getRank();
+  return getLayoutRank(cast<SliceLayoutAttr>(layout).getParent()) - 1;
+}
+
+BlockedLayoutAttr tileopt::tile::getRootBlocked(Attribute layout) {
+  while (auto slice = dyn_cast<SliceLayoutAttr>(layout))
+    layout = slice.getParent();
+  return cast<BlockedLayoutAttr>(layout);
+}
+
+BlockedLayoutAttr tileopt::tile::getDefaultBlockedLayout(
+    MLIRContext *context, ArrayRef<int64_t> shape, unsigned vectorElems,
+    unsigned numWarps, ArrayRef<unsigned> order) {
+  unsigned rank = shape.size();
+  SmallVector<unsigned> dims(order);
+  if (dims.empty())
+    for (unsigned d = 0; d < rank; ++d)
+      dims.push_back(rank - 1 - d);
+  SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
+  if (rank == 0)
+    return BlockedLayoutAttr::get(context, {}, {}, {}, {});
+  unsigned fastest = dims[0];
+  spt[fastest] =
+      std::max<int64_t>(1, std::min<int64_t>(vectorElems, shape[fastest]));
+  // Lanes, then warps, from the fastest dimension; what does not fit in the
+  // tile replicates along the slowest dimension.
+  unsigned lanes = kWarpSize, warps = numWarps;
+  for (unsigned d : dims) {
+    int64_t room = std::max<int64_t>(1, shape[d] / spt[d]);
+    tpw[d] = std::min<int64_t>(lanes, room);
+    lanes /= tpw[d];
+  }
+  tpw[dims.back()] *= lanes;
+  for (unsigned d : dims) {
+    int64_t room = std::max<int64_t>(1, shape[d] / (spt[d] * tpw[d]));
+    wpc[d] = std::min<int64_t>(warps, room);
+    warps /= wpc[d];
+  }
+  wpc[dims.back()] *= warps;
+  return BlockedLayoutAttr::get(context, spt, tpw, wpc, dims);
+}
+
+/// Register offsets of a blocked layout: registers enumerate the elements of
+/// sizePerThread then the repetitions, with `order[0]` fastest.
+static SmallVector<SmallVector<int64_t>>
+getBlockedOffsets(BlockedLayoutAttr layout, ArrayRef<int64_t> shape) {
+  unsigned rank = layout.getRank();
+  SmallVector<int64_t> perThread(rank), ctaTile(rank);
+  for (unsigned d = 0; d < rank; ++d) {
+    ctaTile[d] = int64_t(layout.getSizePerThread()[d]) *
+                 layout.getThreadsPerWarp()[d] * layout.getWarpsPerCTA()[d];
+    int64_t reps = std::max<int64_t>(1, llvm::divideCeil(shape[d], ctaTile[d]));
+    perThread[d] = reps * layout.getSizePerThread()[d];
+  }
+  int64_t total = 1;
+  for (int64_t n : perThread)
+    total *= n;
+  SmallVector<SmallVector<int64_t>> offsets;
+  offsets.reserve(total);
+  for (int64_t linear = 0; linear < total; ++linear) {
+    SmallVector<int64_t> offset(rank);
+    int64_t rest = linear;
+    for (unsigned d : layout.getOrder()) {
+      int64_t e = rest % perThread[d];
+      rest /= perThread[d];
+      int64_t spt = layout.getSizePerThread()[d];
+      offset[d] = (e / spt) * ctaTile[d] + e % spt;
+    }
+    offsets.push_back(std::move(offset));
+  }
+  return offsets;
+}
+
+SmallVector<SmallVector<int64_t>>
+tileopt::tile::getRegisterOffsets(Attribute layout, ArrayRef<int64_t> shape) {
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout))
+    return getBlockedOffsets(blocked, shape);
+  auto slice = cast<SliceLayoutAttr>(layout);
+  SmallVector<int64_t> parentShape(shape);
+  parentShape.insert(parentShape.begin() + slice.getDim(), 1);
+  SmallVector<SmallVector<int64_t>> result;
+  llvm::DenseSet<ArrayRef<int64_t>> seen;
+  SmallVector<SmallVector<int64_t>> parent =
+      getRegisterOffsets(slice.getParent(), parentShape);
+  for (SmallVector<int64_t> &offset : parent) {
+    offset.erase(offset.begin() + slice.getDim());
+    // Offsets wrap modulo the shape; keep the first register of each element.
+    for (auto [d, size] : llvm::enumerate(shape))
+      offset[d] %= size;
+    result.push_back(offset);
+  }
+  SmallVector<SmallVector<int64_t>> unique;
+  for (SmallVector<int64_t> &offset : result)
+    if (seen.insert(offset).second)
+      unique.push_back(offset);
+  return unique;
+}
+
+int64_t tileopt::tile::getElemsPerThread(Attribute layout,
+                                         ArrayRef<int64_t> shape) {
+  return getRegisterOffsets(layout, shape).size();
+}
+
+SmallVector<int64_t> tileopt::tile::getThreadBase(BlockedLayoutAttr layout,
+                                                  unsigned lane,
+                                                  unsigned warp) {
+  unsigned rank = layout.getRank();
+  SmallVector<int64_t> base(rank, 0);
+  for (unsigned d : layout.getOrder()) {
+    unsigned tpw = layout.getThreadsPerWarp()[d];
+    unsigned wpc = layout.getWarpsPerCTA()[d];
+    int64_t spt = layout.getSizePerThread()[d];
+    base[d] = (lane % tpw) * spt + (warp % wpc) * spt * tpw;
+    lane /= tpw;
+    warp /= wpc;
+  }
+  return base;
+}
+
+Attribute tileopt::tile::permuteLayout(Attribute layout,
+                                       ArrayRef<int64_t> permutation) {
+  auto blocked = dyn_cast<BlockedLayoutAttr>(layout);
+  if (!blocked)
+    return {};
+  unsigned rank = blocked.getRank();
+  SmallVector<unsigned> spt(rank), tpw(rank), wpc(rank), order;
+  SmallVector<unsigned> inverse(rank);
+  for (unsigned i = 0; i < rank; ++i) {
+    spt[i] = blocked.getSizePerThread()[permutation[i]];
+    tpw[i] = blocked.getThreadsPerWarp()[permutation[i]];
+    wpc[i] = blocked.getWarpsPerCTA()[permutation[i]];
+    inverse[permutation[i]] = i;
+  }
+  for (unsigned d : blocked.getOrder())
+    order.push_back(inverse[d]);
+  return BlockedLayoutAttr::get(layout.getContext(), spt, tpw, wpc, order);
+}

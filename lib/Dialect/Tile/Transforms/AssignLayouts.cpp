@@ -1,0 +1,279 @@
+//===- AssignLayouts.cpp - give every tile a distributed layout -----------===//
+//
+// Loads and stores anchor layouts (16 contiguous bytes per thread along the
+// view's fastest dimension); every other value takes the layout its operands
+// suggest, in program order, and a tile.convert_layout goes in where two
+// layouts meet. tile-remove-layout-conversions cleans up afterwards.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
+#include "tileopt/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace tileopt::tile {
+#define GEN_PASS_DEF_TILEASSIGNLAYOUTS
+#include "tileopt/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace tileopt::tile
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace {
+
+bool isTile(Value value) { return isa<RankedTensorType>(value.getType()); }
+
+/// Ops that make a tile from nothing: they take any layout for free, so the
+/// layouts of other operands win over theirs.
+bool isCheapProducer(Value value) {
+  Operation *op = value.getDefiningOp();
+  return op && isa<SplatOp, IotaOp, arith::ConstantOp>(op);
+}
+
+class LayoutAssigner {
+public:
+  LayoutAssigner(MLIRContext *context, unsigned numWarps)
+      : context(context), numWarps(numWarps) {}
+
+  LogicalResult run(KernelOp kernel) { return assignBlock(kernel.getBody().front()); }
+
+private:
+  /// The default layout for a tile of `type`: 16 bytes per thread along the
+  /// last dimension.
+  BlockedLayoutAttr defaultLayout(RankedTensorType type,
+                                  ArrayRef<unsigned> order = {}) {
+    unsigned bits = std::max(8u, type.getElementTypeBitWidth());
+    unsigned vector = std::max(1u, 128 / bits);
+    return getDefaultBlockedLayout(context, type.getShape(), vector, numWarps,
+                                   order);
+  }
+
+  /// The layout that moves 16 contiguous bytes per thread along the view's
+  /// dimension of stride 1 (the last dimension when strides are dynamic).
+  BlockedLayoutAttr accessLayout(RankedTensorType tile, MemRefType view) {
+    if (tile.getRank() == 0)
+      return defaultLayout(tile);
+    auto [strides, offset] = view.getStridesAndOffset();
+    unsigned rank = tile.getRank();
+    unsigned fastest = rank - 1;
+    for (unsigned d = 0; d < rank; ++d)
+      if (strides[d] == 1)
+        fastest = d;
+    SmallVector<unsigned> order{fastest};
+    for (int d = rank - 1; d >= 0; --d)
+      if (unsigned(d) != fastest)
+        order.push_back(d);
+    return defaultLayout(tile, order);
+  }
+
+  void setLayout(Value value, Attribute layout) {
+    auto type = withLayout(cast<RankedTensorType>(value.getType()), layout);
+    value.setType(type);
+    // A constant's value carries its type too.
+    if (auto constant = value.getDefiningOp<arith::ConstantOp>())
+      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+        constant.setValueAttr(dense.reshape(type));
+  }
+
+  /// Makes `operand` of `op` have `layout`, inserting a conversion.
+  void convertOperand(OpOperand &operand, Attribute layout) {
+    Value value = operand.get();
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getEncoding() == layout)
+      return;
+    OpBuilder builder(operand.getOwner());
+    auto convert = ConvertLayoutOp::create(builder, value.getLoc(),
+                                           withLayout(type, layout), value);
+    operand.set(convert);
+  }
+
+  /// The layout for an op whose tile operands should all share one: the
+  /// layout of the first operand that is not made from nothing.
+  Attribute pickOperandLayout(Operation *op) {
+    Attribute chosen;
+    for (Value operand : op->getOperands()) {
+      if (!isTile(operand))
+        continue;
+      Attribute layout = getLayout(operand.getType());
+      if (!chosen || !isCheapProducer(operand)) {
+        chosen = layout;
+        if (!isCheapProducer(operand))
+          break;
+      }
+    }
+    return chosen;
+  }
+
+  LogicalResult assignBlock(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (failed(assignOp(&op)))
+        return failure();
+    return success();
+  }
+
+  LogicalResult assignOp(Operation *op) {
+    // Ops without tiles need nothing, but their regions may hold tiles.
+    bool hasTiles = llvm::any_of(op->getOperands(), isTile) ||
+                    llvm::any_of(op->getResults(), isTile);
+    // Terminators of loops and branches are handled with their parent.
+    if (isa<scf::YieldOp>(op))
+      return success();
+    if (auto forOp = dyn_cast<scf::ForOp>(op))
+      return assignFor(forOp);
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return assignIf(ifOp);
+    if (!hasTiles) {
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          if (failed(assignBlock(block)))
+            return failure();
+      return success();
+    }
+    for (Value result : op->getResults())
+      if (isTile(result) && getLayout(result.getType()))
+        return success(); // Already assigned (e.g. a conversion we made).
+
+    if (auto load = dyn_cast<LoadOp>(op)) {
+      RankedTensorType type = load.getResult().getType();
+      setLayout(load.getResult(), accessLayout(type, load.getView().getType()));
+      return success();
+    }
+    if (auto store = dyn_cast<StoreOp>(op)) {
+      convertOperand(store.getValueMutable(),
+                     accessLayout(store.getValue().getType(),
+                                  store.getView().getType()));
+      return success();
+    }
+    if (isa<SplatOp, IotaOp, arith::ConstantOp>(op)) {
+      Value result = op->getResult(0);
+      setLayout(result, defaultLayout(cast<RankedTensorType>(result.getType())));
+      return success();
+    }
+    if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
+      setLayout(broadcast.getResult(), getLayout(broadcast.getSource().getType()));
+      return success();
+    }
+    if (auto expand = dyn_cast<ExpandDimsOp>(op)) {
+      RankedTensorType resultType = expand.getResult().getType();
+      Attribute source = getLayout(expand.getSource().getType());
+      auto slice = dyn_cast<SliceLayoutAttr>(source);
+      if (slice && slice.getDim() == expand.getAxis()) {
+        setLayout(expand.getResult(), slice.getParent());
+        return success();
+      }
+      BlockedLayoutAttr parent = defaultLayout(resultType);
+      convertOperand(expand.getSourceMutable(),
+                     SliceLayoutAttr::get(context, expand.getAxis(), parent));
+      setLayout(expand.getResult(), parent);
+      return success();
+    }
+    if (auto permute = dyn_cast<PermuteOp>(op)) {
+      Attribute source = getLayout(permute.getSource().getType());
+      if (!isa<BlockedLayoutAttr>(source)) {
+        source = defaultLayout(permute.getSource().getType());
+        convertOperand(permute.getSourceMutable(), source);
+      }
+      setLayout(permute.getResult(),
+                permuteLayout(source, permute.getPermutation()));
+      return success();
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      setLayout(reshape.getResult(), defaultLayout(reshape.getResult().getType()));
+      return success();
+    }
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      Attribute layout = pickOperandLayout(op);
+      for (OpOperand &operand : reduce->getOpOperands())
+        convertOperand(operand, layout);
+      for (Value result : reduce.getResults())
+        if (isTile(result))
+          setLayout(result, SliceLayoutAttr::get(context, reduce.getAxis(), layout));
+      return success();
+    }
+    if (auto dot = dyn_cast<DotOp>(op)) {
+      // Operands in their own default layouts; the lowering stages them
+      // through shared memory (an MMA layout comes later).
+      convertOperand(dot.getLhsMutable(), defaultLayout(dot.getLhs().getType()));
+      convertOperand(dot.getRhsMutable(), defaultLayout(dot.getRhs().getType()));
+      Attribute layout = defaultLayout(dot.getAcc().getType());
+      convertOperand(dot.getAccMutable(), layout);
+      setLayout(dot.getResult(), layout);
+      return success();
+    }
+    if (op->hasTrait<OpTrait::Elementwise>() || isa<arith::SelectOp>(op)) {
+      Attribute layout = pickOperandLayout(op);
+      for (OpOperand &operand : op->getOpOperands())
+        if (isTile(operand.get()))
+          convertOperand(operand, layout);
+      for (Value result : op->getResults())
+        setLayout(result, layout);
+      return success();
+    }
+    return op->emitOpError("cannot assign a layout to the tiles of this op");
+  }
+
+  LogicalResult assignFor(scf::ForOp forOp) {
+    Block &body = *forOp.getBody();
+    for (auto [init, arg, result] : llvm::zip(
+             forOp.getInitArgs(), forOp.getRegionIterArgs(), forOp.getResults())) {
+      if (!isTile(init))
+        continue;
+      Attribute layout = getLayout(init.getType());
+      setLayout(arg, layout);
+      setLayout(result, layout);
+    }
+    if (failed(assignBlock(body)))
+      return failure();
+    auto yield = cast<scf::YieldOp>(body.getTerminator());
+    for (OpOperand &operand : yield->getOpOperands())
+      if (isTile(operand.get()))
+        convertOperand(operand,
+                       getLayout(forOp.getResult(operand.getOperandNumber()).getType()));
+    return success();
+  }
+
+  LogicalResult assignIf(scf::IfOp ifOp) {
+    if (failed(assignBlock(*ifOp.thenBlock())))
+      return failure();
+    if (ifOp.elseBlock() && failed(assignBlock(*ifOp.elseBlock())))
+      return failure();
+    for (Value result : ifOp.getResults()) {
+      if (!isTile(result))
+        continue;
+      unsigned index = cast<OpResult>(result).getResultNumber();
+      Attribute layout = getLayout(ifOp.thenYield().getOperand(index).getType());
+      setLayout(result, layout);
+      if (ifOp.elseBlock())
+        convertOperand(ifOp.elseYield()->getOpOperand(index), layout);
+    }
+    return success();
+  }
+
+  MLIRContext *context;
+  unsigned numWarps;
+};
+
+struct TileAssignLayouts
+    : tileopt::tile::impl::TileAssignLayoutsBase<TileAssignLayouts> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (numWarps == 0 || !llvm::isPowerOf2_32(numWarps) || numWarps > 32) {
+      getOperation().emitError("tile-assign-layouts: num-warps must be a power "
+                               "of two in [1, 32], got ")
+          << numWarps;
+      return signalPassFailure();
+    }
+    LayoutAssigner assigner(&getContext(), numWarps);
+    for (auto kernel : getOperation().getOps<KernelOp>())
+      if (failed(assigner.run(kernel)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

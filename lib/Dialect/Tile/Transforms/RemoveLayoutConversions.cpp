@@ -1,0 +1,126 @@
+//===- RemoveLayoutConversions.cpp - drop layout conversions --------------===//
+//
+// A tile.convert_layout moves data through shared memory. Most of them can
+// go: cheap producers (splat, iota, constants) are remade in the wanted
+// layout, and a conversion of a single-use broadcast, expand_dims, load or
+// elementwise result moves up to that op's operands, where the data is
+// smaller (a 1-D bias instead of its 2-D broadcast) or free to remake.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
+#include "tileopt/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace tileopt::tile {
+#define GEN_PASS_DEF_TILEREMOVELAYOUTCONVERSIONS
+#include "tileopt/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace tileopt::tile
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace {
+
+RankedTensorType tileType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+Value convertTo(PatternRewriter &rewriter, Location loc, Value value,
+                Attribute layout) {
+  RankedTensorType type = tileType(value);
+  if (type.getEncoding() == layout)
+    return value;
+  return ConvertLayoutOp::create(rewriter, loc, withLayout(type, layout), value);
+}
+
+/// convert(splat | iota | constant) -> the producer remade in the new layout.
+struct RematerializeCheapProducer : OpRewritePattern<ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertLayoutOp op,
+                                PatternRewriter &rewriter) const override {
+    Operation *producer = op.getSource().getDefiningOp();
+    if (!producer || !isa<SplatOp, IotaOp, arith::ConstantOp>(producer))
+      return failure();
+    Operation *clone = rewriter.clone(*producer);
+    clone->getResult(0).setType(op.getResult().getType());
+    if (auto constant = dyn_cast<arith::ConstantOp>(clone)) {
+      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+      if (!splat)
+        return rewriter.eraseOp(clone), failure();
+      constant.setValueAttr(SplatElementsAttr::get(
+          op.getResult().getType(), splat.getSplatValue<Attribute>()));
+    }
+    rewriter.replaceOp(op, clone->getResults());
+    return success();
+  }
+};
+
+/// Moves a conversion of a single-use op's result to its operands.
+struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvertLayoutOp op,
+                                PatternRewriter &rewriter) const override {
+    Value source = op.getSource();
+    Operation *producer = source.getDefiningOp();
+    if (!producer || !source.hasOneUse() || producer->getNumResults() != 1)
+      return failure();
+    Attribute layout = getLayout(op.getResult().getType());
+    Location loc = op.getLoc();
+    if (auto broadcast = dyn_cast<BroadcastOp>(producer)) {
+      Value input = convertTo(rewriter, loc, broadcast.getSource(), layout);
+      rewriter.replaceOpWithNewOp<BroadcastOp>(op, op.getResult().getType(),
+                                               input);
+      return success();
+    }
+    if (auto expand = dyn_cast<ExpandDimsOp>(producer)) {
+      Value input = convertTo(
+          rewriter, loc, expand.getSource(),
+          SliceLayoutAttr::get(getContext(), expand.getAxis(), layout));
+      rewriter.replaceOpWithNewOp<ExpandDimsOp>(op, op.getResult().getType(),
+                                                input, expand.getAxis());
+      return success();
+    }
+    if (auto load = dyn_cast<LoadOp>(producer)) {
+      // The anchor moves: a load in the wanted layout replaces load+convert.
+      auto newLoad = cast<LoadOp>(rewriter.clone(*load));
+      newLoad.getResult().setType(op.getResult().getType());
+      rewriter.replaceOp(op, newLoad.getResult());
+      rewriter.eraseOp(load);
+      return success();
+    }
+    if (producer->hasTrait<OpTrait::Elementwise>() &&
+        producer->getNumRegions() == 0 &&
+        llvm::all_of(producer->getOperands(), [](Value v) {
+          return isa<RankedTensorType>(v.getType());
+        })) {
+      SmallVector<Value> operands;
+      for (Value operand : producer->getOperands())
+        operands.push_back(convertTo(rewriter, loc, operand, layout));
+      Operation *clone = rewriter.clone(*producer);
+      clone->setOperands(operands);
+      clone->getResult(0).setType(op.getResult().getType());
+      rewriter.replaceOp(op, clone->getResults());
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct TileRemoveLayoutConversions
+    : tileopt::tile::impl::TileRemoveLayoutConversionsBase<
+          TileRemoveLayoutConversions> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    RewritePatternSet patterns(context);
+    patterns.add<RematerializeCheapProducer, HoistConversion>(context);
+    ConvertLayoutOp::getCanonicalizationPatterns(patterns, context);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

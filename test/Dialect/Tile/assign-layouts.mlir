@@ -1,0 +1,94 @@
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts | FileCheck %s
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=num-warps=8 | FileCheck %s --check-prefix=WARPS8
+
+// Loads and stores anchor 16-byte-per-thread layouts along the stride-1 dim;
+// elementwise ops inherit them; a 1-D bias meets the 2-D layout through a
+// conversion into the slice layout.
+// CHECK-DAG: #[[B2:.*]] = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[B1:.*]] = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+// CHECK-DAG: #[[S0:.*]] = #tile.slice<dim = 0, parent = #[[B2]]>
+// CHECK-LABEL: tile.kernel @bias_add
+// CHECK: %[[X:.*]] = tile.load {{.*}} -> tensor<32x64xf32, #[[B2]]>
+// CHECK: %[[B:.*]] = tile.load {{.*}} -> tensor<64xf32, #[[B1]]>
+// CHECK: %[[C:.*]] = tile.convert_layout %[[B]] : tensor<64xf32, #[[B1]]> -> tensor<64xf32, #[[S0]]>
+// CHECK: %[[E:.*]] = tile.expand_dims %[[C]] {axis = 0 : i64} : tensor<64xf32, #[[S0]]> -> tensor<1x64xf32, #[[B2]]>
+// CHECK: %[[BB:.*]] = tile.broadcast %[[E]] : tensor<1x64xf32, #[[B2]]> -> tensor<32x64xf32, #[[B2]]>
+// CHECK: arith.addf %[[X]], %[[BB]] : tensor<32x64xf32, #[[B2]]>
+// CHECK: tile.store {{.*}} : tensor<32x64xf32, #[[B2]]>
+// WARPS8-LABEL: tile.kernel @bias_add
+// WARPS8: warpsPerCTA = [8, 1]
+tile.kernel @bias_add(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memref<?xf32, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<32x64xf32>
+  %bias = tile.load %b[%c0] : memref<?xf32, strided<[1], offset: ?>> -> tensor<64xf32>
+  %be = tile.expand_dims %bias {axis = 0} : tensor<64xf32> -> tensor<1x64xf32>
+  %bb = tile.broadcast %be : tensor<1x64xf32> -> tensor<32x64xf32>
+  %s = arith.addf %t, %bb : tensor<32x64xf32>
+  tile.store %s, %x[%c0, %c0] : tensor<32x64xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+// f16 moves 8 elements per thread; a reduction gives the slice layout and
+// expand_dims returns to the parent, so softmax needs no conversion.
+// CHECK-DAG: #[[H:.*]] = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+// CHECK-DAG: #[[HS:.*]] = #tile.slice<dim = 1, parent = #[[H]]>
+// CHECK-LABEL: tile.kernel @softmax_f16
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.reduce {{.*}} : tensor<1x1024xf16, #[[H]]> -> tensor<1xf16, #[[HS]]>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.expand_dims {{.*}} : tensor<1xf16, #[[HS]]> -> tensor<1x1xf16, #[[H]]>
+// CHECK-NOT: tile.convert_layout
+// CHECK: tile.return
+tile.kernel @softmax_f16(%x: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<1x1024xf16>
+  %m = tile.reduce %t {axis = 1} : tensor<1x1024xf16> -> tensor<1xf16> {
+  ^bb0(%a: f16, %b: f16):
+    %r = arith.maximumf %a, %b : f16
+    tile.yield %r : f16
+  }
+  %me = tile.expand_dims %m {axis = 1} : tensor<1xf16> -> tensor<1x1xf16>
+  %mb = tile.broadcast %me : tensor<1x1xf16> -> tensor<1x1024xf16>
+  %d = arith.subf %t, %mb : tensor<1x1024xf16>
+  tile.store %d, %x[%c0, %c0] : tensor<1x1024xf16>, memref<?x?xf16>
+  tile.return
+}
+
+// -----
+
+// A transpose permutes the layout; the store converts it back to a
+// coalesced one. Views with dynamic strides use the last dim as fastest.
+// CHECK-DAG: #[[R:.*]] = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[C:.*]] = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [0, 1]>
+// CHECK-LABEL: tile.kernel @transpose
+// CHECK: tile.permute {{.*}} : tensor<32x64xf32, #[[R]]> -> tensor<64x32xf32, #[[C]]>
+// CHECK: tile.convert_layout {{.*}} : tensor<64x32xf32, #[[C]]> -> tensor<64x32xf32, #{{.*}}>
+tile.kernel @transpose(%x: memref<?x?xf32, strided<[?, ?], offset: ?>>, %y: memref<?x?xf32, strided<[?, ?], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[?, ?], offset: ?>> -> tensor<32x64xf32>
+  %p = tile.permute %t {permutation = array<i64: 1, 0>} : tensor<32x64xf32> -> tensor<64x32xf32>
+  tile.store %p, %y[%c0, %c0] : tensor<64x32xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
+  tile.return
+}
+
+// -----
+
+// scf.for carries tiles in the layout of their initial value.
+// CHECK-LABEL: tile.kernel @loop
+// CHECK: %[[INIT:.*]] = tile.splat {{.*}} -> tensor<128xf32, #[[L:.*]]>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[INIT]]) -> (tensor<128xf32, #[[L]]>)
+// CHECK: scf.yield {{.*}} : tensor<128xf32, #[[L]]>
+tile.kernel @loop(%x: memref<?xf32>, %n: index, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c128 = arith.constant 128 : index
+  %init = tile.splat %s : f32 -> tensor<128xf32>
+  %acc = scf.for %i = %c0 to %n step %c128 iter_args(%a = %init) -> (tensor<128xf32>) {
+    %t = tile.load %x[%i] : memref<?xf32> -> tensor<128xf32>
+    %r = arith.addf %a, %t : tensor<128xf32>
+    scf.yield %r : tensor<128xf32>
+  }
+  tile.store %acc, %x[%c0] : tensor<128xf32>, memref<?xf32>
+  tile.return
+}
