@@ -2,6 +2,7 @@
 
 #include "tileopt/Registration.h"
 
+#include "tileopt/Conversion/Passes.h"
 #include "tileopt/Dialect/Tile/IR/Tile.h"
 #include "tileopt/Dialect/Tile/Transforms/Passes.h"
 
@@ -25,4 +26,6 @@ void tileopt::registerAllDialects(mlir::DialectRegistry &registry) {
 void tileopt::registerAllPasses() {
   mlir::registerAllPasses();
   tile::registerTilePasses();
+  registerTileConversionPasses();
+  registerTileToNVVMPipelines();
 }

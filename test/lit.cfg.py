@@ -21,3 +21,17 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.tileopt_tools_dir, config.llvm_tools_dir]
 llvm_config.add_tool_substitutions(["tileopt-opt"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# ptxas from the pinned nvidia-cuda-nvcc wheel, when installed: tests that
+# check that ptxas accepts generated PTX say `REQUIRES: ptxas`.
+try:
+    import nvidia
+
+    for root in nvidia.__path__:
+        ptxas = os.path.join(root, "cu13", "bin", "ptxas")
+        if os.path.exists(ptxas):
+            config.available_features.add("ptxas")
+            config.substitutions.append(("%ptxas", ptxas))
+            break
+except ImportError:
+    pass

@@ -1,0 +1,39 @@
+//===- TileConversionPasses.td - lowering tile IR ----------*- tablegen -*-===//
+
+#ifndef TILEOPT_DIALECT_TILE_TILECONVERSIONPASSES_TD
+#define TILEOPT_DIALECT_TILE_TILECONVERSIONPASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
+  let summary = "lower tile kernels with layouts to per-thread GPU code";
+  let description = [{
+    Turns every `tile.kernel` (whose tiles carry layouts, see
+    `tile-assign-layouts`) into a `gpu.func` kernel of
+    `gpu.module @tileopt_kernels`, targeting `#nvvm.target<chip = ...>`.
+    Parameters follow tileopt's kernel ABI (docs/kernel-abi.md): a view
+    becomes a global pointer, its offset, sizes and strides (i64); scalars
+    stay. The block has 32 x num_warps threads. Each thread keeps the
+    elements it owns of a tile in a vector; loads and stores are predicated
+    PTX, 16 bytes wide when the view is aligned (checked at run time);
+    reductions combine in registers, then with warp shuffles, then through
+    shared memory; layout conversions, reshapes and (CUDA-core) dots stage
+    tiles in shared memory, whose size is the kernel's `tile.shared_bytes`.
+    The output holds gpu, nvvm, llvm, vector, scf, arith and math ops for
+    the upstream `convert-gpu-to-nvvm` and friends.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "the target chip, e.g. sm_80 or sm_90">,
+    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
+           "PTX features, e.g. +ptx80">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+#endif // TILEOPT_DIALECT_TILE_TILECONVERSIONPASSES_TD

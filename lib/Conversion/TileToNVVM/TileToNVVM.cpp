@@ -1,0 +1,1579 @@
+//===- TileToNVVM.cpp - lower tile kernels to per-thread GPU code ---------===//
+//
+// Every tile.kernel becomes a gpu.func in `gpu.module @tileopt_kernels`.
+// A tile with a layout becomes, in each thread, a vector of the elements the
+// thread owns (tileopt::tile::getRegisterOffsets gives their order). Views
+// become the kernel ABI's parameters: a global pointer, then the offset, the
+// sizes and the strides as i64 (docs/kernel-abi.md). Loads and stores are
+// predicated PTX (vectorized when the view is aligned, checked at run time);
+// reductions go through registers, warp shuffles and shared memory; layout
+// conversions, reshapes and dots stage data in shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tileopt/Conversion/Passes.h"
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace tileopt {
+#define GEN_PASS_DEF_CONVERTTILETONVVM
+#include "tileopt/Conversion/Passes.h.inc"
+} // namespace tileopt
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace {
+
+constexpr StringLiteral kGpuModuleName = "tileopt_kernels";
+
+//===----------------------------------------------------------------------===//
+// Per-kernel state shared by the patterns
+//===----------------------------------------------------------------------===//
+
+/// The values every pattern of one kernel needs: the thread's lane and warp
+/// (i32) and the kernel's shared memory.
+struct KernelState {
+  Value lane, warp;
+  LLVM::GlobalOp sharedMemory;
+  unsigned numWarps = 4;
+};
+
+struct LoweringState {
+  llvm::DenseMap<Operation *, KernelState> kernels;
+  unsigned numWarps = 4;
+
+  KernelState &get(Operation *op) {
+    auto func = op->getParentOfType<gpu::GPUFuncOp>();
+    assert(func && "op outside a converted kernel");
+    return kernels[func];
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Small builders
+//===----------------------------------------------------------------------===//
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+
+/// The scalar element bit width as stored in memory (i1 is a byte).
+unsigned storageBits(Type type) {
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return bits < 8 ? 8 : bits;
+}
+
+/// Shared memory (of `state`'s kernel) as an i8 pointer.
+Value sharedBase(OpBuilder &b, Location loc, KernelState &state) {
+  return LLVM::AddressOfOp::create(b, loc, state.sharedMemory);
+}
+
+Value sharedPtr(OpBuilder &b, Location loc, KernelState &state, Type element,
+                Value index /*i32*/, int64_t byteOffset = 0) {
+  Value base = sharedBase(b, loc, state);
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  if (byteOffset)
+    base = LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(byteOffset)});
+  return LLVM::GEPOp::create(b, loc, ptrType, element, base, ValueRange{index});
+}
+
+/// Values in shared memory are stored as their storage type (i1 as i8).
+Value toStorage(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isInteger(1))
+    return arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
+  return v;
+}
+Value fromStorage(OpBuilder &b, Location loc, Value v, Type element) {
+  if (element.isInteger(1))
+    return arith::TruncIOp::create(b, loc, element, v);
+  return v;
+}
+Type storageType(OpBuilder &b, Type element) {
+  return element.isInteger(1) ? b.getI8Type() : element;
+}
+
+void barrier(OpBuilder &b, Location loc) { NVVM::Barrier0Op::create(b, loc); }
+
+/// The elements of a per-thread vector.
+SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector) {
+  auto type = cast<VectorType>(vector.getType());
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    values.push_back(vector::ExtractOp::create(b, loc, vector, i));
+  return values;
+}
+
+Value pack(OpBuilder &b, Location loc, VectorType type, ArrayRef<Value> values) {
+  return vector::FromElementsOp::create(b, loc, type, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Coordinates
+//===----------------------------------------------------------------------===//
+
+/// The per-thread base coordinate (i32, before wrapping) of each dimension.
+SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
+                                  KernelState &state) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    SmallVector<Value> base = emitThreadBase(b, loc, slice.getParent(), state);
+    base.erase(base.begin() + slice.getDim());
+    return base;
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  SmallVector<Value> base(blocked.getRank());
+  unsigned laneShift = 0, warpShift = 0;
+  for (unsigned d : blocked.getOrder()) {
+    unsigned tpw = blocked.getThreadsPerWarp()[d];
+    unsigned wpc = blocked.getWarpsPerCTA()[d];
+    unsigned spt = blocked.getSizePerThread()[d];
+    auto bits = [&](Value id, unsigned shift, unsigned count) -> Value {
+      if (count == 1)
+        return i32Const(b, loc, 0);
+      Value v = id;
+      if (shift)
+        v = arith::ShRUIOp::create(b, loc, v, i32Const(b, loc, shift));
+      return arith::AndIOp::create(b, loc, v, i32Const(b, loc, count - 1));
+    };
+    Value laneD = bits(state.lane, laneShift, tpw);
+    Value warpD = bits(state.warp, warpShift, wpc);
+    Value lanePart =
+        arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt));
+    Value warpPart =
+        arith::MulIOp::create(b, loc, warpD, i32Const(b, loc, spt * tpw));
+    base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart);
+    laneShift += llvm::Log2_32(tpw);
+    warpShift += llvm::Log2_32(wpc);
+  }
+  return base;
+}
+
+/// The largest thread base of each dimension over all threads.
+SmallVector<int64_t> maxThreadBase(Attribute layout) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    SmallVector<int64_t> base = maxThreadBase(slice.getParent());
+    base.erase(base.begin() + slice.getDim());
+    return base;
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  SmallVector<int64_t> base;
+  for (unsigned d = 0; d < blocked.getRank(); ++d) {
+    int64_t spt = blocked.getSizePerThread()[d];
+    int64_t tpw = blocked.getThreadsPerWarp()[d];
+    base.push_back((tpw - 1) * spt +
+                   (int64_t(blocked.getWarpsPerCTA()[d]) - 1) * spt * tpw);
+  }
+  return base;
+}
+
+/// The coordinates (i32) of every element a thread holds of a tile.
+struct TileCoords {
+  SmallVector<SmallVector<int64_t>> offsets;  // static, per register
+  SmallVector<SmallVector<Value>> coords;     // per register, per dim
+};
+
+TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,
+                      KernelState &state) {
+  TileCoords result;
+  Attribute layout = type.getEncoding();
+  ArrayRef<int64_t> shape = type.getShape();
+  result.offsets = getRegisterOffsets(layout, shape);
+  SmallVector<Value> base = emitThreadBase(b, loc, layout, state);
+  SmallVector<int64_t> baseMax = maxThreadBase(layout);
+  for (const SmallVector<int64_t> &offset : result.offsets) {
+    SmallVector<Value> coord;
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      Value c = base[d];
+      if (offset[d] != 0)
+        c = arith::AddIOp::create(b, loc, c, i32Const(b, loc, offset[d]));
+      // Layouts larger than the tile replicate it: wrap around.
+      if (baseMax[d] + offset[d] >= size)
+        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, size - 1));
+      coord.push_back(c);
+    }
+    result.coords.push_back(coord);
+  }
+  return result;
+}
+
+/// Wrapped static offsets, for matching registers between layouts.
+SmallVector<int64_t> wrap(ArrayRef<int64_t> offset, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> r;
+  for (auto [o, s] : llvm::zip(offset, shape))
+    r.push_back(o % s);
+  return r;
+}
+
+/// Index of the register of `offsets` (wrapped by `shape`) equal to `want`.
+std::optional<unsigned> findRegister(ArrayRef<SmallVector<int64_t>> offsets,
+                                     ArrayRef<int64_t> shape,
+                                     ArrayRef<int64_t> want) {
+  for (auto [i, offset] : llvm::enumerate(offsets))
+    if (wrap(offset, shape) == ArrayRef<int64_t>(want))
+      return i;
+  return std::nullopt;
+}
+
+/// Row-major linear index (i32) of `coord` in `shape`, with the innermost
+/// dimension padded by `pad` elements (against shared-memory bank conflicts).
+Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coord,
+                  ArrayRef<int64_t> shape, int64_t pad = 0) {
+  Value index = i32Const(b, loc, 0);
+  int64_t stride = 1;
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    Value term = arith::MulIOp::create(b, loc, coord[d], i32Const(b, loc, stride));
+    index = arith::AddIOp::create(b, loc, index, term);
+    stride *= shape[d] + (d == int(shape.size()) - 1 && shape.size() > 1 ? pad : 0);
+  }
+  return index;
+}
+
+int64_t paddedElements(ArrayRef<int64_t> shape, int64_t pad) {
+  int64_t n = 1;
+  for (auto [d, size] : llvm::enumerate(shape))
+    n *= size + (d == shape.size() - 1 && shape.size() > 1 ? pad : 0);
+  return n;
+}
+
+/// Padding of the innermost dimension for a tile staged in shared memory:
+/// one 32-bit word, so column accesses hit different banks.
+int64_t smemPad(Type element) {
+  return std::max<int64_t>(1, 32 / storageBits(element));
+}
+
+//===----------------------------------------------------------------------===//
+// Views: the kernel ABI
+//===----------------------------------------------------------------------===//
+
+/// A view in the kernel: pointer, offset, sizes and strides (i64).
+struct View {
+  Value ptr, offset;
+  SmallVector<Value> sizes, strides;
+  int64_t rank() const { return sizes.size(); }
+};
+
+View unpackView(ValueRange values) {
+  View view;
+  view.ptr = values[0];
+  view.offset = values[1];
+  int64_t rank = (values.size() - 2) / 2;
+  for (int64_t d = 0; d < rank; ++d) {
+    view.sizes.push_back(values[2 + d]);
+    view.strides.push_back(values[2 + rank + d]);
+  }
+  return view;
+}
+
+//===----------------------------------------------------------------------===//
+// Global memory access with predicated PTX
+//===----------------------------------------------------------------------===//
+
+/// The PTX register constraint and width of a memory word of `bits`.
+StringRef constraintFor(unsigned bits) {
+  switch (bits) {
+  case 8:
+  case 16:
+    return "h";
+  case 32:
+    return "r";
+  default:
+    return "l";
+  }
+}
+
+/// Loads `count` words of `bits` at `ptr` when `pred`, else `padding` words.
+SmallVector<Value> emitPredicatedLoad(OpBuilder &b, Location loc, Value ptr,
+                                      Value pred, unsigned bits, unsigned count,
+                                      ArrayRef<Value> padding) {
+  MLIRContext *ctx = b.getContext();
+  Type wordType = IntegerType::get(ctx, bits == 8 ? 16 : bits);
+  std::string asmText, constraints;
+  llvm::raw_string_ostream os(asmText), cs(constraints);
+  for (unsigned i = 0; i < count; ++i)
+    cs << "=" << constraintFor(bits) << ",";
+  cs << "l,b";
+  for (unsigned i = 0; i < count; ++i)
+    cs << "," << constraintFor(bits);
+  // Operands: $count = ptr, $count+1 = pred, then the paddings.
+  for (unsigned i = 0; i < count; ++i)
+    os << "mov.b" << (bits == 8 ? 16 : bits) << " $" << i << ", $"
+       << count + 2 + i << ";\n\t";
+  os << "@$" << count + 1 << " ld.global";
+  if (count > 1)
+    os << ".v" << count;
+  os << ".b" << bits << " ";
+  if (count > 1) {
+    os << "{";
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}";
+  } else {
+    os << "$0";
+  }
+  os << ", [$" << count << "];";
+  SmallVector<Value> operands{ptr, pred};
+  for (Value p : padding)
+    operands.push_back(p);
+  Type resultType = wordType;
+  if (count > 1)
+    resultType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(count, wordType));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultType, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  if (count == 1)
+    return {asmOp.getResult(0)};
+  SmallVector<Value> words;
+  for (unsigned i = 0; i < count; ++i)
+    words.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return words;
+}
+
+void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
+                         unsigned bits, ArrayRef<Value> words) {
+  MLIRContext *ctx = b.getContext();
+  unsigned count = words.size();
+  std::string asmText, constraints;
+  llvm::raw_string_ostream os(asmText), cs(constraints);
+  cs << "l,b";
+  for (unsigned i = 0; i < count; ++i)
+    cs << "," << constraintFor(bits);
+  os << "@$1 st.global";
+  if (count > 1)
+    os << ".v" << count;
+  os << ".b" << bits << " [$0], ";
+  if (count > 1) {
+    os << "{";
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? ", " : "") << "$" << 2 + i;
+    os << "}";
+  } else {
+    os << "$2";
+  }
+  os << ";";
+  SmallVector<Value> operands{ptr, pred};
+  operands.append(words.begin(), words.end());
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange{}, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+/// Bitcasts an element to/from the integer word that PTX moves.
+Value elementToWord(OpBuilder &b, Location loc, Value v, unsigned bits) {
+  Type t = v.getType();
+  Value word = v;
+  if (t.isInteger(1))
+    word = arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
+  else if (!t.isInteger())
+    word = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
+  if (bits == 8) // PTX has no 8-bit registers: b8 moves through b16.
+    word = arith::ExtUIOp::create(b, loc, b.getI16Type(), word);
+  return word;
+}
+
+Value wordToElement(OpBuilder &b, Location loc, Value word, Type element,
+                    unsigned bits) {
+  if (bits == 8)
+    word = arith::TruncIOp::create(b, loc, b.getI8Type(), word);
+  if (element.isInteger(1))
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word,
+                                 arith::ConstantIntOp::create(b, loc, 0, 8));
+  if (!element.isInteger())
+    return arith::BitcastOp::create(b, loc, element, word);
+  return word;
+}
+
+/// A group of registers that one vector access moves: `count` contiguous
+/// elements of the fastest dimension starting at register `first`.
+struct Run {
+  unsigned first, count;
+};
+
+/// Splits a thread's registers into runs of at most `maxElems` contiguous
+/// elements along `dim` (registers are contiguous along order[0]).
+SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
+                                ArrayRef<int64_t> shape, int64_t dim,
+                                unsigned maxElems) {
+  SmallVector<Run> runs;
+  unsigned i = 0, n = offsets.size();
+  while (i < n) {
+    unsigned count = 1;
+    while (i + count < n && count < maxElems) {
+      SmallVector<int64_t> expect(offsets[i]);
+      expect[dim] += count;
+      if (wrap(offsets[i + count], shape) != wrap(expect, shape) ||
+          expect[dim] >= shape[dim])
+        break;
+      ++count;
+    }
+    // Vector accesses must be aligned to their size within the tile too.
+    while (count > 1 && (!llvm::isPowerOf2_32(count) ||
+                         (offsets[i][dim] % shape[dim]) % count != 0))
+      count /= 2;
+    runs.push_back({i, count});
+    i += count;
+  }
+  return runs;
+}
+
+/// The static stride of `view`'s dim, if known.
+std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (ShapedType::isDynamic(strides[dim]))
+    return std::nullopt;
+  return strides[dim];
+}
+
+/// Everything a load or store of a tile needs per register.
+struct Access {
+  TileCoords coords;
+  SmallVector<Value> pointers; // per register
+  SmallVector<Value> inBounds; // per register (i1)
+};
+
+Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
+                  const View &view, ValueRange tileOffsets, Type element,
+                  KernelState &state) {
+  Access access;
+  access.coords = emitCoords(b, loc, tile, state);
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
+  SmallVector<Value> starts;
+  for (Value o : tileOffsets)
+    starts.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), o));
+  for (const SmallVector<Value> &coord : access.coords.coords) {
+    Value linear = view.offset;
+    Value ok;
+    for (int64_t d = 0; d < view.rank(); ++d) {
+      Value c = arith::ExtUIOp::create(b, loc, b.getI64Type(), coord[d]);
+      Value idx = arith::AddIOp::create(b, loc, starts[d], c);
+      // Unsigned compare: negative indices are out of bounds too.
+      Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          idx, view.sizes[d]);
+      ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
+      Value term = arith::MulIOp::create(b, loc, idx, view.strides[d]);
+      linear = arith::AddIOp::create(b, loc, linear, term);
+    }
+    if (!ok)
+      ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    access.inBounds.push_back(ok);
+    access.pointers.push_back(LLVM::GEPOp::create(
+        b, loc, ptrType, storageType(b, element), view.ptr, ValueRange{linear}));
+  }
+  return access;
+}
+
+/// A run-time check, uniform over the program, that vector accesses of
+/// `vecElems` elements along `dim` are aligned. (A run that straddles the
+/// end of the view falls back to scalar accesses on its own.)
+Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
+                       ValueRange tileOffsets, int64_t dim, unsigned vecElems,
+                       unsigned elemBytes) {
+  Value mask = i64Const(b, loc, vecElems - 1);
+  auto divisible = [&](Value v) {
+    Value rem = arith::AndIOp::create(b, loc, v, mask);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                 i64Const(b, loc, 0));
+  };
+  Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), view.ptr);
+  Value alignMask = i64Const(b, loc, int64_t(vecElems) * elemBytes - 1);
+  Value addrOk = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, addr, alignMask), i64Const(b, loc, 0));
+  Value ok = arith::AndIOp::create(b, loc, addrOk, divisible(view.offset));
+  for (int64_t d = 0; d < view.rank(); ++d) {
+    Value start =
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), tileOffsets[d]);
+    if (d == dim) {
+      ok = arith::AndIOp::create(b, loc, ok, divisible(start));
+    } else {
+      ok = arith::AndIOp::create(b, loc, ok, divisible(view.strides[d]));
+    }
+  }
+  return ok;
+}
+
+//===----------------------------------------------------------------------===//
+// Type conversion
+//===----------------------------------------------------------------------===//
+
+class TileTypeConverter : public TypeConverter {
+public:
+  TileTypeConverter(MLIRContext *ctx) {
+    addConversion([](Type type) { return type; });
+    addConversion([](RankedTensorType type) -> std::optional<Type> {
+      Attribute layout = type.getEncoding();
+      if (!isLayout(layout))
+        return std::nullopt;
+      int64_t n = getElemsPerThread(layout, type.getShape());
+      return VectorType::get({n}, type.getElementType());
+    });
+    addConversion([ctx](MemRefType type, SmallVectorImpl<Type> &results)
+                      -> std::optional<LogicalResult> {
+      results.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+      auto i64 = IntegerType::get(ctx, 64);
+      results.append(1 + 2 * type.getRank(), i64);
+      return success();
+    });
+    auto materialize = [](OpBuilder &b, Type type, ValueRange inputs,
+                          Location loc) -> Value {
+      return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+          .getResult(0);
+    };
+    addSourceMaterialization(materialize);
+    addTargetMaterialization(materialize);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+template <typename Op>
+struct TilePattern : OpConversionPattern<Op> {
+  TilePattern(const TypeConverter &converter, MLIRContext *ctx,
+              LoweringState &state)
+      : OpConversionPattern<Op>(converter, ctx), state(state) {}
+  LoweringState &state;
+
+  VectorType vectorType(Type tensorType) const {
+    return cast<VectorType>(this->getTypeConverter()->convertType(tensorType));
+  }
+};
+
+/// tile.kernel -> gpu.func with the ABI's parameters, lane and warp ids.
+struct KernelLowering : TilePattern<KernelOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(KernelOp kernel, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = rewriter.getContext();
+    Location loc = kernel.getLoc();
+    auto module = kernel->getParentOfType<ModuleOp>();
+    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(kGpuModuleName);
+    TypeConverter::SignatureConversion signature(kernel.getNumArguments());
+    if (failed(getTypeConverter()->convertSignatureArgs(
+            kernel.getArgumentTypes(), signature)))
+      return rewriter.notifyMatchFailure(kernel, "unsupported argument types");
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToEnd(gpuModule.getBody());
+    auto func = gpu::GPUFuncOp::create(
+        rewriter, loc, kernel.getSymName(),
+        FunctionType::get(ctx, signature.getConvertedTypes(), {}));
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  rewriter.getUnitAttr());
+    func.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
+        {int32_t(kWarpSize * state.numWarps), 1, 1}));
+    rewriter.eraseBlock(&func.getBody().front());
+    rewriter.inlineRegionBefore(kernel.getBody(), func.getBody(),
+                                func.getBody().end());
+    Block *entry = rewriter.applySignatureConversion(
+        &func.getBody().front(), signature, getTypeConverter());
+
+    // Thread ids and the kernel's shared memory (sized after conversion).
+    rewriter.setInsertionPointToStart(entry);
+    KernelState &ks = state.kernels[func];
+    ks.numWarps = state.numWarps;
+    Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    ks.lane = arith::AndIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 31));
+    ks.warp = arith::ShRUIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 5));
+    rewriter.setInsertionPointToStart(gpuModule.getBody());
+    ks.sharedMemory = LLVM::GlobalOp::create(
+        rewriter, loc, LLVM::LLVMArrayType::get(rewriter.getI8Type(), 0),
+        /*isConstant=*/false, LLVM::Linkage::Internal,
+        (kernel.getSymName() + "_smem").str(), Attribute(), /*alignment=*/16,
+        /*addrSpace=*/3);
+    rewriter.eraseOp(kernel);
+    return success();
+  }
+};
+
+struct ReturnLowering : TilePattern<ReturnOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(ReturnOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<gpu::ReturnOp>(op);
+    return success();
+  }
+};
+
+template <typename Op, typename GpuOp>
+struct GridLowering : TilePattern<Op> {
+  using TilePattern<Op>::TilePattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                             gpu::Dimension::z};
+    rewriter.replaceOpWithNewOp<GpuOp>(op, dims[op.getDim()]);
+    return success();
+  }
+};
+
+struct DimLowering : TilePattern<memref::DimOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(memref::DimOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<int64_t> dim = op.getConstantIndex();
+    if (!dim)
+      return rewriter.notifyMatchFailure(op, "dynamic dimension index");
+    View view = unpackView(adaptor.getSource());
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(
+        op, rewriter.getIndexType(), view.sizes[*dim]);
+    return success();
+  }
+};
+
+/// Shared by loads and stores: the fastest dim and the widest vector.
+struct VectorPlan {
+  int64_t dim = 0;
+  unsigned elems = 1;
+};
+
+VectorPlan planVector(RankedTensorType tile, MemRefType view) {
+  VectorPlan plan;
+  if (tile.getRank() == 0)
+    return plan;
+  BlockedLayoutAttr root = dyn_cast<BlockedLayoutAttr>(tile.getEncoding());
+  if (!root)
+    return plan;
+  plan.dim = root.getOrder()[0];
+  std::optional<int64_t> stride = staticStride(view, plan.dim);
+  if (!stride || *stride != 1)
+    return plan;
+  unsigned bits = storageBits(tile.getElementType());
+  unsigned maxElems = 128 / bits;
+  plan.elems = std::min<unsigned>(maxElems, root.getSizePerThread()[plan.dim]);
+  return plan;
+}
+
+struct LoadLowering : TilePattern<LoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(LoadOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    RankedTensorType tile = op.getResult().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    View view = unpackView(adaptor.getView());
+    SmallVector<Value> offsets;
+    for (ValueRange o : adaptor.getOffsets())
+      offsets.push_back(o.front());
+    Access access =
+        emitAccess(rewriter, loc, tile, view, offsets, element, ks);
+    TypedAttr padAttr = op.getPaddingOrZero();
+    Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
+    Value padWord = elementToWord(rewriter, loc, padding, bits);
+    VectorType resultType = vectorType(tile);
+
+    auto emit = [&](OpBuilder &b, unsigned vecElems) -> Value {
+      SmallVector<Value> values(access.pointers.size());
+      SmallVector<Run> runs = contiguousRuns(access.coords.offsets,
+                                             tile.getShape(), planVector(tile, op.getView().getType()).dim,
+                                             vecElems);
+      for (Run run : runs) {
+        // Words of 32 bits carry several narrow elements.
+        unsigned elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
+        if (run.count % elemsPerWord)
+          elemsPerWord = 1;
+        unsigned wordBits = bits * elemsPerWord;
+        unsigned words = run.count / elemsPerWord;
+        SmallVector<Value> pads(words, padWord);
+        if (elemsPerWord > 1) {
+          Value packed = vector::BroadcastOp::create(
+              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
+              toStorage(b, loc, padding));
+          Value word = vector::BitCastOp::create(
+              b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), packed);
+          pads.assign(words, vector::ExtractOp::create(b, loc, word, 0));
+        }
+        Value first = access.inBounds[run.first];
+        Value last = access.inBounds[run.first + run.count - 1];
+        Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
+                                   : first;
+        SmallVector<Value> loaded = emitPredicatedLoad(
+            b, loc, access.pointers[run.first], full, wordBits, words, pads);
+        for (unsigned w = 0; w < words; ++w) {
+          if (elemsPerWord == 1) {
+            values[run.first + w] =
+                wordToElement(b, loc, loaded[w], element, bits);
+            continue;
+          }
+          Value asVector = vector::BitCastOp::create(
+              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
+              vector::BroadcastOp::create(
+                  b, loc, VectorType::get({1}, loaded[w].getType()), loaded[w]));
+          for (unsigned e = 0; e < elemsPerWord; ++e)
+            values[run.first + w * elemsPerWord + e] = fromStorage(
+                b, loc, vector::ExtractOp::create(b, loc, asVector, e), element);
+        }
+        if (run.count == 1)
+          continue;
+        // A run across the end of the view: its in-bounds part, one by one.
+        Value partial = arith::XOrIOp::create(b, loc, first, last);
+        SmallVector<Type> types(run.count, element);
+        auto tail = scf::IfOp::create(
+            b, loc, partial,
+            [&](OpBuilder &tb, Location) {
+              SmallVector<Value> scalars;
+              for (unsigned e = 0; e < run.count; ++e) {
+                unsigned r = run.first + e;
+                Value word = emitPredicatedLoad(
+                    tb, loc, access.pointers[r], access.inBounds[r], bits, 1,
+                    {elementToWord(tb, loc, values[r], bits)})[0];
+                scalars.push_back(wordToElement(tb, loc, word, element, bits));
+              }
+              scf::YieldOp::create(tb, loc, scalars);
+            },
+            [&](OpBuilder &eb, Location) {
+              scf::YieldOp::create(
+                  eb, loc, ArrayRef<Value>(values).slice(run.first, run.count));
+            });
+        for (unsigned e = 0; e < run.count; ++e)
+          values[run.first + e] = tail.getResult(e);
+      }
+      return pack(b, loc, resultType, values);
+    };
+
+    VectorPlan plan = planVector(tile, op.getView().getType());
+    if (plan.elems <= 1) {
+      rewriter.replaceOp(op, emit(rewriter, 1));
+      return success();
+    }
+    Value vectorizable = emitVectorizable(rewriter, loc, view, offsets, plan.dim,
+                                          plan.elems, bits / 8);
+    auto ifOp = scf::IfOp::create(
+        rewriter, loc, vectorizable,
+        [&](OpBuilder &b, Location) {
+          scf::YieldOp::create(b, loc, emit(b, plan.elems));
+        },
+        [&](OpBuilder &b, Location) {
+          scf::YieldOp::create(b, loc, emit(b, 1));
+        });
+    rewriter.replaceOp(op, ifOp.getResults());
+    return success();
+  }
+};
+
+struct StoreLowering : TilePattern<StoreOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    RankedTensorType tile = op.getValue().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    View view = unpackView(adaptor.getView());
+    SmallVector<Value> offsets;
+    for (ValueRange o : adaptor.getOffsets())
+      offsets.push_back(o.front());
+    Value value = adaptor.getValue().front();
+    Access access = emitAccess(rewriter, loc, tile, view, offsets, element, ks);
+    SmallVector<Value> elements = unpack(rewriter, loc, value);
+    VectorPlan plan = planVector(tile, op.getView().getType());
+
+    auto emit = [&](OpBuilder &b, unsigned vecElems) {
+      // A thread writes each element once, even where its layout wraps.
+      llvm::DenseSet<ArrayRef<int64_t>> written;
+      SmallVector<SmallVector<int64_t>> wrapped;
+      for (const SmallVector<int64_t> &o : access.coords.offsets)
+        wrapped.push_back(wrap(o, tile.getShape()));
+      for (Run run : contiguousRuns(access.coords.offsets, tile.getShape(),
+                                    plan.dim, vecElems)) {
+        if (!written.insert(wrapped[run.first]).second)
+          continue;
+        unsigned elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
+        if (run.count % elemsPerWord)
+          elemsPerWord = 1;
+        unsigned wordBits = bits * elemsPerWord;
+        SmallVector<Value> words;
+        for (unsigned w = 0; w < run.count / elemsPerWord; ++w) {
+          if (elemsPerWord == 1) {
+            words.push_back(
+                elementToWord(b, loc, elements[run.first + w], bits));
+            continue;
+          }
+          SmallVector<Value> parts;
+          for (unsigned e = 0; e < elemsPerWord; ++e)
+            parts.push_back(
+                toStorage(b, loc, elements[run.first + w * elemsPerWord + e]));
+          Value vec = vector::FromElementsOp::create(
+              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
+              parts);
+          Value word = vector::BitCastOp::create(
+              b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), vec);
+          words.push_back(vector::ExtractOp::create(b, loc, word, 0));
+        }
+        for (unsigned e = 1; e < run.count; ++e)
+          written.insert(wrapped[run.first + e]);
+        Value first = access.inBounds[run.first];
+        Value last = access.inBounds[run.first + run.count - 1];
+        Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
+                                   : first;
+        emitPredicatedStore(b, loc, access.pointers[run.first], full, wordBits,
+                            words);
+        if (run.count == 1)
+          continue;
+        // A run across the end of the view: its in-bounds part, one by one.
+        Value partial = arith::XOrIOp::create(b, loc, first, last);
+        scf::IfOp::create(b, loc, partial, [&](OpBuilder &tb, Location) {
+          for (unsigned e = 0; e < run.count; ++e) {
+            unsigned r = run.first + e;
+            emitPredicatedStore(tb, loc, access.pointers[r], access.inBounds[r],
+                                bits, {elementToWord(tb, loc, elements[r], bits)});
+          }
+          scf::YieldOp::create(tb, loc);
+        });
+      }
+    };
+
+    if (plan.elems <= 1) {
+      emit(rewriter, 1);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Value vectorizable = emitVectorizable(rewriter, loc, view, offsets, plan.dim,
+                                          plan.elems, bits / 8);
+    scf::IfOp::create(
+        rewriter, loc, vectorizable,
+        [&](OpBuilder &b, Location) {
+          emit(b, plan.elems);
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &b, Location) {
+          emit(b, 1);
+          scf::YieldOp::create(b, loc);
+        });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct SplatLowering : TilePattern<SplatOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(SplatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(
+        op, vectorType(op.getResult().getType()), adaptor.getValue());
+    return success();
+  }
+};
+
+struct IotaLowering : TilePattern<IotaOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(IotaOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    TileCoords coords =
+        emitCoords(rewriter, loc, op.getResult().getType(), state.get(op));
+    SmallVector<Value> values;
+    for (const SmallVector<Value> &c : coords.coords)
+      values.push_back(c[0]);
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType(op.getResult().getType()),
+                                values));
+    return success();
+  }
+};
+
+struct ConstantLowering : TilePattern<arith::ConstantOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(arith::ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = dyn_cast<RankedTensorType>(op.getType());
+    if (!type)
+      return failure();
+    auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
+    if (!splat)
+      return rewriter.notifyMatchFailure(
+          op, "only splat constants lower to the GPU; use tile.splat");
+    VectorType vt = vectorType(type);
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+        op, vt, SplatElementsAttr::get(vt, splat.getSplatValue<Attribute>()));
+    return success();
+  }
+};
+
+/// Ops whose result registers are source registers: broadcast, expand_dims,
+/// permute. `sourceOffset` maps a result offset to the source offset.
+template <typename Op>
+LogicalResult remapRegisters(
+    Op op, Value source, ConversionPatternRewriter &rewriter,
+    const TypeConverter *converter,
+    function_ref<SmallVector<int64_t>(ArrayRef<int64_t>)> sourceOffset) {
+  auto srcType = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto resType = cast<RankedTensorType>(op->getResult(0).getType());
+  SmallVector<SmallVector<int64_t>> srcOffsets =
+      getRegisterOffsets(srcType.getEncoding(), srcType.getShape());
+  SmallVector<SmallVector<int64_t>> resOffsets =
+      getRegisterOffsets(resType.getEncoding(), resType.getShape());
+  Location loc = op.getLoc();
+  SmallVector<Value> srcValues = unpack(rewriter, loc, source);
+  SmallVector<Value> values;
+  for (const SmallVector<int64_t> &r : resOffsets) {
+    SmallVector<int64_t> want =
+        wrap(sourceOffset(wrap(r, resType.getShape())), srcType.getShape());
+    std::optional<unsigned> index =
+        findRegister(srcOffsets, srcType.getShape(), want);
+    if (!index)
+      return op.emitOpError("source and result layouts do not match; run "
+                            "tile-assign-layouts before lowering");
+    values.push_back(srcValues[*index]);
+  }
+  rewriter.replaceOp(op, pack(rewriter, loc,
+                              cast<VectorType>(converter->convertType(resType)),
+                              values));
+  return success();
+}
+
+struct BroadcastLowering : TilePattern<BroadcastOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (getLayout(op.getSource().getType()) != getLayout(op.getResult().getType()))
+      return op.emitOpError("expected source and result in one layout");
+    ArrayRef<int64_t> srcShape = op.getSource().getType().getShape();
+    return remapRegisters(op, adaptor.getSource(), rewriter, getTypeConverter(),
+                          [&](ArrayRef<int64_t> r) {
+                            SmallVector<int64_t> s(r);
+                            for (auto [d, size] : llvm::enumerate(srcShape))
+                              if (size == 1)
+                                s[d] = 0;
+                            return s;
+                          });
+  }
+};
+
+struct ExpandDimsLowering : TilePattern<ExpandDimsOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(ExpandDimsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto slice = dyn_cast<SliceLayoutAttr>(getLayout(op.getSource().getType()));
+    if (!slice || slice.getDim() != op.getAxis() ||
+        slice.getParent() != getLayout(op.getResult().getType()))
+      return op.emitOpError("expected the source in the slice of the result's "
+                            "layout along the axis");
+    int64_t axis = op.getAxis();
+    return remapRegisters(op, adaptor.getSource(), rewriter, getTypeConverter(),
+                          [&](ArrayRef<int64_t> r) {
+                            SmallVector<int64_t> s(r);
+                            s.erase(s.begin() + axis);
+                            return s;
+                          });
+  }
+};
+
+struct PermuteLowering : TilePattern<PermuteOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(PermuteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> perm = op.getPermutation();
+    if (permuteLayout(getLayout(op.getSource().getType()), perm) !=
+        getLayout(op.getResult().getType()))
+      return op.emitOpError("expected the result in the permuted layout of "
+                            "the source");
+    return remapRegisters(op, adaptor.getSource(), rewriter, getTypeConverter(),
+                          [&](ArrayRef<int64_t> r) {
+                            SmallVector<int64_t> s(r.size());
+                            for (auto [i, p] : llvm::enumerate(perm))
+                              s[p] = r[i];
+                            return s;
+                          });
+  }
+};
+
+/// Writes a tile's registers into shared memory at their (padded) row-major
+/// positions; returns nothing. Callers put barriers around.
+void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
+                       RankedTensorType type, Value vector,
+                       ArrayRef<int64_t> logicalShape, int64_t pad,
+                       int64_t byteOffset = 0) {
+  TileCoords coords = emitCoords(b, loc, type, ks);
+  SmallVector<Value> values = unpack(b, loc, vector);
+  Type element = type.getElementType();
+  llvm::DenseSet<ArrayRef<int64_t>> done;
+  SmallVector<SmallVector<int64_t>> wrapped;
+  for (const SmallVector<int64_t> &o : coords.offsets)
+    wrapped.push_back(wrap(o, type.getShape()));
+  for (auto [i, coord] : llvm::enumerate(coords.coords)) {
+    if (!done.insert(wrapped[i]).second)
+      continue;
+    Value index = linearIndex(b, loc, coord, logicalShape, pad);
+    Value ptr = sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
+    LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[i]), ptr);
+  }
+}
+
+SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
+                                      KernelState &ks, RankedTensorType type,
+                                      ArrayRef<int64_t> logicalShape,
+                                      int64_t pad, int64_t byteOffset = 0) {
+  TileCoords coords = emitCoords(b, loc, type, ks);
+  Type element = type.getElementType();
+  SmallVector<Value> values;
+  for (const SmallVector<Value> &coord : coords.coords) {
+    Value index = linearIndex(b, loc, coord, logicalShape, pad);
+    Value ptr = sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
+    Value v = LLVM::LoadOp::create(b, loc, storageType(b, element), ptr);
+    values.push_back(fromStorage(b, loc, v, element));
+  }
+  return values;
+}
+
+/// convert_layout and reshape: through shared memory.
+template <typename Op>
+struct StageThroughShared : TilePattern<Op> {
+  using TilePattern<Op>::TilePattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = this->state.get(op);
+    auto srcType = cast<RankedTensorType>(op.getSource().getType());
+    auto resType = cast<RankedTensorType>(op.getResult().getType());
+    // A reshape keeps the row-major order: stage it unpadded and flat.
+    bool reshape = std::is_same_v<Op, ReshapeOp>;
+    int64_t pad = reshape ? 0 : smemPad(srcType.getElementType());
+    SmallVector<int64_t> srcShape(srcType.getShape()), resShape(resType.getShape());
+    barrier(rewriter, loc);
+    storeTileToShared(rewriter, loc, ks, srcType, adaptor.getSource(), srcShape,
+                      pad);
+    barrier(rewriter, loc);
+    SmallVector<Value> values =
+        loadTileFromShared(rewriter, loc, ks, resType, resShape, pad);
+    rewriter.replaceOp(op, pack(rewriter, loc, this->vectorType(resType), values));
+    return success();
+  }
+};
+
+/// Applies a reduce's combiner to scalars by cloning its body.
+SmallVector<Value> combine(OpBuilder &b, ReduceOp op, ValueRange acc,
+                           ValueRange next) {
+  Block &body = op.getCombiner().front();
+  IRMapping mapping;
+  for (auto [i, v] : llvm::enumerate(acc))
+    mapping.map(body.getArgument(i), v);
+  for (auto [i, v] : llvm::enumerate(next))
+    mapping.map(body.getArgument(acc.size() + i), v);
+  for (Operation &inner : body.without_terminator())
+    b.clone(inner, mapping);
+  SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  return results;
+}
+
+/// A value moved across lanes by shfl.sync.bfly (any scalar up to 64 bits).
+Value shuffleXor(OpBuilder &b, Location loc, Value v, unsigned mask) {
+  Type type = v.getType();
+  unsigned bits = type.getIntOrFloatBitWidth();
+  Value allLanes = i32Const(b, loc, -1);
+  Value offset = i32Const(b, loc, mask);
+  Value clamp = i32Const(b, loc, 0x1f);
+  auto shfl32 = [&](Value word) -> Value {
+    return NVVM::ShflOp::create(b, loc, b.getI32Type(), allLanes, word, offset,
+                                clamp, NVVM::ShflKind::bfly, UnitAttr());
+  };
+  if (bits == 64) {
+    Value word = type.isInteger() ? v
+                                  : arith::BitcastOp::create(b, loc, b.getI64Type(), v);
+    Value lo = arith::TruncIOp::create(b, loc, b.getI32Type(), word);
+    Value hi = arith::TruncIOp::create(
+        b, loc, b.getI32Type(),
+        arith::ShRUIOp::create(b, loc, word, i64Const(b, loc, 32)));
+    lo = arith::ExtUIOp::create(b, loc, b.getI64Type(), shfl32(lo));
+    hi = arith::ExtUIOp::create(b, loc, b.getI64Type(), shfl32(hi));
+    Value joined = arith::OrIOp::create(
+        b, loc, lo, arith::ShLIOp::create(b, loc, hi, i64Const(b, loc, 32)));
+    return type.isInteger() ? joined
+                            : Value(arith::BitcastOp::create(b, loc, type, joined));
+  }
+  Value word = v;
+  if (!type.isInteger())
+    word = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
+  if (bits < 32)
+    word = arith::ExtUIOp::create(b, loc, b.getI32Type(), word);
+  Value result = shfl32(word);
+  if (bits < 32)
+    result = arith::TruncIOp::create(b, loc, b.getIntegerType(bits), result);
+  if (!type.isInteger())
+    result = arith::BitcastOp::create(b, loc, type, result);
+  return result;
+}
+
+struct ReduceLowering : TilePattern<ReduceOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    auto inType = cast<RankedTensorType>(op.getOperands()[0].getType());
+    auto blocked = dyn_cast<BlockedLayoutAttr>(inType.getEncoding());
+    if (!blocked)
+      return op.emitOpError("lowering a reduction of a sliced layout is not "
+                            "supported yet; convert the operand to a blocked "
+                            "layout first");
+    int64_t axis = op.getAxis();
+    ArrayRef<int64_t> shape = inType.getShape();
+    size_t numOperands = op.getOperands().size();
+    SmallVector<SmallVector<Value>> inputs;
+    for (ValueRange v : adaptor.getOperands())
+      inputs.push_back(unpack(rewriter, loc, v.front()));
+    SmallVector<SmallVector<int64_t>> offsets =
+        getRegisterOffsets(blocked, shape);
+
+    // 1. In registers: group by the coordinates off the axis.
+    SmallVector<SmallVector<int64_t>> groupKeys;
+    SmallVector<SmallVector<Value>> accs; // per group, per operand
+    llvm::DenseSet<ArrayRef<int64_t>> seenFull;
+    SmallVector<SmallVector<int64_t>> wrapped;
+    for (const SmallVector<int64_t> &o : offsets)
+      wrapped.push_back(wrap(o, shape));
+    for (auto [r, full] : llvm::enumerate(wrapped)) {
+      if (!seenFull.insert(full).second)
+        continue; // a replicated register: count it once
+      SmallVector<int64_t> key(full);
+      key.erase(key.begin() + axis);
+      auto it = llvm::find(groupKeys, key);
+      SmallVector<Value> values;
+      for (size_t k = 0; k < numOperands; ++k)
+        values.push_back(inputs[k][r]);
+      if (it == groupKeys.end()) {
+        groupKeys.push_back(key);
+        accs.push_back(values);
+      } else {
+        size_t g = it - groupKeys.begin();
+        accs[g] = combine(rewriter, op, accs[g], values);
+      }
+    }
+
+    // 2. Across the lanes that hold distinct elements of the axis.
+    unsigned laneStride = 1, warpStride = 1;
+    for (unsigned d : blocked.getOrder()) {
+      if (d == axis)
+        break;
+      laneStride *= blocked.getThreadsPerWarp()[d];
+      warpStride *= blocked.getWarpsPerCTA()[d];
+    }
+    int64_t spt = blocked.getSizePerThread()[axis];
+    int64_t tpw = blocked.getThreadsPerWarp()[axis];
+    int64_t wpc = blocked.getWarpsPerCTA()[axis];
+    int64_t lanes = std::min<int64_t>(tpw, llvm::divideCeil(shape[axis], spt));
+    for (int64_t k = 1; k < lanes; k *= 2)
+      for (SmallVector<Value> &acc : accs) {
+        SmallVector<Value> other;
+        for (Value v : acc)
+          other.push_back(shuffleXor(rewriter, loc, v, laneStride * k));
+        acc = combine(rewriter, op, acc, other);
+      }
+
+    // 3. Across warps, through shared memory.
+    int64_t warps =
+        std::min<int64_t>(wpc, llvm::divideCeil(shape[axis], spt * tpw));
+    SmallVector<int64_t> resultShape(shape);
+    resultShape.erase(resultShape.begin() + axis);
+    if (warps > 1) {
+      int64_t resultElems = 1;
+      for (int64_t s : resultShape)
+        resultElems *= s;
+      // Group coordinates at run time: the thread base off the axis.
+      SmallVector<Value> base = emitThreadBase(rewriter, loc, blocked, ks);
+      base.erase(base.begin() + axis);
+      Value warpOnAxis = arith::AndIOp::create(
+          rewriter, loc,
+          arith::ShRUIOp::create(rewriter, loc, ks.warp,
+                                 i32Const(rewriter, loc, llvm::Log2_64(warpStride))),
+          i32Const(rewriter, loc, wpc - 1));
+      SmallVector<Value> groupIndex;
+      for (const SmallVector<int64_t> &key : groupKeys) {
+        SmallVector<Value> coord;
+        for (auto [d, size] : llvm::enumerate(resultShape)) {
+          Value c = arith::AddIOp::create(rewriter, loc, base[d],
+                                          i32Const(rewriter, loc, key[d]));
+          coord.push_back(arith::AndIOp::create(rewriter, loc, c,
+                                                i32Const(rewriter, loc, size - 1)));
+        }
+        groupIndex.push_back(linearIndex(rewriter, loc, coord, resultShape));
+      }
+      // Operand k's partials live at [k][warp][element].
+      SmallVector<int64_t> operandBase;
+      int64_t bytes = 0;
+      for (size_t k = 0; k < numOperands; ++k) {
+        operandBase.push_back(bytes);
+        Type t = inType.getElementType();
+        if (auto tt = dyn_cast<RankedTensorType>(op.getOperands()[k].getType()))
+          t = tt.getElementType();
+        bytes += llvm::alignTo(wpc * resultElems * storageBits(t) / 8, 16);
+      }
+      barrier(rewriter, loc);
+      for (auto [g, acc] : llvm::enumerate(accs))
+        for (size_t k = 0; k < numOperands; ++k) {
+          Value slot = arith::AddIOp::create(
+              rewriter, loc,
+              arith::MulIOp::create(rewriter, loc, warpOnAxis,
+                                    i32Const(rewriter, loc, resultElems)),
+              groupIndex[g]);
+          Type t = acc[k].getType();
+          Value ptr = sharedPtr(rewriter, loc, ks, storageType(rewriter, t), slot,
+                                operandBase[k]);
+          LLVM::StoreOp::create(rewriter, loc, toStorage(rewriter, loc, acc[k]),
+                                ptr);
+        }
+      barrier(rewriter, loc);
+      for (auto [g, acc] : llvm::enumerate(accs)) {
+        SmallVector<Value> total;
+        for (int64_t w = 0; w < warps; ++w) {
+          SmallVector<Value> part;
+          for (size_t k = 0; k < numOperands; ++k) {
+            Value slot = arith::AddIOp::create(
+                rewriter, loc, i32Const(rewriter, loc, w * resultElems),
+                groupIndex[g]);
+            Type t = acc[k].getType();
+            Value ptr = sharedPtr(rewriter, loc, ks, storageType(rewriter, t),
+                                  slot, operandBase[k]);
+            part.push_back(fromStorage(
+                rewriter, loc,
+                LLVM::LoadOp::create(rewriter, loc, storageType(rewriter, t), ptr),
+                t));
+          }
+          total = w == 0 ? part : combine(rewriter, op, total, part);
+        }
+        acc = total;
+      }
+    }
+
+    // Results: scalars for a 1-D operand, else per-thread vectors in the
+    // slice layout (whose register order is the groups' order).
+    SmallVector<Value> results;
+    for (auto [k, result] : llvm::enumerate(op.getResults())) {
+      auto resultTile = dyn_cast<RankedTensorType>(result.getType());
+      if (!resultTile || resultTile.getRank() == 0) {
+        Value v = accs.front()[k];
+        if (resultTile)
+          v = vector::BroadcastOp::create(rewriter, loc, vectorType(resultTile), v);
+        results.push_back(v);
+        continue;
+      }
+      Attribute expected = SliceLayoutAttr::get(op.getContext(), axis, blocked);
+      if (resultTile.getEncoding() != expected)
+        return op.emitOpError("expected results in the slice layout of the "
+                              "operands along the axis");
+      SmallVector<SmallVector<int64_t>> resOffsets =
+          getRegisterOffsets(expected, resultTile.getShape());
+      SmallVector<Value> values;
+      for (const SmallVector<int64_t> &o : resOffsets) {
+        auto it = llvm::find(groupKeys, wrap(o, resultTile.getShape()));
+        if (it == groupKeys.end())
+          return op.emitOpError("internal error: reduction group not found");
+        values.push_back(accs[it - groupKeys.begin()][k]);
+      }
+      results.push_back(pack(rewriter, loc, vectorType(resultTile), values));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// tile.dot on CUDA cores: both operands staged in shared memory, then a
+/// loop over K of outer products into the accumulator registers.
+struct DotLowering : TilePattern<DotOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(DotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    RankedTensorType lhsType = op.getLhs().getType();
+    RankedTensorType rhsType = op.getRhs().getType();
+    RankedTensorType accType = op.getAcc().getType();
+    int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
+            n = rhsType.getDimSize(1);
+    Type inElement = lhsType.getElementType();
+    Type accElement = accType.getElementType();
+    int64_t pad = smemPad(inElement);
+    int64_t lhsBytes = llvm::alignTo(m * (k + pad) * storageBits(inElement) / 8, 16);
+    barrier(rewriter, loc);
+    storeTileToShared(rewriter, loc, ks, lhsType, adaptor.getLhs(), {m, k}, pad);
+    storeTileToShared(rewriter, loc, ks, rhsType, adaptor.getRhs(), {k, n}, pad,
+                      lhsBytes);
+    barrier(rewriter, loc);
+
+    TileCoords coords = emitCoords(rewriter, loc, accType, ks);
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    // Distinct rows and columns of this thread's accumulator registers.
+    SmallVector<int64_t> rows, cols;
+    SmallVector<unsigned> rowOf, colOf;
+    for (const SmallVector<int64_t> &o : coords.offsets) {
+      SmallVector<int64_t> w = wrap(o, accType.getShape());
+      auto r = llvm::find(rows, w[0]);
+      if (r == rows.end())
+        rows.push_back(w[0]), r = rows.end() - 1;
+      auto c = llvm::find(cols, w[1]);
+      if (c == cols.end())
+        cols.push_back(w[1]), c = cols.end() - 1;
+      rowOf.push_back(r - rows.begin());
+      colOf.push_back(c - cols.begin());
+    }
+    SmallVector<Value> rowCoord(rows.size()), colCoord(cols.size());
+    for (auto [i, o] : llvm::enumerate(coords.offsets)) {
+      rowCoord[rowOf[i]] = coords.coords[i][0];
+      colCoord[colOf[i]] = coords.coords[i][1];
+    }
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, k);
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, lb, ub, step, acc,
+        [&](OpBuilder &b, Location, Value kk, ValueRange iter) {
+          Value k32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), kk);
+          auto read = [&](Value row, Value col, int64_t cols, int64_t base) {
+            Value index = arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(b, loc, row, i32Const(b, loc, cols + pad)),
+                col);
+            Value ptr = sharedPtr(b, loc, ks, inElement, index, base);
+            Value v = LLVM::LoadOp::create(b, loc, inElement, ptr);
+            if (v.getType() != accElement)
+              v = arith::ExtFOp::create(b, loc, accElement, v);
+            return v;
+          };
+          SmallVector<Value> a, bv;
+          for (Value r : rowCoord)
+            a.push_back(read(r, k32, k, 0));
+          for (Value c : colCoord)
+            bv.push_back(read(k32, c, n, lhsBytes));
+          SmallVector<Value> next;
+          for (auto [i, v] : llvm::enumerate(iter))
+            next.push_back(math::FmaOp::create(b, loc, a[rowOf[i]], bv[colOf[i]], v));
+          scf::YieldOp::create(b, loc, next);
+        });
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType(accType),
+                                SmallVector<Value>(loop.getResults())));
+    return success();
+  }
+};
+
+/// arith and math ops on tiles: the same op on the per-thread vectors. Math
+/// ops run per element so that they map to libdevice calls.
+struct ElementwiseLowering : ConversionPattern {
+  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ||
+        isa<arith::ConstantOp>(op) || op->getNumRegions() != 0)
+      return failure();
+    if (llvm::none_of(op->getResultTypes(),
+                      [](Type t) { return isa<RankedTensorType>(t); }))
+      return failure();
+    SmallVector<Type> resultTypes;
+    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), resultTypes)))
+      return failure();
+    Location loc = op->getLoc();
+    if (isa<math::MathDialect>(op->getDialect())) {
+      auto vt = cast<VectorType>(resultTypes.front());
+      SmallVector<SmallVector<Value>> elems;
+      for (Value operand : operands)
+        elems.push_back(unpack(rewriter, loc, operand));
+      SmallVector<Value> results;
+      for (int64_t i = 0; i < vt.getNumElements(); ++i) {
+        SmallVector<Value> scalars;
+        for (auto &e : elems)
+          scalars.push_back(e[i]);
+        OperationState state(loc, op->getName(), scalars, vt.getElementType(),
+                             op->getAttrs());
+        results.push_back(rewriter.create(state)->getResult(0));
+      }
+      rewriter.replaceOp(op, pack(rewriter, loc, vt, results));
+      return success();
+    }
+    OperationState state(loc, op->getName(), operands, resultTypes,
+                         op->getAttrs());
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Shared memory size
+//===----------------------------------------------------------------------===//
+
+/// Bytes of shared memory an op needs while it runs (0 for most).
+int64_t scratchBytes(Operation *op) {
+  auto bytesOf = [](RankedTensorType t, int64_t pad) {
+    return paddedElements(t.getShape(), pad) * storageBits(t.getElementType()) / 8;
+  };
+  if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
+    RankedTensorType t = convert.getSource().getType();
+    return bytesOf(t, smemPad(t.getElementType()));
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op))
+    return bytesOf(reshape.getSource().getType(), 0);
+  if (auto dot = dyn_cast<DotOp>(op)) {
+    RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
+    int64_t pad = smemPad(l.getElementType());
+    return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
+  }
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    auto in = cast<RankedTensorType>(reduce.getOperands()[0].getType());
+    auto blocked = dyn_cast_if_present<BlockedLayoutAttr>(in.getEncoding());
+    if (!blocked)
+      return 0;
+    int64_t axis = reduce.getAxis();
+    int64_t resultElems = in.getNumElements() / in.getDimSize(axis);
+    int64_t bytes = 0;
+    for (Value operand : reduce.getOperands())
+      bytes += llvm::alignTo(blocked.getWarpsPerCTA()[axis] * resultElems *
+                                 storageBits(cast<RankedTensorType>(operand.getType())
+                                                 .getElementType()) /
+                                 8,
+                             16);
+    return bytes;
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertTileToNVVM
+    : tileopt::impl::ConvertTileToNVVMBase<ConvertTileToNVVM> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
+    if (kernels.empty())
+      return;
+    for (Operation &op : module.getBody()->getOperations())
+      if (op.walk([](LaunchOp) { return WalkResult::interrupt(); })
+              .wasInterrupted()) {
+        op.emitError("convert-tile-to-nvvm does not lower host functions with "
+                     "tile.launch yet; compile the kernels on their own");
+        return signalPassFailure();
+      }
+
+    // Every tile must have a layout.
+    WalkResult missing = module.walk([&](Operation *op) -> WalkResult {
+      for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
+                                             op->getResultTypes()))
+        if (auto tensor = dyn_cast<RankedTensorType>(t))
+          if (!isLayout(tensor.getEncoding())) {
+            op->emitOpError("has a tile without a layout (")
+                << t << "); run tile-assign-layouts first";
+            return WalkResult::interrupt();
+          }
+      return WalkResult::advance();
+    });
+    if (missing.wasInterrupted())
+      return signalPassFailure();
+
+    // Shared memory per kernel: the largest scratch any op needs.
+    llvm::StringMap<int64_t> sharedBytes;
+    for (KernelOp kernel : kernels) {
+      int64_t bytes = 0;
+      kernel.walk([&](Operation *op) { bytes = std::max(bytes, scratchBytes(op)); });
+      sharedBytes[kernel.getSymName()] = bytes;
+    }
+
+    OpBuilder builder(ctx);
+    builder.setInsertionPointToEnd(module.getBody());
+    auto nvvmTarget = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
+                                            chip, features);
+    auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
+                                              kGpuModuleName,
+                                              builder.getArrayAttr({nvvmTarget}));
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    builder.getUnitAttr());
+    (void)gpuModule;
+
+    LoweringState state;
+    state.numWarps = 0;
+    for (KernelOp kernel : kernels) {
+      unsigned warps = 0;
+      kernel.walk([&](Operation *op) {
+        for (Type t : op->getResultTypes())
+          if (auto tensor = dyn_cast<RankedTensorType>(t))
+            warps = getRootBlocked(tensor.getEncoding()).getNumWarps();
+      });
+      state.numWarps = std::max(state.numWarps, warps);
+    }
+    if (state.numWarps == 0)
+      state.numWarps = 4;
+
+    TileTypeConverter converter(ctx);
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect,
+                           vector::VectorDialect, scf::SCFDialect,
+                           arith::ArithDialect, math::MathDialect>();
+    target.addIllegalDialect<TileDialect>();
+    target.addIllegalOp<memref::DimOp>();
+    auto legalTypes = [&](Operation *op) { return converter.isLegal(op); };
+    target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
+        legalTypes);
+    RewritePatternSet patterns(ctx);
+    patterns.add<KernelLowering, ReturnLowering,
+                 GridLowering<ProgramIdOp, gpu::BlockIdOp>,
+                 GridLowering<NumProgramsOp, gpu::GridDimOp>, DimLowering,
+                 LoadLowering, StoreLowering, SplatLowering, IotaLowering,
+                 ConstantLowering, BroadcastLowering, ExpandDimsLowering,
+                 PermuteLowering, StageThroughShared<ConvertLayoutOp>,
+                 StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering>(
+        converter, ctx, state);
+    patterns.add<ElementwiseLowering>(converter, ctx);
+    scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
+                                                         target);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+
+    // Size each kernel's shared memory now that its users exist.
+    for (auto &[func, ks] : state.kernels) {
+      auto gpuFunc = cast<gpu::GPUFuncOp>(func);
+      int64_t bytes = sharedBytes.lookup(gpuFunc.getName());
+      ks.sharedMemory.setGlobalTypeAttr(TypeAttr::get(
+          LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), std::max<int64_t>(bytes, 0))));
+      gpuFunc->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(bytes));
+      if (bytes == 0)
+        ks.sharedMemory.erase();
+    }
+  }
+};
+
+} // namespace

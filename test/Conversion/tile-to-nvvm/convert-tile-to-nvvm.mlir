@@ -1,0 +1,102 @@
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80" | FileCheck %s
+
+#row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// The kernel ABI: a view is a global pointer, then offset, sizes and strides
+// (i64); 4 warps make a 128-thread block. Loads are 16-byte predicated PTX
+// when the view is aligned (a uniform run-time check), else scalar; a run
+// across the end of the view falls back to scalar accesses.
+// CHECK-LABEL: gpu.module @tileopt_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
+// CHECK: gpu.func @add(%[[X:.*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>
+// CHECK: nvvm.read.ptx.sreg.tid.x
+// CHECK: gpu.block_id {{ *}}x
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>)
+// CHECK: llvm.inline_asm has_side_effects {{.*}}@$5 ld.global.v4.b32 {$0, $1, $2, $3}, [$4];
+// CHECK: scf.if
+// CHECK: @$2 ld.global.b32 $0, [$1];
+// CHECK: } else {
+// CHECK: @$2 ld.global.b32 $0, [$1];
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: "@$1 st.global.v4.b32 [$0], {$2, $3, $4, $5};"
+// CHECK: gpu.return
+gpu.module @unused {}
+tile.kernel @add(%x: memref<?xf32, strided<[1], offset: ?>>, %y: memref<?xf32, strided<[1], offset: ?>>, %s: f32) {
+  %pid = tile.program_id {dim = 0}
+  %c1024 = arith.constant 1024 : index
+  %off = arith.muli %pid, %c1024 : index
+  %a = tile.load %x[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<1024xf32, #row>
+  %v = tile.splat %s : f32 -> tensor<1024xf32, #row>
+  %r = arith.mulf %a, %v : tensor<1024xf32, #row>
+  tile.store %r, %y[%off] : tensor<1024xf32, #row>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#b = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+#s = #tile.slice<dim = 1, parent = #b>
+
+// A row reduction: registers, then five butterfly shuffles, then shared
+// memory across the four warps.
+// CHECK-LABEL: gpu.module @tileopt_kernels
+// CHECK: llvm.mlir.global internal @rowmax_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x i8>
+// CHECK: gpu.func @rowmax({{.*}}tile.shared_bytes = 16 : i64
+// CHECK-COUNT-5: nvvm.shfl.sync bfly
+// CHECK: nvvm.barrier0
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+tile.kernel @rowmax(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<1x512xf32, #b>
+  %m = tile.reduce %t {axis = 1} : tensor<1x512xf32, #b> -> tensor<1xf32, #s> {
+  ^bb0(%l: f32, %r: f32):
+    %q = arith.maximumf %l, %r : f32
+    tile.yield %q : f32
+  }
+  %e = tile.expand_dims %m {axis = 1} : tensor<1xf32, #s> -> tensor<1x1xf32, #b>
+  %bb = tile.broadcast %e : tensor<1x1xf32, #b> -> tensor<1x512xf32, #b>
+  tile.store %bb, %y[%c0, %c0] : tensor<1x512xf32, #b>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#r = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#c = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [0, 1]>
+
+// A layout conversion goes through padded shared memory (32 x 33 floats).
+// CHECK-LABEL: gpu.module @tileopt_kernels
+// CHECK: llvm.mlir.global internal @convert_smem() {{.*}} : !llvm.array<4224 x i8>
+// CHECK: gpu.func @convert
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-8: llvm.store {{.*}} !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-8: llvm.load {{.*}} !llvm.ptr<3>
+tile.kernel @convert(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<32x32xf32, #r>
+  %u = tile.convert_layout %t : tensor<32x32xf32, #r> -> tensor<32x32xf32, #c>
+  tile.store %u, %x[%c0, %c0] : tensor<32x32xf32, #c>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @no_layout(%x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{'tile.load' op has a tile without a layout ('tensor<16xf32>'); run tile-assign-layouts first}}
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<16xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k() {
+  tile.return
+}
+// expected-error @+1 {{convert-tile-to-nvvm does not lower host functions with tile.launch yet}}
+func.func @host(%g: index) {
+  tile.launch @k grid(%g) ()
+  return
+}

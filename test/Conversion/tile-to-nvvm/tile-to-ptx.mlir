@@ -1,0 +1,32 @@
+// The named pipelines run the whole GPU path from a file: tile IR to PTX,
+// which ptxas accepts for sm_80 and sm_90 with no spills.
+// REQUIRES: ptxas
+// RUN: tileopt-opt %s --tile-to-nvvm="chip=sm_90" | FileCheck %s --check-prefix=NVVM
+// RUN: tileopt-opt %s --tile-to-ptx="chip=sm_90" | FileCheck %s --check-prefix=PTX
+// RUN: tileopt-opt %s --tile-to-ptx="chip=sm_80" --mlir-print-op-generic \
+// RUN:   | sed -n 's/.*assembly = "\([^"]*\)".*/\1/p' | sed 's/\\0A/\n/g; s/\\09/\t/g' > %t.ptx
+// RUN: %ptxas -v --gpu-name sm_80 %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+
+// NVVM: llvm.func @bias_relu({{.*}}) attributes {gpu.kernel, gpu.known_block_size = array<i32: 128, 1, 1>
+// NVVM-NOT: {{[= ] tile\.}}
+// PTX: .visible .entry bias_relu(
+// PTX: ld.global.v4.b32
+// PTX: st.global.v4.b32
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+tile.kernel @bias_relu(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memref<?xf32, strided<[1], offset: ?>>, %y: memref<?x?xf32, strided<[?, 1], offset: ?>>) {
+  %pm = tile.program_id {dim = 0}
+  %pn = tile.program_id {dim = 1}
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %m = arith.muli %pm, %c32 : index
+  %n = arith.muli %pn, %c64 : index
+  %t = tile.load %x[%m, %n] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<32x64xf32>
+  %bias = tile.load %b[%n] : memref<?xf32, strided<[1], offset: ?>> -> tensor<64xf32>
+  %be = tile.expand_dims %bias {axis = 0} : tensor<64xf32> -> tensor<1x64xf32>
+  %bb = tile.broadcast %be : tensor<1x64xf32> -> tensor<32x64xf32>
+  %s = arith.addf %t, %bb : tensor<32x64xf32>
+  %zero = arith.constant dense<0.0> : tensor<32x64xf32>
+  %r = arith.maximumf %s, %zero : tensor<32x64xf32>
+  tile.store %r, %y[%m, %n] : tensor<32x64xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
