@@ -100,6 +100,31 @@ def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
   }];
 }
 
+def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout"> {
+  let mnemonic = "mma";
+  let summary = "the accumulator layout of tensor-core mma.sync";
+  let description = [{
+    The layout of a `tile.dot` accumulator computed with `mma.sync`
+    (m16n8k16 on sm_80 and newer). Warps tile the result as `warpsPerCTA`
+    (rows, columns); each warp computes 16x8 blocks, repeated to cover the
+    tile. Within a block, lane `l` holds rows `l / 4` and `l / 4 + 8`, columns
+    `2 * (l % 4)` and `2 * (l % 4) + 1`, as the PTX ISA lays out the C
+    fragment.
+
+    ```mlir
+    #tile.mma<warpsPerCTA = [2, 2]>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"unsigned">:$warpsPerCTA);
+  let assemblyFormat = "`<` `warpsPerCTA` `=` `[` $warpsPerCTA `]` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumWarps() const {
+      return getWarpsPerCTA()[0] * getWarpsPerCTA()[1];
+    }
+  }];
+}
+
 def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout"> {
   let mnemonic = "slice";
   let summary = "a parent layout with one dimension removed";

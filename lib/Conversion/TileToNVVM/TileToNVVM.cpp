@@ -137,6 +137,25 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
     base.erase(base.begin() + slice.getDim());
     return base;
   }
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    // Lane l: row l / 4, column 2 * (l % 4); warps tile rows fastest.
+    unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    Value row = arith::ShRUIOp::create(b, loc, state.lane, i32Const(b, loc, 2));
+    Value col = arith::MulIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, state.lane, i32Const(b, loc, 3)),
+        i32Const(b, loc, 2));
+    Value warpM = arith::AndIOp::create(b, loc, state.warp, i32Const(b, loc, wm - 1));
+    Value warpN = arith::AndIOp::create(
+        b, loc,
+        arith::ShRUIOp::create(b, loc, state.warp,
+                               i32Const(b, loc, llvm::Log2_32(wm))),
+        i32Const(b, loc, wn - 1));
+    row = arith::AddIOp::create(
+        b, loc, row, arith::MulIOp::create(b, loc, warpM, i32Const(b, loc, kMmaM)));
+    col = arith::AddIOp::create(
+        b, loc, col, arith::MulIOp::create(b, loc, warpN, i32Const(b, loc, kMmaN)));
+    return {row, col};
+  }
   auto blocked = cast<BlockedLayoutAttr>(layout);
   SmallVector<Value> base(blocked.getRank());
   unsigned laneShift = 0, warpShift = 0;
@@ -172,6 +191,9 @@ SmallVector<int64_t> maxThreadBase(Attribute layout) {
     base.erase(base.begin() + slice.getDim());
     return base;
   }
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return {7 + (int64_t(mma.getWarpsPerCTA()[0]) - 1) * kMmaM,
+            6 + (int64_t(mma.getWarpsPerCTA()[1]) - 1) * kMmaN};
   auto blocked = cast<BlockedLayoutAttr>(layout);
   SmallVector<int64_t> base;
   for (unsigned d = 0; d < blocked.getRank(); ++d) {
@@ -1308,6 +1330,134 @@ struct ReduceLowering : TilePattern<ReduceOp> {
   }
 };
 
+/// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
+/// 16-byte aligned for ldmatrix and hit different banks.
+constexpr int64_t kMmaSmemPad = 8;
+
+/// `ldmatrix` of `count` 8x8 b16 matrices; lane l supplies the row address of
+/// matrix l / 8. Returns the b32 registers.
+SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
+                                unsigned count, bool trans) {
+  MLIRContext *ctx = b.getContext();
+  Type result = count == 1 ? Type(b.getI32Type())
+                           : LLVM::LLVMStructType::getLiteral(
+                                 ctx, SmallVector<Type>(count, b.getI32Type()));
+  auto op = NVVM::LdMatrixOp::create(
+      b, loc, result, rowPtr, count,
+      NVVM::MMALayout(trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+  if (count == 1)
+    return {op.getResult()};
+  SmallVector<Value> regs;
+  for (unsigned i = 0; i < count; ++i)
+    regs.push_back(LLVM::ExtractValueOp::create(b, loc, op.getResult(), i));
+  return regs;
+}
+
+/// One mma.sync.m16n8k16 (f16/bf16 inputs, f32 accumulator).
+SmallVector<Value> emitMma(OpBuilder &b, Location loc, bool bf16,
+                           ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                           ArrayRef<Value> c) {
+  MLIRContext *ctx = b.getContext();
+  std::string text = llvm::formatv(
+      "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{$0, $1, $2, $3}, "
+      "{{$4, $5, $6, $7}, {{$8, $9}, {{$10, $11, $12, $13};",
+      bf16 ? "bf16" : "f16");
+  std::string constraints = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+  SmallVector<Value> operands(a);
+  operands.append(bFrag.begin(), bFrag.end());
+  operands.append(c.begin(), c.end());
+  Type f32 = b.getF32Type();
+  auto result = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints,
+      /*has_side_effects=*/false, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  SmallVector<Value> d;
+  for (unsigned i = 0; i < 4; ++i)
+    d.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return d;
+}
+
+/// tile.dot on tensor cores: operands staged in shared memory, fragments
+/// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
+/// step. The accumulator registers are in the mma layout's order.
+LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
+                          MmaLayoutAttr mma, KernelState &ks,
+                          ConversionPatternRewriter &rewriter,
+                          VectorType accVecType) {
+  Location loc = op.getLoc();
+  RankedTensorType lhsType = op.getLhs().getType();
+  RankedTensorType rhsType = op.getRhs().getType();
+  int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
+          n = rhsType.getDimSize(1);
+  Type inElement = lhsType.getElementType();
+  int64_t lhsBytes = llvm::alignTo(m * (k + kMmaSmemPad) * 2, 16);
+  barrier(rewriter, loc);
+  storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
+  storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
+                    lhsBytes);
+  barrier(rewriter, loc);
+
+  unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  int64_t repsM = std::max<int64_t>(1, m / (kMmaM * wm));
+  int64_t repsN = std::max<int64_t>(1, n / (kMmaN * wn));
+  Value warpM = arith::AndIOp::create(rewriter, loc, ks.warp,
+                                      i32Const(rewriter, loc, wm - 1));
+  Value warpN = arith::AndIOp::create(
+      rewriter, loc,
+      arith::ShRUIOp::create(rewriter, loc, ks.warp,
+                             i32Const(rewriter, loc, llvm::Log2_32(wm))),
+      i32Const(rewriter, loc, wn - 1));
+  // Lane l addresses row l % 8 of matrix l / 8 (0..3).
+  Value row8 = arith::AndIOp::create(rewriter, loc, ks.lane, i32Const(rewriter, loc, 7));
+  Value matrix = arith::ShRUIOp::create(rewriter, loc, ks.lane, i32Const(rewriter, loc, 3));
+  Value matLow = arith::AndIOp::create(rewriter, loc, matrix, i32Const(rewriter, loc, 1));
+  Value matHigh = arith::ShRUIOp::create(rewriter, loc, matrix, i32Const(rewriter, loc, 1));
+  auto times = [&](Value v, int64_t c) {
+    return arith::MulIOp::create(rewriter, loc, v, i32Const(rewriter, loc, c));
+  };
+  auto plus = [&](Value a, Value b) { return arith::AddIOp::create(rewriter, loc, a, b); };
+  SmallVector<Value> acc = unpack(rewriter, loc, accVec);
+  bool bf16 = inElement.isBF16();
+  for (int64_t kk = 0; kk < k; kk += kMmaK) {
+    // A: rows m0 + l%8 + 8*(matrix&1), columns kk + 8*(matrix>>1).
+    SmallVector<SmallVector<Value>> aFrags;
+    for (int64_t rm = 0; rm < repsM; ++rm) {
+      Value row = plus(plus(times(warpM, kMmaM), i32Const(rewriter, loc, rm * kMmaM * wm)),
+                       plus(row8, times(matLow, 8)));
+      Value col = plus(i32Const(rewriter, loc, kk), times(matHigh, 8));
+      Value index = plus(times(row, k + kMmaSmemPad), col);
+      aFrags.push_back(emitLdMatrix(
+          rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index), 4,
+          /*trans=*/false));
+    }
+    // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), column n0.
+    SmallVector<SmallVector<Value>> bFrags;
+    for (int64_t rn = 0; rn < repsN; ++rn) {
+      Value row = plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
+      Value col = plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn));
+      Value index = plus(times(row, n + kMmaSmemPad), col);
+      bFrags.push_back(emitLdMatrix(
+          rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index, lhsBytes),
+          2, /*trans=*/true));
+    }
+    for (int64_t rm = 0; rm < repsM; ++rm)
+      for (int64_t rn = 0; rn < repsN; ++rn) {
+        unsigned base = (rm * repsN + rn) * 4;
+        SmallVector<Value> d = emitMma(rewriter, loc, bf16, aFrags[rm], bFrags[rn],
+                                       ArrayRef<Value>(acc).slice(base, 4));
+        for (unsigned i = 0; i < 4; ++i)
+          acc[base + i] = d[i];
+      }
+  }
+  if (int64_t(acc.size()) != accVecType.getNumElements())
+    return op.emitOpError("internal error: mma accumulator size mismatch");
+  rewriter.replaceOp(op, pack(rewriter, loc, accVecType, acc));
+  return success();
+}
+
 /// tile.dot on CUDA cores: both operands staged in shared memory, then a
 /// loop over K of outer products into the accumulator registers.
 struct DotLowering : TilePattern<DotOp> {
@@ -1317,6 +1467,9 @@ struct DotLowering : TilePattern<DotOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
+    if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType())))
+      return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(),
+                         mma, ks, rewriter, vectorType(op.getAcc().getType()));
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();
     RankedTensorType accType = op.getAcc().getType();
@@ -1446,7 +1599,9 @@ int64_t scratchBytes(Operation *op) {
     return bytesOf(reshape.getSource().getType(), 0);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
-    int64_t pad = smemPad(l.getElementType());
+    int64_t pad = isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType()))
+                      ? kMmaSmemPad
+                      : smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
@@ -1531,7 +1686,7 @@ struct ConvertTileToNVVM
       kernel.walk([&](Operation *op) {
         for (Type t : op->getResultTypes())
           if (auto tensor = dyn_cast<RankedTensorType>(t))
-            warps = getRootBlocked(tensor.getEncoding()).getNumWarps();
+            warps = getNumWarps(tensor.getEncoding());
       });
       state.numWarps = std::max(state.numWarps, warps);
     }

@@ -100,3 +100,32 @@ func.func @host(%g: index) {
   tile.launch @k grid(%g) ()
   return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [2, 2]>
+
+// An f16 dot with an mma accumulator: operands staged in shared memory,
+// fragments through ldmatrix (B transposed), one mma.sync per 16x8 block
+// and k16 step: 2 x 4 blocks per warp, 2 steps.
+// CHECK-LABEL: gpu.module @tileopt_kernels
+// CHECK: gpu.func @mma_dot
+// CHECK: nvvm.barrier0
+// CHECK: nvvm.barrier0
+// CHECK: nvvm.ldmatrix {{.*}}num = 4 : i32
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 2 : i32
+// CHECK-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK: nvvm.ldmatrix
+// CHECK-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK-NOT: mma.sync
+tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}

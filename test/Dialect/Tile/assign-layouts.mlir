@@ -92,3 +92,34 @@ tile.kernel @loop(%x: memref<?xf32>, %n: index, %s: f32) {
   tile.store %acc, %x[%c0] : tensor<128xf32>, memref<?xf32>
   tile.return
 }
+
+// -----
+
+// f16 dots use tensor cores on sm_80+: the accumulator (and the loop that
+// carries it) takes the mma layout; f32 dots stay on CUDA cores.
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// CHECK-LABEL: tile.kernel @dots
+// CHECK: tile.splat
+// CHECK-NEXT: tile.convert_layout {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>)
+// CHECK: tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// CHECK: tile.dot {{.*}} : tensor<16x16xf32, #{{.*}}>, tensor<16x16xf32, #{{.*}}> -> tensor<16x16xf32, #blocked
+// WARPS8: #tile.mma<warpsPerCTA = [4, 2]>
+// WARPS8-LABEL: tile.kernel @dots
+tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %k: index, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %init = tile.splat %s : f32 -> tensor<64x64xf32>
+  %acc = scf.for %i = %c0 to %k step %c32 iter_args(%x = %init) -> (tensor<64x64xf32>) {
+    %ta = tile.load %a[%c0, %i] : memref<?x?xf16> -> tensor<64x32xf16>
+    %tb = tile.load %b[%i, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+    %d = tile.dot %ta, %tb, %x : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+    scf.yield %d : tensor<64x64xf32>
+  }
+  tile.store %acc, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  %fa = tile.load %f[%c0, %c0] : memref<?x?xf32> -> tensor<16x16xf32>
+  %fz = tile.splat %s : f32 -> tensor<16x16xf32>
+  %fd = tile.dot %fa, %fa, %fz : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+  tile.store %fd, %f[%c0, %c0] : tensor<16x16xf32>, memref<?x?xf32>
+  tile.return
+}

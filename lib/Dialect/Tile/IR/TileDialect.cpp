@@ -26,6 +26,10 @@ struct TileOpAsmInterface : OpAsmDialectInterface {
       os << "blocked";
       return AliasResult::FinalAlias;
     }
+    if (isa<MmaLayoutAttr>(attr)) {
+      os << "mma";
+      return AliasResult::FinalAlias;
+    }
     if (isa<SliceLayoutAttr>(attr)) {
       os << "slice";
       return AliasResult::FinalAlias;

@@ -75,20 +75,56 @@ RankedTensorType tileopt::tile::withLayout(RankedTensorType type,
   return RankedTensorType::get(type.getShape(), type.getElementType(), layout);
 }
 
+LogicalResult
+MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      ArrayRef<unsigned> warpsPerCTA) {
+  if (warpsPerCTA.size() != 2)
+    return emitError() << "expected 2 warpsPerCTA entries in an mma layout";
+  for (unsigned w : warpsPerCTA)
+    if (w == 0 || !llvm::isPowerOf2_32(w))
+      return emitError() << "expected powers of two in warpsPerCTA, got " << w;
+  return success();
+}
+
 bool tileopt::tile::isLayout(Attribute attr) {
-  return isa_and_present<BlockedLayoutAttr, SliceLayoutAttr>(attr);
+  return isa_and_present<BlockedLayoutAttr, MmaLayoutAttr, SliceLayoutAttr>(
+      attr);
 }
 
 unsigned tileopt::tile::getLayoutRank(Attribute layout) {
   if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout))
     return blocked.getRank();
+  if (isa<MmaLayoutAttr>(layout))
+    return 2;
   return getLayoutRank(cast<SliceLayoutAttr>(layout).getParent()) - 1;
 }
 
-BlockedLayoutAttr tileopt::tile::getRootBlocked(Attribute layout) {
+Attribute tileopt::tile::getRootLayout(Attribute layout) {
   while (auto slice = dyn_cast<SliceLayoutAttr>(layout))
     layout = slice.getParent();
-  return cast<BlockedLayoutAttr>(layout);
+  return layout;
+}
+
+unsigned tileopt::tile::getNumWarps(Attribute layout) {
+  Attribute root = getRootLayout(layout);
+  if (auto mma = dyn_cast<MmaLayoutAttr>(root))
+    return mma.getNumWarps();
+  return cast<BlockedLayoutAttr>(root).getNumWarps();
+}
+
+/// Register offsets of an mma layout: per 16x8 block (rows of blocks, then
+/// columns), the C fragment's (0,0), (0,1), (8,0), (8,1).
+static SmallVector<SmallVector<int64_t>> getMmaOffsets(MmaLayoutAttr layout,
+                                                       ArrayRef<int64_t> shape) {
+  int64_t wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
+  int64_t repsM = std::max<int64_t>(1, shape[0] / (kMmaM * wm));
+  int64_t repsN = std::max<int64_t>(1, shape[1] / (kMmaN * wn));
+  SmallVector<SmallVector<int64_t>> offsets;
+  for (int64_t m = 0; m < repsM; ++m)
+    for (int64_t n = 0; n < repsN; ++n)
+      for (auto [i, j] : {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}})
+        offsets.push_back({m * kMmaM * wm + i, n * kMmaN * wn + j});
+  return offsets;
 }
 
 BlockedLayoutAttr tileopt::tile::getDefaultBlockedLayout(
@@ -158,6 +194,8 @@ SmallVector<SmallVector<int64_t>>
 tileopt::tile::getRegisterOffsets(Attribute layout, ArrayRef<int64_t> shape) {
   if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout))
     return getBlockedOffsets(blocked, shape);
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return getMmaOffsets(mma, shape);
   auto slice = cast<SliceLayoutAttr>(layout);
   SmallVector<int64_t> parentShape(shape);
   parentShape.insert(parentShape.begin() + slice.getDim(), 1);
@@ -182,22 +220,6 @@ tileopt::tile::getRegisterOffsets(Attribute layout, ArrayRef<int64_t> shape) {
 int64_t tileopt::tile::getElemsPerThread(Attribute layout,
                                          ArrayRef<int64_t> shape) {
   return getRegisterOffsets(layout, shape).size();
-}
-
-SmallVector<int64_t> tileopt::tile::getThreadBase(BlockedLayoutAttr layout,
-                                                  unsigned lane,
-                                                  unsigned warp) {
-  unsigned rank = layout.getRank();
-  SmallVector<int64_t> base(rank, 0);
-  for (unsigned d : layout.getOrder()) {
-    unsigned tpw = layout.getThreadsPerWarp()[d];
-    unsigned wpc = layout.getWarpsPerCTA()[d];
-    int64_t spt = layout.getSizePerThread()[d];
-    base[d] = (lane % tpw) * spt + (warp % wpc) * spt * tpw;
-    lane /= tpw;
-    warp /= wpc;
-  }
-  return base;
 }
 
 Attribute tileopt::tile::permuteLayout(Attribute layout,

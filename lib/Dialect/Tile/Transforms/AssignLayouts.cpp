@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace tileopt::tile {
@@ -37,8 +38,8 @@ bool isCheapProducer(Value value) {
 
 class LayoutAssigner {
 public:
-  LayoutAssigner(MLIRContext *context, unsigned numWarps)
-      : context(context), numWarps(numWarps) {}
+  LayoutAssigner(MLIRContext *context, unsigned numWarps, unsigned smVersion)
+      : context(context), numWarps(numWarps), smVersion(smVersion) {}
 
   LogicalResult run(KernelOp kernel) { return assignBlock(kernel.getBody().front()); }
 
@@ -69,6 +70,24 @@ private:
       if (unsigned(d) != fastest)
         order.push_back(d);
     return defaultLayout(tile, order);
+  }
+
+  /// mma.sync (m16n8k16) for f16/bf16 inputs on sm_80 and newer when the
+  /// tile divides into its blocks; else a blocked layout (CUDA cores).
+  Attribute dotLayout(DotOp dot) {
+    RankedTensorType lhs = dot.getLhs().getType();
+    RankedTensorType acc = dot.getAcc().getType();
+    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = acc.getDimSize(1);
+    Type in = lhs.getElementType();
+    bool tensorCores = smVersion >= 80 && (in.isF16() || in.isBF16()) &&
+                       acc.getElementType().isF32() && m % kMmaM == 0 &&
+                       n % kMmaN == 0 && k % kMmaK == 0;
+    if (!tensorCores)
+      return defaultLayout(acc);
+    unsigned wm = 1;
+    while (wm * 2 <= numWarps && (wm * 2) * kMmaM <= m)
+      wm *= 2;
+    return MmaLayoutAttr::get(context, {wm, numWarps / wm});
   }
 
   void setLayout(Value value, Attribute layout) {
@@ -187,7 +206,10 @@ private:
       return success();
     }
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      // Reductions run on blocked layouts.
       Attribute layout = pickOperandLayout(op);
+      if (!isa<BlockedLayoutAttr>(layout))
+        layout = defaultLayout(cast<RankedTensorType>(op->getOperand(0).getType()));
       for (OpOperand &operand : reduce->getOpOperands())
         convertOperand(operand, layout);
       for (Value result : reduce.getResults())
@@ -196,11 +218,13 @@ private:
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
-      // Operands in their own default layouts; the lowering stages them
-      // through shared memory (an MMA layout comes later).
-      convertOperand(dot.getLhsMutable(), defaultLayout(dot.getLhs().getType()));
-      convertOperand(dot.getRhsMutable(), defaultLayout(dot.getRhs().getType()));
-      Attribute layout = defaultLayout(dot.getAcc().getType());
+      // Operands keep their layouts (the lowering stages them through shared
+      // memory); the accumulator takes the tensor-core layout when it can.
+      for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()})
+        if (!isa<BlockedLayoutAttr>(getLayout(operand->get().getType())))
+          convertOperand(*operand,
+                         defaultLayout(cast<RankedTensorType>(operand->get().getType())));
+      Attribute layout = dotLayout(dot);
       convertOperand(dot.getAccMutable(), layout);
       setLayout(dot.getResult(), layout);
       return success();
@@ -219,17 +243,25 @@ private:
 
   LogicalResult assignFor(scf::ForOp forOp) {
     Block &body = *forOp.getBody();
-    for (auto [init, arg, result] : llvm::zip(
-             forOp.getInitArgs(), forOp.getRegionIterArgs(), forOp.getResults())) {
+    auto yield = cast<scf::YieldOp>(body.getTerminator());
+    for (auto [index, init, arg, result] :
+         llvm::enumerate(forOp.getInitArgs(), forOp.getRegionIterArgs(),
+                         forOp.getResults())) {
       if (!isTile(init))
         continue;
+      // An accumulator that a dot updates stays in the dot's layout across
+      // iterations; other loop-carried tiles keep their initial layout.
       Attribute layout = getLayout(init.getType());
+      if (auto dot = yield.getOperand(index).getDefiningOp<DotOp>())
+        if (dot.getAcc() == arg) {
+          layout = dotLayout(dot);
+          convertOperand(forOp.getInitArgsMutable()[index], layout);
+        }
       setLayout(arg, layout);
       setLayout(result, layout);
     }
     if (failed(assignBlock(body)))
       return failure();
-    auto yield = cast<scf::YieldOp>(body.getTerminator());
     for (OpOperand &operand : yield->getOpOperands())
       if (isTile(operand.get()))
         convertOperand(operand,
@@ -256,6 +288,7 @@ private:
 
   MLIRContext *context;
   unsigned numWarps;
+  unsigned smVersion;
 };
 
 struct TileAssignLayouts
@@ -269,7 +302,16 @@ struct TileAssignLayouts
           << numWarps;
       return signalPassFailure();
     }
-    LayoutAssigner assigner(&getContext(), numWarps);
+    unsigned sm = 0;
+    StringRef chip = target;
+    if (!chip.consume_front("sm_") ||
+        chip.take_while(llvm::isDigit).getAsInteger(10, sm)) {
+      getOperation().emitError("tile-assign-layouts: expected a target like "
+                               "sm_80 or sm_90a, got '")
+          << target << "'";
+      return signalPassFailure();
+    }
+    LayoutAssigner assigner(&getContext(), numWarps, sm);
     for (auto kernel : getOperation().getOps<KernelOp>())
       if (failed(assigner.run(kernel)))
         return signalPassFailure();

@@ -84,7 +84,8 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
                                                 input, expand.getAxis());
       return success();
     }
-    if (auto load = dyn_cast<LoadOp>(producer)) {
+    if (auto load = dyn_cast<LoadOp>(producer);
+        load && isa<BlockedLayoutAttr, SliceLayoutAttr>(layout)) {
       // The anchor moves: a load in the wanted layout replaces load+convert.
       auto newLoad = cast<LoadOp>(rewriter.clone(*load));
       newLoad.getResult().setType(op.getResult().getType());

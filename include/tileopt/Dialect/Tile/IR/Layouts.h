@@ -23,7 +23,7 @@ mlir::Attribute getLayout(mlir::Type type);
 mlir::RankedTensorType withLayout(mlir::RankedTensorType type,
                                   mlir::Attribute layout);
 
-/// True for the layouts tileopt knows (blocked, slice).
+/// True for the layouts tileopt knows (blocked, mma, slice).
 bool isLayout(mlir::Attribute attr);
 
 /// The rank of the tiles a layout applies to.
@@ -47,13 +47,14 @@ getRegisterOffsets(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape);
 int64_t getElemsPerThread(mlir::Attribute layout,
                           llvm::ArrayRef<int64_t> shape);
 
-/// The blocked layout at the root of a chain of slices.
-BlockedLayoutAttr getRootBlocked(mlir::Attribute layout);
+/// The layout at the root of a chain of slices (blocked or mma).
+mlir::Attribute getRootLayout(mlir::Attribute layout);
 
-/// For a thread (lane, warp) of a blocked layout: the base coordinate of
-/// each dimension before wrapping, i.e. lane and warp offsets.
-llvm::SmallVector<int64_t> getThreadBase(BlockedLayoutAttr layout,
-                                         unsigned lane, unsigned warp);
+/// The number of warps a layout spreads a tile over.
+unsigned getNumWarps(mlir::Attribute layout);
+
+/// The rows and columns of one mma.sync m16n8 block.
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 
 /// The layout of `layout` with its dimensions permuted (dim i of the result
 /// is dim permutation[i] of the source), or null for slices.

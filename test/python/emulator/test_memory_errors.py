@@ -1,0 +1,292 @@
+"""Negative tests: planted memory bugs (cuda/errors.cu) and unsupported PTX, reported precisely."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import tileopt.emulator as emu
+from tileopt.errors import EmulatorError
+
+if TYPE_CHECKING:
+    from conftest import LoadedPTX
+
+Loader = Callable[..., "LoadedPTX"]
+SRC = "errors.cu"
+
+
+def _assert_names_thread(msg: str, cta: tuple[int, int, int], tid: tuple[int, int, int]) -> None:
+    """The message names the CTA and the thread (as 3-D coordinates, in any punctuation)."""
+    coords = r"\D{0,4}".join(str(c) for c in cta)
+    assert re.search(rf"\bCTA\b\D{{0,12}}{coords}\b", msg, re.IGNORECASE), (
+        f"CTA {cta} not named in:\n{msg}"
+    )
+    coords = r"\D{0,4}".join(str(c) for c in tid)
+    assert re.search(rf"\bthread\b\D{{0,12}}{coords}\b", msg, re.IGNORECASE), (
+        f"thread {tid} not named in:\n{msg}"
+    )
+
+
+def _assert_names_buffer(msg: str, kernel: str, index: int) -> None:
+    """The nearest buffer is named: by the kernel's parameter name or by argument index."""
+    forms = [
+        f"{kernel}_param_{index}",
+        f"arg {index}",
+        f"args[{index}]",
+        f"argument {index}",
+        f"arg{index}",
+    ]
+    assert any(f in msg for f in forms), f"buffer (argument {index}) not named in:\n{msg}"
+
+
+def _ptx_line(ptx: str, fragment: str) -> int:
+    """1-based line number of the only PTX line containing *fragment*."""
+    hits = [i + 1 for i, line in enumerate(ptx.splitlines()) if fragment in line]
+    assert len(hits) == 1, (fragment, hits)
+    return hits[0]
+
+
+def _kernel_lines(ptx: str, kernel: str) -> tuple[int, int]:
+    lines = ptx.splitlines()
+    start = next(i for i, line in enumerate(lines) if f".entry {kernel}(" in line)
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("}"))
+    return start + 1, end + 1
+
+
+def _assert_names_line(msg: str, ptx: str, kernel: str, opcode: str) -> None:
+    """The message names a PTX line inside *kernel* that holds *opcode*."""
+    lo, hi = _kernel_lines(ptx, kernel)
+    lines = ptx.splitlines()
+    named = [int(m) for m in re.findall(r"line\D{0,3}(\d+)", msg)]
+    assert any(lo <= n <= hi and opcode in lines[n - 1] for n in named), (
+        f"no line of {kernel} with {opcode} named in:\n{msg}"
+    )
+    assert opcode in msg, f"instruction {opcode} not named in:\n{msg}"
+
+
+def test_memory_access_error_is_an_emulator_error() -> None:
+    assert issubclass(emu.MemoryAccessError, EmulatorError)
+    assert issubclass(emu.PTXLoadError, EmulatorError)
+    assert issubclass(emu.UnsupportedInstructionError, EmulatorError)
+
+
+@pytest.mark.parametrize("n,block", [(1000, 128), (64, 64), (5, 32)])
+def test_global_read_one_past_end(load_kernels: Loader, arch: str, n: int, block: int) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_read_past_end"
+    x = np.arange(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(-(-n // block), 1, 1), block=(block, 1, 1), args=[x, y, n])
+    msg = str(info.value)
+    assert name in msg
+    _assert_names_line(msg, k.ptx, name, "ld.global")
+    last = n - 1
+    _assert_names_thread(msg, (last // block, 0, 0), (last % block, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+    assert "0x" in msg  # the address
+
+
+def test_global_read_in_bounds_control(load_kernels: Loader, arch: str) -> None:
+    """Control for the test above: with one spare element the same kernel runs cleanly."""
+    k = load_kernels(SRC, arch)
+    n = 1000
+    x = np.arange(n + 1, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    k.module.launch("oob_read_past_end", grid=(8, 1, 1), block=(128, 1, 1), args=[x, y, n])
+    np.testing.assert_array_equal(y, x[1:])
+
+
+@pytest.mark.parametrize("n,block", [(100, 128), (256, 128)])
+def test_global_write_one_past_end(load_kernels: Loader, arch: str, n: int, block: int) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_write_past_end"
+    x = np.ones(n, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    grid = n // block + 1  # enough threads to reach i == n
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(grid, 1, 1), block=(block, 1, 1), args=[x, y, n])
+    msg = str(info.value)
+    assert name in msg
+    _assert_names_line(msg, k.ptx, name, "st.global")
+    _assert_names_thread(msg, (n // block, 0, 0), (n % block, 0, 0))
+    _assert_names_buffer(msg, name, 1)
+
+
+def test_global_read_negative_index(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_read_negative"
+    x = np.ones(300, dtype=np.float32)
+    y = np.zeros(300, dtype=np.float32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(3, 1, 1), block=(128, 1, 1), args=[x, y, 300])
+    msg = str(info.value)
+    assert name in msg
+    _assert_names_line(msg, k.ptx, name, "ld.global")
+    _assert_names_thread(msg, (0, 0, 0), (0, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+
+
+def test_shared_overrun_static(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "smem_overrun"
+    x = np.ones(64, dtype=np.float32)
+    y = np.zeros(64, dtype=np.float32)
+    k.module.launch(name, grid=(1, 1, 1), block=(64, 1, 1), args=[x, y, 0])  # control: in bounds
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(2, 1, 1), block=(64, 1, 1), args=[x, y, 1])
+    msg = str(info.value)
+    assert name in msg
+    assert "shared" in msg.lower()
+    _assert_names_line(msg, k.ptx, name, "st.shared")
+    _assert_names_thread(msg, (0, 0, 0), (63, 0, 0))
+
+
+def test_shared_overrun_dynamic(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "dyn_smem_overrun"
+    x = np.arange(32, dtype=np.int32)
+    y = np.zeros(32, dtype=np.int32)
+    k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[x, y, 0], shared_bytes=128)
+    np.testing.assert_array_equal(y, x)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[x, y, 1], shared_bytes=128)
+    msg = str(info.value)
+    assert name in msg and "shared" in msg.lower()
+    _assert_names_thread(msg, (0, 0, 0), (31, 0, 0))
+
+
+def test_misaligned_i32(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "misaligned_i32"
+    x = np.arange(64 * 4 + 8, dtype=np.uint8)
+    y = np.zeros(64, dtype=np.int32)
+    k.module.launch(name, grid=(2, 1, 1), block=(32, 1, 1), args=[x, y, 4])  # control: aligned
+    np.testing.assert_array_equal(y, x[4 : 4 + 256].view(np.int32))
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(2, 1, 1), block=(32, 1, 1), args=[x, y, 2])
+    msg = str(info.value)
+    assert name in msg
+    assert "align" in msg.lower()
+    _assert_names_line(msg, k.ptx, name, "ld.global")
+    _assert_names_thread(msg, (0, 0, 0), (0, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+
+
+def test_misaligned_vector_v4(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "misaligned_v4"
+    x = np.arange(4 * 32 + 4, dtype=np.float32)
+    y = np.zeros((32, 4), dtype=np.float32)
+    k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[x, y, 0])  # control: aligned
+    np.testing.assert_array_equal(y.reshape(-1), x[:128])
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[x, y, 1])
+    msg = str(info.value)
+    assert name in msg and "align" in msg.lower()
+    _assert_names_line(msg, k.ptx, name, "ld.global")
+    _assert_names_thread(msg, (0, 0, 0), (0, 0, 0))
+
+
+def test_wild_pointer_write(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "wild_write"
+    y = np.zeros(16, dtype=np.float32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[y, 1 << 30])
+    msg = str(info.value)
+    assert name in msg
+    _assert_names_line(msg, k.ptx, name, "st.global")
+    _assert_names_thread(msg, (0, 0, 0), (5, 0, 0))
+
+
+# ------------------------------------------------------------------------- unsupported PTX
+
+_PTX_TEMPLATE = """\
+//
+// hand-written for the emulator's load-time checks
+//
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry ok_kernel(
+	.param .u64 ok_kernel_param_0
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [ok_kernel_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd3, %r1, 4;
+	add.s64 	%rd2, %rd2, %rd3;
+	st.global.u32 	[%rd2], %r1;
+	ret;
+}
+
+.visible .entry bad_kernel(
+	.param .u64 bad_kernel_param_0
+)
+{
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<3>;
+
+	ld.param.u64 	%rd1, [bad_kernel_param_0];
+	mov.u32 	%r1, %tid.x;
+	{BAD}
+	ret;
+}
+"""
+
+
+def test_handwritten_ptx_loads_and_runs() -> None:
+    """Control: the template without the bad line loads, lists its kernels and runs."""
+    ptx = _PTX_TEMPLATE.replace("{BAD}", "add.s32 \t%r2, %r1, 3;")
+    mod = emu.load_ptx(ptx)
+    assert set(mod.kernels) == {"ok_kernel", "bad_kernel"}
+    out = np.zeros(64, dtype=np.uint32)
+    mod.launch("ok_kernel", grid=(1, 1, 1), block=(64, 1, 1), args=[out])
+    np.testing.assert_array_equal(out, np.arange(64, dtype=np.uint32))
+
+
+@pytest.mark.parametrize(
+    "bad,opcode",
+    [
+        ("foo.bar.b32 \t%r2, %r1, 3;", "foo.bar"),
+        (
+            "tcgen05.mma.cta_group::1.kind::f16 \t[%rd1], %rd1, %rd2, %r1, 1;",
+            "tcgen05.mma",
+        ),
+        ("@%p1 frobnicate.u32 \t%r2, %r1;", "frobnicate"),
+    ],
+)
+def test_unsupported_instruction_load_time_error(bad: str, opcode: str) -> None:
+    ptx = _PTX_TEMPLATE.replace("{BAD}", bad)
+    if "%p1" in bad:
+        ptx = ptx.replace(".reg .b32 \t%r<4>;", ".reg .pred \t%p<2>;\n\t.reg .b32 \t%r<4>;")
+    line = _ptx_line(ptx, opcode)
+    with pytest.raises(emu.PTXLoadError) as info:  # UnsupportedInstructionError or its base
+        emu.load_ptx(ptx)
+    msg = str(info.value)
+    assert opcode in msg, msg
+    assert re.search(rf"line\D{{0,3}}{line}\b", msg), f"line {line} not named in:\n{msg}"
+
+
+def test_unsupported_instruction_class() -> None:
+    ptx = _PTX_TEMPLATE.replace("{BAD}", "foo.bar.b32 \t%r2, %r1, 3;")
+    with pytest.raises(emu.UnsupportedInstructionError):
+        emu.load_ptx(ptx)
+
+
+def test_syntax_error_names_line() -> None:
+    ptx = _PTX_TEMPLATE.replace("{BAD}", "add.s32 \t%r2, %r1 3 ]];")
+    line = _ptx_line(ptx, "]];")
+    with pytest.raises(emu.PTXLoadError) as info:
+        emu.load_ptx(ptx)
+    assert re.search(rf"line\D{{0,3}}{line}\b", str(info.value)), str(info.value)
