@@ -19,8 +19,10 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     reductions combine in registers, then with warp shuffles, then through
     shared memory; layout conversions, reshapes and (CUDA-core) dots stage
     tiles in shared memory, whose size is the kernel's `tile.shared_bytes`.
-    The output holds gpu, nvvm, llvm, vector, scf, arith and math ops for
-    the upstream `convert-gpu-to-nvvm` and friends.
+    Host functions' `tile.launch` ops become `gpu.launch_func` with the same
+    expanded arguments (from `memref.extract_strided_metadata`). The output
+    holds gpu, nvvm, llvm, vector, scf, arith, math and memref ops for the
+    upstream `convert-gpu-to-nvvm` and friends.
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
@@ -31,6 +33,7 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];

@@ -67,6 +67,11 @@ struct LoweringState {
 // Small builders
 //===----------------------------------------------------------------------===//
 
+/// Tile coordinates are small and non-negative: their arithmetic never wraps,
+/// which lets LLVM fold a register's offset out of its address.
+const arith::IntegerOverflowFlags kNoWrap =
+    arith::IntegerOverflowFlags::nsw | arith::IntegerOverflowFlags::nuw;
+
 Value i32Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
@@ -174,10 +179,10 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
     Value laneD = bits(state.lane, laneShift, tpw);
     Value warpD = bits(state.warp, warpShift, wpc);
     Value lanePart =
-        arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt));
-    Value warpPart =
-        arith::MulIOp::create(b, loc, warpD, i32Const(b, loc, spt * tpw));
-    base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart);
+        arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt), kNoWrap);
+    Value warpPart = arith::MulIOp::create(b, loc, warpD,
+                                           i32Const(b, loc, spt * tpw), kNoWrap);
+    base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart, kNoWrap);
     laneShift += llvm::Log2_32(tpw);
     warpShift += llvm::Log2_32(wpc);
   }
@@ -224,7 +229,8 @@ TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,
     for (auto [d, size] : llvm::enumerate(shape)) {
       Value c = base[d];
       if (offset[d] != 0)
-        c = arith::AddIOp::create(b, loc, c, i32Const(b, loc, offset[d]));
+        c = arith::AddIOp::create(b, loc, c, i32Const(b, loc, offset[d]),
+                                  kNoWrap);
       // Layouts larger than the tile replicate it: wrap around.
       if (baseMax[d] + offset[d] >= size)
         c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, size - 1));
@@ -490,7 +496,7 @@ Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
     Value ok;
     for (int64_t d = 0; d < view.rank(); ++d) {
       Value c = arith::ExtUIOp::create(b, loc, b.getI64Type(), coord[d]);
-      Value idx = arith::AddIOp::create(b, loc, starts[d], c);
+      Value idx = arith::AddIOp::create(b, loc, starts[d], c, kNoWrap);
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           idx, view.sizes[d]);
@@ -655,6 +661,54 @@ struct GridLowering : TilePattern<Op> {
   }
 };
 
+/// Host side: tile.launch -> gpu.launch_func with the ABI's arguments
+/// (pointer, offset, sizes and strides of each memref).
+struct LaunchLowering : TilePattern<LaunchOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(LaunchOp op, OneToNOpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> args;
+    for (Value arg : op.getArgs()) {
+      auto memref = dyn_cast<MemRefType>(arg.getType());
+      if (!memref) {
+        args.push_back(arg);
+        continue;
+      }
+      auto metadata = memref::ExtractStridedMetadataOp::create(rewriter, loc, arg);
+      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, metadata.getBaseBuffer());
+      Value asInt =
+          arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
+      args.push_back(LLVM::IntToPtrOp::create(
+          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1), asInt));
+      auto toI64 = [&](Value v) {
+        return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), v);
+      };
+      args.push_back(toI64(metadata.getOffset()));
+      for (Value size : metadata.getSizes())
+        args.push_back(toI64(size));
+      for (Value stride : metadata.getStrides())
+        args.push_back(toI64(stride));
+    }
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    SmallVector<Value> grid(op.getGrid());
+    grid.resize(3, one);
+    Value threads =
+        arith::ConstantIndexOp::create(rewriter, loc, kWarpSize * state.numWarps);
+    auto kernel = SymbolRefAttr::get(
+        rewriter.getStringAttr(kGpuModuleName),
+        {FlatSymbolRefAttr::get(rewriter.getStringAttr(op.getKernel()))});
+    gpu::LaunchFuncOp::create(rewriter, loc, kernel,
+                              gpu::KernelDim3{grid[0], grid[1], grid[2]},
+                              gpu::KernelDim3{threads, one, one},
+                              /*dynamicSharedMemorySize=*/Value(), args);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct DimLowering : TilePattern<memref::DimOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -707,14 +761,14 @@ struct LoadLowering : TilePattern<LoadOp> {
     SmallVector<Value> offsets;
     for (ValueRange o : adaptor.getOffsets())
       offsets.push_back(o.front());
-    Access access =
-        emitAccess(rewriter, loc, tile, view, offsets, element, ks);
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     Value padWord = elementToWord(rewriter, loc, padding, bits);
     VectorType resultType = vectorType(tile);
 
+    // Addresses are computed in each branch: the vector one needs few.
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> Value {
+      Access access = emitAccess(b, loc, tile, view, offsets, element, ks);
       SmallVector<Value> values(access.pointers.size());
       SmallVector<Run> runs = contiguousRuns(access.coords.offsets,
                                              tile.getShape(), planVector(tile, op.getView().getType()).dim,
@@ -818,11 +872,11 @@ struct StoreLowering : TilePattern<StoreOp> {
     for (ValueRange o : adaptor.getOffsets())
       offsets.push_back(o.front());
     Value value = adaptor.getValue().front();
-    Access access = emitAccess(rewriter, loc, tile, view, offsets, element, ks);
     SmallVector<Value> elements = unpack(rewriter, loc, value);
     VectorPlan plan = planVector(tile, op.getView().getType());
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) {
+      Access access = emitAccess(b, loc, tile, view, offsets, element, ks);
       // A thread writes each element once, even where its layout wraps.
       llvm::DenseSet<ArrayRef<int64_t>> written;
       SmallVector<SmallVector<int64_t>> wrapped;
@@ -1637,13 +1691,6 @@ struct ConvertTileToNVVM
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     if (kernels.empty())
       return;
-    for (Operation &op : module.getBody()->getOperations())
-      if (op.walk([](LaunchOp) { return WalkResult::interrupt(); })
-              .wasInterrupted()) {
-        op.emitError("convert-tile-to-nvvm does not lower host functions with "
-                     "tile.launch yet; compile the kernels on their own");
-        return signalPassFailure();
-      }
 
     // Every tile must have a layout.
     WalkResult missing = module.walk([&](Operation *op) -> WalkResult {
@@ -1699,6 +1746,7 @@ struct ConvertTileToNVVM
                            vector::VectorDialect, scf::SCFDialect,
                            arith::ArithDialect, math::MathDialect>();
     target.addIllegalDialect<TileDialect>();
+    target.addLegalDialect<memref::MemRefDialect>();
     target.addIllegalOp<memref::DimOp>();
     auto legalTypes = [&](Operation *op) { return converter.isLegal(op); };
     target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
@@ -1710,7 +1758,8 @@ struct ConvertTileToNVVM
                  LoadLowering, StoreLowering, SplatLowering, IotaLowering,
                  ConstantLowering, BroadcastLowering, ExpandDimsLowering,
                  PermuteLowering, StageThroughShared<ConvertLayoutOp>,
-                 StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering>(
+                 StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering,
+                 LaunchLowering>(
         converter, ctx, state);
     patterns.add<ElementwiseLowering>(converter, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,

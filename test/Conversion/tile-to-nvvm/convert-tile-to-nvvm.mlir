@@ -92,13 +92,18 @@ tile.kernel @no_layout(%x: memref<?xf32>) {
 
 // -----
 
-tile.kernel @k() {
-  tile.return
-}
-// expected-error @+1 {{convert-tile-to-nvvm does not lower host functions with tile.launch yet}}
-func.func @host(%g: index) {
-  tile.launch @k grid(%g) ()
+// Host side: tile.launch becomes gpu.launch_func with the ABI's arguments.
+// CHECK-LABEL: func.func @host
+// CHECK: %[[BASE:.*]], %[[OFF:.*]], %[[SIZES:.*]]:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %{{.*}} : memref<128x64xf32>
+// CHECK: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[BASE]]
+// CHECK: llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
+// CHECK: gpu.launch_func @tileopt_kernels::@k blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : !llvm.ptr<1>, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : f32)
+func.func @host(%g: index, %x: memref<128x64xf32>, %s: f32) {
+  tile.launch @k grid(%g) (%x, %s) : memref<128x64xf32>, f32
   return
+}
+tile.kernel @k(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %s: f32) {
+  tile.return
 }
 
 // -----

@@ -175,3 +175,93 @@ def test_shuffle_width8(load_kernels: Loader, arch: str, grid: int, block: int) 
     np.testing.assert_array_equal(out[:, 1], np.where(sub >= 1, x[np.maximum(i - 1, 0)], x))
     np.testing.assert_array_equal(out[:, 2], np.where(sub + 3 < 8, x[np.minimum(i + 3, n - 1)], x))
     np.testing.assert_array_equal(out[:, 3], x[seg + (sub ^ 5)])
+
+
+@pytest.mark.parametrize("grid,block", [(1, 32), (2, 96)])
+def test_divergent_shuffles_partial_masks(
+    load_kernels: Loader, arch: str, grid: int, block: int
+) -> None:
+    k = load_kernels("warp_extra.cu", arch)
+    k.require("bar.warp.sync", "shfl.sync.bfly.b32")
+    n = grid * block
+    x = (np.arange(n, dtype=np.int32) * 7919) % 1009
+    out = np.zeros(n, dtype=np.int32)
+    k.module.launch("divergent_shuffle", grid=(grid, 1, 1), block=(block, 1, 1), args=[x, out])
+    i = np.arange(n)
+    lane = i % 32
+    base = i - lane
+    low = x[base + (lane ^ 1)] + x[base + 15 - np.minimum(lane, 15)] * 100
+    down = np.where(lane + 2 <= 31, x[np.minimum(i + 2, n - 1)], x)
+    up = np.where(lane > 16, x[np.maximum(i - 1, 0)], x)
+    np.testing.assert_array_equal(out, np.where(lane < 16, low, down + up * 100))
+
+
+@pytest.mark.parametrize("ndyn,block", [(100, 64), (1000, 128)])
+def test_static_and_dynamic_shared_together(
+    load_kernels: Loader, arch: str, ndyn: int, block: int
+) -> None:
+    k = load_kernels("warp_extra.cu", arch)
+    grid = 3
+    x = np.arange(grid * ndyn, dtype=np.int32) + 5
+    out = np.zeros(grid * block, dtype=np.int32)
+    k.module.launch(
+        "static_and_dynamic_shared",
+        grid=(grid, 1, 1),
+        block=(block, 1, 1),
+        args=[x, out, ndyn],
+        shared_bytes=4 * ndyn,
+    )
+    for b in range(grid):
+        dyn = 2 * x[b * ndyn : (b + 1) * ndyn].astype(np.int64)
+        for t in range(block):
+            acc = int(sum(dyn[ndyn - 1 - kk] for kk in range(t, ndyn, block)))
+            assert out[b * block + t] == acc + (t % 32) * 1000, (b, t)
+
+
+def test_named_barriers(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("warp_extra.cu", arch)
+    k.require("bar.sync 1, 64", "bar.sync 2, 64")
+    grid = 2
+    x = np.arange(grid * 128, dtype=np.int32) * 3
+    out = np.zeros_like(x)
+    k.module.launch("named_barriers", grid=(grid, 1, 1), block=(128, 1, 1), args=[x, out])
+    t = np.arange(128)
+    pair = t // 64
+    partner = pair * 64 + 63 - (t % 64)
+    for b in range(grid):
+        np.testing.assert_array_equal(
+            out[b * 128 : (b + 1) * 128], x[b * 128 + partner] + pair[partner] * 100000
+        )
+
+
+@pytest.mark.parametrize("grid,block", [(1, 32), (3, 64)])
+def test_redux_sync(load_kernels: Loader, arch: str, grid: int, block: int) -> None:
+    k = load_kernels("warp_reduce_match.cu", arch)
+    k.require("redux.sync.add.s32", "redux.sync.max.s32", "redux.sync.or.b32", "redux.sync.min.u32")
+    n = grid * block
+    rng = np.random.default_rng(n)
+    x = rng.integers(-(2**31), 2**31, size=n, dtype=np.int64).astype(np.int32)
+    out = np.zeros((n, 4), dtype=np.int32)
+    k.module.launch("warp_redux", grid=(grid, 1, 1), block=(block, 1, 1), args=[x, out])
+    w = x.reshape(-1, 32)
+    wu = w.view(np.uint32).astype(np.int64)
+    add = (wu.sum(axis=1) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    orv = np.bitwise_or.reduce(w.view(np.uint32), axis=1).view(np.int32)
+    minu = w.view(np.uint32).min(axis=1).view(np.int32)
+    expect = np.stack([add, w.max(axis=1), orv, minu], axis=1)
+    np.testing.assert_array_equal(out, np.repeat(expect, 32, axis=0))
+
+
+def test_match_sync(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("warp_reduce_match.cu", arch)
+    k.require("match.any.sync.b32", "match.all.sync.b32")
+    n = 96
+    x = (np.arange(n, dtype=np.int32) * 5) % 7
+    x[64:96] = 4  # last warp: all equal, all even
+    out = np.zeros((n, 3), dtype=np.uint32)
+    k.module.launch("warp_match", grid=(1, 1, 1), block=(n, 1, 1), args=[x, out])
+    for i in range(n):
+        w = x[(i // 32) * 32 : (i // 32) * 32 + 32]
+        same = sum(1 << lane for lane in range(32) if w[lane] == x[i])
+        all_same = bool(np.all((w & 1) == (x[i] & 1)))
+        assert out[i].tolist() == [same, 0xFFFFFFFF if all_same else 0, int(all_same)], i

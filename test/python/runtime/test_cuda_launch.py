@@ -57,3 +57,26 @@ def test_scale_noncontiguous_on_the_gpu(handwritten) -> None:
     k.launch((35 * 40 + 127) // 128, x, y, 3.0, device="cuda")
     torch.cuda.synchronize()
     torch.testing.assert_close(y, 3.0 * x, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("capability", "target", "code_type"),
+    [((9, 0), "sm_90", "cubin"), ((9, 0), "sm_90a", "cubin"), ((8, 6), "sm_80", "cubin"),
+     ((8, 0), "sm_86", None), ((10, 0), "sm_90", "ptx"), ((8, 0), "sm_90", None),
+     ((10, 0), "sm_100", "cubin")],
+)
+def test_code_for_the_device(handwritten, monkeypatch, capability, target, code_type) -> None:
+    """The cubin where it matches the device, the PTX (driver JIT) on newer GPUs, else an error.
+
+    A stand-in device: no driver is needed to pick and wrap the code.
+    """
+    pytest.importorskip("cuda.core", reason="cuda-core is not installed")
+    fake = type("FakeDevice", (), {"compute_capability": capability, "device_id": 0})()
+    monkeypatch.setattr(cuda, "device", lambda index=0: fake)
+    k = handwritten.compiled("vector_add", "sm_90")
+    if code_type is None:
+        with pytest.raises(DeviceError, match=f"compiled for {target} but device 0 is sm_80"):
+            cuda.CudaModule(k.asm["cubin"], k.asm["ptx"], target, 0)
+        return
+    module = cuda.CudaModule(k.asm["cubin"], k.asm["ptx"], target, 0)
+    assert module.code.code_type == code_type

@@ -104,7 +104,7 @@ def test_exp_with_libdevice(handwritten, n: int) -> None:
 def test_launch_errors_name_the_argument(handwritten) -> None:
     k = handwritten.compiled("scale", "sm_90")
     x = np.zeros((4, 4), np.float32)
-    with pytest.raises(ArgumentError, match=r"argument 1 \(y: view<2xf32>\) expects rank 2"):
+    with pytest.raises(ArgumentError, match=r"argument 1 \(y: view<?x?xf32>\) expects rank 2"):
         k.launch(1, x, np.zeros(16, np.float32), 1.0)
     with pytest.raises(ArgumentError, match=r"argument 2 \(alpha: f32\) expects a number"):
         k.launch(1, x, x, "two")
@@ -127,7 +127,7 @@ def test_out_of_bounds_is_caught(handwritten) -> None:
     with pytest.raises(EmulatorError, match="Out-of-bounds access in kernel 'vector_add'") as info:
         k.launch(_grid(300), x, x, z)
     # The PTX parameter the emulator names is mapped back to the kernel's argument.
-    assert "PTX parameter 8 is the pointer of argument 2 (z: view<1xf32>)" in info.value.__notes__
+    assert "PTX parameter 8 is the pointer of argument 2 (z: view<?xf32>)" in info.value.__notes__
     assert not z.any(), "a faulting launch writes nothing back"
 
 

@@ -5,6 +5,11 @@
 #include <cub/warp/warp_reduce.cuh>
 #include <cub/warp/warp_scan.cuh>
 
+struct MaxOp {
+    template <typename T>
+    __device__ __forceinline__ T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+
 extern "C" __global__ void cub_reduce_scan(const int* in, const float* fin, int* isum, float* fmax_out,
                                            int* excl, int* incl_max, int* warp_sum, int* warp_incl, int n) {
     using BRi = cub::BlockReduce<int, 128>;
@@ -28,14 +33,14 @@ extern "C" __global__ void cub_reduce_scan(const int* in, const float* fin, int*
     int s = BRi(tmp.ri).Sum(v);
     if (threadIdx.x == 0) isum[blockIdx.x] = s;
     __syncthreads();
-    float m = BRf(tmp.rf).Reduce(f, cub::Max());
+    float m = BRf(tmp.rf).Reduce(f, MaxOp());
     if (threadIdx.x == 0) fmax_out[blockIdx.x] = m;
     __syncthreads();
     int e;
     BS(tmp.s).ExclusiveSum(v, e);
     __syncthreads();
     int im;
-    BSw(tmp.sw).InclusiveScan(v, im, cub::Max());
+    BSw(tmp.sw).InclusiveScan(v, im, MaxOp());
     int wsum = WR(wr[warp]).Sum(v);
     int wincl;
     WS(ws[warp]).InclusiveSum(v, wincl);
