@@ -241,6 +241,32 @@ TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,
   return result;
 }
 
+/// Whether this thread is the first owner of its elements: where a layout is
+/// larger than the tile, several threads hold the same elements and only
+/// one of them should store them. Null when every thread is.
+Value emitOwnerPredicate(OpBuilder &b, Location loc, Attribute layout,
+                         ArrayRef<int64_t> shape, KernelState &state) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    // Threads that differ only along the sliced dim hold the same elements.
+    SmallVector<int64_t> parentShape(shape);
+    parentShape.insert(parentShape.begin() + slice.getDim(), 1);
+    return emitOwnerPredicate(b, loc, slice.getParent(), parentShape, state);
+  }
+  SmallVector<int64_t> maxBase = maxThreadBase(layout);
+  SmallVector<Value> base;
+  Value owner;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (maxBase[d] < size)
+      continue;
+    if (base.empty())
+      base = emitThreadBase(b, loc, layout, state);
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, base[d],
+                                     i32Const(b, loc, size));
+    owner = owner ? arith::AndIOp::create(b, loc, owner, ok) : ok;
+  }
+  return owner;
+}
+
 /// Wrapped static offsets, for matching registers between layouts.
 SmallVector<int64_t> wrap(ArrayRef<int64_t> offset, ArrayRef<int64_t> shape) {
   SmallVector<int64_t> r;
@@ -484,8 +510,11 @@ struct Access {
 
 Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
                   const View &view, ValueRange tileOffsets, Type element,
-                  KernelState &state) {
+                  KernelState &state, bool ownersOnly = false) {
   Access access;
+  Value owner = ownersOnly ? emitOwnerPredicate(b, loc, tile.getEncoding(),
+                                                tile.getShape(), state)
+                           : Value();
   access.coords = emitCoords(b, loc, tile, state);
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
   SmallVector<Value> starts;
@@ -506,6 +535,8 @@ Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
     }
     if (!ok)
       ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    if (owner)
+      ok = arith::AndIOp::create(b, loc, ok, owner);
     access.inBounds.push_back(ok);
     access.pointers.push_back(LLVM::GEPOp::create(
         b, loc, ptrType, storageType(b, element), view.ptr, ValueRange{linear}));
@@ -876,7 +907,8 @@ struct StoreLowering : TilePattern<StoreOp> {
     VectorPlan plan = planVector(tile, op.getView().getType());
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) {
-      Access access = emitAccess(b, loc, tile, view, offsets, element, ks);
+      Access access = emitAccess(b, loc, tile, view, offsets, element, ks,
+                                 /*ownersOnly=*/true);
       // A thread writes each element once, even where its layout wraps.
       llvm::DenseSet<ArrayRef<int64_t>> written;
       SmallVector<SmallVector<int64_t>> wrapped;
