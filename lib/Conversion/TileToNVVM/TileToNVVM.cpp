@@ -323,14 +323,20 @@ struct View {
   int64_t rank() const { return sizes.size(); }
 };
 
-View unpackView(ValueRange values) {
+/// The view's values; what the memref type fixes statically (sizes, strides,
+/// offset) becomes a constant so that address arithmetic folds.
+View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type) {
   View view;
   view.ptr = values[0];
-  view.offset = values[1];
-  int64_t rank = (values.size() - 2) / 2;
+  auto [strides, offset] = type.getStridesAndOffset();
+  auto fix = [&](Value v, int64_t known) -> Value {
+    return ShapedType::isDynamic(known) ? v : i64Const(b, loc, known);
+  };
+  view.offset = fix(values[1], offset);
+  int64_t rank = type.getRank();
   for (int64_t d = 0; d < rank; ++d) {
-    view.sizes.push_back(values[2 + d]);
-    view.strides.push_back(values[2 + rank + d]);
+    view.sizes.push_back(fix(values[2 + d], type.getDimSize(d)));
+    view.strides.push_back(fix(values[2 + rank + d], strides[d]));
   }
   return view;
 }
@@ -748,7 +754,8 @@ struct DimLowering : TilePattern<memref::DimOp> {
     std::optional<int64_t> dim = op.getConstantIndex();
     if (!dim)
       return rewriter.notifyMatchFailure(op, "dynamic dimension index");
-    View view = unpackView(adaptor.getSource());
+    View view = unpackView(rewriter, op.getLoc(), adaptor.getSource(),
+                           cast<MemRefType>(op.getSource().getType()));
     rewriter.replaceOpWithNewOp<arith::IndexCastOp>(
         op, rewriter.getIndexType(), view.sizes[*dim]);
     return success();
@@ -788,7 +795,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     RankedTensorType tile = op.getResult().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(adaptor.getView());
+    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
     SmallVector<Value> offsets;
     for (ValueRange o : adaptor.getOffsets())
       offsets.push_back(o.front());
@@ -898,7 +905,7 @@ struct StoreLowering : TilePattern<StoreOp> {
     RankedTensorType tile = op.getValue().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(adaptor.getView());
+    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
     SmallVector<Value> offsets;
     for (ValueRange o : adaptor.getOffsets())
       offsets.push_back(o.front());
