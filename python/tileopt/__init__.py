@@ -19,7 +19,24 @@ __all__ = [
     "CompilationError",
     "DeviceError",
     "EmulatorError",
+    "Kernel",
     "TileoptError",
+    "compile",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `compile` and `Kernel` need the native MLIR bindings: import them on first use only,
+    # so that `import tileopt` (and the emulator) work without the native build.
+    if name in ("compile", "Kernel"):
+        try:
+            from tileopt import compiler
+        except ImportError as e:
+            raise ImportError(
+                f"tileopt.{name} needs tileopt's native MLIR bindings ({e}); build them with "
+                f"`make build`"
+            ) from e
+        return getattr(compiler, name)
+    raise AttributeError(f"module 'tileopt' has no attribute {name!r}")
 
 __version__ = "0.1.0"

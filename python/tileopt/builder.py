@@ -14,6 +14,18 @@ size-1 dimensions expand. A row softmax::
         k.store(e / k.sum(e, axis=1, keepdims=True), k.args.y, [row, 0])
     print(kb.module)
 
+Loops are ``scf.for`` with loop-carried values, built with :meth:`KernelBuilder.loop`
+(a sum over the column blocks of a row)::
+
+    with k.loop(0, k.size(k.args.x, 1), 256, carried=[k.full([1, 256], 0.0, "f32")]) as loop:
+        (acc,) = loop.carried
+        loop.yield_(acc + k.load(k.args.x, [row, loop.iv], [1, 256]))
+    (acc,) = loop.results
+
+Views are dynamic in sizes and strides; ``View("f32", 2, contiguous=True)`` makes the
+innermost stride statically 1 (``strided<[?, 1], offset: ?>``), which lets the GPU
+lowering move 16 contiguous bytes per thread.
+
 Everything built is ordinary MLIR (``tileopt.ir``): ``kb.module`` can be
 printed, verified, canonicalized and compiled.
 """
@@ -26,7 +38,7 @@ from types import SimpleNamespace
 from typing import TypeAlias
 
 from tileopt import ir
-from tileopt.dialects import arith, tile
+from tileopt.dialects import arith, memref, scf, tile
 from tileopt.dialects import math as math_d
 
 Number: TypeAlias = int | float | bool
@@ -60,12 +72,18 @@ def element_type(name: str) -> ir.Type:
 class View:
     """A kernel argument that views global memory: a strided memref.
 
-    Sizes and strides are dynamic unless ``shape`` gives static sizes.
+    Sizes and strides are dynamic unless ``shape`` gives static sizes. With
+    ``contiguous=True`` the innermost stride is statically 1
+    (``memref<?x?xf32, strided<[?, 1], offset: ?>>``): the GPU lowering can then
+    vectorise loads and stores along it, and a launch rejects tensors whose
+    innermost stride is not 1. The default (all strides dynamic) accepts any
+    strides.
     """
 
     dtype: str
     rank: int
     shape: tuple[int, ...] | None = None
+    contiguous: bool = False
 
     def mlir_type(self) -> ir.Type:
         """The memref type, e.g. ``memref<?x?xf32, strided<[?, ?], offset: ?>>``."""
@@ -74,7 +92,10 @@ class View:
         if len(shape) != self.rank:
             raise ValueError(f"View shape {self.shape} does not have rank {self.rank}")
         stride = ir.ShapedType.get_dynamic_stride_or_offset()
-        layout = ir.StridedLayoutAttr.get(stride, [stride] * self.rank)
+        strides = [stride] * self.rank
+        if self.contiguous and self.rank:
+            strides[-1] = 1
+        layout = ir.StridedLayoutAttr.get(stride, strides)
         return ir.MemRefType.get(shape, element_type(self.dtype), layout=layout)
 
 
@@ -305,6 +326,53 @@ class KernelBuilder:
         """An ``index`` constant."""
         return self.constant(value, "index")
 
+    def size(self, view: Value, axis: int) -> Value:
+        """The size of ``view`` along ``axis`` (``memref.dim``), as ``index``."""
+        rank = ir.MemRefType(view.type).rank
+        if not 0 <= axis < rank:
+            raise ValueError(f"axis {axis} is out of range for a view of rank {rank}")
+        return self._wrap(memref.dim(view.value, self.index(axis).value))
+
+    def _as_index(self, x: Value | int) -> Value:
+        if not isinstance(x, Value):
+            return self.index(x)
+        if isinstance(x.type, ir.IndexType):
+            return x
+        if isinstance(x.type, ir.IntegerType):
+            return self.cast(x, "index")
+        raise ValueError(f"expected an integer or index scalar, got a value of type {x.type}")
+
+    # -- loops -------------------------------------------------------------
+
+    def loop(
+        self,
+        start: Value | int,
+        stop: Value | int,
+        step: Value | int = 1,
+        carried: Sequence[Value] = (),
+    ) -> Loop:
+        """An ``scf.for`` from ``start`` to ``stop`` (exclusive) by ``step``, as a context.
+
+        ``carried`` are the loop-carried values' initial values (tiles or
+        scalars). Inside ``with k.loop(...) as loop:`` ops go into the loop's
+        body; ``loop.iv`` is the induction variable (``index``),
+        ``loop.carried`` the carried values of this iteration, and
+        ``loop.yield_(*values)`` gives the next iteration's (same types; it
+        may be left out when nothing is carried). After the block,
+        ``loop.results`` are the carried values after the last iteration (the
+        initial values when the loop runs zero times). Bounds are ``index``
+        values, other integers (cast to ``index``) or Python ints. Loops nest.
+        Use the loop only as a ``with`` context: the ``scf.for`` is created
+        here, and a body that raises is removed again.
+        """
+        return Loop(
+            self,
+            self._as_index(start),
+            self._as_index(stop),
+            self._as_index(step),
+            list(carried),
+        )
+
     # -- memory ------------------------------------------------------------
 
     def _offsets(self, offsets: Sequence[Value | int]) -> list[ir.Value]:
@@ -502,6 +570,80 @@ class KernelBuilder:
         return self._wrap(tile.dot(a.value, b.value, acc.value, input_precision=precision))
 
 
+class Loop:
+    """An ``scf.for`` being built; see :meth:`KernelBuilder.loop`."""
+
+    def __init__(
+        self, builder: KernelBuilder, start: Value, stop: Value, step: Value,
+        carried: list[Value],
+    ) -> None:
+        for i, c in enumerate(carried):
+            if not isinstance(c, Value):
+                raise TypeError(
+                    f"carried value {i} must be a builder Value (make constants with "
+                    f"k.full or k.constant), got {type(c).__name__}"
+                )
+        self.builder = builder
+        self.op = scf.ForOp(start.value, stop.value, step.value, [c.value for c in carried])
+        self.iv = Value(self.op.induction_variable, builder)
+        self.carried = [Value(a, builder) for a in self.op.inner_iter_args]
+        self._yielded = False
+        self._ip: ir.InsertionPoint | None = None
+
+    @property
+    def results(self) -> list[Value]:
+        """The carried values after the loop (its results)."""
+        if self._ip is not None or not self._yielded:
+            raise RuntimeError("loop.results are known once the loop's body is built")
+        return [Value(r, self.builder) for r in self.op.results]
+
+    def __enter__(self) -> Loop:
+        if self._ip is not None or self._yielded:
+            raise RuntimeError("a loop's body is built once")
+        self._ip = ir.InsertionPoint(self.op.body)
+        self._ip.__enter__()
+        return self
+
+    def yield_(self, *values: Value) -> None:
+        """Ends the iteration with the next iteration's carried values."""
+        if self._ip is None or self._yielded:
+            raise RuntimeError("loop.yield_ is called once, inside the loop's `with` block")
+        if len(values) != len(self.carried):
+            raise ValueError(
+                f"loop.yield_ takes {len(self.carried)} values (one per carried value), "
+                f"got {len(values)}"
+            )
+        for i, (v, c) in enumerate(zip(values, self.carried, strict=True)):
+            if not isinstance(v, Value) or v.type != c.type:
+                got = v.type if isinstance(v, Value) else type(v).__name__
+                raise ValueError(f"loop.yield_ value {i} has type {got}, expected {c.type}")
+        scf.YieldOp([v.value for v in values])
+        self._yielded = True
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        assert self._ip is not None
+        self._ip.__exit__(exc_type, *exc)
+        self._ip = None
+        if exc_type is None and not self._yielded:
+            if not self.carried:
+                with ir.InsertionPoint(self.op.body):
+                    scf.YieldOp([])
+                self._yielded = True
+                return
+            self._erase()
+            raise RuntimeError(
+                f"the loop carries {len(self.carried)} values: end its body with "
+                f"loop.yield_(...)"
+            )
+        if exc_type is not None:
+            self._erase()
+
+    def _erase(self) -> None:
+        # A body that failed to build: drop the loop so that the kernel stays valid IR.
+        self._yielded = False
+        self.op.operation.erase()
+
+
 def _logical(op_name: str) -> Callable[[Value, Operand], Value]:
     def method(self: Value, other: Operand) -> Value:
         a, b = self.builder._promote(self, other)
@@ -524,4 +666,4 @@ Value.__eq__ = _equality("OEQ", "eq")  # type: ignore[assignment]
 Value.__ne__ = _equality("UNE", "ne")  # type: ignore[assignment]
 Value.__hash__ = object.__hash__  # type: ignore[assignment]
 
-__all__ = ["KernelBuilder", "Scalar", "Value", "View", "element_type"]
+__all__ = ["KernelBuilder", "Loop", "Scalar", "Value", "View", "element_type"]

@@ -118,3 +118,92 @@ def test_kernels_share_a_module() -> None:
         k.store(k.load(k.args.x, [0], [16]) * 2.0, k.args.x, [0])
     assert first.module.operation.verify()
     assert str(first.module).count("tile.kernel") == 2
+
+
+def test_contiguous_view_has_static_unit_inner_stride() -> None:
+    kb = KernelBuilder(
+        "c", x=View("f32", 2, contiguous=True), y=View("f16", 1, contiguous=True),
+        z=View("f32", 3, contiguous=True), w=View("f32", 2),
+    )
+    assert kb.module.operation.verify()
+    text = str(kb.module)
+    assert "memref<?x?xf32, strided<[?, 1], offset: ?>>" in text
+    assert "memref<?xf16, strided<[1], offset: ?>>" in text
+    assert "memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>" in text
+    assert "memref<?x?xf32, strided<[?, ?], offset: ?>>" in text
+
+
+def test_size_reads_the_view_bounds() -> None:
+    kb = KernelBuilder("s", x=View("f32", 2))
+    with kb as k:
+        assert str(k.size(k.args.x, 1).type) == "index"
+        with pytest.raises(ValueError, match="axis 2 is out of range for a view of rank 2"):
+            k.size(k.args.x, 2)
+    assert kb.module.operation.verify()
+    assert "memref.dim %arg0, %c1" in str(kb.module)
+
+
+def online_row_sum() -> KernelBuilder:
+    kb = KernelBuilder("row_sum", x=View("f32", 2, contiguous=True), out=View("f32", 1))
+    with kb as k:
+        row = k.program_id(0)
+        acc0 = k.full([1, 256], 0.0, "f32")
+        count0 = k.constant(0, "i32")
+        with k.loop(0, k.size(k.args.x, 1), 256, carried=[acc0, count0]) as loop:
+            acc, count = loop.carried
+            x = k.load(k.args.x, [row, loop.iv], [1, 256])
+            loop.yield_(acc + x, count + 1)
+        acc, count = loop.results
+        k.store(k.sum(acc, axis=1) + k.cast(count, "f32"), k.args.out, [row])
+    return kb
+
+
+def test_loop_carries_tiles_and_scalars() -> None:
+    kb = online_row_sum()
+    assert kb.module.operation.verify()
+    text = str(kb.module)
+    assert "scf.for %arg2 = %c0 to %dim step %c256 iter_args(" in text
+    assert "-> (tensor<1x256xf32>, i32)" in text
+    assert "scf.yield" in text
+    with kb.context:
+        assert str(ir.Module.parse(text)) == text
+        PassManager.parse("builtin.module(canonicalize,cse)").run(kb.module.operation)
+    assert kb.module.operation.verify()
+
+
+def test_nested_loops_without_carried_values() -> None:
+    kb = KernelBuilder("copy", x=View("f32", 2), y=View("f32", 2), n=Scalar("i32"))
+    with kb as k:
+        with k.loop(0, k.args.n, 16) as outer:
+            with k.loop(outer.iv, k.size(k.args.x, 1), 32) as inner:
+                t = k.load(k.args.x, [outer.iv, inner.iv], [16, 32])
+                k.store(t, k.args.y, [outer.iv, inner.iv])
+        assert outer.results == [] and inner.results == []
+    assert kb.module.operation.verify()
+    text = str(kb.module)
+    assert text.count("scf.for") == 2
+    assert "arith.index_cast %arg2 : i32 to index" in text
+
+
+def test_loop_misuse_is_reported() -> None:
+    kb = KernelBuilder("bad", x=View("f32", 1))
+    with kb as k:
+        acc0 = k.full([16], 0.0, "f32")
+        with pytest.raises(RuntimeError, match=r"carries 1 values: end its body with"):
+            with k.loop(0, 4, 1, carried=[acc0]):
+                pass
+        with k.loop(0, 4, 1, carried=[acc0]) as loop:
+            with pytest.raises(ValueError, match=r"takes 1 values \(one per carried value\)"):
+                loop.yield_()
+            with pytest.raises(ValueError, match=r"value 0 has type tensor<8xf32>"):
+                loop.yield_(k.full([8], 0.0, "f32"))
+            with pytest.raises(RuntimeError, match="once the loop's body is built"):
+                _ = loop.results
+            loop.yield_(loop.carried[0])
+        with pytest.raises(TypeError, match="must be a builder Value"):
+            k.loop(0, 4, 1, carried=[0.0])  # type: ignore[list-item]
+        with pytest.raises(ValueError, match="expected an integer or index scalar"):
+            k.loop(0, k.constant(4.0, "f32"))
+    # The loops whose bodies failed are gone: the kernel is still valid.
+    assert kb.module.operation.verify()
+    assert str(kb.module).count("scf.for") == 1

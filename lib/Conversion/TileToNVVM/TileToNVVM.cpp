@@ -573,6 +573,9 @@ Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
         arith::IndexCastOp::create(b, loc, b.getI64Type(), tileOffsets[d]);
     if (d == dim) {
       ok = arith::AndIOp::create(b, loc, ok, divisible(start));
+      Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         view.strides[d], i64Const(b, loc, 1));
+      ok = arith::AndIOp::create(b, loc, ok, unit);
     } else {
       ok = arith::AndIOp::create(b, loc, ok, divisible(view.strides[d]));
     }
@@ -768,21 +771,45 @@ struct VectorPlan {
   unsigned elems = 1;
 };
 
+/// The dimension along which a layout's registers are contiguous, and how
+/// many elements a thread holds contiguously there (slices inherit it from
+/// their blocked parent when the sliced dim is another one).
+std::pair<int64_t, unsigned> contiguity(Attribute layout) {
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout)) {
+    unsigned d = blocked.getOrder()[0];
+    return {d, blocked.getSizePerThread()[d]};
+  }
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    auto [d, elems] = contiguity(slice.getParent());
+    if (d == slice.getDim())
+      return {0, 1};
+    return {d > slice.getDim() ? d - 1 : d, elems};
+  }
+  return {0, 1};
+}
+
 VectorPlan planVector(RankedTensorType tile, MemRefType view) {
   VectorPlan plan;
   if (tile.getRank() == 0)
     return plan;
-  BlockedLayoutAttr root = dyn_cast<BlockedLayoutAttr>(tile.getEncoding());
-  if (!root)
-    return plan;
-  plan.dim = root.getOrder()[0];
+  auto [dim, elems] = contiguity(tile.getEncoding());
+  plan.dim = dim;
+  // A dynamic stride may turn out to be 1: the run-time check decides.
   std::optional<int64_t> stride = staticStride(view, plan.dim);
-  if (!stride || *stride != 1)
+  if (stride && *stride != 1)
     return plan;
   unsigned bits = storageBits(tile.getElementType());
-  unsigned maxElems = 128 / bits;
-  plan.elems = std::min<unsigned>(maxElems, root.getSizePerThread()[plan.dim]);
+  plan.elems = std::min<unsigned>(128 / bits, elems);
   return plan;
+}
+
+/// In the vector branch the run-time check proved the fastest stride is 1.
+View vectorView(OpBuilder &b, Location loc, const View &view,
+                const VectorPlan &plan, unsigned vecElems) {
+  View result = view;
+  if (vecElems > 1)
+    result.strides[plan.dim] = i64Const(b, loc, 1);
+  return result;
 }
 
 struct LoadLowering : TilePattern<LoadOp> {
@@ -805,12 +832,13 @@ struct LoadLowering : TilePattern<LoadOp> {
     VectorType resultType = vectorType(tile);
 
     // Addresses are computed in each branch: the vector one needs few.
+    VectorPlan plan = planVector(tile, op.getView().getType());
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> Value {
-      Access access = emitAccess(b, loc, tile, view, offsets, element, ks);
+      Access access = emitAccess(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+                                 offsets, element, ks);
       SmallVector<Value> values(access.pointers.size());
       SmallVector<Run> runs = contiguousRuns(access.coords.offsets,
-                                             tile.getShape(), planVector(tile, op.getView().getType()).dim,
-                                             vecElems);
+                                             tile.getShape(), plan.dim, vecElems);
       for (Run run : runs) {
         // Words of 32 bits carry several narrow elements.
         unsigned elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
@@ -875,7 +903,6 @@ struct LoadLowering : TilePattern<LoadOp> {
       return pack(b, loc, resultType, values);
     };
 
-    VectorPlan plan = planVector(tile, op.getView().getType());
     if (plan.elems <= 1) {
       rewriter.replaceOp(op, emit(rewriter, 1));
       return success();
@@ -914,8 +941,9 @@ struct StoreLowering : TilePattern<StoreOp> {
     VectorPlan plan = planVector(tile, op.getView().getType());
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) {
-      Access access = emitAccess(b, loc, tile, view, offsets, element, ks,
-                                 /*ownersOnly=*/true);
+      Access access =
+          emitAccess(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+                     offsets, element, ks, /*ownersOnly=*/true);
       // A thread writes each element once, even where its layout wraps.
       llvm::DenseSet<ArrayRef<int64_t>> written;
       SmallVector<SmallVector<int64_t>> wrapped;

@@ -1,20 +1,26 @@
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts | FileCheck %s
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=num-warps=8 | FileCheck %s --check-prefix=WARPS8
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts --tile-remove-layout-conversions | FileCheck %s --check-prefix=CLEAN
 
 // Loads and stores anchor 16-byte-per-thread layouts along the stride-1 dim;
-// elementwise ops inherit them; a 1-D bias meets the 2-D layout through a
-// conversion into the slice layout.
+// elementwise ops inherit them; the broadcast 1-D bias meets the 2-D layout
+// through a conversion, which tile-remove-layout-conversions then moves up
+// to the bias load (CLEAN).
 // CHECK-DAG: #[[B2:.*]] = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
-// CHECK-DAG: #[[B1:.*]] = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
-// CHECK-DAG: #[[S0:.*]] = #tile.slice<dim = 0, parent = #[[B2]]>
 // CHECK-LABEL: tile.kernel @bias_add
 // CHECK: %[[X:.*]] = tile.load {{.*}} -> tensor<32x64xf32, #[[B2]]>
-// CHECK: %[[B:.*]] = tile.load {{.*}} -> tensor<64xf32, #[[B1]]>
-// CHECK: %[[C:.*]] = tile.convert_layout %[[B]] : tensor<64xf32, #[[B1]]> -> tensor<64xf32, #[[S0]]>
-// CHECK: %[[E:.*]] = tile.expand_dims %[[C]] {axis = 0 : i64} : tensor<64xf32, #[[S0]]> -> tensor<1x64xf32, #[[B2]]>
-// CHECK: %[[BB:.*]] = tile.broadcast %[[E]] : tensor<1x64xf32, #[[B2]]> -> tensor<32x64xf32, #[[B2]]>
-// CHECK: arith.addf %[[X]], %[[BB]] : tensor<32x64xf32, #[[B2]]>
+// CHECK: tile.load {{.*}} -> tensor<64xf32, #{{.*}}>
+// CHECK: tile.expand_dims
+// CHECK: %[[BB:.*]] = tile.broadcast
+// CHECK: %[[C:.*]] = tile.convert_layout %[[BB]] : {{.*}} -> tensor<32x64xf32, #[[B2]]>
+// CHECK: arith.addf %[[X]], %[[C]] : tensor<32x64xf32, #[[B2]]>
 // CHECK: tile.store {{.*}} : tensor<32x64xf32, #[[B2]]>
+// CLEAN-LABEL: tile.kernel @bias_add
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.load %{{.*}} -> tensor<64xf32, #[[S:.*]]>
+// CLEAN: tile.expand_dims %{{.*}} : tensor<64xf32, #[[S]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.return
 // WARPS8-LABEL: tile.kernel @bias_add
 // WARPS8: warpsPerCTA = [8, 1]
 tile.kernel @bias_add(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memref<?xf32, strided<[1], offset: ?>>) {

@@ -83,7 +83,7 @@ def test_a_given_signature_must_match_the_tile_kernel() -> None:
     kb = vector_add("f32")
     wrong = [KernelParam.view("a", "f16", 1), KernelParam.view("b", "f32", 1),
              KernelParam.view("c", "f32", 1), KernelParam.scalar("n", "i32")]
-    with pytest.raises(CompilationError, match=r"signature \(a: view<?xf16>.*does not match"):
+    with pytest.raises(CompilationError, match=r"signature \(a: view<\?xf16>.*does not match"):
         compile(kb, "sm_90", signature=wrong)
 
 
@@ -130,3 +130,53 @@ def test_one_kernel_of_a_module_with_several() -> None:
     y = torch.zeros(1000)
     kern.launch(2, x, y)
     torch.testing.assert_close(y, x + 1)
+
+
+
+def test_static_memref_types_reach_the_abi() -> None:
+    with ir.Context():
+        t = ir.Type.parse("memref<128x?xf16, strided<[?, 1], offset: ?>>")
+        kb = KernelBuilder("k", x=t, y=View("f32", 1))
+    (op,) = nvidia.tile_kernels(kb.module)
+    x, y = nvidia.tile_signature(op, ["x", "y"])
+    assert str(x) == "x: view<128x?xf16, strides [?, 1]>"
+    assert y == KernelParam.view("y", "f32", 1)
+
+
+@pytest.mark.usefixtures("require_tile_passes")
+def test_contiguous_views() -> None:
+    torch = pytest.importorskip("torch")
+    from tileopt.runtime import ArgumentError
+
+    n = 3 * BLOCK + 5
+    x, y, z = torch.randn(n), torch.randn(n), torch.zeros(n)
+    k = compile(vector_add("f32"), "sm_90", contiguous=True)
+    assert [str(p) for p in k.metadata.abi] == [
+        "x: view<?xf32, strides [1]>", "y: view<?xf32, strides [1]>",
+        "z: view<?xf32, strides [1]>", "n: i32"]
+    assert "strided<[1], offset: ?>" in k.asm["tile"]
+    assert "ld.global.v4" in k.asm["ptx"] and "st.global.v4" in k.asm["ptx"]
+    stats = k.launch((n + BLOCK - 1) // BLOCK, x, y, z, n)
+    torch.testing.assert_close(z, x + y, rtol=0, atol=0)
+    minimum = 3 * (n * 4 // 32 + 1)
+    assert stats.global_load_sectors + stats.global_store_sectors <= 1.1 * minimum
+    # The launcher holds the kernel to its static inner stride.
+    with pytest.raises(ArgumentError, match=r"argument 0 \(x: view<\?xf32, strides \[1\]>\) has "
+                                            r"static stride 1 in dimension 0, got strides \(2,\)"):
+        k.launch(1, torch.randn(2 * n)[::2], y, torch.zeros(n), n)
+
+
+def test_contiguous_by_name_and_its_errors() -> None:
+    k = vector_add("f16")
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(str(k.module))
+        (op,) = nvidia.tile_kernels(module)
+        nvidia.make_contiguous(op, [1])
+        params = nvidia.tile_signature(op, ["x", "y", "z", "n"])
+        with pytest.raises(CompilationError, match="argument 3 .* is not a view"):
+            nvidia.make_contiguous(op, [3])
+    assert [p.strides for p in params] == [None, (1,), None, None]
+    with pytest.raises(CompilationError, match="contiguous= names 'w', but the kernel's arguments"):
+        compile(k, "sm_90", contiguous=["w"])
+    with pytest.raises(CompilationError, match="contiguous= needs start='tile'"):
+        compile(k, "sm_90", contiguous=True, start="tilegpu")

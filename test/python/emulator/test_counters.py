@@ -244,3 +244,40 @@ def test_transpose_bank_conflicts_padded_vs_unpadded(
     assert results["transpose_unpadded"] == load_requests * 31
     # Padded (row stride 33 words): each lane lands in a different bank -> no conflicts at all.
     assert results["transpose_padded"] == 0
+
+
+@pytest.mark.parametrize("off", [0, 1, 4, 7, 8, 9])
+def test_misaligned_warp_touches_extra_sector(load_kernels: Loader, arch: str, off: int) -> None:
+    k = load_kernels("counters.cu", arch)
+    n = 1024
+    x = np.arange(n + 16, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    stats = k.module.launch(
+        "copy_offset", grid=(n // 256, 1, 1), block=(256, 1, 1), args=[x, y, n, off]
+    )
+    np.testing.assert_array_equal(y, x[off : off + n])
+    warps = _warps(n)
+    expect = _sectors([(w + off) * 4 for w in warps], 4)
+    assert expect == len(warps) * (4 if off % 8 == 0 else 5)
+    assert stats.global_load_sectors == expect
+    assert stats.global_store_sectors == len(warps) * 4
+
+
+@pytest.mark.parametrize("n", [1024, 1000])
+def test_sectors_for_2_and_8_byte_elements(load_kernels: Loader, arch: str, n: int) -> None:
+    k = load_kernels("counters.cu", arch)
+    a = np.arange(n, dtype=np.uint16)
+    b = np.zeros(n, dtype=np.uint16)
+    c = np.arange(n, dtype=np.float64)
+    d = np.zeros(n)
+    stats = k.module.launch(
+        "copy_u16_f64", grid=(_cdiv(n, 128), 1, 1), block=(128, 1, 1), args=[a, b, c, d, n]
+    )
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(d, c)
+    warps = _warps(n)
+    assert stats.global_load_requests == 2 * len(warps)
+    assert stats.global_load_bytes == 10 * n
+    expect = _sectors([w * 2 for w in warps], 2) + _sectors([w * 8 for w in warps], 8)
+    assert stats.global_load_sectors == expect == _cdiv(2 * n, 32) + _cdiv(8 * n, 32)
+    assert stats.global_store_sectors == expect

@@ -554,3 +554,27 @@ def test_fma_f32_is_fused_exactly() -> None:
             key=lambda c: (abs(Fraction(float(c)) - exact), int(np.float32(c).view(np.uint32)) & 1),
         )
         assert got[i] == best, (i, got[i], best)
+
+
+def test_bmsk_and_szext() -> None:
+    a = np.array([0, 4, 31, 32, 40, 3, 0, 16] * 4, np.uint32)
+    b = np.array([5, 8, 4, 3, 2, 0, 32, 40] * 4, np.uint32)
+    got = elementwise("bmsk.clamp.b32 %o, %i0, %i1;", [("b32", a), ("b32", b)], "b32")
+    for i in range(32):
+        p, w = min(int(a[i]), 32), min(int(b[i]), 32)
+        assert got[i] == (0 if p >= 32 else (((1 << w) - 1) << p) & 0xFFFFFFFF), i
+    x = np.array([0xFF, 0x80, 0x7F, 0x12345678, 0xFFFFFFFF, 5, 6, 7] * 4, np.uint32)
+    n = np.array([8, 8, 8, 16, 0, 3, 40, 32] * 4, np.uint32)
+    got = elementwise("szext.clamp.s32 %o, %i0, %i1;", [("b32", x), ("u32", n)], "s32").view(
+        np.int32
+    )
+    for i in range(8):
+        v, k = int(x[i]), min(int(n[i]), 32)
+        if k == 0:
+            exp = 0
+        elif k >= 32:
+            exp = v - (1 << 32) if v >= 2**31 else v
+        else:
+            low = v & ((1 << k) - 1)
+            exp = low - (1 << k) if low >> (k - 1) else low
+        assert got[i] == exp, (i, got[i], exp)

@@ -501,3 +501,40 @@ WAIT:
     )
     with pytest.raises(emu.EmulatorError, match="deadlocked"):
         emu.load_ptx(ptx).launch("dl", grid=1, block=64, args=[np.zeros(1, np.uint32)])
+
+
+def test_named_barrier_producer_arrive_consumer_sync() -> None:
+    # warp 0 produces into shared memory and arrives at barrier 1 (count 64); warp 1 waits there
+    ptx = (
+        HEAD
+        + """.visible .entry nb(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<10>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 s[128];
+  mov.u32 %r1, %tid.x;
+  and.b32 %r2, %r1, 31;
+  shl.b32 %r3, %r2, 2;
+  mov.u32 %r4, s;
+  add.u32 %r4, %r4, %r3;
+  setp.ge.u32 %p1, %r1, 32;
+  @%p1 bra CONSUMER;
+  mul.lo.u32 %r5, %r2, 10;
+  st.shared.u32 [%r4], %r5;
+  bar.arrive 1, 64;
+  ret;
+CONSUMER:
+  bar.sync 1, 64;
+  ld.shared.u32 %r6, [%r4];
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r6;
+  ret;
+}
+"""
+    )
+    out = np.zeros(32, np.uint32)
+    emu.load_ptx(ptx).launch("nb", grid=2, block=64, args=[out])
+    np.testing.assert_array_equal(out, 10 * np.arange(32))

@@ -290,3 +290,138 @@ def test_syntax_error_names_line() -> None:
     with pytest.raises(emu.PTXLoadError) as info:
         emu.load_ptx(ptx)
     assert re.search(rf"line\D{{0,3}}{line}\b", str(info.value)), str(info.value)
+
+
+def test_vector_store_straddling_the_end(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_vector_straddle"
+    y = np.zeros(10, dtype=np.float32)  # 2.5 float4s: thread 2 writes bytes 32..47 of 40
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[y, 10])
+    msg = str(info.value)
+    _assert_names_line(msg, k.ptx, name, "st.global.v4")
+    _assert_names_thread(msg, (0, 0, 0), (2, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+
+
+def test_out_of_bounds_atomic(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_atomic"
+    data = np.zeros(300, dtype=np.int32)
+    data[217] = 16  # bins has 16 entries
+    bins = np.zeros(16, dtype=np.uint32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(3, 1, 1), block=(128, 1, 1), args=[data, bins, 300])
+    msg = str(info.value)
+    _assert_names_line(msg, k.ptx, name, "atom.global")
+    _assert_names_thread(msg, (1, 0, 0), (89, 0, 0))
+    _assert_names_buffer(msg, name, 1)
+
+
+def test_out_of_bounds_inside_device_function(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_in_callee"
+    x = np.zeros(100, dtype=np.float32)
+    y = np.zeros(100, dtype=np.float32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(128, 1, 1), args=[x, y, 100])
+    msg = str(info.value)
+    assert name in msg
+    assert "ld.global" in msg
+    line = int(re.findall(r"line\D{0,3}(\d+)", msg)[0])
+    assert "ld.global" in k.ptx.splitlines()[line - 1]  # the callee's load, wherever it lies
+    _assert_names_thread(msg, (0, 0, 0), (98, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+
+
+def test_cp_async_source_out_of_bounds(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "oob_cp_async"
+    x = np.zeros(4 * 31, dtype=np.int32)  # thread 31's 16-byte chunk lies past the end
+    out = np.zeros(32, dtype=np.int32)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[x, out, 4 * 31])
+    msg = str(info.value)
+    _assert_names_line(msg, k.ptx, name, "cp.async")
+    _assert_names_thread(msg, (0, 0, 0), (31, 0, 0))
+    _assert_names_buffer(msg, name, 0)
+
+
+# ------------------------------------------------------------------------- launch errors
+
+
+def test_launch_errors_are_reported(load_kernels: Loader) -> None:
+    """Malformed launches raise an EmulatorError that says what is wrong (never run silently)."""
+    mod = load_kernels("elementwise.cu", "sm_80").module
+    a = np.zeros(64, dtype=np.float32)
+    cases = [
+        (
+            dict(name="no_such_kernel", grid=(1, 1, 1), block=(32, 1, 1), args=[a, a, a, 1]),
+            "no_such",
+        ),
+        (dict(name="vec_add", grid=(1, 1, 1), block=(32, 1, 1), args=[a, a, a]), "argument"),
+        (dict(name="vec_add", grid=(0, 1, 1), block=(32, 1, 1), args=[a, a, a, 1]), "grid"),
+        (dict(name="vec_add", grid=(1, 1, 1), block=(2048, 1, 1), args=[a, a, a, 1]), "block"),
+    ]
+    for kw, word in cases:
+        name = kw.pop("name")
+        with pytest.raises(EmulatorError) as info:
+            mod.launch(name, **kw)
+        assert word in str(info.value), str(info.value)
+
+
+def test_non_integral_float_for_integer_param_is_rejected(load_kernels: Loader) -> None:
+    """1.5 for an .s32/.u32 parameter is a caller bug: silently truncating it would hide it."""
+    mod = load_kernels("elementwise.cu", "sm_80").module
+    a = np.zeros(64, dtype=np.float32)
+    with pytest.raises(EmulatorError):
+        mod.launch("vec_add", grid=(1, 1, 1), block=(32, 1, 1), args=[a, a, a, 1.5])
+
+
+# --------------------------------------------------------------- trap, assert and printf
+
+
+def test_trap_aborts_the_launch(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("trap.cu", arch)
+    k.require("trap;")
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, dtype=np.int32)
+    k.module.launch("with_trap", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])  # control
+    np.testing.assert_array_equal(out, x)
+    x[45] = -1
+    with pytest.raises(EmulatorError) as info:
+        k.module.launch("with_trap", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])
+    msg = str(info.value)
+    assert "with_trap" in msg and "trap" in msg
+    _assert_names_thread(msg, (1, 0, 0), (13, 0, 0))
+
+
+@pytest.mark.parametrize(
+    "src,callee", [("device_assert.cu", "__assertfail"), ("device_printf.cu", "vprintf")]
+)
+def test_extern_device_runtime_calls(
+    compile_kernel: Callable[..., str], src: str, callee: str
+) -> None:
+    """assert()/printf call extern functions: either supported, or refused at load time by name.
+
+    Never a silent wrong result: a failing assert must abort the launch.
+    """
+    ptx = compile_kernel(src, "sm_80")
+    assert ".extern .func" in ptx and callee in ptx
+    try:
+        mod = emu.load_ptx(ptx)
+    except emu.UnsupportedInstructionError as e:
+        assert callee in str(e) and re.search(r"line\D{0,3}\d+", str(e)), str(e)
+        return
+    if callee == "vprintf":
+        out = np.zeros(64, dtype=np.int32)
+        mod.launch("with_printf", grid=(2, 1, 1), block=(32, 1, 1), args=[out])
+        assert out.sum() == 64
+        return
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(64, dtype=np.int32)
+    mod.launch("with_assert", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])
+    np.testing.assert_array_equal(out, x)
+    x[7] = -3
+    with pytest.raises(EmulatorError):
+        mod.launch("with_assert", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])

@@ -214,3 +214,37 @@ def test_inter_warp_spin_wait_makes_progress(load_kernels: Loader, tmp_path: Pat
         pytest.fail("livelock: the consumer warp spun for 20 s and the producer warp never ran")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "result 42" in proc.stdout, proc.stdout
+
+
+def _irreducible_ref(v: int) -> int:
+    s = 0
+    label = "B" if v & 1 else "A"
+    while True:
+        if label == "A":
+            s += 1
+            v >>= 1
+            if v == 0:
+                return s
+            label = "B"
+        else:
+            s += 10
+            v -= 1
+            if v > 0 and (v & 3):
+                label = "A"
+            elif v > 0:
+                label = "B"
+            else:
+                return s
+
+
+@pytest.mark.parametrize("n", [64, 500])
+def test_irreducible_control_flow(load_kernels: Loader, arch: str, n: int) -> None:
+    k = load_kernels(SRC, arch)
+    rng = np.random.default_rng(n)
+    x = rng.integers(0, 5000, size=n, dtype=np.int32)
+    x[:4] = [0, 1, 2, 3]
+    out = np.zeros(n, dtype=np.int32)
+    k.module.launch(
+        "irreducible_goto", grid=(_cdiv(n, 64), 1, 1), block=(64, 1, 1), args=[x, out, n]
+    )
+    np.testing.assert_array_equal(out, [_irreducible_ref(int(v)) for v in x])

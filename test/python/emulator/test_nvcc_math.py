@@ -626,3 +626,122 @@ def test_packed_comparisons(load_kernels: Loader, arch: str, dtype: str) -> None
     le_all = (xv <= yv).reshape(n2, 2).all(axis=1)
     gt_all = (xv > yv).reshape(n2, 2).all(axis=1)
     np.testing.assert_array_equal(both, le_all.astype(np.int32) | gt_all * 2)
+
+
+# ------------------------------------------------------------------ integer and fp8 conversions
+
+
+def _wrap(v: int, bits: int, signed: bool) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if signed and v >> (bits - 1) else v
+
+
+def test_integer_narrowing_and_saturation(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("int_cvt.cu", arch)
+    k.require(
+        "cvt.sat.s8.s32", "cvt.sat.u8.s32", "cvt.sat.s16.s64", "cvt.sat.u32.s64", "cvt.s64.s16"
+    )
+    rng = np.random.default_rng(4)
+    n = 200
+    x = rng.integers(-(2**40), 2**40, size=n, dtype=np.int64)
+    x[:10] = [0, -1, 127, 128, -129, 255, 256, 2**31, -(2**33), 2**63 - 1]
+    x[10:60] = rng.integers(-70000, 70000, size=50)
+    out = np.zeros((n, 10), dtype=np.int32)
+    k.module.launch("int_narrow", grid=(4, 1, 1), block=(64, 1, 1), args=[x, out, n])
+    for i in range(n):
+        v = int(x[i])
+        w = _wrap(v, 32, True)
+        expect = [
+            _wrap(w, 8, True),
+            _wrap(w, 8, False),
+            _wrap(w, 16, True),
+            _wrap(w, 16, False),
+            min(max(w, -128), 127),
+            min(max(w, 0), 255),
+            min(max(v, -32768), 32767),
+            _wrap(min(max(v, 0), 2**32 - 1), 32, True),
+            min(v & (2**64 - 1), 2**31 - 1),
+            _wrap(w, 16, True) >> 8,
+        ]
+        assert [int(o) for o in out[i]] == expect, (i, v)
+
+
+def test_half_integer_conversions(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("int_cvt.cu", arch)
+    k.require("cvt.rni.s32.f16", "cvt.rzi.s32.f16", "cvt.rmi.s16.f16", "cvt.rpi.u32.f16")
+    k.require("cvt.rn.f16.s32", "cvt.rz.f16.s32", "cvt.rm.f16.u32")
+    rng = np.random.default_rng(8)
+    n = 256
+    f = (rng.standard_normal(n) * 10.0 ** rng.integers(0, 5, n)).astype(np.float32)
+    f = np.clip(f, -60000, 60000)
+    f[:6] = [0.5, 1.5, 2.5, -2.5, 40000.0, -40000.0]
+    x = rng.integers(-(2**20), 2**20, size=n, dtype=np.int64).astype(np.int32)
+    x[:5] = [2049, 2051, 65519, 65520, -3]
+    out = np.zeros((n, 4), dtype=np.int32)
+    h = np.zeros((n, 4), dtype=np.uint16)
+    k.module.launch("half_int_cvt", grid=(4, 1, 1), block=(64, 1, 1), args=[f, x, out, h, n])
+    for i in range(n):
+        hv = _round(float(f[i]), F16)
+        expect = [
+            round(hv),
+            math.trunc(hv),
+            min(max(math.floor(hv), -32768), 32767),
+            math.ceil(abs(hv)),
+        ]
+        assert [int(o) for o in out[i]] == expect, (i, hv)
+        xi, xu = int(x[i]), int(x[i]) & M32
+        expect_bits = [
+            _f16_bits(_round(xi, F16, "rn")),
+            _f16_bits(_round(xi, F16, "rz")),
+            _f16_bits(_round(xu, F16, "rd")),
+            _bf16_bits(_round(xi, BF16, "rn")),
+        ]
+        assert [int(o) for o in h[i]] == expect_bits, (i, xi)
+
+
+# fp8 formats as (significand bits, smallest subnormal exponent, largest finite value)
+E4M3 = (4, -9, 448.0)
+E5M2 = (3, -16, 57344.0)
+
+
+def _fp8_bits(v: float, fmt: tuple[int, int, float], exp_bits: int) -> int:
+    """Round-to-nearest-even with saturation to the largest finite value, then encode."""
+    bits, min_exp, max_finite = fmt
+    r = _round(v, fmt)
+    if math.isinf(r):
+        r = math.copysign(max_finite, r)  # satfinite
+    sign = 0x80 if math.copysign(1.0, r) < 0 else 0
+    a = abs(r)
+    mbits = bits - 1
+    bias = (1 << (exp_bits - 1)) - 1
+    min_normal_exp = 1 - bias
+    if a == 0:
+        return sign
+    e = math.frexp(a)[1] - 1
+    if e < min_normal_exp:
+        return sign | int(a / 2.0**min_exp)
+    mant = int((a / 2.0**e - 1) * (1 << mbits))
+    return sign | ((e + bias) << mbits) | mant
+
+
+def test_fp8_conversions(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("fp8.cu", arch)
+    if arch == "sm_90":
+        k.require("cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.f16x2.e4m3x2")
+    rng = np.random.default_rng(9)
+    n = 256
+    f = (rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)).astype(np.float32)
+    f[:8] = [0.0, 448.0, 500.0, -1e6, 2.0**-9, 2.0**-10, 1.0625, 57344.0 * 2]
+    q = np.zeros((n, 2), dtype=np.uint8)
+    back = np.zeros((n, 2), dtype=np.float32)
+    k.module.launch("fp8_cvt", grid=(4, 1, 1), block=(64, 1, 1), args=[f, q, back, n])
+    for i in range(n):
+        v = float(f[i])
+        e4, e5 = _round(v, E4M3), _round(v, E5M2)
+        e4 = math.copysign(448.0, e4) if math.isinf(e4) else e4
+        e5 = math.copysign(57344.0, e5) if math.isinf(e5) else e5
+        assert [int(q[i, 0]), int(q[i, 1])] == [_fp8_bits(v, E4M3, 4), _fp8_bits(v, E5M2, 5)], (
+            i,
+            v,
+        )
+        assert [float(back[i, 0]), float(back[i, 1])] == [e4, e5], (i, v)

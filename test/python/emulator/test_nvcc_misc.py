@@ -441,3 +441,17 @@ def test_fast_math_ftz(load_kernels: Loader, arch: str) -> None:
     np.testing.assert_array_equal(out[:, 1], _flush((fx * fy).astype(np.float32)))
     np.testing.assert_array_equal(out[:, 2], _flush(np.maximum(fx, fy).astype(np.float32)))
     np.testing.assert_array_equal(out[:, 3], _flush((fx * 0.5).astype(np.float32)))
+
+
+def test_generic_local_pointers_and_generic_atomics(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels("memory_misc.cu", arch)
+    k.require("cvta.local", "atom.add.u32")
+    block = 64
+    g = np.array([5, 7], dtype=np.int32)
+    out = np.zeros(block + 4, dtype=np.int32)
+    k.module.launch("generic_local_and_atomics", grid=(1, 1, 1), block=(block, 1, 1), args=[g, out])
+    t = np.arange(block)
+    sq = (t[:, None] + np.arange(8)[None, :]) ** 2
+    np.testing.assert_array_equal(out[:block], sq.sum(axis=1))  # the permutation keeps the sum
+    np.testing.assert_array_equal(out[block:], [block // 4] * 4)
+    np.testing.assert_array_equal(g, [5 + t[t % 2 == 0].sum(), 7 + t[t % 2 == 1].sum()])

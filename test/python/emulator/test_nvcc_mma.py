@@ -185,3 +185,38 @@ def test_mma_sync_m16n8k8_bf16(load_kernels: Loader, arch: str, m: int, n: int, 
         args=[a_bits, bt_bits, c, m, n, k],
     )
     _check(c, a64, bt64.T)
+
+
+@pytest.mark.parametrize("m,n,k", [(64, 64, 32), (128, 192, 96), (64, 128, 256)])
+def test_gemm_sm80_pipeline(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> None:
+    """cp.async double buffering + ldmatrix + mma.sync in one realistic 4-warp GEMM."""
+    mod = load_kernels("gemm_sm80.cu", arch)
+    mod.require(
+        "cp.async.cg.shared.global", "cp.async.wait_group 1", "ldmatrix.sync.aligned.m8n8.x4"
+    )
+    mod.require("ldmatrix.sync.aligned.m8n8.x2.trans", "mma.sync.aligned.m16n8k16.row.col.f32.f16")
+    a_bits, a64 = _operands("f16", (m, k), m + k)
+    b_bits, b64 = _operands("f16", (k, n), n + 2 * k)
+    c = np.full((m, n), np.nan, dtype=np.float32)
+    stats = mod.module.launch(
+        "gemm_f16_sm80",
+        grid=(n // 64, m // 64, 1),
+        block=(128, 1, 1),
+        args=[a_bits, b_bits, c, m, n, k],
+    )
+    _check(c, a64, b64)
+    assert stats.barriers > 0
+
+
+def test_stmatrix_sm90(load_kernels: Loader) -> None:
+    """stmatrix x4 and x4.trans (sm_90 only): the inverse of ldmatrix's fragment layout."""
+    mod = load_kernels("ldmatrix.cu", "sm_90")
+    mod.require("stmatrix.sync.aligned.m8n8.x4.shared.b16", "stmatrix.sync.aligned.m8n8.x4.trans")
+    perm = np.random.default_rng(3).permutation(32).astype(np.int32)
+    out = np.zeros((2, 32, 8), dtype=np.uint16)
+    mod.module.launch("stmatrix_probe", grid=(1, 1, 1), block=(32, 1, 1), args=[perm, out])
+    for lane in range(32):
+        m, r = lane // 8, lane % 8
+        row = int(perm[lane])
+        assert out[0, row].tolist() == [m * 64 + r * 8 + c for c in range(8)], lane
+        assert out[1, row].tolist() == [m * 64 + c * 8 + r for c in range(8)], lane

@@ -30,7 +30,7 @@ def test_ptx_parameter_widths() -> None:
 def test_bad_params() -> None:
     with pytest.raises(ArgumentError, match="unknown ABI type 'f8'"):
         V("x", "f8", 1)
-    with pytest.raises(ArgumentError, match="a scalar has rank 0"):
+    with pytest.raises(ArgumentError, match="a scalar has no rank, shape or strides"):
         KernelParam("n", "scalar", "i32", 2)
 
 
@@ -120,11 +120,12 @@ PARAMS = [V("x", "f32", 1), V("y", "f32", 2), S("n", "i32")]
     [
         ((np.zeros(4, np.float32), np.zeros((2, 2), np.float32)), "takes 3 arguments .* got 2"),
         ((np.zeros(4, np.float64), np.zeros((2, 2), np.float32), 1),
-         r"argument 0 \(x: view<?xf32>\) expects elements of f32 \(float32\), got float64"),
+         r"argument 0 \(x: view<\?xf32>\) expects elements of f32 \(float32\), got float64"),
         ((np.zeros(4, np.float32), np.zeros(4, np.float32), 1),
-         r"argument 1 \(y: view<?x?xf32>\) expects rank 2, got shape \(4,\) \(rank 1\)"),
+         r"argument 1 \(y: view<\?x\?xf32>\) expects rank 2, got shape \(4,\) \(rank 1\)"),
         ((np.zeros(4, np.float32), [[0.0]], 1),
-         r"argument 1 \(y: view<?x?xf32>\) is a view: pass a numpy array or torch tensor, got list"),
+         r"argument 1 \(y: view<\?x\?xf32>\) is a view: pass a numpy array or torch tensor, "
+         r"got list"),
         ((np.zeros(4, np.float32), np.zeros((2, 2), np.float32), 1.5),
          r"argument 2 \(n: i32\) expects an integer, got float"),
         ((np.zeros(4, np.float32), np.zeros((2, 2), np.float32), 1 << 40),
@@ -148,7 +149,7 @@ def test_signless_integers_and_bf16() -> None:
 
 
 def test_cuda_args_need_cuda_tensors() -> None:
-    with pytest.raises(ArgumentError, match=r"argument 0 \(x: view<?xf32>\) is a numpy array"):
+    with pytest.raises(ArgumentError, match=r"argument 0 \(x: view<\?xf32>\) is a numpy array"):
         cuda_args([V("x", "f32", 1)], [np.zeros(3, np.float32)], "k")
     torch = pytest.importorskip("torch")
     with pytest.raises(ArgumentError, match="is on cpu: device='cuda' needs CUDA torch tensors"):
@@ -206,10 +207,34 @@ def test_cuda_args_pack_into_cuda_core_kernel_parameters() -> None:
 
 
 def test_params_parse_what_they_print() -> None:
-    for p in (V("x", "f32", 2), V("in_0", "bf16", 0), S("n", "i32"), S("eps", "f64")):
+    static = V("x", "f32", 2, shape=(128, None), strides=(None, 1), offset=0)
+    assert str(static) == "x: view<128x?xf32, strides [?, 1], offset 0>"
+    assert str(V("in_0", "bf16", 0)) == "in_0: view<bf16>"
+    for p in (V("x", "f32", 2), V("in_0", "bf16", 0), S("n", "i32"), S("eps", "f64"), static,
+              V("y", "f16", 1, strides=(1,))):
         assert KernelParam.parse(str(p)) == p
     assert KernelParam.parse("x:view<?x?x?xi8>") == V("x", "i8", 3)
+    # All-dynamic static info is the same parameter as none.
+    assert V("x", "f32", 2, shape=(None, None), strides=(None, None)) == V("x", "f32", 2)
     with pytest.raises(ArgumentError, match="cannot read a kernel parameter from 'x view'"):
         KernelParam.parse("x view")
     with pytest.raises(ArgumentError, match="unknown ABI type 'f7'"):
         KernelParam.parse("x: f7")
+
+
+
+def test_static_sizes_strides_and_offset_are_checked() -> None:
+    p = [V("x", "f32", 2, shape=(4, None), strides=(None, 1))]
+    base = np.zeros((4, 10), np.float32)
+    emulator_args(p, [base], "k")
+    emulator_args(p, [base[:, 2:5]], "k")  # stride (10, 1): fine
+    emulator_args(p, [base[:, :1][:, ::-1]], "k")  # a size-1 dimension's stride is irrelevant
+    with pytest.raises(ArgumentError, match=r"static size 4 in dimension 0, got shape \(3, 10\)"):
+        emulator_args(p, [base[:3]], "k")
+    transposed = np.zeros((10, 4), np.float32).T
+    with pytest.raises(ArgumentError, match=r"static stride 1 in dimension 1, got strides \(1, 4"):
+        emulator_args(p, [transposed], "k")
+    zero = [V("x", "f32", 1, offset=0)]
+    emulator_args(zero, [np.arange(5, dtype=np.float32)[1:]], "k")
+    with pytest.raises(ArgumentError, match="static offset 0, but this array needs offset 4"):
+        emulator_args(zero, [np.arange(5, dtype=np.float32)[::-1]], "k")

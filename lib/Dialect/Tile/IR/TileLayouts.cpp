@@ -139,8 +139,15 @@ BlockedLayoutAttr tileopt::tile::getDefaultBlockedLayout(
   if (rank == 0)
     return BlockedLayoutAttr::get(context, {}, {}, {}, {});
   unsigned fastest = dims[0];
-  spt[fastest] =
-      std::max<int64_t>(1, std::min<int64_t>(vectorElems, shape[fastest]));
+  // A tile too small for every thread to move a full vector moves smaller
+  // ones rather than replicate data across threads.
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  int64_t perThread =
+      std::max<int64_t>(1, elements / (int64_t(kWarpSize) * numWarps));
+  spt[fastest] = std::max<int64_t>(
+      1, std::min<int64_t>({int64_t(vectorElems), shape[fastest], perThread}));
   // Lanes, then warps, from the fastest dimension; what does not fit in the
   // tile replicates along the slowest dimension.
   unsigned lanes = kWarpSize, warps = numWarps;

@@ -29,11 +29,22 @@ namespace {
 
 bool isTile(Value value) { return isa<RankedTensorType>(value.getType()); }
 
-/// Ops that make a tile from nothing: they take any layout for free, so the
-/// layouts of other operands win over theirs.
-bool isCheapProducer(Value value) {
+/// Tiles made from nothing (splat, iota, constants) and reshaped or combined
+/// without memory: any layout is free for them, so the layouts of other
+/// operands win over theirs (a mask from iota yields to loaded data).
+bool isCheapProducer(Value value, unsigned depth = 0) {
   Operation *op = value.getDefiningOp();
-  return op && isa<SplatOp, IotaOp, arith::ConstantOp>(op);
+  if (!op || depth > 8)
+    return false;
+  if (isa<SplatOp, IotaOp, arith::ConstantOp>(op))
+    return true;
+  if (!isa<BroadcastOp, ExpandDimsOp>(op) &&
+      !op->hasTrait<OpTrait::Elementwise>())
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return !isa<RankedTensorType>(operand.getType()) ||
+           isCheapProducer(operand, depth + 1);
+  });
 }
 
 class LayoutAssigner {

@@ -70,18 +70,26 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
       return failure();
     Attribute layout = getLayout(op.getResult().getType());
     Location loc = op.getLoc();
+    // The new ops go where the producer is (not where the conversion is,
+    // maybe inside a loop): its operands are defined there already.
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(producer);
     if (auto broadcast = dyn_cast<BroadcastOp>(producer)) {
       Value input = convertTo(rewriter, loc, broadcast.getSource(), layout);
-      rewriter.replaceOpWithNewOp<BroadcastOp>(op, op.getResult().getType(),
-                                               input);
+      Value result =
+          BroadcastOp::create(rewriter, loc, op.getResult().getType(), input);
+      rewriter.replaceOp(op, result);
+      rewriter.eraseOp(broadcast);
       return success();
     }
     if (auto expand = dyn_cast<ExpandDimsOp>(producer)) {
       Value input = convertTo(
           rewriter, loc, expand.getSource(),
           SliceLayoutAttr::get(getContext(), expand.getAxis(), layout));
-      rewriter.replaceOpWithNewOp<ExpandDimsOp>(op, op.getResult().getType(),
-                                                input, expand.getAxis());
+      Value result = ExpandDimsOp::create(rewriter, loc, op.getResult().getType(),
+                                          input, expand.getAxis());
+      rewriter.replaceOp(op, result);
+      rewriter.eraseOp(expand);
       return success();
     }
     if (auto load = dyn_cast<LoadOp>(producer);
@@ -105,6 +113,7 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
       clone->setOperands(operands);
       clone->getResult(0).setType(op.getResult().getType());
       rewriter.replaceOp(op, clone->getResults());
+      rewriter.eraseOp(producer);
       return success();
     }
     return failure();

@@ -127,3 +127,22 @@ extern "C" __global__ void local_array(const int* x, int* out, int n) {
     int idx = (v * 7) & 15;
     out[i] = arr[idx] + arr[(idx + 3) & 15];
 }
+
+// Irreducible control flow from gotos: a loop with two entry points, entered per thread at either.
+extern "C" __global__ void irreducible_goto(const int* x, int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int v = x[i], s = 0;
+    if (v & 1) goto B;
+A:
+    s += 1;
+    v >>= 1;
+    if (v == 0) goto END;
+B:
+    s += 10;
+    v -= 1;
+    if (v > 0 && (v & 3)) goto A;
+    if (v > 0) goto B;
+END:
+    out[i] = s;
+}

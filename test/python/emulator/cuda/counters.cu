@@ -21,3 +21,18 @@ extern "C" __global__ void smem_stride_read(const int* in, int* out, int stride,
     int lane = threadIdx.x & 31;
     out[blockIdx.x * blockDim.x + threadIdx.x] = s[(lane * stride + offset) & 1023];
 }
+
+// Offset copy: out[i] = in[i + off]; a warp's 128 bytes straddle a sector boundary unless off % 8 == 0.
+extern "C" __global__ void copy_offset(const float* __restrict__ in, float* __restrict__ out, int n, int off) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i + off];
+}
+
+// 2-byte and 8-byte element copies.
+extern "C" __global__ void copy_u16_f64(const unsigned short* a, unsigned short* b, const double* c, double* d, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        b[i] = a[i];
+        d[i] = c[i];
+    }
+}

@@ -54,3 +54,34 @@ extern "C" __global__ void wild_write(float* y, long long delta) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == 5) y[delta] = 1.f;
 }
+
+// A float4 store whose 16 bytes straddle the end of the buffer (n4 floats = not a multiple of 4).
+extern "C" __global__ void oob_vector_straddle(float* y, int nfloats) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i < nfloats) reinterpret_cast<float4*>(y)[i] = make_float4(1.f, 2.f, 3.f, 4.f);
+}
+
+// An out-of-bounds atomic (histogram bin index not reduced modulo the bin count).
+extern "C" __global__ void oob_atomic(const int* data, unsigned* bins, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&bins[data[i]], 1u);
+}
+
+// The faulting load happens inside an out-of-line device function.
+__device__ __noinline__ float load_at(const float* p, int k) { return p[k]; }
+
+extern "C" __global__ void oob_in_callee(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = load_at(x, i + 2);
+}
+
+// cp.async reading past the end of the global source.
+extern "C" __global__ void oob_cp_async(const int* in, int* out, int n) {
+    __shared__ __align__(16) int buf[4 * 32];
+    int t = threadIdx.x;
+    unsigned s = (unsigned)__cvta_generic_to_shared(&buf[4 * t]);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(in + 4 * t));
+    asm volatile("cp.async.wait_all;\n" ::);
+    __syncthreads();
+    if (4 * t < n) out[t] = buf[4 * t];
+}

@@ -43,3 +43,25 @@ extern "C" __global__ void mma_m16n8k8_bf16(const uint16_t* A, const uint16_t* B
     C[(m0 + g + 8) * N + n0 + 2 * t] = d[2];
     C[(m0 + g + 8) * N + n0 + 2 * t + 1] = d[3];
 }
+
+#if __CUDA_ARCH__ >= 900
+// stmatrix (sm_90): lane l holds, for matrix m, elements (row l/4, cols 2(l%4), 2(l%4)+1) with the
+// value m*64 + row*8 + col; lane l supplies the address of row perm[l]. Stores x4 and x4.trans.
+extern "C" __global__ void stmatrix_probe(const int* perm, uint16_t* out) {
+    __shared__ __align__(16) uint16_t tile[2][32 * 8];
+    int lane = threadIdx.x;
+    unsigned r[4];
+    for (int m = 0; m < 4; ++m) {
+        unsigned v = m * 64 + (lane / 4) * 8 + 2 * (lane % 4);
+        r[m] = v | ((v + 1) << 16);
+    }
+    unsigned a0 = (unsigned)__cvta_generic_to_shared(&tile[0][perm[lane] * 8]);
+    unsigned a1 = (unsigned)__cvta_generic_to_shared(&tile[1][perm[lane] * 8]);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1,%2,%3,%4};\n"
+                 ::"r"(a0), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]));
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1,%2,%3,%4};\n"
+                 ::"r"(a1), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]));
+    __syncwarp();
+    for (int e = lane; e < 512; e += 32) out[e] = tile[e / 256][e % 256];
+}
+#endif

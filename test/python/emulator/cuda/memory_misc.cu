@@ -67,3 +67,27 @@ extern "C" __global__ void vector_types(const double2* d, const longlong2* l, co
     oi[3 * i + 1] = f.x - f.y + f.z - f.w;
     oi[3 * i + 2] = g.x * g.y;
 }
+
+// Generic pointers into local memory (a per-thread array passed to an out-of-line function) and
+// atomics through generic pointers that point into shared or global memory.
+__device__ __noinline__ void fill_squares(int* p, int n, int base) {
+    for (int k = 0; k < n; ++k) p[k] = (base + k) * (base + k);
+}
+
+__device__ __noinline__ void atomic_bump(int* p, int v) { atomicAdd(p, v); }
+
+extern "C" __global__ void generic_local_and_atomics(int* g, int* out) {
+    __shared__ int s[4];
+    int t = threadIdx.x;
+    if (t < 4) s[t] = 0;
+    __syncthreads();
+    int local[8];
+    fill_squares(local, 8, t);
+    int acc = 0;
+    for (int k = 0; k < 8; ++k) acc += local[(k * 3 + t) & 7];
+    atomic_bump(&s[t & 3], 1);
+    atomic_bump(&g[t & 1], t);
+    __syncthreads();
+    out[t] = acc;
+    if (t < 4) out[blockDim.x + t] = s[t];
+}

@@ -1,0 +1,14 @@
+"""tileopt.compiler: the driver that turns tile modules into launchable kernels.
+
+``compile`` runs the NVIDIA pipeline (:mod:`tileopt.compiler.nvidia`, stage by stage) and
+returns a :class:`Kernel` (its code at every stage, :class:`KernelMetadata`, ``launch``).
+This package needs tileopt's native MLIR bindings.
+"""
+
+from __future__ import annotations
+
+from tileopt.compiler.kernel import Kernel, KernelMetadata, compile
+from tileopt.compiler.tools import PTXAssemblyError
+from tileopt.runtime.abi import KernelParam
+
+__all__ = ["Kernel", "KernelMetadata", "KernelParam", "PTXAssemblyError", "compile"]

@@ -1,0 +1,416 @@
+"""``tileopt.compile`` and the :class:`Kernel` it returns.
+
+One call compiles one kernel: a module with a single kernel needs no name, a module with
+several takes ``kernel="name"`` (the stages up to "llvm" still see the whole module, so host
+functions and other kernels may sit beside it; the PTX holds only the chosen kernel).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tileopt import ir
+from tileopt.compiler import nvidia
+from tileopt.errors import CompilationError
+from tileopt.runtime import DEVICES
+from tileopt.runtime.abi import ArgumentError, KernelParam
+
+#: Stages a compilation can start from (``start=``).
+START_STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx")
+
+
+@dataclass(frozen=True)
+class KernelMetadata:
+    """What a launcher and a reader of the compiled kernel need to know.
+
+    Attributes:
+        name: the kernel's symbol, also its PTX ``.entry`` name.
+        target: the GPU it was compiled for (``sm_90``).
+        num_warps: warps per program; the block is :attr:`block`.
+        shared_bytes: static shared memory, from the PTX ``.shared`` declarations it uses.
+        abi: the kernel's arguments in order (see ``docs/kernel-abi.md``).
+        registers: registers per thread from ``ptxas -v``; None without ptxas.
+        spill_store_bytes: bytes of spill stores from ``ptxas -v``; None without ptxas.
+        spill_load_bytes: bytes of spill loads from ``ptxas -v``; None without ptxas.
+        assembler: what made the cubin: ``"ptxas"``, ``"nvjitlink"`` or ``"none"`` (no cubin).
+    """
+
+    name: str
+    target: str
+    num_warps: int
+    shared_bytes: int
+    abi: tuple[KernelParam, ...]
+    registers: int | None
+    spill_store_bytes: int | None
+    spill_load_bytes: int | None
+    assembler: str = "none"
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        """The launch's block: ``(32 * num_warps, 1, 1)``."""
+        return (32 * self.num_warps, 1, 1)
+
+    @property
+    def spill_bytes(self) -> int | None:
+        """Spill stores plus spill loads in bytes (0: no spills); None without ptxas."""
+        if self.spill_store_bytes is None or self.spill_load_bytes is None:
+            return None
+        return self.spill_store_bytes + self.spill_load_bytes
+
+
+def _dim3(grid: int | Sequence[int]) -> tuple[int, int, int]:
+    try:
+        dims = (operator.index(grid),) if not isinstance(grid, Sequence) else tuple(
+            operator.index(d) for d in grid)
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or not all(d >= 1 for d in dims):
+        raise ArgumentError(f"grid must be 1 to 3 positive integers, got {grid!r}")
+    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+
+
+class Kernel:
+    """A compiled kernel: its code at every stage, its metadata, and ``launch``.
+
+    Attributes:
+        asm: every stage produced, by name: ``"tile"``, ``"tilegpu"``, ``"llvm"`` (MLIR text),
+            ``"ptx"`` (text), ``"cubin"`` (bytes; absent when neither ptxas nor nvJitLink is
+            installed). A compilation started at a later stage has only that stage onwards.
+        metadata: a :class:`KernelMetadata`.
+        times: seconds spent in each stage (``"parse"``: reading the input).
+    """
+
+    def __init__(
+        self, asm: dict[str, str | bytes], metadata: KernelMetadata, times: dict[str, float]
+    ) -> None:
+        self.asm = asm
+        self.metadata = metadata
+        self.times = times
+        self._emulator_module: Any = None
+        self._cuda_modules: dict[int, Any] = {}
+
+    @property
+    def name(self) -> str:
+        """The kernel's name."""
+        return self.metadata.name
+
+    def __repr__(self) -> str:
+        md = self.metadata
+        regs = "?" if md.registers is None else md.registers
+        return (
+            f"<Kernel {md.name} {md.target} num_warps={md.num_warps} registers={regs} "
+            f"shared={md.shared_bytes}B ({', '.join(map(str, md.abi))})>"
+        )
+
+    def summary(self) -> str:
+        """A few lines: ABI, target, registers, spills, shared memory, PTX size, stage times."""
+        md = self.metadata
+        regs = "unknown (no ptxas)" if md.registers is None else str(md.registers)
+        spills = "unknown" if md.spill_bytes is None else f"{md.spill_bytes} bytes"
+        ptx_instructions = nvidia.ptx_instruction_count(str(self.asm["ptx"]), md.name)
+        times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.times.items())
+        return "\n".join([
+            f"kernel {md.name}({', '.join(map(str, md.abi))})",
+            f"  target {md.target}, num_warps {md.num_warps} (block {md.block[0]})",
+            f"  registers {regs}, spills {spills}, shared memory {md.shared_bytes} bytes",
+            f"  PTX instructions {ptx_instructions}, cubin by {md.assembler}",
+            f"  compile: {times}",
+        ])
+
+    def launch(
+        self, grid: int | Sequence[int], *args: Any, device: str = "emulator", **options: Any
+    ) -> Any:
+        """Runs the kernel over ``grid`` programs with ``args`` in the kernel's argument order.
+
+        Args:
+            grid: 1 to 3 positive integers (missing dimensions are 1).
+            args: numpy arrays or torch tensors for views (any strides), numbers for scalars.
+            device: ``"emulator"`` (PTX on the CPU; numpy arrays / CPU tensors, written back)
+                or ``"cuda"`` (the cubin through cuda.core on the current torch stream; CUDA
+                torch tensors).
+            options: for the emulator, passed to ``tileopt.emulator.Module.launch``.
+
+        Returns:
+            The emulator's ``LaunchStats`` for ``device="emulator"``, None for ``"cuda"``.
+
+        Raises:
+            ArgumentError: an argument does not match the ABI (named in the message).
+            DeviceError: no CUDA driver or device, or the device rejects the kernel.
+            EmulatorError: the emulator found an out-of-bounds access or cannot run the PTX.
+        """
+        dims = _dim3(grid)
+        md = self.metadata
+        if device == "emulator":
+            from tileopt.runtime import emulator
+
+            if self._emulator_module is None:
+                self._emulator_module = emulator.load(str(self.asm["ptx"]))
+            return emulator.launch(
+                self._emulator_module, md.name, md.abi, dims, md.block, args, **options
+            )
+        if device == "cuda":
+            from tileopt.runtime import cuda
+
+            if options:
+                raise ArgumentError(f"device='cuda' takes no options, got {sorted(options)}")
+            index = next(
+                (a.device.index or 0 for a in args if getattr(a, "is_cuda", False)), 0
+            )
+            if index not in self._cuda_modules:
+                cubin = self.asm.get("cubin")
+                self._cuda_modules[index] = cuda.CudaModule(
+                    cubin if isinstance(cubin, bytes) else None,
+                    str(self.asm["ptx"]),
+                    md.target,
+                    index,
+                )
+            cuda.launch(self._cuda_modules[index], md.name, md.abi, dims, md.block, args)
+            return None
+        raise ArgumentError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# compile
+
+
+def _signature(signature: Any) -> list[KernelParam]:
+    """KernelParams from a sequence of KernelParam or a mapping name -> View/Scalar/KernelParam."""
+    if isinstance(signature, Mapping):
+        params = []
+        for name, spec in signature.items():
+            if isinstance(spec, KernelParam):
+                params.append(KernelParam(name, spec.kind, spec.dtype, spec.rank))
+            elif hasattr(spec, "rank"):  # tileopt.builder.View
+                params.append(KernelParam.view(name, spec.dtype, spec.rank))
+            elif hasattr(spec, "dtype"):  # tileopt.builder.Scalar
+                params.append(KernelParam.scalar(name, spec.dtype))
+            else:
+                raise CompilationError(f"signature entry {name!r}: expected a View or a Scalar")
+        return params
+    params = list(signature)
+    for p in params:
+        if not isinstance(p, KernelParam):
+            raise CompilationError(f"signature entries must be KernelParam, got {p!r}")
+    return params
+
+
+def _check_given(derived: list[KernelParam], given: list[KernelParam] | None) -> list[KernelParam]:
+    """The tile kernel's ABI; a given signature may rename its arguments but not change them."""
+    if given is None:
+        return derived
+    strip = [(p.kind, p.dtype, p.rank) for p in given]
+    if strip != [(p.kind, p.dtype, p.rank) for p in derived]:
+        raise CompilationError(
+            f"signature ({', '.join(map(str, given))}) does not match the tile.kernel's "
+            f"arguments ({', '.join(map(str, derived))})"
+        )
+    return given
+
+
+def _make_contiguous(
+    module: ir.Module,
+    kernel: ir.Operation,
+    contiguous: bool | Sequence[str],
+    names: Sequence[str] | None,
+    start: str,
+) -> None:
+    """Applies ``compile(..., contiguous=)`` to ``kernel`` (see there)."""
+    if start != "tile":
+        raise CompilationError("contiguous= needs start='tile': layouts depend on the strides")
+    derived = nvidia.tile_signature(kernel, names)
+    if contiguous is True:
+        indices = [i for i, p in enumerate(derived) if p.kind == "view" and p.rank > 0]
+    else:
+        by_name = {p.name: i for i, p in enumerate(derived)}
+        unknown = [n for n in contiguous if n not in by_name]
+        if unknown:
+            raise CompilationError(
+                f"contiguous= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
+                f"are {', '.join(by_name)}"
+            )
+        indices = [by_name[n] for n in contiguous]
+    nvidia.make_contiguous(kernel, indices)
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise CompilationError(f"contiguous= made the module invalid:\n{e}") from e
+
+
+def _parse(module: Any) -> ir.Module:
+    """The input as a module of the current context (a copy when it is a Module)."""
+    if isinstance(module, ir.Module):
+        text = module.operation.get_asm(enable_debug_info=True)
+    elif isinstance(module, str):
+        text = module
+    else:
+        raise CompilationError(
+            f"compile takes IR text, a tileopt.ir.Module or a KernelBuilder, "
+            f"got {type(module).__name__}"
+        )
+    try:
+        mod = ir.Module.parse(text)
+        mod.operation.verify()
+    except ir.MLIRError as e:
+        raise CompilationError(f"the input module does not parse or verify:\n{e}") from e
+    return mod
+
+
+def _choose(kernels: Sequence[str], kernel: str | None, where: str) -> str:
+    if kernel is not None:
+        if kernel not in kernels:
+            raise CompilationError(
+                f"no kernel {kernel!r} in the {where}; kernels: {', '.join(kernels) or 'none'}"
+            )
+        return kernel
+    if len(kernels) == 1:
+        return kernels[0]
+    if not kernels:
+        raise CompilationError(f"the {where} has no kernels")
+    raise CompilationError(
+        f"the {where} has {len(kernels)} kernels ({', '.join(kernels)}): "
+        f"choose one with kernel='name'"
+    )
+
+
+def _dump(name: str, stage: str, content: str | bytes) -> None:
+    directory = os.environ.get("TILEOPT_DUMP_DIR")
+    if not directory:
+        return
+    suffix = {"ptx": "ptx", "cubin": "cubin"}.get(stage, "mlir")
+    path = Path(directory) / f"{name}.{stage}.{suffix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+
+
+def compile(
+    module: Any,
+    target: str = "sm_90",
+    num_warps: int = 4,
+    *,
+    kernel: str | None = None,
+    start: str = "tile",
+    signature: Any = None,
+    opt_level: int = 3,
+    ptx_version: int | None = None,
+    libdevice: str | None = None,
+    assembler: str = "auto",
+    contiguous: bool | Sequence[str] = False,
+) -> Kernel:
+    """Compiles one kernel of ``module`` for an NVIDIA GPU.
+
+    Args:
+        module: IR text, a ``tileopt.ir.Module`` (not modified: it is copied into a context of
+            the compilation's own) or a ``tileopt.builder.KernelBuilder``; PTX text when
+            ``start="ptx"``.
+        target: ``sm_XX``.
+        num_warps: warps per program (block = ``32 * num_warps`` threads).
+        kernel: which kernel, when the module has several.
+        start: the stage the module is already at: ``"tile"`` (tile IR, the default),
+            ``"tilegpu"`` (layout-annotated tile IR), ``"llvm"`` (a ``gpu.module`` in the
+            GPU/NVVM/LLVM/arith/cf/math dialects; the upstream passes that finish stage "llvm"
+            still run on it) or ``"ptx"``.
+        signature: the kernel's ABI when ``start`` is "llvm" or "ptx" (where memref types are
+            gone): a sequence of :class:`KernelParam`, or a mapping ``name -> View/Scalar``
+            like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
+            ``tile.kernel`` signature (names from the builder or ``arg<i>``).
+        opt_level, ptx_version, libdevice, assembler: see
+            :class:`tileopt.compiler.nvidia.Options`.
+        contiguous: views whose innermost stride the kernel may take as 1 (``True``: every
+            view; or their names): their memref types get a static inner stride of 1 before
+            the tile stage, so the lowering's 128-bit loads and stores need no run-time stride
+            check; the launcher then rejects arrays with another inner stride. Only with
+            ``start="tile"``; like ``tileopt.builder.View(..., contiguous=True)``.
+
+    Returns:
+        A :class:`Kernel`.
+
+    Raises:
+        CompilationError: MLIR failed to parse, verify or lower (the message holds MLIR's
+            diagnostics) or the PTX does not follow the kernel ABI.
+        PTXAssemblyError: ptxas rejected the PTX (a CompilationError quoting the PTX line).
+    """
+    options = nvidia.Options(target, num_warps, opt_level, ptx_version, libdevice, assembler)
+    if start not in START_STAGES:
+        raise CompilationError(f"start must be one of {', '.join(START_STAGES)}, got {start!r}")
+    names: list[str] | None = None
+    if hasattr(module, "args") and hasattr(module, "module") and hasattr(module, "op"):
+        names = list(vars(module.args))  # a KernelBuilder: its argument names
+        module = module.module
+    given = _signature(signature) if signature is not None else None
+    asm: dict[str, str | bytes] = {}
+    times: dict[str, float] = {}
+
+    if start == "ptx":
+        if contiguous:
+            raise CompilationError("contiguous= needs start='tile' (the memref types)")
+        if not isinstance(module, str):
+            raise CompilationError("start='ptx' takes the PTX text")
+        ptx = module
+        name = _choose(list(nvidia.ptx_entries(ptx)), kernel, "PTX")
+        params = given
+    else:
+        t0 = time.perf_counter()
+        with ir.Context(), ir.Location.unknown():
+            mod = _parse(module)
+            if start in ("tile", "tilegpu"):
+                ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}
+                name = _choose(list(ops), kernel, "module")
+                if contiguous:
+                    _make_contiguous(mod, ops[name], contiguous, names, start)
+                params = _check_given(nvidia.tile_signature(ops[name], names), given)
+            else:
+                if contiguous:
+                    raise CompilationError("contiguous= needs start='tile' (the memref types)")
+                kernels = [nvidia.sym_name(op) for op in nvidia.gpu_kernels(mod)]
+                name = _choose(kernels, kernel, "module's gpu.module")
+                params = given
+            times["parse"] = time.perf_counter() - t0
+            stages: dict[str, Any] = {}
+            nvidia.add_stages(stages, options, name)
+            if start == "tilegpu":  # given with its layouts: nothing to run for it
+                stages["tilegpu"] = lambda src: src
+            elif start == "llvm":  # given in GPU/LLVM dialects: only the upstream passes
+                stages["llvm"] = lambda src: nvidia.make_llvm(src, options, lower_tile=False)
+            src: Any = mod
+            for stage in nvidia.STAGES[nvidia.STAGES.index(start):nvidia.STAGES.index("cubin")]:
+                t = time.perf_counter()
+                src = stages[stage](src)
+                times[stage] = time.perf_counter() - t
+                asm[stage] = src if isinstance(src, str) else str(src)
+                _dump(name, stage, asm[stage])
+            ptx = src
+    if params is None:
+        raise CompilationError(
+            f"kernel {name}: pass signature= (the kernel's views and scalars) when starting at "
+            f"stage {start!r}; memref types are gone by then"
+        )
+    nvidia.check_ptx_abi(ptx, name, params)
+
+    asm["ptx"] = ptx
+    result = nvidia.make_cubin(ptx, options, name)
+    times["cubin"] = result.seconds
+    if result.cubin is not None:
+        asm["cubin"] = result.cubin
+        _dump(name, "cubin", result.cubin)
+    info = result.info
+    metadata = KernelMetadata(
+        name=name,
+        target=options.target,
+        num_warps=options.num_warps,
+        shared_bytes=nvidia.shared_bytes(ptx, name),
+        abi=tuple(params),
+        registers=info.registers if info else None,
+        spill_store_bytes=info.spill_store_bytes if info else None,
+        spill_load_bytes=info.spill_load_bytes if info else None,
+        assembler=result.assembler,
+    )
+    return Kernel(asm, metadata, times)

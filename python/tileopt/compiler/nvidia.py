@@ -1,0 +1,476 @@
+"""The NVIDIA pipeline: tile IR -> layouts -> LLVM/NVVM -> PTX -> cubin, one stage at a time.
+
+Read it top to bottom like Triton's ``third_party/nvidia/backend/compiler.py``:
+
+==========  ====================================================================================
+stage       what it does
+==========  ====================================================================================
+tile        parse and verify the input; ``canonicalize``, ``cse``
+tilegpu     ``tile-assign-layouts``, ``tile-remove-layout-conversions``, ``canonicalize``, ``cse``:
+            every tile value gets a distributed layout for ``num_warps`` warps on ``target``
+llvm        ``convert-tile-to-nvvm`` (tile ops per thread), then upstream passes that finish the
+            ``gpu.module`` in the LLVM/NVVM dialects (:data:`UPSTREAM_TO_LLVM`)
+ptx         ``gpu-module-to-binary{format=isa}`` on the chosen kernel with an ``#nvvm.target`` set
+            here (chip, -O level, libdevice linked for math); the PTX text is read out of the
+            ``gpu.binary``
+cubin       the ptxas executable (whole-program, as nvcc and Triton) turns the PTX into a cubin,
+            nvJitLink (in-process) is the fallback; either runs ptxas with ``-v`` for registers
+            and spills (:func:`make_cubin` says why ptxas comes first)
+==========  ====================================================================================
+
+Every pass pipeline lives in :data:`PIPELINES` (and :data:`UPSTREAM_TO_LLVM`): the one place to
+edit when a pass or an option changes. The same strings run from the command line::
+
+    tileopt-opt k.mlir --pass-pipeline='builtin.module(canonicalize,cse)'
+
+and ``tileopt-opt k.mlir --tile-to-nvvm="chip=sm_90 num-warps=4"`` (lib/Conversion/TileToNVVM/
+Pipelines.cpp) runs the tile, tilegpu and llvm stages in one go; ``python -m tileopt.compiler``
+prints any stage.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tileopt import ir, passmanager
+from tileopt.compiler import tools
+from tileopt.errors import CompilationError
+from tileopt.runtime.abi import KernelParam
+
+#: Stage names, in order; ``Kernel.asm`` has one entry per stage that ran.
+STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx", "cubin")
+
+#: Pass pipelines of the MLIR stages; ``{target}`` and ``{num_warps}`` are replaced by the
+#: values of :meth:`Options.pass_options`. The tile passes are tileopt's own (lib/, dialects/).
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "tile": ("canonicalize", "cse"),
+    "tilegpu": (
+        "tile-assign-layouts{num-warps={num_warps} target={target}}",
+        "tile-remove-layout-conversions",
+        "canonicalize",
+        "cse",
+    ),
+    "llvm": ("convert-tile-to-nvvm{chip={target}}",),
+}
+
+#: Upstream passes that finish the ``llvm`` stage: whatever gpu/arith/cf/math/scf/nvvm ops the
+#: tile lowering leaves in the ``gpu.module`` become LLVM dialect (``gpu.func`` -> ``llvm.func``
+#: with ``nvvm.kernel``, math -> libdevice calls). On IR that is already LLVM they change
+#: nothing, so a module given at stage "llvm" goes through them too.
+UPSTREAM_TO_LLVM: tuple[str, ...] = (
+    "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse)",
+    "convert-nvvm-to-llvm",
+    "reconcile-unrealized-casts",
+)
+
+#: The upstream pass that serializes a ``gpu.module`` with an ``#nvvm.target``; ``isa`` = PTX.
+TO_PTX: tuple[str, ...] = ("gpu-module-to-binary{format=isa}",)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Options of one NVIDIA compilation.
+
+    Attributes:
+        target: the GPU, ``sm_XX`` (``sm_80``, ``sm_90``, ``sm_90a``, ...).
+        num_warps: warps per program; the block is ``(32 * num_warps, 1, 1)``.
+        opt_level: LLVM's -O level for the NVPTX back end (0-3).
+        ptx_version: the PTX ISA version to emit, e.g. ``80`` for 8.0; None lets LLVM pick the
+            lowest one that ``target`` needs.
+        libdevice: path of ``libdevice.10.bc`` to link for math functions; None finds the one
+            of the ``nvidia-nvvm`` wheel (or ``$TILEOPT_LIBDEVICE``).
+        assembler: PTX -> cubin with ``"ptxas"``, ``"nvjitlink"`` or ``"auto"`` (ptxas where
+            found, else nvJitLink); see :func:`make_cubin`.
+    """
+
+    target: str = "sm_90"
+    num_warps: int = 4
+    opt_level: int = 3
+    ptx_version: int | None = None
+    libdevice: str | None = None
+    assembler: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
+            raise CompilationError(
+                f"target {self.target!r} is not an NVIDIA GPU name like 'sm_80' or 'sm_90a'"
+            )
+        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
+            raise CompilationError(
+                f"num_warps must be a power of two in 1..32, got {self.num_warps}"
+            )
+        if not 0 <= self.opt_level <= 3:
+            raise CompilationError(f"opt_level must be 0..3, got {self.opt_level}")
+        if self.assembler not in ("auto", "ptxas", "nvjitlink"):
+            raise CompilationError(
+                f"assembler must be 'auto', 'ptxas' or 'nvjitlink', got {self.assembler!r}"
+            )
+
+    def pass_options(self) -> dict[str, Any]:
+        """The values substituted into :data:`PIPELINES`."""
+        return {"target": self.target, "num_warps": self.num_warps}
+
+    def nvvm_target(self, features: str | None = None) -> str:
+        """The ``#nvvm.target`` attribute the ptx stage serializes with.
+
+        ``features`` (e.g. ``"+ptx80"``, from the target the lowering attached) is used unless
+        :attr:`ptx_version` is set; with neither, LLVM picks the PTX version.
+        """
+        fields = [f"O = {self.opt_level}", f'chip = "{self.target}"']
+        if self.ptx_version is not None:
+            features = f"+ptx{self.ptx_version}"
+        if features:
+            fields.append(f'features = "{features}"')
+        libdevice = self.libdevice or tools.find_libdevice()
+        if libdevice is not None:
+            fields.append(f'link = ["{libdevice}"]')
+        return f"#nvvm.target<{', '.join(fields)}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# running passes
+
+
+def pipeline_text(passes: Sequence[str], options: Options) -> str:
+    """``builtin.module(p1,p2,...)`` with the options filled in."""
+    filled = []
+    for p in passes:
+        for key, value in options.pass_options().items():
+            p = p.replace("{" + key + "}", str(value))
+        filled.append(p)
+    return "builtin.module(" + ",".join(filled) + ")"
+
+
+def run_passes(module: ir.Module, stage: str, passes: Sequence[str], options: Options) -> None:
+    """Runs ``passes`` on ``module`` in place; CompilationError with MLIR's diagnostics."""
+    text = pipeline_text(passes, options)
+    try:
+        pm = passmanager.PassManager.parse(text, context=module.context)
+    except ValueError as e:
+        raise CompilationError(
+            f"stage {stage}: the pass pipeline does not parse (is every pass registered? the "
+            f"tile passes come with tileopt's native build):\n  {text}\n{e}"
+        ) from e
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as e:
+        raise CompilationError(f"stage {stage}: {text} failed:\n{e}") from e
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels and their ABI
+
+
+def _is_kernel_func(op: ir.Operation) -> bool:
+    attrs = op.attributes
+    return op.name in ("gpu.func", "llvm.func") and (
+        "gpu.kernel" in attrs or "nvvm.kernel" in attrs
+    )
+
+
+def sym_name(op: ir.Operation) -> str:
+    """The ``sym_name`` of a symbol op."""
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def tile_kernels(module: ir.Module) -> list[ir.Operation]:
+    """The ``tile.kernel`` ops at the top of ``module``."""
+    return [op.operation for op in module.body.operations if op.operation.name == "tile.kernel"]
+
+
+def gpu_kernels(module: ir.Module) -> list[ir.Operation]:
+    """The kernel functions (``gpu.kernel``/``nvvm.kernel``) of ``module``'s ``gpu.module``s."""
+    found = []
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            for f in op.operation.regions[0].blocks[0].operations:
+                if _is_kernel_func(f.operation):
+                    found.append(f.operation)
+    return found
+
+
+def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> list[KernelParam]:
+    """The ABI of a ``tile.kernel``: a view per memref argument, a scalar per other argument."""
+    fn_type = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    params = []
+    for i, t in enumerate(fn_type.inputs):
+        name = names[i] if names is not None and i < len(names) else f"arg{i}"
+        if isinstance(t, ir.MemRefType):
+            dyn = ir.ShapedType.get_dynamic_size()
+            dyn_stride = ir.ShapedType.get_dynamic_stride_or_offset()
+            strides, offset = t.get_strides_and_offset()
+            params.append(KernelParam.view(
+                name, str(t.element_type), t.rank,
+                shape=tuple(None if d == dyn else d for d in t.shape),
+                strides=tuple(None if s == dyn_stride else s for s in strides),
+                offset=None if offset == dyn_stride else offset,
+            ))
+        elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
+            params.append(KernelParam.scalar(name, str(t)))
+        else:
+            raise CompilationError(
+                f"kernel @{sym_name(kernel)}: argument {i} has type {t}, which the kernel ABI "
+                f"does not pass (views are strided memrefs, scalars are integers or floats)"
+            )
+    return params
+
+
+def make_contiguous(kernel: ir.Operation, indices: Sequence[int]) -> None:
+    """Gives the view arguments ``indices`` of a ``tile.kernel`` a static innermost stride of 1.
+
+    ``memref<?x?xf32, strided<[?, ?], offset: ?>>`` becomes ``strided<[?, 1], offset: ?>``: the
+    lowering may then move contiguous tiles with 128-bit loads and stores without checking the
+    stride at run time, and the launcher checks that the arrays passed have that stride. The
+    parameter list does not change. Must run in the kernel's context, with a location.
+    """
+    block = kernel.regions[0].blocks[0]
+    fn_type = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    inputs = list(fn_type.inputs)
+    for i in indices:
+        t = inputs[i]
+        if not isinstance(t, ir.MemRefType) or t.rank == 0:
+            raise CompilationError(
+                f"kernel @{sym_name(kernel)}: argument {i} ({t}) is not a view of rank >= 1; only "
+                f"views can be made contiguous"
+            )
+        strides, offset = t.get_strides_and_offset()
+        layout = ir.StridedLayoutAttr.get(offset, [*strides[:-1], 1])
+        inputs[i] = ir.MemRefType.get(t.shape, t.element_type, layout=layout,
+                                      memory_space=t.memory_space)
+        block.arguments[i].set_type(inputs[i])
+    kernel.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(inputs, fn_type.results)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# reading PTX
+
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)\s*(?:\.[^{]*)?\{", re.S)
+_PARAM = re.compile(
+    r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\b[^,]*?(?:\[(\d+)\])?\s*(?:,|$)"
+)
+_BRACE = re.compile(r"[{}]")
+_SHARED = re.compile(
+    r"^\s*(?P<ext>\.extern\s+)?\.shared\s+(?:\.align\s+(?P<align>\d+)\s+)?\.[a-z]+(?P<bits>\d+)"
+    r"\s+(?P<name>[\w$.]+)(?P<dims>(?:\[\d*\])*)\s*;",
+    re.M,
+)
+
+
+@functools.lru_cache(maxsize=32)
+def ptx_entries(ptx: str) -> dict[str, tuple[list[int], str]]:
+    """Per ``.entry``: the sizes of its parameters in bits, and its body text.
+
+    A byte-array parameter counts by its size: LLVM's NVPTX back end declares ``f16``/``bf16``
+    kernel parameters as ``.param .align 2 .b8 p[2]``, 16 bits like ``.param .b16``.
+    """
+    out: dict[str, tuple[list[int], str]] = {}
+    for m in _ENTRY.finditer(ptx):
+        depth, i = 1, len(ptx)
+        for brace in _BRACE.finditer(ptx, m.end()):
+            depth += 1 if brace.group() == "{" else -1
+            if depth == 0:
+                i = brace.end()
+                break
+        widths = [int(p.group(2)) * int(p.group(3) or 1) for p in _PARAM.finditer(m.group(2))]
+        out[m.group(1)] = (widths, ptx[m.end():i])
+    return out
+
+
+def ptx_instruction_count(ptx: str, kernel: str) -> int:
+    """Static PTX instructions in ``kernel``'s body (not labels, declarations or comments)."""
+    entries = ptx_entries(ptx)
+    if kernel not in entries:
+        return 0
+    count = 0
+    for line in entries[kernel][1].splitlines():
+        line = line.split("//")[0].strip()
+        if not line or line in ("{", "}") or line.endswith(":") or line.startswith("."):
+            continue
+        count += 1
+    return count
+
+
+def shared_bytes(ptx: str, kernel: str) -> int:
+    """Static shared memory of ``kernel``: the ``.shared`` variables its body refers to."""
+    entries = ptx_entries(ptx)
+    if kernel not in entries:
+        return 0
+    body = entries[kernel][1]
+    total = 0
+    for m in _SHARED.finditer(ptx):
+        if m.group("ext"):
+            continue  # dynamic shared memory; the ABI uses static only
+        name = m.group("name")
+        if not re.search(rf"(?<![\w$.]){re.escape(name)}(?![\w$])", body):
+            continue
+        count = 1
+        for d in re.findall(r"\[(\d*)\]", m.group("dims")):
+            count *= int(d or 0)
+        size = count * max(int(m.group("bits")) // 8, 1)
+        align = int(m.group("align") or 1)
+        total = (total + align - 1) // align * align + size
+    return total
+
+
+def check_ptx_abi(ptx: str, kernel: str, params: Sequence[KernelParam]) -> None:
+    """CompilationError unless ``kernel``'s PTX parameters are exactly the ABI of ``params``."""
+    entries = ptx_entries(ptx)
+    if kernel not in entries:
+        raise CompilationError(
+            f"the PTX has no .entry {kernel} (entries: {', '.join(entries) or 'none'})"
+        )
+    got = entries[kernel][0]
+    want = [w for p in params for w in p.ptx_param_bits()]
+    if got != want:
+        raise CompilationError(
+            f"kernel {kernel}: its PTX parameters ({len(got)}: bit widths {got}) do not follow "
+            f"the kernel ABI of ({', '.join(map(str, params))}), which needs {len(want)}: {want}; "
+            f"see docs/kernel-abi.md"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# the stages
+
+
+def make_tile(module: ir.Module, options: Options) -> ir.Module:
+    """Stage "tile": verify, canonicalize, CSE."""
+    module.operation.verify()
+    run_passes(module, "tile", PIPELINES["tile"], options)
+    return module
+
+
+def make_tilegpu(module: ir.Module, options: Options) -> ir.Module:
+    """Stage "tilegpu": layouts for ``num_warps`` warps on ``target``."""
+    run_passes(module, "tilegpu", PIPELINES["tilegpu"], options)
+    return module
+
+
+#: Dialects that may remain in a ``gpu.module`` after stage "llvm" (they translate to LLVM IR).
+LOWERED_DIALECTS: tuple[str, ...] = ("llvm", "nvvm", "rocdl", "builtin")
+
+
+def check_lowered(module: ir.Module) -> None:
+    """CompilationError naming every op (and its location) left in a ``gpu.module`` that does
+    not translate to LLVM IR, instead of a failure deep inside ``gpu-module-to-binary``."""
+    left: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        name = op.name
+        if name not in ("gpu.module", "gpu.module_end") and (
+            name.split(".")[0] not in LOWERED_DIALECTS
+        ):
+            left.append(f"  '{name}' at {op.location}")
+        return ir.WalkResult.ADVANCE
+
+    for op in module.body.operations:
+        if op.operation.name == "gpu.module":
+            op.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if left:
+        shown = left[:10] + ([f"  ... and {len(left) - 10} more"] if len(left) > 10 else [])
+        raise CompilationError(
+            "stage llvm: these ops could not be lowered to LLVM/NVVM (no conversion of the "
+            "pipeline handles them):\n" + "\n".join(shown)
+        )
+
+
+def make_llvm(module: ir.Module, options: Options, *, lower_tile: bool = True) -> ir.Module:
+    """Stage "llvm": tile ops per thread (unless ``lower_tile`` is False), then upstream.
+
+    Ops that no pass lowered are reported by name and location (:func:`check_lowered`).
+    """
+    if lower_tile:
+        run_passes(module, "llvm", PIPELINES["llvm"], options)
+    run_passes(module, "llvm", UPSTREAM_TO_LLVM, options)
+    check_lowered(module)
+    return module
+
+
+def make_ptx(module: ir.Module, options: Options, kernel: str) -> str:
+    """Stage "ptx": the PTX of ``kernel`` alone (other kernels are left out), at -O level."""
+    with module.context, ir.Location.unknown():
+        gpu_module = ir.Module.create()
+        gpu_module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+        found = False
+        for op in module.body.operations:
+            if op.operation.name != "gpu.module":
+                continue
+            clone = op.operation.clone(ip=ir.InsertionPoint(gpu_module.body))
+            old = str(clone.attributes["targets"]) if "targets" in clone.attributes else ""
+            m = re.search(r'#nvvm\.target<[^>]*features = "([^"]*)"', old)
+            target = ir.Attribute.parse(options.nvvm_target(m.group(1) if m else None))
+            clone.attributes["targets"] = ir.ArrayAttr.get([target])
+            for f in list(clone.regions[0].blocks[0].operations):
+                if _is_kernel_func(f.operation):
+                    if sym_name(f.operation) == kernel:
+                        found = True
+                    else:
+                        f.operation.erase()
+        if not found:
+            raise CompilationError(f"stage ptx: no kernel function {kernel} in any gpu.module")
+        run_passes(gpu_module, "ptx", TO_PTX, options)
+        from tileopt.dialects import gpu
+
+        for op in gpu_module.body.operations:
+            if op.operation.name != "gpu.binary":
+                continue
+            for obj in ir.ArrayAttr(op.operation.attributes["objects"]):
+                data = gpu.ObjectAttr(obj).object
+                text = data.decode() if isinstance(data, bytes) else str(data)
+                if re.search(rf"\.entry\s+{re.escape(kernel)}\s*\(", text):
+                    return text
+    raise CompilationError(f"stage ptx: gpu-module-to-binary produced no PTX for {kernel}")
+
+
+@dataclass(frozen=True)
+class CubinResult:
+    """What the cubin stage produced: the cubin (None without any assembler), ptxas' report for
+    the kernel, and the tool that assembled it (``"ptxas"``, ``"nvjitlink"`` or ``"none"``)."""
+
+    cubin: bytes | None
+    info: tools.PtxasInfo | None
+    assembler: str
+    seconds: float = 0.0
+
+
+def make_cubin(ptx: str, options: Options, kernel: str) -> CubinResult:
+    """Stage "cubin": PTX -> cubin with ptxas' ``-v`` report (registers, spills).
+
+    ``options.assembler`` picks the tool: ``"ptxas"`` (the executable, whole-program
+    compilation like nvcc and Triton), ``"nvjitlink"`` (in-process, about 10 ms instead of
+    40-60 ms, but nvJitLink compiles in relocatable mode (``ptxas -c``), which costs registers
+    when ptxas emits subroutine calls: 24 instead of 16 on a kernel with a 64-bit division), or
+    ``"auto"``: the ptxas executable where there is one, else nvJitLink. PTX that ptxas rejects
+    raises :class:`~tileopt.compiler.tools.PTXAssemblyError` with ptxas' message and the
+    offending PTX line. With neither tool the cubin is None.
+    """
+    t0 = time.perf_counter()
+    order = {"auto": ("ptxas", "nvjitlink"), "ptxas": ("ptxas",), "nvjitlink": ("nvjitlink",)}
+    for tool in order[options.assembler]:
+        try:
+            if tool == "ptxas":
+                out, log = tools.run_ptxas(ptx, options.target, cubin=True)
+            else:
+                out, log = tools.nvjitlink_cubin(ptx, options.target)
+        except (FileNotFoundError, ImportError, RuntimeError):
+            continue  # no ptxas executable / no cuda.core or libnvJitLink
+        info = tools.parse_ptxas_info(log).get(kernel)
+        return CubinResult(out, info, tool, time.perf_counter() - t0)
+    return CubinResult(None, None, "none", time.perf_counter() - t0)
+
+
+def add_stages(stages: dict[str, Callable[[Any], Any]], options: Options, kernel: str) -> None:
+    """Fills ``stages`` (name -> function of the previous stage's output), in order, for the
+    kernel called ``kernel``."""
+    stages["tile"] = lambda src: make_tile(src, options)
+    stages["tilegpu"] = lambda src: make_tilegpu(src, options)
+    stages["llvm"] = lambda src: make_llvm(src, options)
+    stages["ptx"] = lambda src: make_ptx(src, options, kernel)
+    stages["cubin"] = lambda src: make_cubin(src, options, kernel)

@@ -1,0 +1,45 @@
+"""tileopt.emulator: run PTX on the CPU with numpy, bounds-checked and counted.
+
+    import tileopt.emulator as emu
+    mod = emu.load_ptx(ptx_text)          # every instruction checked here
+    stats = mod.launch("kernel", grid=(g, 1, 1), block=(256, 1, 1), args=[x, y, n])
+
+All CTAs of a launch execute together (registers are numpy arrays over the threads of
+the grid, in chunks of about 64K threads), warps in lockstep with per-thread masks: the
+threads with the lowest PC run first, so divergent paths reconverge; barriers and
+``.sync`` warp instructions wait for the threads they name; a loop that polls memory
+yields to the threads it waits for. Every global and shared access is checked against
+the launch's buffers and the CTA's shared memory (:class:`MemoryAccessError`), and
+shared-memory races between warps of a CTA (a missing ``bar.sync``) raise
+:class:`SharedRaceError` unless ``launch(..., shared_checks="count")``.
+:class:`~tileopt.emulator.stats.LaunchStats` holds the counters (instructions by class,
+global requests/bytes/sectors, bank conflicts, barriers).
+
+Pure Python + numpy: no GPU, no native tileopt build, and torch only when tensors are
+passed. ``python -m tileopt.emulator kernel.ptx`` lists a module's kernels.
+"""
+
+from __future__ import annotations
+
+from tileopt.emulator.errors import (
+    EmulatorError,
+    LaunchError,
+    MemoryAccessError,
+    PTXLoadError,
+    SharedRaceError,
+    UnsupportedInstructionError,
+)
+from tileopt.emulator.module import Module, load_ptx
+from tileopt.emulator.stats import LaunchStats
+
+__all__ = [
+    "EmulatorError",
+    "LaunchError",
+    "LaunchStats",
+    "MemoryAccessError",
+    "Module",
+    "PTXLoadError",
+    "SharedRaceError",
+    "UnsupportedInstructionError",
+    "load_ptx",
+]

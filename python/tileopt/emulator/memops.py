@@ -1,0 +1,895 @@
+"""Memory instructions: ld, st, ldu, atom, red, cp.async (and the address resolution they share)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tileopt.emulator import numeric as nm
+from tileopt.emulator.memory import (
+    GLOBAL_BASE,
+    LOCAL_WINDOW,
+    SHARED_WINDOW,
+    WINDOW_SIZE,
+    bank_conflicts,
+    raise_access_error,
+    thread_ids,
+    warp_sectors,
+)
+from tileopt.emulator.ops import check_mods, fdecode, fencode, handler, split
+from tileopt.emulator.parser import Addr, Imm, Reg, Sink, Sym, Vec
+
+_SPACES = {"global", "shared", "local", "param", "const"}
+_SYNC_MODS = {"volatile", "relaxed", "acquire", "release", "mmio"}
+_CACHE_MODS = {
+    "weak",
+    "volatile",
+    "relaxed",
+    "acquire",
+    "release",
+    "acq_rel",
+    "mmio",
+    "sys",
+    "gpu",
+    "cta",
+    "cluster",
+    "ca",
+    "cg",
+    "cs",
+    "lu",
+    "cv",
+    "wb",
+    "wt",
+    "nc",
+    "unified",
+    "L1::evict_normal",
+    "L1::evict_unchanged",
+    "L1::evict_first",
+    "L1::evict_last",
+    "L1::no_allocate",
+    "L2::evict_normal",
+    "L2::evict_first",
+    "L2::evict_last",
+    "L2::64B",
+    "L2::128B",
+    "L2::256B",
+    "L2::cache_hint",
+}
+
+
+def parse_space(mods):
+    sp = [m.split("::")[0] for m in mods if m.split("::")[0] in _SPACES]
+    if len(sp) > 1:
+        return None
+    return sp[0] if sp else "generic"
+
+
+def addr_reader(cx, op):
+    """(symbol space or None, reader giving int64 addresses) for an address operand."""
+    if not isinstance(op, Addr):
+        raise cx.error("expected an address operand [..]")
+    off = op.offset
+    if op.base is None:
+        return None, (lambda st, idx: np.int64(off))
+    if isinstance(op.base, Sym):
+        s = cx.symbol(op.base.name)
+        a = s.addr + off
+        return s, (lambda st, idx: np.int64(a))
+    name = op.base.name
+    slot = cx.reg_slot(name)
+    dt = cx.reg_dtypes[slot]
+    if dt.itemsize not in (4, 8):
+        raise cx.error(f"address register {name} must be 32 or 64 bits")
+
+    wrap32 = dt.itemsize == 4
+
+    def rd(st, idx):
+        v = st.regs[slot][idx].astype(np.int64)
+        if off:
+            v += off
+            if wrap32:  # [%r+imm] with a 32-bit register is computed modulo 2^32
+                v &= 0xFFFFFFFF
+        return v
+
+    return None, rd
+
+
+# ---------------------------------------------------------------- core access
+
+
+def _bcast(a, n):
+    a = np.asarray(a, np.int64)
+    return np.broadcast_to(a, (n,)) if a.ndim == 0 else a
+
+
+def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
+    """Check an access of *size* bytes per thread; returns [(views, flat offsets, positions)].
+
+    *count* is "load"/"store"/None: which global/shared counters to update.
+    *shadow* is "r"/"w"/"a" (read, write, atomic) for the shared-memory race and
+    initialisation checks; by default derived from *count*.
+    Generic addresses are split by window; the result is a list of (Views, offsets, positions)
+    where positions are indices into the active-thread vector (None = all of them).
+    """
+    tids = thread_ids(st, idx)
+    n = tids.shape[0]
+    addr = _bcast(addr, n)
+    if shadow is None and count is not None:
+        shadow = "r" if count == "load" else "w"
+    if space == "generic":
+        g = addr >= GLOBAL_BASE
+        if g.all():
+            return resolve(st, ins, idx, "global", addr, size, count, shadow)
+        sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
+        if sh.all():
+            return resolve(st, ins, idx, "shared", addr - SHARED_WINDOW, size, count, shadow)
+        lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
+        if lo.all():
+            return resolve(st, ins, idx, "local", addr - LOCAL_WINDOW, size, count, shadow)
+        bad = ~(g | sh | lo)
+        if bad.any():
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                bad,
+                addr,
+                "generic",
+                "Out-of-bounds access",
+                lambda a: (
+                    "address is in no state-space window; nearest global buffer: "
+                    + st.gm.nearest(a - GLOBAL_BASE)
+                ),
+            )
+        out = []
+        for m, sp, base in (
+            (g, "global", 0),
+            (sh, "shared", SHARED_WINDOW),
+            (lo, "local", LOCAL_WINDOW),
+        ):
+            pos = np.flatnonzero(m)
+            if pos.size:
+                sub = tids[pos]
+                for views, offs, p2 in resolve(
+                    st, ins, sub, sp, addr[pos] - base, size, count, shadow
+                ):
+                    out.append((views, offs, pos if p2 is None else pos[p2]))
+        return out
+    if space in ("global", "const"):
+        off = addr - GLOBAL_BASE
+        bad = st.gm.check(off, size)
+        if bad is not None:
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                bad,
+                addr,
+                space,
+                "Out-of-bounds access",
+                lambda a: "nearest buffer: " + st.gm.nearest(a - GLOBAL_BASE),
+            )
+        _check_align(st, ins, tids, addr, size, space)
+        if count is not None:
+            nreq, nsec = warp_sectors(tids, off, size)
+            s = st.stats
+            if count == "load":
+                s.global_load_requests += nreq
+                s.global_load_sectors += nsec
+                s.global_load_bytes += n * size
+            else:
+                s.global_store_requests += nreq
+                s.global_store_sectors += nsec
+                s.global_store_bytes += n * size
+        return [(st.gm.mem, off, None)]
+    if space == "shared":
+        limit = st.shared_limit
+        bad = (addr < 0) | (addr + size > limit)
+        if bad.any():
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                bad,
+                addr,
+                "shared",
+                "Out-of-bounds shared memory access",
+                lambda a: (
+                    f"CTA shared memory is [0x0, 0x{limit:x}) ({limit} bytes: "
+                    f"{st.shared_static} static + {st.shared_dynamic} dynamic)"
+                ),
+            )
+        _check_align(st, ins, tids, addr, size, "shared")
+        if count is not None:
+            st.stats.shared_bank_conflicts += bank_conflicts(tids, addr, size)
+            if count == "load":
+                st.stats.shared_load_requests += 1
+            else:
+                st.stats.shared_store_requests += 1
+        flat = (tids // st.tpc) * st.S + addr
+        if shadow is not None and st.shadow is not None:
+            st.shadow.access(st, ins, tids, flat, addr, size, shadow)
+        return [(st.shared, flat, None)]
+    if space == "local":
+        limit = st.L_used
+        bad = (addr < 0) | (addr + size > limit)
+        if bad.any():
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                bad,
+                addr,
+                "local",
+                "Out-of-bounds local memory access",
+                lambda a: f"thread local memory is [0x0, 0x{limit:x})",
+            )
+        _check_align(st, ins, tids, addr, size, "local")
+        return [(st.local, tids * st.L + addr, None)]
+    if space == "tparam":
+        return [(st.tparam, tids * st.P + addr, None)]
+    raise AssertionError(space)
+
+
+def _check_align(st, ins, tids, addr, size, space):
+    if size > 1:
+        mis = (addr & (size - 1)) != 0
+        if mis.any():
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                mis,
+                addr,
+                space,
+                f"Misaligned {size}-byte access",
+                lambda a: (
+                    f"address must be a multiple of {size}"
+                    + (
+                        ("; nearest buffer: " + st.gm.nearest(a - GLOBAL_BASE))
+                        if space in ("global", "const")
+                        else ""
+                    )
+                ),
+            )
+
+
+def read_elems(parts, n, esize, nelem, dtype):
+    """Read *nelem* consecutive elements of *esize* bytes per thread; returns list of arrays."""
+    if len(parts) == 1 and parts[0][2] is None:
+        views, off, _ = parts[0]
+        return [views.read(off + k * esize, esize).view(dtype) for k in range(nelem)]
+    out = [np.zeros(n, dtype) for _ in range(nelem)]
+    for views, off, pos in parts:
+        for k in range(nelem):
+            out[k][pos] = views.read(off + k * esize, esize).view(dtype)
+    return out
+
+
+def write_elems(parts, esize, vals):
+    udt = nm.UINT[esize * 8]
+    for views, off, pos in parts:
+        for k, v in enumerate(vals):
+            if v is None:
+                continue
+            v = np.asarray(v)
+            raw = v.view(udt) if v.dtype.itemsize == esize else v.astype(udt)
+            if pos is not None and raw.ndim:
+                raw = raw[pos]
+            views.write(off + k * esize, esize, raw)
+
+
+# ---------------------------------------------------------------- ld / st
+
+
+def _vec_count(mods):
+    for m in mods:
+        if m in ("v2", "v4", "v8"):
+            return int(m[1:])
+    return 1
+
+
+@handler("ld", "ldu")
+def h_ld(cx, ins):
+    base, types, mods = split(ins)
+    if len(types) != 1:
+        raise cx.unsupported()
+    t = types[0]
+    nvec = _vec_count(mods)
+    check_mods(
+        cx,
+        mods,
+        _CACHE_MODS
+        | _SPACES
+        | {"v2", "v4", "param::entry", "param::func", "shared::cta", "shared::cluster"},
+    )
+    if "shared::cluster" in mods:
+        raise cx.unsupported("distributed shared memory")
+    space = parse_space(mods)
+    if space is None:
+        raise cx.unsupported()
+    ops_ = list(ins.operands)
+    if len(ops_) == 3:
+        ops_ = ops_[:2]  # cache policy operand
+    if len(ops_) != 2:
+        raise cx.error("ld expects 2 operands")
+    dst, src = ops_
+    dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
+    if len(dsts) != nvec:
+        raise cx.error("vector size does not match the destination")
+    w = nm.type_width(t)
+    if w == 128:
+        raise cx.unsupported("128-bit loads")
+    esize = max(w // 8, 1)
+    dtype = nm.np_dtype(t)
+    if t == "pred":
+        raise cx.unsupported()
+    wrs = [cx.writer(d, t) if not isinstance(d, Sink) else None for d in dsts]
+    sym, ard = addr_reader(cx, src)
+    if space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
+        if sym is None or sym.space not in ("kparam", "tparam"):
+            raise cx.unsupported("ld.param through a register address")
+        if sym.space == "kparam":
+            off = src.offset + sym.addr
+
+            def ld_kparam(st, idx):
+                raw = st.kparams[off : off + esize * nvec]
+                vals = np.frombuffer(raw.tobytes(), dtype=dtype)
+                for k, wr in enumerate(wrs):
+                    if wr is not None:
+                        wr(st, idx, vals[k])
+
+            return ld_kparam, "ld.param"
+        space = "tparam"
+    elif sym is not None and sym.space in ("shared", "local") and space == "generic":
+        raise cx.unsupported("generic access through a non-generic symbol address")
+    cls = "ld." + ("param" if space == "tparam" else space)
+    counted = "load" if space in ("global", "shared", "generic", "const") else None
+    total = esize * nvec
+    shadow = "a" if _SYNC_MODS.intersection(mods) else None  # synchronising: no race checks
+
+    def run(st, idx):
+        addr = ard(st, idx)
+        parts = resolve(st, ins, idx, space, addr, total, counted, shadow)
+        n = thread_ids(st, idx).shape[0]
+        vals = read_elems(parts, n, esize, nvec, dtype)
+        for wr, v in zip(wrs, vals, strict=True):
+            if wr is not None:
+                wr(st, idx, v)
+
+    return run, cls
+
+
+@handler("st")
+def h_st(cx, ins):
+    base, types, mods = split(ins)
+    if len(types) != 1:
+        raise cx.unsupported()
+    t = types[0]
+    nvec = _vec_count(mods)
+    check_mods(
+        cx,
+        mods,
+        _CACHE_MODS | _SPACES | {"v2", "v4", "param::func", "shared::cta", "shared::cluster"},
+    )
+    if "shared::cluster" in mods:
+        raise cx.unsupported("distributed shared memory")
+    space = parse_space(mods)
+    if space is None:
+        raise cx.unsupported()
+    ops_ = list(ins.operands)
+    if len(ops_) == 3:
+        ops_ = ops_[:2]
+    if len(ops_) != 2:
+        raise cx.error("st expects 2 operands")
+    dst, src = ops_
+    srcs = list(src.items) if isinstance(src, Vec) else [src]
+    if len(srcs) != nvec:
+        raise cx.error("vector size does not match the source")
+    w = nm.type_width(t)
+    if w == 128:
+        raise cx.unsupported("128-bit stores")
+    esize = max(w // 8, 1)
+    rds = [cx.reader(s, t) for s in srcs]
+    sym, ard = addr_reader(cx, dst)
+    if space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
+        if sym is None or sym.space != "tparam":
+            raise cx.unsupported("st.param to a kernel parameter or through a register")
+        space = "tparam"
+    cls = "st." + ("param" if space == "tparam" else space)
+    counted = "store" if space in ("global", "shared", "generic") else None
+    total = esize * nvec
+    shadow = "a" if _SYNC_MODS.intersection(mods) else None  # synchronising: no race checks
+
+    def run(st, idx):
+        addr = ard(st, idx)
+        parts = resolve(st, ins, idx, space, addr, total, counted, shadow)
+        n = thread_ids(st, idx).shape[0]
+        vals = [np.broadcast_to(np.asarray(r(st, idx)), (n,)) for r in rds]
+        write_elems(parts, esize, vals)
+
+    return run, cls
+
+
+# ---------------------------------------------------------------- atomics
+
+
+def _atom_fn(cx, op, t):
+    """Binary function (old, b) -> new on raw values of type t (except cas, which is ternary)."""
+    dt = nm.np_dtype(t)
+    if t in ("f16x2", "bf16x2", "f16", "bf16"):
+        if op not in ("add", "min", "max"):
+            raise cx.unsupported(f"atom.{op}.{t}")
+        dec, enc = fdecode(t), fencode(t, "rn")
+        f = {"add": np.add, "min": np.fmin, "max": np.fmax}[op]
+        if t == "f16":
+            return lambda a, b: np.asarray(
+                f(np.asarray(a, np.float64), np.asarray(b, np.float64))
+            ).astype(np.float16)
+        if t == "bf16":
+            return lambda a, b: enc(f(dec(a), dec(b)))
+        return lambda a, b: enc(f(dec(a), dec(b)))
+    if op == "add":
+        if t in ("f32", "f64"):
+            return lambda a, b: np.add(a, b).astype(dt)
+        return np.add
+    if op in ("min", "max"):
+        if t in ("f32", "f64"):
+            return np.fmin if op == "min" else np.fmax
+        return np.minimum if op == "min" else np.maximum
+    if op in ("and", "or", "xor"):
+        return {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[op]
+    if op == "exch":
+        return lambda a, b: b
+    if op == "inc":
+        return lambda a, b: np.where(a >= b, dt.type(0), a + dt.type(1))
+    if op == "dec":
+        return lambda a, b: np.where((a == 0) | (a > b), b, a - dt.type(1))
+    raise cx.unsupported(f"atomic operation .{op}")
+
+
+_ASSOC = {"add", "min", "max", "and", "or", "xor"}
+
+
+def _segmented_scan(vals, seg_start_mask, f):
+    """Inclusive scan of f within segments (Hillis-Steele, log2(n) numpy steps)."""
+    n = vals.shape[0]
+    seg_id = np.cumsum(seg_start_mask) - 1
+    out = vals.copy()
+    s = 1
+    while s < n:
+        same = np.zeros(n, bool)
+        same[s:] = seg_id[s:] == seg_id[:-s]
+        if not same.any():
+            break
+        comb = f(out[:-s], out[s:])
+        nxt = out.copy()
+        m = same[s:]
+        nxt[s:][m] = np.asarray(comb)[m]
+        out = nxt
+        s *= 2
+    return out
+
+
+def atomic_update(views, off, esize, dt, op, f, b, c=None):
+    """Apply an atomic op for threads (in order) at flat offsets *off*; returns the old values."""
+    n = off.shape[0]
+    b = np.broadcast_to(np.asarray(b, dt), (n,))
+    if c is not None:
+        c = np.broadcast_to(np.asarray(c, dt), (n,))
+    order = np.argsort(off, kind="stable")
+    so = off[order]
+    starts = np.ones(n, bool)
+    starts[1:] = so[1:] != so[:-1]
+    old = np.empty(n, dt)
+    if starts.all():  # no two threads on one address
+        cur = views.read(off, esize).view(dt)
+        new = np.where(cur == b, c, cur) if op == "cas" else f(cur, b)
+        views.write(off, esize, np.asarray(new, dt).view(nm.UINT[esize * 8]))
+        return cur
+    seg_first = np.flatnonzero(starts)
+    seg_id = np.cumsum(starts) - 1
+    mem0 = views.read(so[seg_first], esize).view(dt)
+    sb = b[order]
+    if op in _ASSOC:
+        inc = _segmented_scan(sb, starts, f)
+        excl_prev = np.empty(n, dt)
+        excl_prev[1:] = inc[:-1]
+        base = mem0[seg_id]
+        old_sorted = np.where(starts, base, np.asarray(f(base, excl_prev), dt))
+        last = np.append(seg_first[1:] - 1, n - 1)
+        final = np.asarray(f(mem0, inc[last]), dt)
+    elif op == "exch":
+        prev = np.empty(n, dt)
+        prev[1:] = sb[:-1]
+        old_sorted = np.where(starts, mem0[seg_id], prev)
+        last = np.append(seg_first[1:] - 1, n - 1)
+        final = sb[last]
+    else:  # sequential rounds: cas, inc, dec
+        rank = np.arange(n) - seg_first[seg_id]
+        cur = mem0.copy()
+        old_sorted = np.empty(n, dt)
+        sc = c[order] if c is not None else None
+        for r in range(int(rank.max()) + 1):
+            sel = np.flatnonzero(rank == r)
+            sid = seg_id[sel]
+            o = cur[sid]
+            old_sorted[sel] = o
+            if op == "cas":
+                cur[sid] = np.where(o == sb[sel], sc[sel], o)
+            else:
+                cur[sid] = f(o, sb[sel])
+        final = cur
+    views.write(so[seg_first], esize, np.asarray(final, dt).view(nm.UINT[esize * 8]))
+    old[order] = old_sorted
+    return old
+
+
+@handler("atom", "red")
+def h_atom(cx, ins):
+    base, types, mods = split(ins)
+    if len(types) != 1:
+        raise cx.unsupported()
+    t = types[0]
+    opnames = {"add", "min", "max", "inc", "dec", "and", "or", "xor", "exch", "cas"}
+    ops_ = [m for m in mods if m in opnames]
+    check_mods(
+        cx,
+        mods,
+        opnames
+        | _SPACES
+        | {
+            "relaxed",
+            "acquire",
+            "release",
+            "acq_rel",
+            "sys",
+            "gpu",
+            "cta",
+            "cluster",
+            "noftz",
+            "L2::cache_hint",
+            "shared::cta",
+        },
+    )
+    if len(ops_) != 1:
+        raise cx.unsupported()
+    op = ops_[0]
+    space = parse_space(mods)
+    if space not in ("global", "shared", "generic"):
+        raise cx.unsupported(f"atomics on .{space}")
+    operands = list(ins.operands)
+    is_red = base == "red"
+    nsrc = 2 if op == "cas" else 1
+    expect = (1 if is_red else 2) + nsrc
+    if len(operands) == expect + 1 and "L2::cache_hint" in mods:
+        operands = operands[:-1]
+    if len(operands) != expect:
+        raise cx.error(f"{base} expects {expect} operands")
+    if is_red:
+        dst = None
+        aop, rest = operands[0], operands[1:]
+    else:
+        dst, aop, rest = operands[0], operands[1], operands[2:]
+    w = nm.type_width(t)
+    if w not in (16, 32, 64):
+        raise cx.unsupported()
+    esize = w // 8
+    dt = nm.np_dtype(t)
+    f = None if op == "cas" else _atom_fn(cx, op, t)
+    if op == "cas" and t not in ("b32", "b64", "u32", "u64", "s32", "s64", "b16"):
+        raise cx.unsupported()
+    rb = cx.reader(rest[0], t)
+    rc = cx.reader(rest[1], t) if op == "cas" else None
+    wr = cx.writer(dst, t) if dst is not None and not isinstance(dst, Sink) else None
+    sym, ard = addr_reader(cx, aop)
+
+    def run(st, idx):
+        addr = ard(st, idx)
+        parts = resolve(st, ins, idx, space, addr, esize, "store", "a")
+        n = thread_ids(st, idx).shape[0]
+        bv = np.broadcast_to(np.asarray(rb(st, idx), dt), (n,))
+        cv = np.broadcast_to(np.asarray(rc(st, idx), dt), (n,)) if rc is not None else None
+        old = np.empty(n, dt)
+        for views, off, pos in parts:
+            if pos is None:
+                old[:] = atomic_update(views, off, esize, dt, op, f, bv, cv)
+            else:
+                old[pos] = atomic_update(
+                    views, off, esize, dt, op, f, bv[pos], None if cv is None else cv[pos]
+                )
+        if wr is not None:
+            wr(st, idx, old)
+
+    return run, "atom"
+
+
+# ---------------------------------------------------------------- cp.async
+
+
+@handler("cp")
+def h_cp(cx, ins):
+    base, types, mods = split(ins)
+    if not mods or mods[0] != "async":
+        raise cx.unsupported()
+    rest = mods[1:]
+    if rest and rest[0] in ("commit_group", "wait_group", "wait_all"):
+        return (lambda st, idx: None), "sync"
+    if rest and rest[0] == "mbarrier":
+        # cp.async.mbarrier.arrive{.noinc}.shared.b64 [addr]: the copies are already complete
+        check_mods(cx, rest, {"mbarrier", "arrive", "noinc", "shared", "shared::cta", "b64"})
+        noinc = "noinc" in rest
+        _, ard = addr_reader(cx, ins.operands[0])
+        space = "shared" if any(m.startswith("shared") for m in rest) else "generic"
+
+        def run_mb(st, idx):
+            if not noinc:
+                return  # pending count incremented, then decremented by the (finished) copies
+            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
+            for views, off, _ in parts:
+                _mb_arrive(st, views, off, 1)
+
+        return run_mb, "sync"
+    if "bulk" in rest or "mbarrier" in ":".join(rest):
+        raise cx.unsupported("bulk/TMA copies")
+    check_mods(
+        cx,
+        rest,
+        {
+            "ca",
+            "cg",
+            "shared",
+            "shared::cta",
+            "global",
+            "L2::cache_hint",
+            "L2::64B",
+            "L2::128B",
+            "L2::256B",
+        },
+    )
+    operands = list(ins.operands)
+    if len(operands) < 3:
+        raise cx.error("cp.async expects at least 3 operands")
+    dsto, srco, szo = operands[:3]
+    extra = operands[3:]
+    if not isinstance(szo, Imm) or szo.value not in (4, 8, 16):
+        raise cx.unsupported("cp-size must be 4, 8 or 16")
+    cp = szo.value
+    src_size = None
+    ignore = None
+    if "L2::cache_hint" in rest and extra:
+        extra = extra[:-1]
+    if extra:
+        e = extra[0]
+        if isinstance(e, Reg) and (e.neg or cx.cur_fn.regs.get(e.name) == "pred"):
+            ignore = cx.reader(e, "pred")  # ignore-src predicate: zero-fill when true
+        else:
+            src_size = cx.reader(e, "u32")
+    _, dread = addr_reader(cx, dsto)
+    _, sread = addr_reader(cx, srco)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        n = tids.shape[0]
+        if src_size is not None:
+            ss = np.broadcast_to(np.asarray(src_size(st, idx)).astype(np.int64), (n,))
+        elif ignore is not None:
+            ss = np.where(np.broadcast_to(ignore(st, idx), (n,)), 0, cp).astype(np.int64)
+        else:
+            ss = None
+        daddr = dread(st, idx)
+        saddr = np.broadcast_to(np.asarray(sread(st, idx), np.int64), (n,))
+        dparts = resolve(st, ins, idx, "shared", daddr, cp, None, "w")
+        if ss is None or (ss >= cp).all():
+            parts = resolve(st, ins, idx, "global", saddr, cp, "load")
+            esize = 8 if cp >= 8 else 4
+            vals = read_elems(parts, n, esize, cp // esize, nm.UINT[esize * 8])
+            write_elems(dparts, esize, vals)
+            return
+        # partial source: zero-fill the bytes past src-size
+        ss = np.minimum(ss, cp)
+        data = np.zeros((n, cp), np.uint8)
+        has = np.flatnonzero(ss > 0)
+        if has.size:
+            sub = tids[has]
+            sa = saddr[has]
+            full = ss[has] == cp
+            # bounds-check only the bytes actually read
+            for k in range(cp):
+                rd_k = np.flatnonzero(ss[has] > k)
+                if rd_k.size == 0:
+                    break
+                p = resolve(st, ins, sub[rd_k], "global", sa[rd_k] + k, 1, None)
+                data[has[rd_k], k] = read_elems(p, rd_k.size, 1, 1, np.uint8)[0]
+            _check_align(st, ins, sub, sa, cp, "global")
+            del full
+            nreq, nsec = warp_sectors(sub, sa - GLOBAL_BASE, cp)
+            st.stats.global_load_requests += nreq
+            st.stats.global_load_sectors += nsec
+            st.stats.global_load_bytes += int(ss.sum())
+        words = np.ascontiguousarray(data).view(np.uint32)
+        write_elems(dparts, 4, [words[:, k] for k in range(cp // 4)])
+
+    return run, "cp.async"
+
+
+# ---------------------------------------------------------------- mbarrier
+# An mbarrier is a 64-bit word in shared memory. The emulator's encoding: bits 0-20 the
+# pending arrival count, bits 21-41 the expected count, bits 42-63 the phase number. A state
+# token returned by arrive is the phase number at the arrival. Asynchronous copies complete
+# synchronously here, so cp.async.mbarrier.arrive arrives at once.
+
+_MB_BITS = 21
+_MB_MASK = (1 << _MB_BITS) - 1
+
+
+def _mb_fields(w: np.ndarray):
+    w = w.astype(np.int64)
+    return (
+        w & _MB_MASK,
+        (w >> _MB_BITS) & _MB_MASK,
+        (w.view(np.uint64) >> np.uint64(42)).astype(np.int64),
+    )
+
+
+def _mb_pack(pending, expected, phase) -> np.ndarray:
+    return (
+        (np.asarray(phase, np.uint64) << np.uint64(42))
+        | (np.asarray(expected, np.uint64) << np.uint64(_MB_BITS))
+        | np.asarray(pending, np.uint64)
+    )
+
+
+def _mb_arrive(st, views, off, counts, drop=False, complete=True):
+    """Arrive on mbarriers at flat offsets *off* (threads in order); returns the state tokens."""
+    n = off.shape[0]
+    counts = np.broadcast_to(np.asarray(counts, np.int64), (n,))
+    order = np.argsort(off, kind="stable")
+    so = off[order]
+    starts = np.ones(n, bool)
+    starts[1:] = so[1:] != so[:-1]
+    seg = np.cumsum(starts) - 1
+    first = np.flatnonzero(starts)
+    pend, exp_, phase = _mb_fields(views.read(so[first], 8))
+    c = counts[order]
+    cum = np.cumsum(c)
+    before = cum - c - (cum - c)[first][seg]  # arrivals of earlier threads on the same barrier
+    p0 = pend[seg]
+    e = np.maximum(exp_[seg], 1)
+    # completions that happened before this thread's arrival
+    done_before = np.where(before >= p0, 1 + (before - p0) // e, 0) if complete else 0
+    tokens_sorted = phase[seg] + done_before
+    total = np.add.reduceat(c, first)
+    if complete:
+        ncomp = np.where(total >= pend, 1 + (total - pend) // np.maximum(exp_, 1), 0)
+        ncomp = np.where(pend == 0, 0, ncomp)
+    else:
+        ncomp = np.zeros_like(total)
+    if drop:
+        exp_ = np.maximum(exp_ - total, 0)
+    new_pend = pend - total + ncomp * np.maximum(exp_, 1)
+    new_pend = np.where(ncomp > 0, new_pend, np.maximum(pend - total, 0))
+    views.write(so[first], 8, _mb_pack(np.maximum(new_pend, 0), exp_, phase + ncomp))
+    if st.shadow is not None and views is st.shared and np.any(ncomp > 0):
+        # a completed phase synchronises the CTA's threads like a barrier (race checks)
+        st.shadow.barrier(np.unique(so[first][ncomp > 0] // st.S))
+    tokens = np.empty(n, np.int64)
+    tokens[order] = tokens_sorted
+    return tokens.astype(np.uint64)
+
+
+@handler("mbarrier")
+def h_mbarrier(cx, ins):
+    base, types, mods = split(ins)
+    kinds = [
+        m
+        for m in mods
+        if m
+        in (
+            "init",
+            "arrive",
+            "arrive_drop",
+            "test_wait",
+            "try_wait",
+            "inval",
+            "pending_count",
+            "expect_tx",
+            "complete_tx",
+        )
+    ]
+    check_mods(
+        cx,
+        mods,
+        set(kinds)
+        | {
+            "shared",
+            "shared::cta",
+            "parity",
+            "noComplete",
+            "release",
+            "acquire",
+            "relaxed",
+            "cta",
+            "sync",
+            "aligned",
+        },
+    )
+    if not kinds:
+        raise cx.unsupported()
+    kind = kinds[0]
+    if "expect_tx" in kinds or "complete_tx" in kinds:
+        raise cx.unsupported("mbarrier transaction counts (TMA) are not supported")
+    space = "shared" if any(m.startswith("shared") for m in mods) else "generic"
+    ops_ = ins.operands
+    if kind == "pending_count":
+        rd = cx.reader(ops_[1], "b64")
+        wr = cx.writer(ops_[0], "b32")
+        return (lambda st, idx: wr(st, idx, np.zeros(np.shape(rd(st, idx)), np.uint32))), "sync"
+    if kind in ("init", "inval"):
+        _, ard = addr_reader(cx, ops_[0])
+        cnt = cx.reader(ops_[1], "u32") if kind == "init" else None
+
+        def run_init(st, idx):
+            n = thread_ids(st, idx).shape[0]
+            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
+            c = (
+                np.broadcast_to(np.asarray(cnt(st, idx)).astype(np.int64), (n,))
+                if cnt
+                else np.zeros(n, np.int64)
+            )
+            for views, off, pos in parts:
+                cc = c if pos is None else c[pos]
+                views.write(off, 8, _mb_pack(cc, cc, 0) if cnt else np.zeros(off.shape, np.uint64))
+
+        return run_init, "sync"
+    if kind in ("arrive", "arrive_drop"):
+        dst = ops_[0]
+        has_state = not isinstance(dst, Addr)
+        wr = cx.writer(dst, "b64") if has_state else None
+        aop = ops_[1] if has_state else ops_[0]
+        rest = ops_[2:] if has_state else ops_[1:]
+        cnt = cx.reader(rest[0], "u32") if rest else None
+        _, ard = addr_reader(cx, aop)
+        complete = "noComplete" not in mods
+
+        def run_arrive(st, idx):
+            n = thread_ids(st, idx).shape[0]
+            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
+            c = (
+                np.broadcast_to(np.asarray(cnt(st, idx)).astype(np.int64), (n,))
+                if cnt
+                else np.ones(n, np.int64)
+            )
+            tok = np.zeros(n, np.uint64)
+            for views, off, pos in parts:
+                cc = c if pos is None else c[pos]
+                t = _mb_arrive(st, views, off, cc, kind == "arrive_drop", complete)
+                if pos is None:
+                    tok[:] = t
+                else:
+                    tok[pos] = t
+            if wr is not None:
+                wr(st, idx, tok)
+
+        return run_arrive, "sync"
+    # test_wait / try_wait{.parity} waitComplete, [addr], state|parity {, suspendTimeHint}
+    wr = cx.writer(ops_[0], "pred")
+    _, ard = addr_reader(cx, ops_[1])
+    parity = "parity" in mods
+    tok = cx.reader(ops_[2], "b32" if parity else "b64")
+
+    def run_wait(st, idx):
+        n = thread_ids(st, idx).shape[0]
+        parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
+        t = np.broadcast_to(np.asarray(tok(st, idx)).astype(np.int64), (n,))
+        res = np.zeros(n, bool)
+        for views, off, pos in parts:
+            _, _, phase = _mb_fields(views.read(off, 8))
+            tt = t if pos is None else t[pos]
+            done = ((phase & 1) != (tt & 1)) if parity else (phase != tt)
+            if pos is None:
+                res[:] = done
+            else:
+                res[pos] = done
+        wr(st, idx, res)
+
+    return run_wait, "sync"

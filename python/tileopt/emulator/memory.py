@@ -1,0 +1,294 @@
+"""Memory of one launch: global buffers, per-CTA shared memory, per-thread local and param memory.
+
+Addresses the kernel sees (64-bit generic addresses):
+
+* global: ``GLOBAL_BASE + offset`` into one flat byte array that holds the module's
+  .global/.const variables and the launch's buffers, each aligned to 256 bytes with
+  unmapped gaps between them, so that every access can be checked against the buffers;
+* shared: state-space addresses ``0 .. shared_size``; generic form ``SHARED_WINDOW + addr``;
+* local: state-space addresses ``0 .. local_size`` per thread; generic ``LOCAL_WINDOW + addr``.
+
+All accesses are checked (bounds and natural alignment) and counted here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileopt.emulator.errors import MemoryAccessError
+
+GLOBAL_BASE = 0x7F00_0000_0000
+SHARED_WINDOW = 0x7E00_0000_0000
+LOCAL_WINDOW = 0x7D00_0000_0000
+WINDOW_SIZE = 1 << 32
+BUFFER_ALIGN = 256
+BUFFER_GAP = 256
+
+ALL = slice(None)
+
+_LOG2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4}
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@dataclass
+class Buffer:
+    """A region of global memory: a launch argument or a module variable."""
+
+    label: str
+    start: int  # byte offset from GLOBAL_BASE
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.size
+
+    def describe(self) -> str:
+        a = GLOBAL_BASE + self.start
+        return f"{self.label} [0x{a:x}, 0x{a + self.size:x}) ({self.size} bytes)"
+
+
+class Views:
+    """A byte array with u8/u16/u32/u64 views of it (length padded to a multiple of 16)."""
+
+    def __init__(self, nbytes: int) -> None:
+        n = (max(nbytes, 16) + 15) // 16 * 16
+        self.u8 = np.zeros(n, np.uint8)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.by_size = {
+            1: self.u8,
+            2: self.u8.view(np.uint16),
+            4: self.u8.view(np.uint32),
+            8: self.u8.view(np.uint64),
+        }
+
+    def read(self, off: np.ndarray, size: int) -> np.ndarray:
+        """Read naturally aligned elements of *size* bytes at byte offsets *off* (raw unsigned)."""
+        return self.by_size[size][off >> _LOG2[size]]
+
+    def write(self, off: np.ndarray, size: int, vals: np.ndarray) -> None:
+        self.by_size[size][off >> _LOG2[size]] = vals
+
+
+def thread_ids(st, idx) -> np.ndarray:
+    """Thread indices (within the chunk) selected by *idx*."""
+    return st.arange if isinstance(idx, slice) else idx
+
+
+class GlobalMemory:
+    """The global address space of a launch."""
+
+    def __init__(self, buffers: list[Buffer], total: int) -> None:
+        self.buffers = sorted(buffers, key=lambda b: b.start)
+        self.starts = np.array([b.start for b in self.buffers], np.int64)
+        self.ends = np.array([b.end for b in self.buffers], np.int64)
+        self.mem = Views(total)
+
+    def nearest(self, off: int) -> str:
+        if not self.buffers:
+            return "no buffers"
+        best = min(
+            self.buffers,
+            key=lambda b: (
+                0 if b.start <= off < b.end else min(abs(off - b.start), abs(off - b.end + 1))
+            ),
+        )
+        return best.describe()
+
+    def check(self, off: np.ndarray, size: int) -> np.ndarray | None:
+        """Return a boolean array of bad accesses, or None when all are inside a buffer."""
+        if off.size == 0:
+            return None
+        if not self.buffers:
+            return np.ones(off.shape, bool)
+        lo = int(off.min())
+        hi = int(off.max())
+        k = int(np.searchsorted(self.starts, lo, "right")) - 1
+        if k >= 0 and hi + size <= self.ends[k]:
+            return None
+        j = np.searchsorted(self.starts, off, "right") - 1
+        jj = np.maximum(j, 0)
+        ok = (j >= 0) & (off + size <= self.ends[jj])
+        if ok.all():
+            return None
+        return ~ok
+
+
+def warp_sectors(tids: np.ndarray, byte_addr: np.ndarray, size: int) -> tuple[int, int]:
+    """(warp requests, distinct 32-byte sectors summed over warps) of one access by *tids*."""
+    if tids.size == 0:
+        return 0, 0
+    warps = tids >> 5
+    nreq = 1 + int(np.count_nonzero(warps[1:] != warps[:-1]))
+    first = byte_addr >> 5
+    keys = (warps.astype(np.int64) << 40) | (first & ((1 << 40) - 1))
+    if size > 1:
+        last = (byte_addr + (size - 1)) >> 5
+        if np.any(last != first):
+            keys = np.concatenate([keys, (warps.astype(np.int64) << 40) | (last & ((1 << 40) - 1))])
+    keys = np.sort(keys, kind="stable")
+    nsec = 1 + int(np.count_nonzero(keys[1:] != keys[:-1]))
+    return nreq, nsec
+
+
+_LANE = np.arange(32)
+
+
+def _full_warps(tids: np.ndarray) -> bool:
+    """True when *tids* is a sequence of whole warps (32 consecutive lanes each)."""
+    n = tids.shape[0]
+    if n % 32:
+        return False
+    first = tids[::32]
+    return bool(((first & 31) == 0).all() and (tids[31::32] - first == 31).all())
+
+
+def bank_conflicts(tids: np.ndarray, addr: np.ndarray, size: int) -> int:
+    """Extra shared-memory wavefronts beyond one per request phase (32 banks of 4 bytes).
+
+    64-bit accesses are processed in two half-warp phases and 128-bit accesses in four
+    quarter-warp phases; within a phase, threads reading the same word share it (broadcast).
+    """
+    if tids.size == 0:
+        return 0
+    if size <= 4:
+        word = addr >> 2
+        if _full_warps(tids):
+            # conflict free when each warp's words lie in a window of 32 (distinct banks)
+            w = word.reshape(-1, 32)
+            if bool(((w.max(axis=1) - w.min(axis=1)) < 32).all()):
+                return 0
+        else:
+            # conflict free when, in every warp, all lanes on one bank use one word
+            key = ((tids >> 5) - (int(tids[0]) >> 5)) * 32 + (word & 31)
+            table = np.empty(int(key[-1]) + 32, np.int64)
+            table[key] = word
+            if bool((table[key] == word).all()):
+                return 0
+    lanes = tids & 31
+    if size == 8:
+        group = ((tids >> 5) << 1) | (lanes >> 4)
+    elif size == 16:
+        group = ((tids >> 5) << 2) | (lanes >> 3)
+    else:
+        group = tids >> 5
+    nwords = max(size // 4, 1)
+    word = addr >> 2
+    if nwords > 1:
+        word = (word[:, None] + np.arange(nwords)[None, :]).ravel()
+        group = np.repeat(group, nwords)
+    g0 = int(group[0])
+    group = group - g0  # small bincount range
+    keys = (group.astype(np.int64) << 32) | (word & 0xFFFFFFFF)
+    keys = np.sort(keys, kind="stable")
+    distinct = np.ones(keys.shape[0], bool)
+    distinct[1:] = keys[1:] != keys[:-1]
+    keys = keys[distinct]
+    gb = ((keys >> 32) << 5) | (keys & 31)
+    cnt = np.bincount(gb)
+    ngroups = (cnt.shape[0] + 31) // 32
+    cnt = np.concatenate([cnt, np.zeros(ngroups * 32 - cnt.shape[0], cnt.dtype)]).reshape(
+        ngroups, 32
+    )
+    maxes = cnt.max(axis=1)
+    return int(np.sum(maxes[maxes > 0] - 1))
+
+
+class SharedShadow:
+    """Shadow state of a chunk's shared memory for race and initialisation checks.
+
+    Per 4-byte word: a tag ``epoch << 24 | (warp + 8)`` of the last write and of the last
+    read(s) (0: never; ``ATOMIC``: written by atomics only; ``MANY`` in the low bits: read by
+    several warps). Each CTA's epoch advances at every barrier. A read of a word that another
+    warp wrote in the same epoch (no bar.sync in between), and a write of a word that another
+    warp read in the same epoch, are races (raised or counted); two warps writing one word in an
+    epoch is counted only (replicated stores of one value are common). Volatile, relaxed and
+    atomic accesses synchronise and are not checked. Reads of never-written words are counted
+    as uninitialised.
+    """
+
+    NEVER, MANY, ATOMIC, BASE = 0, 1, 4, 8
+    LOW = (1 << 24) - 1
+
+    def __init__(self, ncta: int, S: int, tpc: int, mode: str) -> None:
+        nw = max(ncta * S // 4, 1)
+        self.wtag = np.zeros(nw, np.int64)
+        self.rtag = np.zeros(nw, np.int64)
+        self.tpc = tpc
+        self.mode = mode
+        t = np.arange(max(ncta, 1) * tpc, dtype=np.int64)
+        self.me = (np.int64(1) << 24) | ((t >> 5) + self.BASE)  # this thread's tag, epoch 1
+
+    def barrier(self, ctas: np.ndarray) -> None:
+        self.me.reshape(-1, self.tpc)[ctas] += np.int64(1) << 24
+
+    def access(self, st, ins, tids, flat, addr, size, kind: str) -> None:
+        words = flat >> 2
+        # all threads of the chunk: tids is the identity, no gather needed
+        me = self.me if tids.shape[0] == self.me.shape[0] else self.me[tids]
+        if size > 4:
+            k = size // 4
+            words = (words[:, None] + np.arange(k)[None, :]).ravel()
+            tids = np.repeat(tids, k)
+            me = np.repeat(me, k)
+            addr = (addr[:, None] + 4 * np.arange(k)[None, :]).ravel()
+        ep = me & ~self.LOW
+        wt = self.wtag[words]
+        if kind == "a":
+            self.wtag[words] = np.where(wt == self.NEVER, self.ATOMIC, wt)
+            return
+        # tags of a CTA's words never exceed its current epoch: ">= epoch" means "this epoch"
+        raw = (wt >= ep + self.BASE) & (wt != me)  # written by another warp in this epoch
+        rt = self.rtag[words]
+        other = (rt >= ep) & (rt != me)  # read by another warp in this epoch
+        if kind == "r":
+            st.stats.shared_uninitialized_reads += int(np.count_nonzero(wt == self.NEVER))
+            if raw.any():
+                self._race(st, ins, tids, raw, addr, wt, "reads", "written")
+            self.rtag[words] = me ^ ((me ^ (ep | self.MANY)) & -other.astype(np.int64))
+            return
+        if other.any():
+            self._race(st, ins, tids, other, addr, rt, "writes", "read")
+        if raw.any():  # two warps wrote one word: counted, not raised (often the same value)
+            st.stats.shared_races += int(np.count_nonzero(raw))
+        self.wtag[words] = me
+
+    def _race(self, st, ins, tids, bad, addr, tags, verb, past) -> None:
+        st.stats.shared_races += int(np.count_nonzero(bad))
+        if self.mode != "raise":
+            return
+        from tileopt.emulator.errors import SharedRaceError
+
+        i = int(np.flatnonzero(bad)[0])
+        t = int(tids[i])
+        cta, tid = st.describe_thread(t)
+        low = int(tags[i]) & self.LOW
+        nwarps = self.tpc // 32
+        who = "several warps" if low == self.MANY else f"warp {(low - self.BASE) % nwarps}"
+        raise SharedRaceError(
+            f"Shared-memory race in kernel {st.kernel_name!r} at PTX line {ins.line}: "
+            f"`{ins.text}`\n"
+            f"  CTA {cta}, thread {tid} (warp {(t % self.tpc) // 32}) {verb} shared address "
+            f"0x{int(addr[i]):x}, {past} by {who} of the same CTA since the last barrier\n"
+            f"  (a bar.sync is missing between the two accesses; "
+            f"launch(..., shared_checks='count') only counts races)"
+        )
+
+
+def raise_access_error(
+    st, ins, tids: np.ndarray, bad: np.ndarray, addrs: np.ndarray, space: str, what: str, detail_fn
+) -> None:
+    """Raise a MemoryAccessError naming the first offending thread."""
+    i = int(np.flatnonzero(bad)[0])
+    t = int(tids[i])
+    cta, tid = st.describe_thread(t)
+    addr = int(addrs[i])
+    raise MemoryAccessError(
+        f"{what} in kernel {st.kernel_name!r} at PTX line {ins.line}: `{ins.text}`\n"
+        f"  CTA {cta}, thread {tid}: {space} address 0x{addr:x}\n"
+        f"  {detail_fn(addr)}\n"
+        f"  ({int(np.count_nonzero(bad))} of {bad.size} active threads faulted)"
+    )

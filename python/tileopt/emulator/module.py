@@ -1,0 +1,379 @@
+"""Loaded PTX modules and kernel launches."""
+
+from __future__ import annotations
+
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileopt.emulator import numeric as nm
+from tileopt.emulator.errors import LaunchError
+from tileopt.emulator.machine import State, run_chunk
+from tileopt.emulator.memory import BUFFER_ALIGN, BUFFER_GAP, GLOBAL_BASE, Buffer, GlobalMemory
+from tileopt.emulator.parser import Function, Param, parse_ptx
+from tileopt.emulator.program import Compiler, Layout, Op, global_symbols
+from tileopt.emulator.stats import LaunchStats
+
+MAX_SHARED_PER_BLOCK = 232448  # 227 KiB (sm_90); sm_80 allows 163 KiB
+_MALLOC_WARMED = False
+
+
+def _warm_malloc() -> None:
+    """Free one large (mmapped) block once per process.
+
+    glibc then raises its mmap threshold to that size, so the emulator's many temporary
+    arrays of a few hundred KB come from the heap instead of fresh zeroed pages (page faults
+    on every numpy operation). Measured here: launches become 2-3x faster. Harmless elsewhere.
+    """
+    global _MALLOC_WARMED
+    if not _MALLOC_WARMED:
+        _MALLOC_WARMED = True
+        block = np.ones(16 << 20, np.uint8)
+        del block
+
+
+DEFAULT_CHUNK_THREADS = 1 << 16
+
+
+@dataclass
+class CompiledKernel:
+    """A kernel compiled to emulator ops."""
+
+    function: Function
+    ops: list[Op]
+    reg_dtypes: list[np.dtype]
+    layout: Layout
+    nfuncs: int
+
+    @property
+    def params(self) -> list[Param]:
+        return self.function.params
+
+
+def _is_torch(a) -> bool:
+    return type(a).__module__.startswith("torch") and hasattr(a, "data_ptr")
+
+
+def _is_buffer(a) -> bool:
+    return isinstance(a, np.ndarray) or _is_torch(a)
+
+
+def _buffer_bytes(a) -> tuple[np.ndarray, int]:
+    """(a contiguous uint8 copy of the buffer's elements, identity key)."""
+    if isinstance(a, np.ndarray):
+        data = np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy()
+        return data, a.__array_interface__["data"][0]
+    if a.device.type != "cpu":
+        raise LaunchError(f"tensor on device {a.device} given to the emulator: pass CPU tensors")
+    import torch
+
+    t = a.detach().reshape(-1).contiguous()
+    data = t.view(torch.uint8).numpy().copy() if t.numel() else np.zeros(0, np.uint8)
+    return data, a.data_ptr()
+
+
+def _write_back(a, data: np.ndarray) -> None:
+    if isinstance(a, np.ndarray):
+        try:
+            a[...] = data.view(a.dtype).reshape(a.shape)
+        except ValueError as e:
+            raise LaunchError(f"cannot write a kernel's result back into a numpy array: {e}") from e
+        return
+    import torch
+
+    src = torch.from_numpy(data.copy()).view(a.dtype).reshape(a.shape)
+    with torch.no_grad():
+        a.copy_(src)
+
+
+def _pack_scalar(p: Param, v, i: int) -> bytes:
+    t = p.type
+    w, kind = nm.TYPES[t]
+    if p.is_array:
+        if isinstance(v, bytes | bytearray | memoryview):
+            b = bytes(v)
+        elif isinstance(v, np.ndarray | np.generic):
+            b = np.asarray(v).tobytes()
+        else:
+            raise LaunchError(
+                f"argument {i} ({p.name}) is a {p.size}-byte .param array: pass bytes"
+            )
+        if len(b) != p.size:
+            raise LaunchError(f"argument {i} ({p.name}) needs {p.size} bytes, got {len(b)}")
+        return b
+    nbytes = max(w // 8, 1)
+    if kind == "f" and t in ("f32", "f64", "f16"):
+        return np.array(float(v), nm.np_dtype(t)).tobytes()
+    if kind == "f" and t == "bf16":
+        return nm.f32_to_bf16(np.array([float(v)], np.float32)).tobytes()
+    if isinstance(v, float | np.floating):
+        if kind in ("u", "s"):
+            if not float(v).is_integer():
+                raise LaunchError(
+                    f"argument {i} ({p.name}) is an integer parameter (.{t}) but got the "
+                    f"non-integral float {float(v)!r}"
+                )
+            v = int(v)
+        elif isinstance(v, np.floating) and v.dtype.itemsize * 8 == w:
+            return np.asarray(v).tobytes()  # raw bits of a typed float for an untyped .bN param
+        elif w == 32:
+            return struct.pack("<f", float(v))
+        elif w == 64:
+            return struct.pack("<d", float(v))
+        elif w == 16:
+            return np.array(float(v), np.float16).tobytes()
+        else:
+            raise LaunchError(f"argument {i} ({p.name}, .{t}): cannot pass a float")
+    try:
+        iv = int(v)
+    except (TypeError, ValueError) as e:
+        raise LaunchError(
+            f"argument {i} ({p.name}, .{t}): expected a number or a buffer, got {type(v).__name__}"
+        ) from e
+    if kind == "s" and not (-(1 << (w - 1)) <= iv < (1 << w)):
+        raise LaunchError(f"argument {i} ({p.name}, .{t}): {iv} does not fit")
+    if kind in ("u", "b") and not (-(1 << (w - 1)) <= iv < (1 << w)):
+        raise LaunchError(f"argument {i} ({p.name}, .{t}): {iv} does not fit")
+    return (iv & ((1 << (8 * nbytes)) - 1)).to_bytes(nbytes, "little")
+
+
+def _dim3(v, what: str) -> tuple[int, int, int]:
+    if isinstance(v, int | np.integer):
+        v = (int(v),)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
+        raise LaunchError(f"{what} must be 1-3 positive integers, got {v}")
+    return v + (1,) * (3 - len(v))  # type: ignore[return-value]
+
+
+class Module:
+    """A loaded PTX module: its kernels can be launched on numpy arrays / CPU torch tensors."""
+
+    def __init__(self, text: str) -> None:
+        self.ptx = parse_ptx(text)
+        self.global_syms, self._globals_end, placed = global_symbols(self.ptx)
+        self._globals = [
+            (v, off, bytearray(v.init if v.init is not None else bytes(v.size)))
+            for v, off in placed
+        ]
+        self._compiled: dict[str, CompiledKernel] = {}
+        for f in self.ptx.functions.values():
+            if f.is_entry:
+                cx = Compiler(self.ptx, f, self.global_syms)
+                ops = cx.compile()
+                self._compiled[f.name] = CompiledKernel(
+                    f, ops, cx.reg_dtypes, cx.layout, len(cx.funcs)
+                )
+
+    @property
+    def kernels(self) -> list[str]:
+        """Names of the module's .entry kernels."""
+        return list(self._compiled)
+
+    @property
+    def target(self) -> str:
+        """The module's .target (e.g. ``sm_80``)."""
+        return self.ptx.target
+
+    def kernel_info(self, name: str) -> CompiledKernel:
+        """The compiled form of a kernel (parameters, static shared size, ops)."""
+        if name not in self._compiled:
+            raise LaunchError(
+                f"no kernel {name!r} in module; kernels: {', '.join(self.kernels) or 'none'}"
+            )
+        return self._compiled[name]
+
+    def read_global(self, name: str) -> bytes:
+        """Current bytes of a module-scope .global/.const variable."""
+        for v, _, data in self._globals:
+            if v.name == name:
+                return bytes(data)
+        raise LaunchError(f"no .global/.const variable {name!r}")
+
+    def launch(
+        self,
+        name: str,
+        grid,
+        block,
+        args,
+        shared_bytes: int = 0,
+        *,
+        max_threads_per_chunk: int = DEFAULT_CHUNK_THREADS,
+        max_steps: int = 10**8,
+        shared_checks: str = "raise",
+    ) -> LaunchStats:
+        """Run kernel *name* over *grid* x *block* threads.
+
+        Args:
+            name: the .entry name.
+            grid, block: ints or 1-3-tuples.
+            args: one per kernel parameter: numpy arrays / CPU torch tensors for pointer
+                parameters (copied to emulated global memory and written back after the launch),
+                Python or numpy numbers for scalar parameters (typed by the .param declaration),
+                bytes for .param .b8 arrays (structs by value).
+            shared_bytes: dynamic shared memory (extern .shared) in bytes.
+            max_threads_per_chunk: CTAs are executed in chunks of about this many threads
+                (all CTAs of a chunk at once); bounds memory use.
+            max_steps: safety limit on instruction steps per chunk (catches infinite loops).
+            shared_checks: "raise" (default): a shared-memory race between warps of a CTA (no
+                bar.sync between a write and another warp's read or write of the same word)
+                raises :class:`SharedRaceError`; "count": only count races and reads of
+                uninitialised shared memory in the stats; "off": no checks (a little faster).
+
+        Returns:
+            A :class:`LaunchStats` with the launch's counters.
+
+        Raises:
+            LaunchError: bad kernel name, arguments, grid or block.
+            MemoryAccessError: an out-of-bounds or misaligned access (buffers are not written back).
+        """
+        t0 = time.perf_counter()
+        _warm_malloc()
+        if shared_checks not in ("raise", "count", "off"):
+            raise LaunchError(
+                f"shared_checks must be 'raise', 'count' or 'off', not {shared_checks!r}"
+            )
+        ck = self.kernel_info(name)
+        fn = ck.function
+        grid = _dim3(grid, "grid")
+        block = _dim3(block, "block")
+        nthreads = block[0] * block[1] * block[2]
+        if nthreads > 1024 or block[2] > 64:
+            raise LaunchError(f"block {block} has {nthreads} threads; at most 1024 (z at most 64)")
+        for key in ("maxntid", "reqntid"):
+            lim = fn.directives.get(key)
+            if lim:
+                lim3 = tuple(lim) + (1,) * (3 - len(lim))
+                total = int(np.prod(lim3))
+                if key == "reqntid" and block != lim3:
+                    raise LaunchError(
+                        f"kernel {name} requires block {lim3} (.reqntid), got {block}"
+                    )
+                if key == "maxntid" and nthreads > total:
+                    raise LaunchError(
+                        f"kernel {name} allows at most {total} threads per block (.maxntid)"
+                    )
+        if grid[1] > 65535 or grid[2] > 65535 or grid[0] > 2**31 - 1:
+            raise LaunchError(f"grid {grid} exceeds CUDA's limits")
+        lay = ck.layout
+        dyn_off = (
+            (lay.shared_static + lay.dyn_shared_align - 1)
+            // lay.dyn_shared_align
+            * lay.dyn_shared_align
+        )
+        shared_static = dyn_off if shared_bytes else lay.shared_static
+        if shared_bytes < 0 or shared_static + shared_bytes > MAX_SHARED_PER_BLOCK:
+            raise LaunchError(
+                f"shared memory {lay.shared_static} static + {shared_bytes} dynamic bytes exceeds "
+                f"{MAX_SHARED_PER_BLOCK}"
+            )
+        args = list(args)
+        if len(args) != len(fn.params):
+            raise LaunchError(
+                f"kernel {name} takes {len(fn.params)} arguments "
+                f"({', '.join(p.name for p in fn.params)}), got {len(args)}"
+            )
+        # ---- global memory: module variables, then the buffers
+        buffers: list[Buffer] = []
+        contents: list[tuple[Buffer, np.ndarray]] = []
+        for v, off, data in self._globals:
+            b = Buffer(f".{v.space} variable {v.name}", off, v.size)
+            buffers.append(b)
+            contents.append((b, np.frombuffer(bytes(data), np.uint8)))
+        off = (self._globals_end + BUFFER_GAP + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+        kparams = bytearray(lay.kparam_size)
+        seen: dict[tuple[int, int], Buffer] = {}
+        arg_bufs: list[tuple[object, Buffer, np.ndarray]] = []
+        for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
+            poff = lay.kparam_offsets[i]
+            if _is_buffer(a):
+                if p.size != 8 or p.is_array:
+                    raise LaunchError(
+                        f"argument {i} ({p.name}, .{p.type}) is not a 64-bit pointer parameter; "
+                        f"got a {type(a).__name__}"
+                    )
+                data, key = _buffer_bytes(a)
+                k = (key, data.size)
+                if k in seen and key != 0:
+                    buf = seen[k]
+                else:
+                    shape = tuple(a.shape)
+                    buf = Buffer(
+                        f"argument {i} ({p.name}, {type(a).__name__} {shape} {a.dtype})",
+                        off,
+                        data.size,
+                    )
+                    seen[k] = buf
+                    buffers.append(buf)
+                    contents.append((buf, data))
+                    arg_bufs.append((a, buf, data))
+                    off = (
+                        (off + data.size + BUFFER_GAP + BUFFER_ALIGN - 1)
+                        // BUFFER_ALIGN
+                        * BUFFER_ALIGN
+                    )
+                kparams[poff : poff + 8] = struct.pack("<Q", GLOBAL_BASE + buf.start)
+            else:
+                kparams[poff : poff + p.size] = _pack_scalar(p, a, i)
+        gm = GlobalMemory(buffers, off + 64)
+        for b, data in contents:
+            gm.mem.u8[b.start : b.start + b.size] = data
+        kp = np.frombuffer(bytes(kparams) + bytes(16), np.uint8)
+        # ---- run, chunk by chunk
+        stats = LaunchStats(kernel=name, grid=grid, block=block)
+        counts_w = [0] * len(ck.ops)
+        counts_t = [0] * len(ck.ops)
+        tpc = (nthreads + 31) // 32 * 32
+        ncta_total = grid[0] * grid[1] * grid[2]
+        per_chunk = max(1, max_threads_per_chunk // tpc)
+        for first in range(0, ncta_total, per_chunk):
+            n = min(per_chunk, ncta_total - first)
+            st = State(
+                kernel_name=name,
+                reg_dtypes=ck.reg_dtypes,
+                grid=grid,
+                block=block,
+                cta_first=first,
+                ncta=n,
+                gm=gm,
+                kparams=kp,
+                shared_static=shared_static,
+                shared_dynamic=shared_bytes,
+                local_size=lay.local_size,
+                tparam_size=lay.tparam_size,
+                nfuncs=ck.nfuncs,
+                stats=stats,
+                max_steps=max_steps,
+                shared_checks=shared_checks,
+            )
+            run_chunk(st, ck.ops, counts_w, counts_t)
+        # ---- counters
+        by_class: dict[str, int] = {}
+        for op, w in zip(ck.ops, counts_w, strict=True):
+            if op.counted and w:
+                by_class[op.cls] = by_class.get(op.cls, 0) + w
+        stats.instructions = sum(counts_w)
+        stats.thread_instructions = sum(counts_t)
+        stats.instructions_by_class = by_class
+        # ---- write back
+        for v, goff, data in self._globals:
+            data[:] = gm.mem.u8[goff : goff + v.size].tobytes()
+        for a, buf, orig in arg_bufs:
+            new = gm.mem.u8[buf.start : buf.start + buf.size]
+            if not np.array_equal(new, orig):
+                _write_back(a, new.copy())
+        stats.wall_time = time.perf_counter() - t0
+        return stats
+
+
+def load_ptx(text: str) -> Module:
+    """Parse and compile PTX text.
+
+    Every instruction of every kernel (and of the device functions they call) is checked
+    here: anything the emulator cannot execute exactly raises
+    :class:`~tileopt.emulator.errors.UnsupportedInstructionError` naming the instruction and
+    its line; syntax errors raise :class:`~tileopt.emulator.errors.PTXLoadError`.
+    """
+    return Module(text)

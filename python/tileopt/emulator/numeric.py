@@ -1,0 +1,284 @@
+"""Numeric helpers: PTX types, rounding modes and the f16/bf16/tf32 conversions."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# PTX fundamental types -> (bit width, kind).  kind: u, s, b (bits), f (float), p (predicate)
+TYPES: dict[str, tuple[int, str]] = {
+    "pred": (1, "p"),
+    "b8": (8, "b"),
+    "b16": (16, "b"),
+    "b32": (32, "b"),
+    "b64": (64, "b"),
+    "b128": (128, "b"),
+    "u8": (8, "u"),
+    "u16": (16, "u"),
+    "u32": (32, "u"),
+    "u64": (64, "u"),
+    "s8": (8, "s"),
+    "s16": (16, "s"),
+    "s32": (32, "s"),
+    "s64": (64, "s"),
+    "f16": (16, "f"),
+    "bf16": (16, "f"),
+    "f32": (32, "f"),
+    "f64": (64, "f"),
+    "tf32": (32, "f"),
+    "f16x2": (32, "f"),
+    "bf16x2": (32, "f"),
+    "e4m3": (8, "f"),
+    "e5m2": (8, "f"),
+    "e4m3x2": (16, "f"),
+    "e5m2x2": (16, "f"),
+}
+
+UINT = {
+    8: np.dtype(np.uint8),
+    16: np.dtype(np.uint16),
+    32: np.dtype(np.uint32),
+    64: np.dtype(np.uint64),
+}
+SINT = {
+    8: np.dtype(np.int8),
+    16: np.dtype(np.int16),
+    32: np.dtype(np.int32),
+    64: np.dtype(np.int64),
+}
+FLOAT = {"f16": np.dtype(np.float16), "f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
+
+
+def type_width(t: str) -> int:
+    """Bit width of a PTX type name (``pred`` is 1)."""
+    return TYPES[t][0]
+
+
+def np_dtype(t: str) -> np.dtype:
+    """The numpy dtype that holds values of PTX type *t* (bf16 and packed types as raw bits)."""
+    w, k = TYPES[t]
+    if k == "p":
+        return np.dtype(np.bool_)
+    if k == "s":
+        return SINT[w]
+    if t in FLOAT:
+        return FLOAT[t]
+    return UINT[w]
+
+
+# ---------------------------------------------------------------- rounding
+
+
+def _nextafter_dir(y: np.ndarray, x: np.ndarray, mode: str) -> np.ndarray:
+    """Fix a round-to-nearest result *y* of exact value *x* (float64) for a directed mode."""
+    yd = y.astype(np.float64)
+    if mode == "rz":
+        bad = np.abs(yd) > np.abs(x)
+        tgt = np.zeros((), y.dtype)
+    elif mode == "rm":
+        bad = yd > x
+        tgt = np.array(-np.inf, y.dtype)
+    elif mode == "rp":
+        bad = yd < x
+        tgt = np.array(np.inf, y.dtype)
+    else:
+        return y
+    bad &= ~np.isnan(x)
+    if np.any(bad):
+        y = np.where(bad, np.nextafter(y, tgt), y)
+    return y
+
+
+def round_to_f32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float64 values to float32 with a PTX rounding mode (rn, rz, rm, rp, rna)."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x.astype(np.float32)
+    if mode in ("rn", ""):
+        return y
+    return _nextafter_dir(y, x, mode)
+
+
+def round_to_f16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float64 values to float16 with a PTX rounding mode."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = x.astype(np.float16)
+    if mode in ("rn", ""):
+        return y
+    return _nextafter_dir(y, x, mode)
+
+
+def f32_bits_to_bf16(b: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float32 bit patterns (uint32) to bfloat16 bit patterns (uint16)."""
+    b = np.asarray(b, np.uint32)
+    mag = b & np.uint32(0x7FFFFFFF)
+    nan = mag > np.uint32(0x7F800000)
+    sign = b >> np.uint32(31)
+    if mode in ("rn", ""):
+        r = (
+            b.astype(np.uint64) + np.uint64(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))
+        ) >> np.uint64(16)
+        r = r.astype(np.uint32)
+    else:
+        r = b >> np.uint32(16)
+        low = (b & np.uint32(0xFFFF)) != 0
+        if mode == "rp":
+            r = r + (low & (sign == 0)).astype(np.uint32)
+        elif mode == "rm":
+            r = r + (low & (sign == 1)).astype(np.uint32)
+    r = np.where(nan, np.uint32(0x7FFF), r)
+    return r.astype(np.uint16)
+
+
+def f32_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float32 values to bfloat16 bits (uint16)."""
+    return f32_bits_to_bf16(np.asarray(x, np.float32).view(np.uint32), mode)
+
+
+def f64_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float64 values to bfloat16 bits, exactly (round-to-odd via float32)."""
+    x = np.asarray(x, np.float64)
+    t = round_to_f32(x, "rz")
+    inexact = (t.astype(np.float64) != x) & np.isfinite(t)
+    b = t.view(np.uint32) | inexact.astype(np.uint32)
+    return f32_bits_to_bf16(b, mode)
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    """Widen bfloat16 bit patterns (uint16) to float32 exactly."""
+    return (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_tf32(x: np.ndarray, mode: str = "rna") -> np.ndarray:
+    """Round float32 to tf32 (10 mantissa bits) kept in a float32 container."""
+    b = np.asarray(x, np.float32).view(np.uint32)
+    nan = (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    if mode == "rz":
+        r = b & np.uint32(0xFFFFE000)
+    elif mode == "rn":
+        r = ((b.astype(np.uint64) + 0xFFF + ((b >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
+    else:  # rna: ties away from zero
+        r = ((b.astype(np.uint64) + 0x1000) & 0xFFFFE000).astype(np.uint32)
+    r = np.where(nan, b, r)
+    return r.view(np.float32)
+
+
+def round_integral(x: np.ndarray, mode: str) -> np.ndarray:
+    """Round to an integral value: rni (nearest even), rzi, rmi, rpi."""
+    if mode == "rni":
+        return np.rint(x)
+    if mode == "rzi":
+        return np.trunc(x)
+    if mode == "rmi":
+        return np.floor(x)
+    if mode == "rpi":
+        return np.ceil(x)
+    raise ValueError(mode)
+
+
+def ftz32(x: np.ndarray) -> np.ndarray:
+    """Flush float32 subnormals to sign-preserving zero."""
+    x = np.asarray(x)
+    sub = np.abs(x) < np.float32(1.1754944e-38)
+    if np.any(sub & (x != 0)):
+        return np.where(sub, np.copysign(np.float32(0), x), x).astype(np.float32)
+    return x
+
+
+def sat01(x: np.ndarray) -> np.ndarray:
+    """PTX .sat for floats: clamp to [0, 1], NaN -> 0."""
+    return np.nan_to_num(np.clip(x, 0, 1), nan=0.0).astype(x.dtype, copy=False)
+
+
+# float <-> float of a named PTX float type, through float64
+
+
+def to_f64(v: np.ndarray, t: str) -> np.ndarray:
+    """Interpret values of PTX float type *t* (as stored by the emulator) as float64."""
+    if t == "bf16":
+        return bf16_to_f32(v).astype(np.float64)
+    return np.asarray(v).astype(np.float64)
+
+
+def from_f64(x: np.ndarray, t: str, mode: str = "rn") -> np.ndarray:
+    """Round float64 values to PTX float type *t* (bf16 as bits)."""
+    if t == "f64":
+        return np.asarray(x, np.float64)
+    if t == "f32":
+        return round_to_f32(x, mode)
+    if t == "f16":
+        return round_to_f16(x, mode)
+    if t == "bf16":
+        return f64_to_bf16(x, mode)
+    if t == "tf32":
+        return f32_to_tf32(
+            round_to_f32(x, "rz" if mode == "rz" else "rn"), "rna" if mode == "rna" else mode
+        )
+    raise ValueError(t)
+
+
+def select(cond, a, b):
+    """``np.where(cond, a, b)`` for arrays, branch-free (np.where is slow on random masks)."""
+    cond = np.asarray(cond)
+    if cond.ndim == 0:
+        return a if bool(cond) else b
+    a = np.asarray(a)
+    b = np.asarray(b)
+    dt = np.result_type(a, b)
+    if dt.itemsize not in (1, 2, 4, 8) or dt.kind not in "uifb":
+        return np.where(cond, a, b)
+    ut = np.dtype(f"u{dt.itemsize}")
+    ua = np.ascontiguousarray(np.broadcast_to(a.astype(dt, copy=False), cond.shape)).view(ut)
+    ub = np.ascontiguousarray(np.broadcast_to(b.astype(dt, copy=False), cond.shape)).view(ut)
+    m = (-cond.astype(np.int8)).astype(ut) if ut.itemsize > 1 else (-cond.astype(np.int8)).view(ut)
+    return (ub ^ ((ua ^ ub) & m)).view(dt)
+
+
+# ---------------------------------------------------------------- fp8 (e4m3, e5m2)
+
+_FP8_TABLES: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _fp8_tables(fmt: str):
+    """(value of each code as float64, sorted finite non-negative values, their codes)."""
+    t = _FP8_TABLES.get(fmt)
+    if t is not None:
+        return t
+    ebits, mbits, bias = (4, 3, 7) if fmt == "e4m3" else (5, 2, 15)
+    vals = np.zeros(256)
+    for code in range(256):
+        s, e, m = code >> 7, (code >> mbits) & ((1 << ebits) - 1), code & ((1 << mbits) - 1)
+        if fmt == "e4m3" and e == 15 and m == 7:
+            v = np.nan
+        elif fmt == "e5m2" and e == 31:
+            v = np.inf if m == 0 else np.nan
+        elif e == 0:
+            v = m * 2.0 ** (1 - bias - mbits)
+        else:
+            v = (1 + m / (1 << mbits)) * 2.0 ** (e - bias)
+        vals[code] = -v if s else v
+    pos_codes = np.array([c for c in range(128) if np.isfinite(vals[c])])
+    t = (vals, vals[pos_codes], pos_codes.astype(np.uint8))
+    _FP8_TABLES[fmt] = t
+    return t
+
+
+def to_fp8(x: np.ndarray, fmt: str, relu: bool = False) -> np.ndarray:
+    """Round to nearest even into fp8 codes (uint8) with .satfinite (overflow -> max finite)."""
+    _, values, codes = _fp8_tables(fmt)
+    x = np.asarray(x, np.float64)
+    if relu:
+        x = np.where(x < 0, 0.0, x)
+    a = np.abs(x)
+    k = np.clip(np.searchsorted(values, a), 1, values.size - 1)
+    lo, hi = values[k - 1], values[k]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & ((codes[k] & 1) == 0))
+    c = np.where(pick_hi, codes[k], codes[k - 1])
+    c = np.where(a >= values[-1], codes[-1], c)  # saturate (inf included)
+    c = c | np.where(np.signbit(x), np.uint8(0x80), np.uint8(0)).astype(np.uint8)
+    return np.where(np.isnan(x), np.uint8(0x7F), c).astype(np.uint8)
+
+
+def from_fp8(codes: np.ndarray, fmt: str) -> np.ndarray:
+    """fp8 codes (uint8) -> float64 values."""
+    return _fp8_tables(fmt)[0][np.asarray(codes, np.uint8)]

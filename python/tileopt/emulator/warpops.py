@@ -1,0 +1,651 @@
+"""Warp-level instructions: shfl, vote, activemask, match, redux, elect, ldmatrix, stmatrix,
+mma and wmma.
+
+These read registers of other lanes, so they read whole register arrays (every thread of the
+chunk) and combine them per warp (arrays reshaped to (warps, 32)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tileopt.emulator import numeric as nm
+from tileopt.emulator.memops import addr_reader, parse_space, read_elems, resolve, write_elems
+from tileopt.emulator.memory import ALL, bank_conflicts, thread_ids
+from tileopt.emulator.ops import check_mods, fdecode, handler, split
+from tileopt.emulator.parser import Pair, Sink, Vec
+
+
+def _full(reader, st):
+    """Read an operand for every thread of the chunk (broadcast immediates)."""
+    v = np.asarray(reader(st, ALL))
+    if v.ndim == 0:
+        return np.broadcast_to(v, (st.T,))
+    return v
+
+
+def _participants(st, idx):
+    part = np.zeros(st.T, bool)
+    part[idx] = True
+    return part
+
+
+# ---------------------------------------------------------------- shfl
+
+
+@handler("shfl")
+def h_shfl(cx, ins):
+    base, types, mods = split(ins)
+    modes = [m for m in mods if m in ("up", "down", "bfly", "idx")]
+    check_mods(cx, mods, {"sync", "up", "down", "bfly", "idx"})
+    if len(modes) != 1 or types != ["b32"]:
+        raise cx.unsupported()
+    mode = modes[0]
+    operands = ins.operands
+    if len(operands) not in (4, 5):
+        raise cx.error("shfl expects 4 or 5 operands")
+    dst = operands[0]
+    if isinstance(dst, Pair):
+        wd = cx.writer(dst.first, "b32")
+        wp = cx.writer(dst.second, "pred") if not isinstance(dst.second, Sink) else None
+    else:
+        wd, wp = cx.writer(dst, "b32"), None
+    ra = cx.reader(operands[1], "b32")
+    rb = cx.reader(operands[2], "u32")
+    rc = cx.reader(operands[3], "u32")
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        lane = (tids & 31).astype(np.int64)
+        b = np.asarray(rb(st, idx)).astype(np.int64) & 31
+        c = np.asarray(rc(st, idx)).astype(np.int64)
+        cval = c & 31
+        segmask = (c >> 8) & 31
+        max_lane = (lane & segmask) | (cval & ~segmask)
+        min_lane = lane & segmask
+        if mode == "up":
+            j = lane - b
+            pval = j >= max_lane
+        elif mode == "down":
+            j = lane + b
+            pval = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ b
+            pval = j <= max_lane
+        else:
+            j = min_lane | (b & ~segmask)
+            pval = j <= max_lane
+        j = np.where(pval, j, lane)
+        src = (tids & ~31) + j
+        a = _full(ra, st)
+        wd(st, idx, a[src])
+        if wp is not None:
+            wp(st, idx, np.broadcast_to(pval, tids.shape))
+
+    return run, "shfl"
+
+
+# ------------------------------------------------------------ vote, activemask, match, redux, elect
+
+
+@handler("vote")
+def h_vote(cx, ins):
+    base, types, mods = split(ins)
+    check_mods(cx, mods, {"sync", "all", "any", "uni", "ballot"})
+    kinds = [m for m in mods if m in ("all", "any", "uni", "ballot")]
+    if len(kinds) != 1:
+        raise cx.unsupported()
+    kind = kinds[0]
+    if len(ins.operands) not in (2, 3):
+        raise cx.error("vote expects 2 or 3 operands")
+    ra = cx.reader(ins.operands[1], "pred")
+    wr = cx.writer(ins.operands[0], "b32" if kind == "ballot" else "pred")
+    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        part = _participants(st, idx).reshape(-1, 32)
+        v = np.zeros(st.T, bool)
+        v[idx] = ra(st, idx)
+        v = v.reshape(-1, 32)
+        w = tids >> 5
+        if kind == "ballot":
+            res = (v.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        elif kind == "any":
+            res = v.any(axis=1)
+        elif kind == "all":
+            res = (v | ~part).all(axis=1)
+        else:
+            res = (v | ~part).all(axis=1) | ~v.any(axis=1)
+        wr(st, idx, res[w])
+
+    return run, "alu"
+
+
+@handler("activemask")
+def h_activemask(cx, ins):
+    wr = cx.writer(ins.operands[0], "b32")
+    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        part = _participants(st, idx).reshape(-1, 32)
+        res = (part.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+        wr(st, idx, res[tids >> 5])
+
+    return run, "alu"
+
+
+@handler("match")
+def h_match(cx, ins):
+    base, types, mods = split(ins)
+    check_mods(cx, mods, {"sync", "any", "all"})
+    if len(types) != 1 or types[0] not in ("b32", "b64"):
+        raise cx.unsupported()
+    t = types[0]
+    kind = "any" if "any" in mods else "all"
+    dst = ins.operands[0]
+    if isinstance(dst, Pair):
+        wd = cx.writer(dst.first, "b32")
+        wp = cx.writer(dst.second, "pred") if not isinstance(dst.second, Sink) else None
+    else:
+        wd, wp = cx.writer(dst, "b32"), None
+    ra = cx.reader(ins.operands[1], t)
+    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        warps = np.unique(tids >> 5)
+        part = _participants(st, idx).reshape(-1, 32)[warps]
+        a = _full(ra, st).reshape(-1, 32)[warps]
+        eq = (a[:, :, None] == a[:, None, :]) & part[:, None, :]
+        masks = (eq.astype(np.uint64) * weights[None, None, :]).sum(axis=2)  # (W, 32)
+        pm = (part.astype(np.uint64) * weights).sum(axis=1)
+        wi = np.searchsorted(warps, tids >> 5)
+        lane = tids & 31
+        if kind == "any":
+            wd(st, idx, masks[wi, lane].astype(np.uint32))
+            return
+        alleq = (masks == pm[:, None]) | ~part
+        ok = alleq.all(axis=1)
+        wd(st, idx, np.where(ok[wi], pm[wi], 0).astype(np.uint32))
+        if wp is not None:
+            wp(st, idx, ok[wi])
+
+    return run, "alu"
+
+
+@handler("redux")
+def h_redux(cx, ins):
+    base, types, mods = split(ins)
+    ops_ = [m for m in mods if m in ("add", "min", "max", "and", "or", "xor")]
+    check_mods(cx, mods, {"sync", "add", "min", "max", "and", "or", "xor"})
+    if len(ops_) != 1 or len(types) != 1 or types[0] not in ("u32", "s32", "b32"):
+        raise cx.unsupported()
+    t = types[0]
+    op = ops_[0]
+    ra = cx.reader(ins.operands[1], t)
+    wr = cx.writer(ins.operands[0], t)
+    dt = nm.np_dtype(t)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        part = _participants(st, idx).reshape(-1, 32)
+        a = np.zeros(st.T, dt)
+        a[idx] = ra(st, idx)
+        a = a.reshape(-1, 32)
+        if op == "add":
+            r = (
+                np.where(part, a, 0).astype(np.uint64).sum(axis=1).astype(np.uint32).view(dt)
+                if t != "s32"
+                else np.where(part, a, 0)
+                .astype(np.int64)
+                .sum(axis=1)
+                .astype(np.uint64)
+                .astype(np.uint32)
+                .view(dt)
+            )
+        elif op == "min":
+            r = np.where(part, a, np.iinfo(dt).max).min(axis=1)
+        elif op == "max":
+            r = np.where(part, a, np.iinfo(dt).min).max(axis=1)
+        elif op == "and":
+            r = np.bitwise_and.reduce(np.where(part, a, dt.type(np.iinfo(dt).max)), axis=1)
+        elif op == "or":
+            r = np.bitwise_or.reduce(np.where(part, a, 0).astype(dt), axis=1)
+        else:
+            r = np.bitwise_xor.reduce(np.where(part, a, 0).astype(dt), axis=1)
+        wr(st, idx, np.asarray(r, dt)[tids >> 5])
+
+    return run, "alu"
+
+
+@handler("elect")
+def h_elect(cx, ins):
+    base, types, mods = split(ins)
+    check_mods(cx, mods, {"sync"})
+    dst = ins.operands[0]
+    if not isinstance(dst, Pair):
+        raise cx.error("elect.sync needs d|p")
+    wd = cx.writer(dst.first, "b32") if not isinstance(dst.first, Sink) else None
+    wp = cx.writer(dst.second, "pred")
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        part = _participants(st, idx).reshape(-1, 32)
+        leader = np.argmax(part, axis=1)
+        ld = leader[tids >> 5]
+        if wd is not None:
+            wd(st, idx, ld.astype(np.uint32))
+        wp(st, idx, (tids & 31) == ld)
+
+    return run, "alu"
+
+
+# ---------------------------------------------------------------- ldmatrix / stmatrix
+
+
+def _matrix_common(cx, ins, mods):
+    nums = [m for m in mods if m in ("x1", "x2", "x4")]
+    if len(nums) != 1 or "m8n8" not in mods:
+        raise cx.unsupported("only m8n8 .x1/.x2/.x4 .b16")
+    check_mods(
+        cx, mods, {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
+    )
+    return int(nums[0][1:]), "trans" in mods, parse_space(mods)
+
+
+@handler("ldmatrix")
+def h_ldmatrix(cx, ins):
+    base, types, mods = split(ins)
+    if types != ["b16"]:
+        raise cx.unsupported()
+    num, trans, space = _matrix_common(cx, ins, mods)
+    dst, src = ins.operands
+    regs = list(dst.items) if isinstance(dst, Vec) else [dst]
+    if len(regs) != num:
+        raise cx.error("ldmatrix: number of destination registers does not match .x")
+    wrs = [cx.writer(r, "b32") for r in regs]
+    _, ard = addr_reader(cx, src)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        warps = np.unique(tids >> 5)
+        addr_all = np.broadcast_to(np.asarray(ard(st, ALL), np.int64), (st.T,))
+        lanes = (warps[:, None] * 32 + np.arange(8 * num)[None, :]).ravel()  # row-address lanes
+        parts = resolve(st, ins, lanes, space, addr_all[lanes], 16, None, "r")
+        st.stats.shared_bank_conflicts += bank_conflicts(lanes, addr_all[lanes], 16)
+        rows = read_elems(parts, lanes.size, 2, 8, np.uint16)  # 8 arrays of (W*8*num,)
+        m = np.stack(rows, axis=1).reshape(warps.size, num, 8, 8)
+        wi = np.searchsorted(warps, tids >> 5)
+        lane = tids & 31
+        g, q = lane >> 2, lane & 3
+        for i, wr in enumerate(wrs):
+            if trans:
+                lo, hi = m[wi, i, 2 * q, g], m[wi, i, 2 * q + 1, g]
+            else:
+                lo, hi = m[wi, i, g, 2 * q], m[wi, i, g, 2 * q + 1]
+            wr(st, idx, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
+
+    return run, "ld.shared"
+
+
+@handler("stmatrix")
+def h_stmatrix(cx, ins):
+    base, types, mods = split(ins)
+    if types != ["b16"]:
+        raise cx.unsupported()
+    num, trans, space = _matrix_common(cx, ins, mods)
+    dsto, src = ins.operands
+    regs = list(src.items) if isinstance(src, Vec) else [src]
+    if len(regs) != num:
+        raise cx.error("stmatrix: number of source registers does not match .x")
+    rds = [cx.reader(r, "b32") for r in regs]
+    _, ard = addr_reader(cx, dsto)
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        warps = np.unique(tids >> 5)
+        addr_all = np.broadcast_to(np.asarray(ard(st, ALL), np.int64), (st.T,))
+        w_lanes = warps[:, None] * 32 + np.arange(32)[None, :]  # (W, 32)
+        lane = np.arange(32)
+        g, q = lane >> 2, lane & 3
+        m = np.zeros((warps.size, num, 8, 8), np.uint16)
+        for i, rd in enumerate(rds):
+            v = _full(rd, st)[w_lanes].astype(np.uint32)  # (W, 32)
+            lo = (v & np.uint32(0xFFFF)).astype(np.uint16)
+            hi = (v >> np.uint32(16)).astype(np.uint16)
+            if trans:
+                m[:, i, 2 * q, g] = lo
+                m[:, i, 2 * q + 1, g] = hi
+            else:
+                m[:, i, g, 2 * q] = lo
+                m[:, i, g, 2 * q + 1] = hi
+        lanes = (warps[:, None] * 32 + np.arange(8 * num)[None, :]).ravel()
+        parts = resolve(st, ins, lanes, space, addr_all[lanes], 16, None, "w")
+        st.stats.shared_bank_conflicts += bank_conflicts(lanes, addr_all[lanes], 16)
+        flat = m.reshape(-1, 8)
+        write_elems(parts, 2, [flat[:, k] for k in range(8)])
+
+    return run, "st.shared"
+
+
+# ---------------------------------------------------------------- mma.sync
+
+_lane = np.arange(32)
+_g = _lane >> 2
+_q = _lane & 3
+
+
+def _tab(rows, cols):
+    return np.stack(rows, axis=1), np.stack(cols, axis=1)  # (32, nelem)
+
+
+def _frag_tables(shape, atype):
+    """Row/col tables of mma.sync fragments A, B, C (PTX ISA layouts), indexed [lane, element]."""
+    g, q = _g, _q
+    if shape == "m16n8k16" and atype in ("f16", "bf16"):
+        A = _tab(
+            [g + 8 * ((e // 2) % 2) for e in range(8)],
+            [2 * q + (e % 2) + 8 * (e // 4) for e in range(8)],
+        )
+        B = _tab([2 * q + (e % 2) + 8 * (e // 2) for e in range(4)], [g for _ in range(4)])
+        M, N, K = 16, 8, 16
+    elif shape == "m16n8k8" and atype in ("f16", "bf16"):
+        A = _tab([g + 8 * (e // 2) for e in range(4)], [2 * q + (e % 2) for e in range(4)])
+        B = _tab([2 * q + e for e in range(2)], [g for _ in range(2)])
+        M, N, K = 16, 8, 8
+    elif shape == "m16n8k8" and atype == "tf32":
+        A = _tab([g + 8 * (e % 2) for e in range(4)], [q + 4 * (e // 2) for e in range(4)])
+        B = _tab([q + 4 * e for e in range(2)], [g for _ in range(2)])
+        M, N, K = 16, 8, 8
+    elif shape == "m16n8k4" and atype == "tf32":
+        A = _tab([g + 8 * e for e in range(2)], [q for _ in range(2)])
+        B = _tab([q], [g])
+        M, N, K = 16, 8, 4
+    elif shape == "m8n8k4" and atype == "f64":
+        A = _tab([g], [q])
+        B = _tab([q], [g])
+        C = _tab([g, g], [2 * q, 2 * q + 1])
+        return A, B, C, (8, 8, 4)
+    else:
+        return None
+    C = _tab([g + 8 * (e // 2) for e in range(4)], [2 * q + (e % 2) for e in range(4)])
+    return A, B, C, (M, N, K)
+
+
+def _regs_of(op):
+    return list(op.items) if isinstance(op, Vec) else [op]
+
+
+def _frag_reader(cx, op, t, per_reg):
+    """Reader for a fragment: returns (W*32, nelem) float64 values for the given warps."""
+    regs = _regs_of(op)
+    if t in ("f16", "bf16"):
+        rds = [cx.reader(r, "b32") for r in regs]
+        dec = fdecode(t)
+
+        def rd(st, lanes):
+            cols = []
+            for r in rds:
+                v = _full(r, st)[lanes].astype(np.uint32)
+                lo = (v & np.uint32(0xFFFF)).astype(np.uint16)
+                hi = (v >> np.uint32(16)).astype(np.uint16)
+                if t == "f16":
+                    cols += [
+                        lo.view(np.float16).astype(np.float64),
+                        hi.view(np.float16).astype(np.float64),
+                    ]
+                else:
+                    cols += [dec(lo), dec(hi)]
+            return np.stack(cols, axis=-1)
+
+        return rd, len(regs) * 2
+    rt = {"tf32": "f32", "f32": "f32", "f64": "f64"}[t]
+    rds = [cx.reader(r, rt) for r in regs]
+
+    def rd2(st, lanes):
+        cols = [_full(r, st)[lanes].astype(np.float64) for r in rds]
+        out = np.stack(cols, axis=-1)
+        if t == "tf32":
+            out = nm.f32_to_tf32(out.astype(np.float32), "rz").astype(np.float64)
+        return out
+
+    return rd2, len(regs)
+
+
+@handler("mma")
+def h_mma(cx, ins):
+    base, types, mods = split(ins)
+    shapes = [m for m in mods if m.startswith("m") and "n" in m and "k" in m]
+    check_mods(cx, mods, {"sync", "aligned", "row", "col"} | set(shapes))
+    if len(shapes) != 1 or "row" not in mods or "col" not in mods:
+        raise cx.unsupported("only .row.col mma.sync")
+    shape = shapes[0]
+    if len(types) != 4:
+        raise cx.unsupported()
+    dt_, at, bt, ct = types
+    if at != bt:
+        raise cx.unsupported()
+    tabs = _frag_tables(shape, at)
+    if tabs is None or dt_ not in ("f32", "f16", "f64") or ct not in ("f32", "f16", "f64"):
+        raise cx.unsupported(f"mma shape/type {shape}.{'.'.join(types)}")
+    (ar, ac), (br, bc), (cr, cc), (M, N, K) = tabs
+    nops_ = len(ins.operands)
+    if nops_ != 4:
+        raise cx.error("mma expects 4 operands")
+    d_op, a_op, b_op, c_op = ins.operands
+    ra, na = _frag_reader(cx, a_op, at, None)
+    rb, nb = _frag_reader(cx, b_op, bt, None)
+    rc, nc = _frag_reader(cx, c_op, ct, None)
+    if na != ar.shape[1] or nb != br.shape[1] or nc != cr.shape[1]:
+        raise cx.error("mma fragment register count does not match the shape")
+    dregs = _regs_of(d_op)
+    if dt_ == "f16":
+        wrs = [cx.writer(r, "b32") for r in dregs]
+    else:
+        wrs = [cx.writer(r, dt_) for r in dregs]
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        warps = np.unique(tids >> 5)
+        W = warps.size
+        lanes = (warps[:, None] * 32 + _lane[None, :]).ravel()
+        A = np.zeros((W, M, K))
+        B = np.zeros((W, K, N))
+        C = np.zeros((W, M, N))
+        A[:, ar, ac] = ra(st, lanes).reshape(W, 32, -1)
+        B[:, br, bc] = rb(st, lanes).reshape(W, 32, -1)
+        C[:, cr, cc] = rc(st, lanes).reshape(W, 32, -1)
+        D = np.matmul(A, B) + C
+        wi = np.searchsorted(warps, tids >> 5)
+        lane = tids & 31
+        vals = D[wi[:, None], cr[lane], cc[lane]]  # (n, nelem)
+        if dt_ == "f32":
+            for k, wr in enumerate(wrs):
+                wr(st, idx, vals[:, k].astype(np.float32))
+        elif dt_ == "f64":
+            for k, wr in enumerate(wrs):
+                wr(st, idx, vals[:, k])
+        else:
+            h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
+            for k, wr in enumerate(wrs):
+                wr(st, idx, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)))
+
+    return run, "mma"
+
+
+# ---------------------------------------------------------------- wmma (m16n16k16, own layout)
+# The wmma fragment layout is opaque in PTX (only wmma instructions may interpret it), so the
+# emulator uses its own consistent layout: element e of lane l of a 16x16 fragment is
+# (row, col) = (_WR[l, e], _WC[l, e]) with 8 distinct elements per lane, repeated for
+# 16-element fragments.
+
+_WR = np.array([[(lane * 8 + e) // 16 for e in range(8)] for lane in range(32)])
+_WC = np.array([[(lane * 8 + e) % 16 for e in range(8)] for lane in range(32)])
+
+
+@handler("wmma")
+def h_wmma(cx, ins):
+    base, types, mods = split(ins)
+    if "m16n16k16" not in mods:
+        raise cx.unsupported("only wmma m16n16k16")
+    kind = mods[0]
+    if kind == "load":
+        layout = "row" if "row" in mods else "col"
+        space = parse_space([m for m in mods if m in ("global", "shared", "shared::cta")])
+        t = types[0]
+        check_mods(
+            cx,
+            mods,
+            {
+                "load",
+                "a",
+                "b",
+                "c",
+                "sync",
+                "aligned",
+                "row",
+                "col",
+                "m16n16k16",
+                "global",
+                "shared",
+                "shared::cta",
+            },
+        )
+        regs = _regs_of(ins.operands[0])
+        _, ard = addr_reader(cx, ins.operands[1])
+        rstride = cx.reader(ins.operands[2], "u32") if len(ins.operands) > 2 else None
+        esize = 2 if t in ("f16", "bf16") else 4
+        if t not in ("f16", "bf16", "f32"):
+            raise cx.unsupported()
+        packed = esize == 2
+        wrs = [cx.writer(r, "b32" if packed else "f32") for r in regs]
+        nel = len(regs) * (2 if packed else 1)
+
+        def run_load(st, idx):
+            tids = thread_ids(st, idx)
+            lane = tids & 31
+            base_addr = np.broadcast_to(np.asarray(ard(st, idx), np.int64), tids.shape)
+            stride = np.asarray(rstride(st, idx)).astype(np.int64) if rstride is not None else 16
+            vals = []
+            for e in range(nel):
+                r = _WR[lane, e % 8]
+                c = _WC[lane, e % 8]
+                off = (r * stride + c) if layout == "row" else (c * stride + r)
+                parts = resolve(st, ins, idx, space, base_addr + off * esize, esize, "load")
+                vals.append(read_elems(parts, tids.size, esize, 1, nm.UINT[esize * 8])[0])
+            if packed:
+                for k, wr in enumerate(wrs):
+                    wr(
+                        st,
+                        idx,
+                        vals[2 * k].astype(np.uint32)
+                        | (vals[2 * k + 1].astype(np.uint32) << np.uint32(16)),
+                    )
+            else:
+                for k, wr in enumerate(wrs):
+                    wr(st, idx, vals[k].view(np.float32))
+
+        return run_load, "ld." + ("global" if space == "global" else space)
+    if kind == "store":
+        layout = "row" if "row" in mods else "col"
+        space = parse_space([m for m in mods if m in ("global", "shared", "shared::cta")])
+        t = types[0]
+        if t not in ("f32", "f16"):
+            raise cx.unsupported()
+        _, ard = addr_reader(cx, ins.operands[0])
+        regs = _regs_of(ins.operands[1])
+        rstride = cx.reader(ins.operands[2], "u32") if len(ins.operands) > 2 else None
+        esize = 2 if t == "f16" else 4
+        rds = [cx.reader(r, "b32") for r in regs]
+
+        def run_store(st, idx):
+            tids = thread_ids(st, idx)
+            lane = tids & 31
+            base_addr = np.broadcast_to(np.asarray(ard(st, idx), np.int64), tids.shape)
+            stride = np.asarray(rstride(st, idx)).astype(np.int64) if rstride is not None else 16
+            raw = [
+                np.broadcast_to(np.asarray(r(st, idx)).astype(np.uint32), tids.shape) for r in rds
+            ]
+            if esize == 2:
+                elems = []
+                for v in raw:
+                    elems += [
+                        (v & np.uint32(0xFFFF)).astype(np.uint16),
+                        (v >> np.uint32(16)).astype(np.uint16),
+                    ]
+            else:
+                elems = raw
+            for e in range(8):
+                r = _WR[lane, e]
+                c = _WC[lane, e]
+                off = (r * stride + c) if layout == "row" else (c * stride + r)
+                parts = resolve(st, ins, idx, space, base_addr + off * esize, esize, "store")
+                write_elems(parts, esize, [elems[e]])
+
+        return run_store, "st." + ("global" if space == "global" else space)
+    if kind == "mma":
+        if len(types) == 4:
+            dt_, ct = types[0], types[3]
+        elif len(types) == 2:
+            dt_, ct = types
+        else:
+            raise cx.unsupported()
+        if dt_ != "f32" or ct != "f32":
+            raise cx.unsupported("wmma.mma with f16 accumulators")
+        la = mods[3] if len(mods) > 3 else "row"
+        lb = mods[4] if len(mods) > 4 else "col"
+        del la, lb  # the load instructions already applied the memory layouts
+        d_op, a_op, b_op, c_op = ins.operands[:4]
+        ab_t = "bf16" if "bf16" in ins.opcode else "f16"
+        ra, _ = _frag_reader(cx, a_op, ab_t, None)
+        rb, _ = _frag_reader(cx, b_op, ab_t, None)
+        rc, _ = _frag_reader(cx, c_op, "f32", None)
+        wrs = [cx.writer(r, "f32") for r in _regs_of(d_op)]
+
+        def run_mma(st, idx):
+            tids = thread_ids(st, idx)
+            warps = np.unique(tids >> 5)
+            W = warps.size
+            lanes = (warps[:, None] * 32 + _lane[None, :]).ravel()
+            A = np.zeros((W, 16, 16))
+            B = np.zeros((W, 16, 16))
+            C = np.zeros((W, 16, 16))
+            A[:, _WR, _WC] = ra(st, lanes).reshape(W, 32, -1)[:, :, :8]
+            B[:, _WR, _WC] = rb(st, lanes).reshape(W, 32, -1)[:, :, :8]
+            C[:, _WR, _WC] = rc(st, lanes).reshape(W, 32, -1)[:, :, :8]
+            D = np.matmul(A, B) + C
+            wi = np.searchsorted(warps, tids >> 5)
+            lane = tids & 31
+            for e, wr in enumerate(wrs):
+                wr(st, idx, D[wi, _WR[lane, e % 8], _WC[lane, e % 8]].astype(np.float32))
+
+        return run_mma, "mma"
+    raise cx.unsupported()
+
+
+@handler("movmatrix")
+def h_movmatrix(cx, ins):
+    """movmatrix.sync.aligned.m8n8.trans.b16 d, a: transpose an 8x8 b16 matrix across the warp."""
+    base, types, mods = split(ins)
+    check_mods(cx, mods, {"sync", "aligned", "m8n8", "trans"})
+    if types != ["b16"] or "trans" not in mods or "m8n8" not in mods:
+        raise cx.unsupported()
+    ra = cx.reader(ins.operands[1], "b32")
+    wr = cx.writer(ins.operands[0], "b32")
+    g, q = _lane >> 2, _lane & 3
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        warps = np.unique(tids >> 5)
+        v = _full(ra, st)[(warps[:, None] * 32 + _lane[None, :])].astype(np.uint32)
+        m = np.zeros((warps.size, 8, 8), np.uint32)
+        m[:, g, 2 * q] = v & np.uint32(0xFFFF)
+        m[:, g, 2 * q + 1] = v >> np.uint32(16)
+        wi = np.searchsorted(warps, tids >> 5)
+        lane = tids & 31
+        lg, lq = lane >> 2, lane & 3
+        wr(st, idx, m[wi, 2 * lq, lg] | (m[wi, 2 * lq + 1, lg] << np.uint32(16)))
+
+    return run, "alu"

@@ -1,0 +1,445 @@
+"""Reference tile kernels, written with :mod:`tileopt.builder`.
+
+Each function returns a :class:`~tileopt.builder.KernelBuilder` holding one ``tile.kernel``
+(compile it with ``tileopt.compile(kb, target="sm_90")``); a ``<name>_grid`` function beside it
+gives the launch grid for given tensor shapes. Every view is ``contiguous`` (innermost stride 1,
+any outer strides), so tensors passed to a launch need a unit innermost stride. Sizes come from
+the views themselves (``memref.dim``): shapes that are not multiples of the tile need no extra
+arguments, the loads and stores are masked by the views' bounds.
+
+    kb = kernels.softmax(block=1024)
+    k = tileopt.compile(kb, target="sm_90")
+    k.launch(kernels.softmax_grid(x.shape), x, y)
+
+The kernels are used by the tests (``test/python/gpu/test_kernels.py``), ``make demo`` and
+``benchmarks/ptx_vs_triton.py``: keep names and parameters stable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from tileopt.builder import KernelBuilder, Scalar, Value, View
+
+FLOAT_DTYPES = ("f32", "f16", "bf16")
+MATMUL_DTYPES = ("f32", "f16", "bf16")
+EPILOGUES = (None, "bias_relu")
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for non-negative ints."""
+    return -(-a // b)
+
+
+def _check_dtype(dtype: str, allowed: Sequence[str]) -> None:
+    if dtype not in allowed:
+        raise ValueError(f"dtype {dtype!r} is not supported here; expected one of {allowed}")
+
+
+def _check_pow2(**sizes: int) -> None:
+    for name, v in sizes.items():
+        if v < 1 or v & (v - 1):
+            raise ValueError(f"{name} must be a power of two, got {v}")
+
+
+def _view(dtype: str, rank: int) -> View:
+    return View(dtype, rank, contiguous=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise
+
+
+def vector_add(dtype: str = "f32", block: int = 1024) -> KernelBuilder:
+    """``out = x + y`` on 1-D tensors of ``dtype`` (f32, f16 or bf16), ``block`` elements a program.
+
+    Arguments: ``x``, ``y``, ``out`` (1-D, same length). Grid: :func:`vector_add_grid`.
+    """
+    _check_dtype(dtype, FLOAT_DTYPES)
+    _check_pow2(block=block)
+    kb = KernelBuilder(
+        "vector_add", x=_view(dtype, 1), y=_view(dtype, 1), out=_view(dtype, 1)
+    )
+    with kb as k:
+        start = k.program_id(0) * block
+        x = k.load(k.args.x, [start], [block])
+        y = k.load(k.args.y, [start], [block])
+        k.store(x + y, k.args.out, [start])
+    return kb
+
+
+def vector_add_grid(n: int, block: int = 1024) -> tuple[int]:
+    """The grid of :func:`vector_add` for ``n`` elements."""
+    return (max(cdiv(n, block), 1),)
+
+
+def _gelu(k: KernelBuilder, x: Value) -> Value:
+    """Exact GELU, ``x * (1 + erf(x / sqrt(2))) / 2`` (torch's default)."""
+    return x * 0.5 * (k.erf(x * (1.0 / math.sqrt(2.0))) + 1.0)
+
+
+def bias_gelu(dtype: str = "f32", block_m: int = 32, block_n: int = 64) -> KernelBuilder:
+    """``out = gelu(x + bias)`` with the exact (erf) GELU; ``bias`` broadcasts over rows.
+
+    Arguments: ``x`` (M x N), ``bias`` (N), ``out`` (M x N), all of ``dtype``; f16/bf16 are
+    computed in f32 and rounded once. Each program does a ``block_m x block_n`` tile.
+    Grid: :func:`bias_gelu_grid`.
+    """
+    _check_dtype(dtype, FLOAT_DTYPES)
+    _check_pow2(block_m=block_m, block_n=block_n)
+    kb = KernelBuilder(
+        "bias_gelu", x=_view(dtype, 2), bias=_view(dtype, 1), out=_view(dtype, 2)
+    )
+    with kb as k:
+        m = k.program_id(0) * block_m
+        n = k.program_id(1) * block_n
+        x = k.cast(k.load(k.args.x, [m, n], [block_m, block_n]), "f32")
+        bias = k.cast(k.load(k.args.bias, [n], [block_n]), "f32")
+        y = _gelu(k, x + k.expand_dims(bias, 0))
+        k.store(k.cast(y, dtype), k.args.out, [m, n])
+    return kb
+
+
+def bias_gelu_grid(shape: Sequence[int], block_m: int = 32, block_n: int = 64) -> tuple[int, int]:
+    """The grid of :func:`bias_gelu` for an input of ``shape`` (M, N)."""
+    m, n = shape
+    return (max(cdiv(m, block_m), 1), max(cdiv(n, block_n), 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# row-wise: softmax, layer norm
+
+
+def softmax(block: int = 1024) -> KernelBuilder:
+    """Row softmax of an f32 M x N tensor whose rows fit one tile (``N <= block``).
+
+    Arguments: ``x``, ``y`` (M x N, f32). One program a row; columns past the row's end load
+    as ``-inf`` and add nothing. Grid: :func:`softmax_grid`.
+    """
+    _check_pow2(block=block)
+    kb = KernelBuilder("softmax", x=_view("f32", 2), y=_view("f32", 2))
+    with kb as k:
+        row = k.program_id(0)
+        x = k.load(k.args.x, [row, 0], [1, block], padding=float("-inf"))
+        e = k.exp(x - k.max(x, axis=1, keepdims=True))
+        k.store(e / k.sum(e, axis=1, keepdims=True), k.args.y, [row, 0])
+    return kb
+
+
+def softmax_grid(shape: Sequence[int]) -> tuple[int]:
+    """The grid of :func:`softmax` and :func:`softmax_online` for an input of ``shape``."""
+    return (max(shape[0], 1),)
+
+
+def softmax_online(block: int = 1024) -> KernelBuilder:
+    """Row softmax of an f32 M x N tensor for any N: loops over column blocks of ``block``.
+
+    Arguments: ``x``, ``y`` (M x N, f32). One program a row. The first loop keeps the running
+    maximum ``m`` and the running sum ``s`` of ``exp(x - m)`` (rescaling ``s`` by
+    ``exp(m_old - m_new)`` when the maximum grows); the second loop writes
+    ``exp(x - m) / s``. Grid: :func:`softmax_grid`.
+    """
+    _check_pow2(block=block)
+    kb = KernelBuilder("softmax_online", x=_view("f32", 2), y=_view("f32", 2))
+    with kb as k:
+        row = k.program_id(0)
+        n = k.size(k.args.x, 1)
+        m0 = k.full([1, 1], float("-inf"), "f32")
+        s0 = k.full([1, 1], 0.0, "f32")
+        with k.loop(0, n, block, carried=[m0, s0]) as loop:
+            m, s = loop.carried
+            x = k.load(k.args.x, [row, loop.iv], [1, block], padding=float("-inf"))
+            # Every block holds at least one element of the row, so m_new is finite.
+            m_new = k.maximum(m, k.max(x, axis=1, keepdims=True))
+            s_new = s * k.exp(m - m_new) + k.sum(k.exp(x - m_new), axis=1, keepdims=True)
+            loop.yield_(m_new, s_new)
+        m, s = loop.results
+        with k.loop(0, n, block) as loop:
+            x = k.load(k.args.x, [row, loop.iv], [1, block], padding=float("-inf"))
+            k.store(k.exp(x - m) / s, k.args.y, [row, loop.iv])
+    return kb
+
+
+def layer_norm(block: int = 1024, rows_per_program: int = 16) -> KernelBuilder:
+    """Layer-norm forward over the last dim of an f32 M x N tensor whose rows fit one tile.
+
+    ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the biased variance, like
+    ``torch.nn.functional.layer_norm``. Arguments: ``x`` (M x N), ``weight``, ``bias`` (N),
+    ``y`` (M x N), all f32, and ``eps`` (f32 scalar). Each program loads ``weight`` and
+    ``bias`` once and loops over ``rows_per_program`` consecutive rows, so the weights
+    cost little memory traffic. Grid: :func:`layer_norm_grid`.
+    """
+    _check_pow2(block=block)
+    if rows_per_program < 1:
+        raise ValueError(f"rows_per_program must be positive, got {rows_per_program}")
+    kb = KernelBuilder(
+        "layer_norm",
+        x=_view("f32", 2),
+        weight=_view("f32", 1),
+        bias=_view("f32", 1),
+        y=_view("f32", 2),
+        eps=Scalar("f32"),
+    )
+    with kb as k:
+        n = k.size(k.args.x, 1)
+        rows = k.size(k.args.x, 0)
+        n_f32 = k.cast(k.cast(n, "i32"), "f32")
+        inside = k.expand_dims(k.iota(block) < k.cast(n, "i32"), 0)
+        w = k.expand_dims(k.load(k.args.weight, [0], [block]), 0)
+        b = k.expand_dims(k.load(k.args.bias, [0], [block]), 0)
+        first = k.program_id(0) * rows_per_program
+        last = k.minimum(first + rows_per_program, rows)
+        with k.loop(first, last, 1) as loop:
+            row = loop.iv
+            x = k.load(k.args.x, [row, 0], [1, block])
+            mean = k.sum(x, axis=1, keepdims=True) / n_f32
+            xc = k.where(inside, x - mean, 0.0)
+            var = k.sum(xc * xc, axis=1, keepdims=True) / n_f32
+            rstd = k.rsqrt(var + k.args.eps)
+            k.store(xc * rstd * w + b, k.args.y, [row, 0])
+    return kb
+
+
+def layer_norm_grid(shape: Sequence[int], rows_per_program: int = 16) -> tuple[int]:
+    """The grid of :func:`layer_norm` for an input of ``shape`` (M, N)."""
+    return (max(cdiv(shape[0], rows_per_program), 1),)
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+def row_sum(block_m: int = 4, block_n: int = 256) -> KernelBuilder:
+    """``out[i] = sum_j x[i, j]`` for an f32 M x N tensor, any N.
+
+    Arguments: ``x`` (M x N), ``out`` (M), f32. Each program sums ``block_m`` rows, looping
+    over column blocks of ``block_n`` with an elementwise tile accumulator that is reduced
+    once at the end. Grid: :func:`row_sum_grid`.
+    """
+    _check_pow2(block_m=block_m, block_n=block_n)
+    kb = KernelBuilder("row_sum", x=_view("f32", 2), out=_view("f32", 1))
+    with kb as k:
+        m = k.program_id(0) * block_m
+        n = k.size(k.args.x, 1)
+        acc0 = k.full([block_m, block_n], 0.0, "f32")
+        with k.loop(0, n, block_n, carried=[acc0]) as loop:
+            (acc,) = loop.carried
+            loop.yield_(acc + k.load(k.args.x, [m, loop.iv], [block_m, block_n]))
+        (acc,) = loop.results
+        k.store(k.sum(acc, axis=1), k.args.out, [m])
+    return kb
+
+
+def row_sum_grid(shape: Sequence[int], block_m: int = 4) -> tuple[int]:
+    """The grid of :func:`row_sum` for an input of ``shape`` (M, N)."""
+    return (max(cdiv(shape[0], block_m), 1),)
+
+
+def col_sum(block_m: int = 32, block_n: int = 128) -> KernelBuilder:
+    """``out[j] = sum_i x[i, j]`` for an f32 M x N tensor, any M.
+
+    Arguments: ``x`` (M x N), ``out`` (N), f32. Each program sums ``block_n`` columns,
+    looping over row blocks of ``block_m`` with an elementwise tile accumulator that is
+    reduced once at the end. Grid: :func:`col_sum_grid`.
+    """
+    _check_pow2(block_m=block_m, block_n=block_n)
+    kb = KernelBuilder("col_sum", x=_view("f32", 2), out=_view("f32", 1))
+    with kb as k:
+        n = k.program_id(0) * block_n
+        m = k.size(k.args.x, 0)
+        acc0 = k.full([block_m, block_n], 0.0, "f32")
+        with k.loop(0, m, block_m, carried=[acc0]) as loop:
+            (acc,) = loop.carried
+            loop.yield_(acc + k.load(k.args.x, [loop.iv, n], [block_m, block_n]))
+        (acc,) = loop.results
+        k.store(k.sum(acc, axis=0), k.args.out, [n])
+    return kb
+
+
+def col_sum_grid(shape: Sequence[int], block_n: int = 128) -> tuple[int]:
+    """The grid of :func:`col_sum` for an input of ``shape`` (M, N)."""
+    return (max(cdiv(shape[1], block_n), 1),)
+
+
+def argmax(block_m: int = 1, block_n: int = 1024) -> KernelBuilder:
+    """Row argmax of an f32 M x N tensor whose rows fit one tile (``N <= block_n``).
+
+    Arguments: ``x`` (M x N, f32), ``out`` (M, i32). A two-operand ``tile.reduce`` over
+    (value, column index) that keeps the first index among equal maxima, like
+    ``torch.argmax``; columns past the row's end load as ``-inf`` and so never win over a
+    real column. (NaNs are not treated specially.) Each program does ``block_m`` rows.
+    Grid: :func:`argmax_grid`.
+    """
+    _check_pow2(block_m=block_m, block_n=block_n)
+    kb = KernelBuilder("argmax", x=_view("f32", 2), out=_view("i32", 1))
+    with kb as k:
+        m = k.program_id(0) * block_m
+        x = k.load(k.args.x, [m, 0], [block_m, block_n], padding=float("-inf"))
+        _, index = k.argmax(x, axis=1)
+        k.store(index, k.args.out, [m])
+    return kb
+
+
+def argmax_grid(shape: Sequence[int], block_m: int = 1) -> tuple[int]:
+    """The grid of :func:`argmax` for an input of ``shape`` (M, N)."""
+    return (max(cdiv(shape[0], block_m), 1),)
+
+
+# ---------------------------------------------------------------------------------------------
+# data movement
+
+
+def transpose(dtype: str = "f32", block_m: int = 32, block_n: int = 32) -> KernelBuilder:
+    """``y = x.T`` for an M x N tensor of ``dtype``; each program moves a tile.
+
+    Arguments: ``x`` (M x N), ``y`` (N x M). The program at (i, j) loads the
+    ``block_m x block_n`` tile of ``x`` at (i * block_m, j * block_n) and stores its
+    transpose at (j * block_n, i * block_m). Grid: :func:`transpose_grid`.
+    """
+    _check_dtype(dtype, (*FLOAT_DTYPES, "i32"))
+    _check_pow2(block_m=block_m, block_n=block_n)
+    kb = KernelBuilder("transpose", x=_view(dtype, 2), y=_view(dtype, 2))
+    with kb as k:
+        m = k.program_id(0) * block_m
+        n = k.program_id(1) * block_n
+        t = k.load(k.args.x, [m, n], [block_m, block_n])
+        k.store(k.trans(t), k.args.y, [n, m])
+    return kb
+
+
+def transpose_grid(
+    shape: Sequence[int], block_m: int = 32, block_n: int = 32
+) -> tuple[int, int]:
+    """The grid of :func:`transpose` for an input of ``shape`` (M, N)."""
+    m, n = shape
+    return (max(cdiv(m, block_m), 1), max(cdiv(n, block_n), 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# matmul
+
+
+def _check_matmul(dtype: str, epilogue: str | None, **blocks: int) -> None:
+    _check_dtype(dtype, MATMUL_DTYPES)
+    _check_pow2(**blocks)
+    if epilogue not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
+    if dtype != "f32" and blocks["block_k"] < 16:
+        raise ValueError("f16/bf16 matmul needs block_k >= 16 (mma.sync m16n8k16)")
+
+
+def matmul(
+    dtype: str = "f16",
+    block_m: int = 64,
+    block_n: int = 64,
+    block_k: int = 32,
+    epilogue: str | None = None,
+) -> KernelBuilder:
+    """``c = a @ b`` (plus an epilogue) with f32 accumulation and an f32 result.
+
+    Arguments: ``a`` (M x K), ``b`` (K x N) of ``dtype``; with ``epilogue="bias_relu"`` a
+    ``bias`` (N, f32) and ``c = relu(a @ b + bias)``; then ``c`` (M x N, f32). f16/bf16 go
+    through tensor cores (``tile.dot`` -> mma.sync); f32 is exact f32 on CUDA cores (no
+    tf32). Each program computes a ``block_m x block_n`` tile of ``c``, looping over K in
+    steps of ``block_k`` with the accumulator carried by the loop. Grid: :func:`matmul_grid`.
+    """
+    _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
+    args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
+    if epilogue == "bias_relu":
+        args["bias"] = _view("f32", 1)
+    args["c"] = _view("f32", 2)
+    name = "matmul" if epilogue is None else f"matmul_{epilogue}"
+    kb = KernelBuilder(name, **args)
+    with kb as k:
+        m = k.program_id(0) * block_m
+        n = k.program_id(1) * block_n
+        size_k = k.size(k.args.a, 1)
+        acc0 = k.full([block_m, block_n], 0.0, "f32")
+        with k.loop(0, size_k, block_k, carried=[acc0]) as loop:
+            (acc,) = loop.carried
+            a = k.load(k.args.a, [m, loop.iv], [block_m, block_k])
+            b = k.load(k.args.b, [loop.iv, n], [block_k, block_n])
+            loop.yield_(k.dot(a, b, acc))
+        (acc,) = loop.results
+        if epilogue == "bias_relu":
+            bias = k.load(k.args.bias, [n], [block_n])
+            acc = k.maximum(acc + k.expand_dims(bias, 0), 0.0)
+        k.store(acc, k.args.c, [m, n])
+    return kb
+
+
+def matmul_grid(
+    shape_a: Sequence[int], shape_b: Sequence[int], block_m: int = 64, block_n: int = 64
+) -> tuple[int, int]:
+    """The grid of :func:`matmul` for ``a`` of ``shape_a`` (M, K) and ``b`` of ``shape_b``."""
+    return (max(cdiv(shape_a[0], block_m), 1), max(cdiv(shape_b[1], block_n), 1))
+
+
+def batched_matmul(
+    dtype: str = "f16", block_m: int = 64, block_n: int = 64, block_k: int = 32
+) -> KernelBuilder:
+    """``c[i] = a[i] @ b[i]`` over a batch, f32 accumulation and result, on a 3-D grid.
+
+    Arguments: ``a`` (B x M x K), ``b`` (B x K x N) of ``dtype``, ``c`` (B x M x N, f32).
+    Program (i, j, batch) computes the ``block_m x block_n`` tile (i, j) of ``c[batch]``
+    (``program_id(2)`` is the batch), loading ``1 x block x block`` tiles of the 3-D views.
+    Grid: :func:`batched_matmul_grid`.
+    """
+    _check_matmul(dtype, None, block_m=block_m, block_n=block_n, block_k=block_k)
+    kb = KernelBuilder(
+        "batched_matmul", a=_view(dtype, 3), b=_view(dtype, 3), c=_view("f32", 3)
+    )
+    with kb as k:
+        m = k.program_id(0) * block_m
+        n = k.program_id(1) * block_n
+        batch = k.program_id(2)
+        size_k = k.size(k.args.a, 2)
+        acc0 = k.full([block_m, block_n], 0.0, "f32")
+        with k.loop(0, size_k, block_k, carried=[acc0]) as loop:
+            (acc,) = loop.carried
+            a = k.load(k.args.a, [batch, m, loop.iv], [1, block_m, block_k])
+            b = k.load(k.args.b, [batch, loop.iv, n], [1, block_k, block_n])
+            a = k.reshape(a, [block_m, block_k])
+            b = k.reshape(b, [block_k, block_n])
+            loop.yield_(k.dot(a, b, acc))
+        (acc,) = loop.results
+        k.store(k.reshape(acc, [1, block_m, block_n]), k.args.c, [batch, m, n])
+    return kb
+
+
+def batched_matmul_grid(
+    shape_a: Sequence[int], shape_b: Sequence[int], block_m: int = 64, block_n: int = 64
+) -> tuple[int, int, int]:
+    """The grid of :func:`batched_matmul` for ``a`` (B, M, K) and ``b`` (B, K, N)."""
+    return (
+        max(cdiv(shape_a[1], block_m), 1),
+        max(cdiv(shape_b[2], block_n), 1),
+        max(shape_a[0], 1),
+    )
+
+
+__all__ = [
+    "argmax",
+    "argmax_grid",
+    "batched_matmul",
+    "batched_matmul_grid",
+    "bias_gelu",
+    "bias_gelu_grid",
+    "cdiv",
+    "col_sum",
+    "col_sum_grid",
+    "layer_norm",
+    "layer_norm_grid",
+    "matmul",
+    "matmul_grid",
+    "row_sum",
+    "row_sum_grid",
+    "softmax",
+    "softmax_grid",
+    "softmax_online",
+    "transpose",
+    "transpose_grid",
+    "vector_add",
+    "vector_add_grid",
+]

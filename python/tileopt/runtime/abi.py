@@ -1,0 +1,466 @@
+"""The kernel ABI: how a tile kernel's views and scalars become PTX kernel parameters.
+
+The ABI is written down in ``docs/kernel-abi.md``; in short, for each kernel argument in order:
+
+* a view (memref) of rank ``r`` and element type ``T`` is ``2 + 2r`` parameters of ``.u64``:
+  the global pointer to the view's base, the offset in elements, the ``r`` sizes and the ``r``
+  strides in elements;
+* a scalar is one parameter of its own type (``i32`` -> ``.u32``/``.s32``, ``i64``/``index`` ->
+  ``.u64``, ``f32`` -> ``.f32``, ``f64`` -> ``.f64``, ``f16``/``bf16`` -> ``.b16``).
+
+This module describes a kernel's parameters (:class:`KernelParam`), checks the arguments of a
+launch against them (:class:`ArgumentError` names the argument on a mismatch) and expands them
+into the flat parameter lists that the emulator and the CUDA launcher take. Pure Python and
+numpy; torch is used only when tensors are passed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from tileopt.errors import TileoptError
+
+ParamKind = Literal["view", "scalar"]
+
+
+class ArgumentError(TileoptError):
+    """A launch argument does not match the kernel's ABI (kind, dtype, rank, value)."""
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element or scalar type of the ABI: its name, width, and numpy/torch spellings."""
+
+    name: str
+    bits: int
+    kind: Literal["int", "float", "bool"]
+    numpy: tuple[str, ...]
+    torch: tuple[str, ...]
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element in memory (``i1`` is stored as one byte)."""
+        return max(self.bits // 8, 1)
+
+
+# MLIR integer types are signless: a view of i32 accepts int32 and uint32 tensors alike.
+DTYPES: dict[str, DType] = {
+    d.name: d
+    for d in (
+        DType("i1", 1, "bool", ("bool",), ("bool",)),
+        DType("i8", 8, "int", ("int8", "uint8"), ("int8", "uint8")),
+        DType("i16", 16, "int", ("int16", "uint16"), ("int16", "uint16")),
+        DType("i32", 32, "int", ("int32", "uint32"), ("int32", "uint32")),
+        DType("i64", 64, "int", ("int64", "uint64"), ("int64", "uint64")),
+        DType("index", 64, "int", ("int64", "uint64"), ("int64", "uint64")),
+        DType("f16", 16, "float", ("float16",), ("float16",)),
+        DType("bf16", 16, "float", (), ("bfloat16",)),
+        DType("f32", 32, "float", ("float32",), ("float32",)),
+        DType("f64", 64, "float", ("float64",), ("float64",)),
+    )
+}
+
+
+def dtype(name: str) -> DType:
+    """The ABI type called ``name`` (``"f32"``, ``"i32"``, ``"index"``, ...)."""
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ArgumentError(
+            f"unknown ABI type {name!r}; expected one of {', '.join(DTYPES)}"
+        ) from None
+
+
+Dims = tuple[int | None, ...]
+
+
+def _dims(values: Dims) -> str:
+    return ", ".join("?" if v is None else str(v) for v in values)
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """One kernel argument as the ABI sees it.
+
+    Written like MLIR types: ``x: view<?x?xf32>`` (a rank-2 view, all sizes, strides and the
+    offset dynamic), ``x: view<128x?xf32, strides [?, 1], offset 0>`` (static parts known to
+    the kernel, checked at launch), ``n: i32`` (a scalar).
+
+    Attributes:
+        name: the argument's name (from the builder, or ``arg<i>``); used in error messages.
+        kind: ``"view"`` (a strided memref: pointer, offset, sizes, strides) or ``"scalar"``.
+        dtype: the element type of a view, or the scalar's type (a key of :data:`DTYPES`).
+        rank: the view's rank; 0 for scalars.
+        shape: static sizes of the memref type, None for a dynamic size; None if all dynamic.
+        strides: static strides (elements), None for a dynamic stride; None if all dynamic.
+        offset: the static offset (elements) of the memref type; None if dynamic.
+    """
+
+    name: str
+    kind: ParamKind
+    dtype: str
+    rank: int = 0
+    shape: Dims | None = None
+    strides: Dims | None = None
+    offset: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("view", "scalar"):
+            raise ArgumentError(f"parameter {self.name}: kind must be 'view' or 'scalar'")
+        dtype(self.dtype)
+        if self.kind == "scalar" and (self.rank, self.shape, self.strides, self.offset) != (
+            0, None, None, None
+        ):
+            raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
+        if self.rank < 0:
+            raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
+        for what in ("shape", "strides"):
+            dims = getattr(self, what)
+            if dims is not None and len(dims) != self.rank:
+                raise ArgumentError(
+                    f"parameter {self.name}: {what} {dims} does not have rank {self.rank}"
+                )
+            if dims is not None and all(d is None for d in dims):
+                object.__setattr__(self, what, None)  # all dynamic: the canonical spelling
+
+    @classmethod
+    def view(
+        cls,
+        name: str,
+        dtype: str,
+        rank: int,
+        *,
+        shape: Dims | None = None,
+        strides: Dims | None = None,
+        offset: int | None = None,
+    ) -> KernelParam:
+        """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
+        with static sizes, strides or offset where given."""
+        return cls(name, "view", dtype, rank, shape, strides, offset)
+
+    @classmethod
+    def scalar(cls, name: str, dtype: str) -> KernelParam:
+        """A scalar argument of type ``dtype``."""
+        return cls(name, "scalar", dtype)
+
+    @classmethod
+    def parse(cls, text: str) -> KernelParam:
+        """The inverse of ``str()``: ``"x: view<?x?xf32>"``, ``"n: i32"``, or with static
+        parts ``"x: view<128x?xf32, strides [?, 1], offset 0>"`` (spaces optional)."""
+        m = re.fullmatch(
+            r"\s*([\w$.]+)\s*:\s*(?:view<((?:(?:\d+|\?)x)*)(\w+)"
+            r"(?:\s*,\s*strides\s*\[([^\]]*)\])?(?:\s*,\s*offset\s*(\d+))?\s*>|(\w+))\s*",
+            text,
+        )
+        if m is None:
+            raise ArgumentError(
+                f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
+                f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
+            )
+        if m.group(6) is not None:
+            return cls.scalar(m.group(1), m.group(6))
+
+        def dims(items: list[str]) -> Dims:
+            return tuple(None if d.strip() == "?" else int(d) for d in items)
+
+        shape = dims([d for d in m.group(2).split("x") if d])
+        strides = dims(m.group(4).split(",")) if m.group(4) else None
+        offset = int(m.group(5)) if m.group(5) else None
+        return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
+                        offset=offset)
+
+    def ptx_param_bits(self) -> list[int]:
+        """Bit widths of the PTX parameters this argument becomes, in order."""
+        if self.kind == "view":
+            return [64] * (2 + 2 * self.rank)
+        return [max(dtype(self.dtype).bits, 8)]
+
+    def __str__(self) -> str:
+        if self.kind == "scalar":
+            return f"{self.name}: {self.dtype}"
+        shape = self.shape or (None,) * self.rank
+        text = "".join(f"{'?' if d is None else d}x" for d in shape) + self.dtype
+        if self.strides is not None:
+            text += f", strides [{_dims(self.strides)}]"
+        if self.offset is not None:
+            text += f", offset {self.offset}"
+        return f"{self.name}: view<{text}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checking
+
+
+def _is_torch(a: object) -> bool:
+    return type(a).__module__.startswith("torch") and hasattr(a, "data_ptr")
+
+
+def _dtype_name_of(a: Any) -> str:
+    if isinstance(a, np.ndarray):
+        return a.dtype.name
+    return str(a.dtype).removeprefix("torch.")
+
+
+def _describe(i: int, p: KernelParam) -> str:
+    return f"argument {i} ({p})"
+
+
+def check_view(i: int, p: KernelParam, a: Any) -> None:
+    """Raises :class:`ArgumentError` unless ``a`` is an array/tensor matching view ``p``."""
+    if not (isinstance(a, np.ndarray) or _is_torch(a)):
+        raise ArgumentError(
+            f"{_describe(i, p)} is a view: pass a numpy array or torch tensor, "
+            f"got {type(a).__name__}"
+        )
+    dt = dtype(p.dtype)
+    name = _dtype_name_of(a)
+    accepted = dt.numpy if isinstance(a, np.ndarray) else dt.torch
+    if name not in accepted:
+        hint = " (numpy has no bfloat16: pass a torch tensor)" if p.dtype == "bf16" else ""
+        raise ArgumentError(
+            f"{_describe(i, p)} expects elements of {p.dtype} "
+            f"({' or '.join(accepted) or 'torch.bfloat16'}), got {name}{hint}"
+        )
+    if a.ndim != p.rank:
+        raise ArgumentError(
+            f"{_describe(i, p)} expects rank {p.rank}, got shape {tuple(a.shape)} (rank {a.ndim})"
+        )
+    shape = tuple(int(s) for s in a.shape)
+    for d, want in enumerate(p.shape or ()):
+        if want is not None and shape[d] != want:
+            raise ArgumentError(
+                f"{_describe(i, p)} has static size {want} in dimension {d}, got shape {shape}"
+            )
+    if p.strides is not None:
+        got = _element_strides(a)
+        for d, want in enumerate(p.strides):
+            # A stride only matters where the dimension has more than one element.
+            if want is not None and shape[d] > 1 and (got is None or got[d] != want):
+                raise ArgumentError(
+                    f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
+                    f"{got if got is not None else a.strides} (pass a contiguous copy)"
+                )
+
+
+def _element_strides(a: Any) -> tuple[int, ...] | None:
+    """Strides in elements (None for numpy byte strides that are not whole elements)."""
+    if isinstance(a, np.ndarray):
+        if any(st % a.itemsize for st in a.strides):
+            return None
+        return tuple(st // a.itemsize for st in a.strides)
+    return tuple(int(s) for s in a.stride())
+
+
+def _check_offset(i: int, p: KernelParam, offset: int) -> None:
+    if p.offset is not None and offset != p.offset:
+        raise ArgumentError(
+            f"{_describe(i, p)} has static offset {p.offset}, but this array needs offset "
+            f"{offset} (numpy negative strides): pass a copy"
+        )
+
+
+def _scalar_value(i: int, p: KernelParam, v: Any) -> int | float:
+    if (isinstance(v, np.ndarray) or _is_torch(v)) and v.ndim == 0:
+        v = v.item()
+    if isinstance(v, np.generic):
+        v = v.item()
+    dt = dtype(p.dtype)
+    if dt.kind == "float":
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ArgumentError(f"{_describe(i, p)} expects a number, got {type(v).__name__}")
+        return float(v)
+    if isinstance(v, float) or not isinstance(v, int):
+        raise ArgumentError(
+            f"{_describe(i, p)} expects an integer, got {type(v).__name__} {v!r}"
+        )
+    iv = int(v)
+    bits = dt.bits
+    if dt.kind == "bool":
+        if iv not in (0, 1):
+            raise ArgumentError(f"{_describe(i, p)} expects a bool, got {iv}")
+    elif not -(1 << (bits - 1)) <= iv < (1 << bits):
+        raise ArgumentError(f"{_describe(i, p)}: {iv} does not fit in {bits} bits")
+    return iv
+
+
+def check_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> None:
+    """Raises :class:`ArgumentError` unless ``args`` match ``params``: number, kind, dtype, rank."""
+    if len(args) != len(params):
+        raise ArgumentError(
+            f"kernel {kernel} takes {len(params)} arguments ({', '.join(map(str, params))}), "
+            f"got {len(args)}"
+        )
+    for i, (p, a) in enumerate(zip(params, args, strict=True)):
+        if p.kind == "view":
+            check_view(i, p, a)
+        else:
+            _scalar_value(i, p, a)
+
+
+def describe_ptx_param(params: Sequence[KernelParam], index: int) -> str:
+    """Which kernel argument PTX parameter ``index`` belongs to, e.g.
+    ``"PTX parameter 5 is the size 0 of argument 1 (y: view<?x?xf32>)"``."""
+    at = 0
+    for i, p in enumerate(params):
+        n = len(p.ptx_param_bits())
+        if index < at + n:
+            k = index - at
+            if p.kind == "scalar":
+                part = "the value"
+            elif k == 0:
+                part = "the pointer"
+            elif k == 1:
+                part = "the offset"
+            elif k < 2 + p.rank:
+                part = f"the size {k - 2}"
+            else:
+                part = f"the stride {k - 2 - p.rank}"
+            return f"PTX parameter {index} is {part} of argument {i} ({p})"
+        at += n
+    return f"PTX parameter {index} is not part of the kernel ABI ({at} parameters)"
+
+
+# ---------------------------------------------------------------------------------------------
+# scalars
+
+
+def f32_to_bf16_bits(x: float) -> int:
+    """The bfloat16 bit pattern nearest to ``x`` (round to nearest even; NaN stays NaN)."""
+    bits = int(np.array(x, np.float32).view(np.uint32))
+    if math.isnan(x):
+        return ((bits >> 16) | 0x40) & 0xFFFF
+    bits += 0x7FFF + ((bits >> 16) & 1)
+    return (bits >> 16) & 0xFFFF
+
+
+def scalar_param(i: int, p: KernelParam, v: Any) -> np.generic:
+    """The value of scalar argument ``v`` typed as its PTX parameter (f16/bf16 as raw bits)."""
+    x = _scalar_value(i, p, v)
+    d = p.dtype
+    if d == "f32":
+        return np.float32(x)
+    if d == "f64":
+        return np.float64(x)
+    if d == "f16":
+        return np.float16(x).view(np.uint16)
+    if d == "bf16":
+        return np.uint16(f32_to_bf16_bits(float(x)))
+    bits = dtype(d).bits
+    if bits <= 8:
+        return np.uint8(int(x) & 0xFF)
+    if bits == 16:
+        return np.uint16(int(x) & 0xFFFF)
+    if bits == 32:
+        return np.uint32(int(x) & 0xFFFF_FFFF)
+    return np.uint64(int(x) & 0xFFFF_FFFF_FFFF_FFFF)
+
+
+# ---------------------------------------------------------------------------------------------
+# views
+
+
+@dataclass(frozen=True)
+class ViewParams:
+    """A view argument expanded per the ABI: what the ``2 + 2r`` parameters hold.
+
+    ``buffer`` is what the launcher passes for the pointer: for the emulator a 1-D numpy
+    array / CPU tensor spanning exactly the elements the view can reach; for CUDA the
+    tensor itself (its ``data_ptr()`` is the pointer).
+    """
+
+    buffer: Any
+    offset: int
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def flat(self, pointer: Any) -> list[Any]:
+        """``[pointer, offset, *sizes, *strides]`` with the integers as ``np.int64``."""
+        ints = [self.offset, *self.sizes, *self.strides]
+        return [pointer, *(np.int64(x) for x in ints)]
+
+
+def _numpy_span(i: int, p: KernelParam, a: np.ndarray) -> ViewParams:
+    item = a.itemsize
+    if any(st % item for st in a.strides):
+        raise ArgumentError(
+            f"{_describe(i, p)} has byte strides {a.strides} that are not multiples of its "
+            f"element size {item}; pass a copy (np.ascontiguousarray)"
+        )
+    strides = tuple(st // item for st in a.strides)
+    sizes = tuple(int(s) for s in a.shape)
+    if a.size == 0:
+        return ViewParams(a.reshape(-1)[:0], 0, sizes, strides)
+    lo = sum((s - 1) * st for s, st in zip(sizes, strides, strict=True) if st < 0)
+    hi = sum((s - 1) * st for s, st in zip(sizes, strides, strict=True) if st > 0)
+    # A 1-element view whose data pointer is the lowest address the view reaches.
+    first = a[tuple(slice(s - 1, s) if st < 0 else slice(0, 1) for s, st in zip(sizes, strides,
+                                                                              strict=True))]
+    span = np.lib.stride_tricks.as_strided(first.reshape(-1), shape=(hi - lo + 1,),
+                                           strides=(item,), writeable=a.flags.writeable)
+    return ViewParams(span, -lo, sizes, strides)
+
+
+def _torch_span(i: int, p: KernelParam, t: Any) -> ViewParams:
+    if t.device.type != "cpu":
+        raise ArgumentError(
+            f"{_describe(i, p)} is on device {t.device}; the emulator runs on CPU tensors "
+            f"(pass tensor.cpu())"
+        )
+    sizes = tuple(int(s) for s in t.shape)
+    strides = tuple(int(s) for s in t.stride())
+    if t.numel() == 0:
+        return ViewParams(t.reshape(-1)[:0], 0, sizes, strides)
+    span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True))
+    return ViewParams(t.detach().as_strided((span,), (1,)), 0, sizes, strides)
+
+
+def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
+    """The emulator's flat argument list for a launch of ``kernel`` (checks ``args`` first).
+
+    A view becomes a 1-D array/tensor that spans exactly the elements the view can reach
+    (so the emulator bounds-checks against the view's own memory and writes results back
+    into it), then offset, sizes and strides. Non-contiguous views, transposes, slices and,
+    for numpy, negative strides keep their real strides: the kernel sees the same addresses
+    it would see on a GPU. Scalars are typed like their PTX parameters (``f16``/``bf16`` as
+    raw 16-bit patterns).
+    """
+    check_args(params, args, kernel)
+    flat: list[Any] = []
+    for i, (p, a) in enumerate(zip(params, args, strict=True)):
+        if p.kind == "scalar":
+            flat.append(scalar_param(i, p, a))
+            continue
+        vp = _numpy_span(i, p, a) if isinstance(a, np.ndarray) else _torch_span(i, p, a)
+        _check_offset(i, p, vp.offset)
+        flat.extend(vp.flat(vp.buffer))
+    return flat
+
+
+def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
+    """The CUDA launcher's flat argument list: device pointers and typed numpy scalars.
+
+    Views must be CUDA torch tensors; the pointer is ``data_ptr()`` (already offset by the
+    tensor's storage offset), so the ABI's offset is 0.
+    """
+    check_args(params, args, kernel)
+    flat: list[Any] = []
+    for i, (p, a) in enumerate(zip(params, args, strict=True)):
+        if p.kind == "scalar":
+            flat.append(scalar_param(i, p, a))
+            continue
+        if not _is_torch(a) or a.device.type != "cuda":
+            where = "a numpy array" if isinstance(a, np.ndarray) else f"on {a.device}"
+            raise ArgumentError(
+                f"{_describe(i, p)} is {where}: device='cuda' needs CUDA torch tensors "
+                f"(tensor.cuda())"
+            )
+        vp = ViewParams(a, 0, tuple(int(s) for s in a.shape), tuple(int(s) for s in a.stride()))
+        _check_offset(i, p, vp.offset)
+        flat.extend(vp.flat(np.uint64(a.data_ptr())))
+    return flat

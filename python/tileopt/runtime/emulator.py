@@ -1,0 +1,48 @@
+"""Launching a compiled kernel in tileopt's PTX emulator (the "emulator" device)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from tileopt.errors import DeviceError, EmulatorError
+from tileopt.runtime.abi import KernelParam, describe_ptx_param, emulator_args
+
+
+def load(ptx: str) -> Any:
+    """Loads PTX text into the emulator (a ``tileopt.emulator.Module``)."""
+    import tileopt.emulator as emu
+
+    if not hasattr(emu, "load_ptx"):
+        raise DeviceError(
+            "tileopt.emulator did not load (its package __init__ was not executed); "
+            "reinstall tileopt (`make build`) so the editable install knows the emulator"
+        )
+    return emu.load_ptx(ptx)
+
+
+def launch(
+    module: Any,
+    name: str,
+    params: Sequence[KernelParam],
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    args: Sequence[Any],
+    **options: Any,
+) -> Any:
+    """Runs kernel ``name`` of an emulator module over ``grid`` x ``block`` threads.
+
+    ``args`` follow the kernel ABI (numpy arrays / CPU torch tensors for views, numbers for
+    scalars); results are written back into the arrays. Returns the emulator's
+    ``LaunchStats``. ``options`` go to ``Module.launch`` (e.g. ``max_threads_per_chunk``).
+    Static shared memory is declared in the PTX, so no dynamic shared memory is passed.
+    """
+    flat = emulator_args(params, args, name)
+    try:
+        return module.launch(name, grid=grid, block=block, args=flat, shared_bytes=0, **options)
+    except EmulatorError as e:
+        # The emulator names PTX parameters ("argument 8 (k_param_8, ...)"): say whose they are.
+        for index in sorted({int(m) for m in re.findall(r"_param_(\d+)\b", str(e))}):
+            e.add_note(describe_ptx_param(params, index))
+        raise
