@@ -518,34 +518,84 @@ Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
                   const View &view, ValueRange tileOffsets, Type element,
                   KernelState &state, bool ownersOnly = false) {
   Access access;
-  Value owner = ownersOnly ? emitOwnerPredicate(b, loc, tile.getEncoding(),
-                                                tile.getShape(), state)
+  Attribute layout = tile.getEncoding();
+  ArrayRef<int64_t> shape = tile.getShape();
+  Value owner = ownersOnly ? emitOwnerPredicate(b, loc, layout, shape, state)
                            : Value();
-  access.coords = emitCoords(b, loc, tile, state);
+  access.coords.offsets = getRegisterOffsets(layout, shape);
+  SmallVector<Value> base = emitThreadBase(b, loc, layout, state);
+  SmallVector<int64_t> baseMax = maxThreadBase(layout);
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  SmallVector<Value> starts;
-  for (Value o : tileOffsets)
-    starts.push_back(arith::IndexCastOp::create(b, loc, b.getI64Type(), o));
-  for (const SmallVector<Value> &coord : access.coords.coords) {
-    Value linear = view.offset;
+  Type i64 = b.getI64Type();
+  int64_t rank = view.rank();
+
+  // Per dim: the thread's first index (tile offset + thread base) and whether
+  // the layout wraps around the tile there. Where it does not, a register's
+  // index is that first index plus a constant, and its address the thread's
+  // base address plus a constant (times the stride): LLVM folds it into the
+  // instruction's immediate offset.
+  SmallVector<Value> first(rank);
+  SmallVector<bool> wraps(rank, false);
+  Value baseLinear = view.offset;
+  for (int64_t d = 0; d < rank; ++d) {
+    for (const SmallVector<int64_t> &offset : access.coords.offsets)
+      wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
+    Value start = arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]);
+    first[d] = arith::AddIOp::create(
+        b, loc, start, arith::ExtUIOp::create(b, loc, i64, base[d]), kNoWrap);
+    if (!wraps[d])
+      baseLinear = arith::AddIOp::create(
+          b, loc, baseLinear,
+          arith::MulIOp::create(b, loc, first[d], view.strides[d]));
+  }
+  Value basePtr = LLVM::GEPOp::create(b, loc, ptrType, storageType(b, element),
+                                      view.ptr, ValueRange{baseLinear});
+  // offset * stride, once per distinct offset of a dim.
+  llvm::DenseMap<std::pair<int64_t, int64_t>, Value> scaled;
+  auto scaledOffset = [&](int64_t d, int64_t offset) -> Value {
+    auto [it, inserted] = scaled.try_emplace({d, offset});
+    if (inserted)
+      it->second = arith::MulIOp::create(b, loc, i64Const(b, loc, offset),
+                                         view.strides[d]);
+    return it->second;
+  };
+
+  for (const SmallVector<int64_t> &offset : access.coords.offsets) {
+    Value delta = i64Const(b, loc, 0);
     Value ok;
-    for (int64_t d = 0; d < view.rank(); ++d) {
-      Value c = arith::ExtUIOp::create(b, loc, b.getI64Type(), coord[d]);
-      Value idx = arith::AddIOp::create(b, loc, starts[d], c, kNoWrap);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value idx;
+      if (wraps[d]) {
+        // Layouts larger than the tile replicate it: wrap the coordinate.
+        Value c = arith::AddIOp::create(b, loc, base[d],
+                                        i32Const(b, loc, offset[d]), kNoWrap);
+        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
+        Value start = arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]);
+        idx = arith::AddIOp::create(b, loc, start,
+                                    arith::ExtUIOp::create(b, loc, i64, c), kNoWrap);
+        delta = arith::AddIOp::create(
+            b, loc, delta, arith::MulIOp::create(b, loc, idx, view.strides[d]));
+      } else {
+        idx = offset[d] ? Value(arith::AddIOp::create(b, loc, first[d],
+                                                       i64Const(b, loc, offset[d])))
+                        : first[d];
+        if (offset[d])
+          delta = arith::AddIOp::create(b, loc, delta, scaledOffset(d, offset[d]));
+      }
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           idx, view.sizes[d]);
       ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
-      Value term = arith::MulIOp::create(b, loc, idx, view.strides[d]);
-      linear = arith::AddIOp::create(b, loc, linear, term);
     }
     if (!ok)
       ok = arith::ConstantIntOp::create(b, loc, 1, 1);
     if (owner)
       ok = arith::AndIOp::create(b, loc, ok, owner);
     access.inBounds.push_back(ok);
+    // basePtr holds the view's offset and the non-wrapping dims' first
+    // indices; delta the rest.
     access.pointers.push_back(LLVM::GEPOp::create(
-        b, loc, ptrType, storageType(b, element), view.ptr, ValueRange{linear}));
+        b, loc, ptrType, storageType(b, element), basePtr, ValueRange{delta}));
   }
   return access;
 }

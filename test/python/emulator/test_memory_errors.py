@@ -425,3 +425,32 @@ def test_extern_device_runtime_calls(
     x[7] = -3
     with pytest.raises(EmulatorError):
         mod.launch("with_assert", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])
+
+
+def test_shared_overrun_through_pointer_in_callee(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "generic_smem_overrun"
+    y = np.zeros(32, dtype=np.float32)
+    k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[y, 0])  # control
+    np.testing.assert_array_equal(y, 1.0)
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[y, 1])
+    msg = str(info.value)
+    assert name in msg and "shared" in msg.lower()
+    _assert_names_thread(msg, (0, 0, 0), (31, 0, 0))
+
+
+def test_local_array_overrun(load_kernels: Loader, arch: str) -> None:
+    k = load_kernels(SRC, arch)
+    name = "local_overrun"
+    idx = np.arange(32, dtype=np.int32) % 16
+    out = np.zeros(32, dtype=np.int32)
+    k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[idx, out])  # control
+    np.testing.assert_array_equal(out, idx * np.arange(32))
+    idx[9] = 20
+    with pytest.raises(emu.MemoryAccessError) as info:
+        k.module.launch(name, grid=(1, 1, 1), block=(32, 1, 1), args=[idx, out])
+    msg = str(info.value)
+    assert name in msg and "local" in msg.lower()
+    _assert_names_line(msg, k.ptx, name, "ld.local")
+    _assert_names_thread(msg, (0, 0, 0), (9, 0, 0))

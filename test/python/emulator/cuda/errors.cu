@@ -85,3 +85,22 @@ extern "C" __global__ void oob_cp_async(const int* in, int* out, int n) {
     __syncthreads();
     if (4 * t < n) out[t] = buf[4 * t];
 }
+
+// Shared-memory overrun through a generic pointer inside an out-of-line function.
+__device__ __noinline__ void store_generic(float* p, int k, float v) { p[k] = v; }
+
+extern "C" __global__ void generic_smem_overrun(float* y, int shift) {
+    __shared__ float s[32];
+    int t = threadIdx.x;
+    store_generic(s, t + shift, 1.f);
+    __syncthreads();
+    y[t] = s[t];
+}
+
+// A per-thread local array indexed past its end (the frame is 64 bytes).
+extern "C" __global__ void local_overrun(const int* idx, int* out) {
+    int t = threadIdx.x;
+    int arr[16];
+    for (int k = 0; k < 16; ++k) arr[k] = k * t;
+    out[t] = arr[idx[t]];
+}
