@@ -1739,6 +1739,15 @@ struct ElementwiseLowering : ConversionPattern {
         SmallVector<Value> scalars;
         for (auto &e : elems)
           scalars.push_back(e[i]);
+        if (isa<math::ExpOp>(op) && vt.getElementType().isF32()) {
+          // e^x = 2^(x log2 e): one multiply and ex2.approx, as Triton and
+          // CUDA's __expf do, instead of libdevice's exact expf.
+          Value log2e = arith::ConstantOp::create(
+              rewriter, loc, rewriter.getF32FloatAttr(1.4426950408889634f));
+          Value scaled = arith::MulFOp::create(rewriter, loc, scalars[0], log2e);
+          results.push_back(math::Exp2Op::create(rewriter, loc, scaled));
+          continue;
+        }
         OperationState state(loc, op->getName(), scalars, vt.getElementType(),
                              op->getAttrs());
         results.push_back(rewriter.create(state)->getResult(0));
