@@ -507,98 +507,141 @@ std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
   return strides[dim];
 }
 
-/// Everything a load or store of a tile needs per register.
-struct Access {
-  TileCoords coords;
-  SmallVector<Value> pointers; // per register
-  SmallVector<Value> inBounds; // per register (i1)
-};
-
-Access emitAccess(OpBuilder &b, Location loc, RankedTensorType tile,
-                  const View &view, ValueRange tileOffsets, Type element,
-                  KernelState &state, bool ownersOnly = false) {
-  Access access;
-  Attribute layout = tile.getEncoding();
-  ArrayRef<int64_t> shape = tile.getShape();
-  Value owner = ownersOnly ? emitOwnerPredicate(b, loc, layout, shape, state)
-                           : Value();
-  access.coords.offsets = getRegisterOffsets(layout, shape);
-  SmallVector<Value> base = emitThreadBase(b, loc, layout, state);
-  SmallVector<int64_t> baseMax = maxThreadBase(layout);
-  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 1);
-  Type i64 = b.getI64Type();
-  int64_t rank = view.rank();
-
-  // Per dim: the thread's first index (tile offset + thread base) and whether
-  // the layout wraps around the tile there. Where it does not, a register's
-  // index is that first index plus a constant, and its address the thread's
-  // base address plus a constant (times the stride): LLVM folds it into the
-  // instruction's immediate offset.
-  SmallVector<Value> first(rank);
-  SmallVector<bool> wraps(rank, false);
-  Value baseLinear = view.offset;
-  for (int64_t d = 0; d < rank; ++d) {
-    for (const SmallVector<int64_t> &offset : access.coords.offsets)
-      wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
-    Value start = arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]);
-    first[d] = arith::AddIOp::create(
-        b, loc, start, arith::ExtUIOp::create(b, loc, i64, base[d]), kNoWrap);
-    if (!wraps[d])
-      baseLinear = arith::AddIOp::create(
-          b, loc, baseLinear,
-          arith::MulIOp::create(b, loc, first[d], view.strides[d]));
-  }
-  Value basePtr = LLVM::GEPOp::create(b, loc, ptrType, storageType(b, element),
-                                      view.ptr, ValueRange{baseLinear});
-  // offset * stride, once per distinct offset of a dim.
-  llvm::DenseMap<std::pair<int64_t, int64_t>, Value> scaled;
-  auto scaledOffset = [&](int64_t d, int64_t offset) -> Value {
-    auto [it, inserted] = scaled.try_emplace({d, offset});
-    if (inserted)
-      it->second = arith::MulIOp::create(b, loc, i64Const(b, loc, offset),
-                                         view.strides[d]);
-    return it->second;
-  };
-
-  for (const SmallVector<int64_t> &offset : access.coords.offsets) {
-    Value delta = i64Const(b, loc, 0);
-    Value ok;
+/// The addresses and in-bounds predicates of a tile's registers for a load
+/// or store. The per-thread parts are emitted up front; a register's own
+/// address and predicate only when asked, so that a vector access computes
+/// them for the first and last register of its run alone and the scalar
+/// tail of a run straddling the view's end computes the rest in its branch.
+class Access {
+public:
+  Access(OpBuilder &b, Location loc, RankedTensorType tile, const View &view,
+         ValueRange tileOffsets, Type element, KernelState &state,
+         bool ownersOnly)
+      : loc(loc), view(view), shape(tile.getShape()),
+        element(storageType(b, element)), home(b.getInsertionBlock()) {
+    Attribute layout = tile.getEncoding();
+    offsets = getRegisterOffsets(layout, shape);
+    if (ownersOnly)
+      owner = emitOwnerPredicate(b, loc, layout, shape, state);
+    base = emitThreadBase(b, loc, layout, state);
+    SmallVector<int64_t> baseMax = maxThreadBase(layout);
+    Type i64 = b.getI64Type();
+    int64_t rank = view.rank();
+    // Per dim: the thread's first index (tile offset + thread base) and
+    // whether the layout wraps around the tile there. Where it does not, a
+    // register's index is the first index plus a constant and its address the
+    // thread's base address plus a constant times the stride, which LLVM
+    // folds into the instruction's immediate offset.
+    first.resize(rank);
+    wraps.assign(rank, false);
+    Value baseLinear = view.offset;
     for (int64_t d = 0; d < rank; ++d) {
-      Value idx;
-      if (wraps[d]) {
-        // Layouts larger than the tile replicate it: wrap the coordinate.
-        Value c = arith::AddIOp::create(b, loc, base[d],
-                                        i32Const(b, loc, offset[d]), kNoWrap);
-        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
-        Value start = arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]);
-        idx = arith::AddIOp::create(b, loc, start,
-                                    arith::ExtUIOp::create(b, loc, i64, c), kNoWrap);
-        delta = arith::AddIOp::create(
-            b, loc, delta, arith::MulIOp::create(b, loc, idx, view.strides[d]));
-      } else {
-        idx = offset[d] ? Value(arith::AddIOp::create(b, loc, first[d],
-                                                       i64Const(b, loc, offset[d])))
-                        : first[d];
-        if (offset[d])
-          delta = arith::AddIOp::create(b, loc, delta, scaledOffset(d, offset[d]));
-      }
+      for (const SmallVector<int64_t> &offset : offsets)
+        wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
+      starts.push_back(arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]));
+      first[d] = arith::AddIOp::create(
+          b, loc, starts[d], arith::ExtUIOp::create(b, loc, i64, base[d]),
+          kNoWrap);
+      if (!wraps[d])
+        baseLinear = arith::AddIOp::create(
+            b, loc, baseLinear,
+            arith::MulIOp::create(b, loc, first[d], view.strides[d]));
+    }
+    basePtr = LLVM::GEPOp::create(b, loc, ptrType(b), this->element, view.ptr,
+                                  ValueRange{baseLinear});
+  }
+
+  /// The static offsets of the registers (register order).
+  SmallVector<SmallVector<int64_t>> offsets;
+
+  /// Whether register `r` lies inside the view (and, for stores of
+  /// replicated layouts, this thread owns it).
+  Value inBounds(OpBuilder &b, unsigned r) {
+    return cached(b, r, okCache, [&] { return emitInBounds(b, r); });
+  }
+
+  /// The global address of register `r`.
+  Value pointer(OpBuilder &b, unsigned r) {
+    return cached(b, r, ptrCache, [&] { return emitPointer(b, r); });
+  }
+
+private:
+  static Type ptrType(OpBuilder &b) {
+    return LLVM::LLVMPointerType::get(b.getContext(), 1);
+  }
+
+  /// Values emitted in the block the access was created in are reused;
+  /// those emitted in a nested branch stay there.
+  Value cached(OpBuilder &b, unsigned r, llvm::DenseMap<unsigned, Value> &cache,
+               function_ref<Value()> emit) {
+    if (Value v = cache.lookup(r))
+      return v;
+    Value v = emit();
+    if (b.getInsertionBlock() == home)
+      cache[r] = v;
+    return v;
+  }
+
+  /// The index of register `r` along `d` (i64).
+  Value index(OpBuilder &b, unsigned r, int64_t d) {
+    int64_t offset = offsets[r][d];
+    if (wraps[d]) {
+      // Layouts larger than the tile replicate it: wrap the coordinate.
+      Value c = arith::AddIOp::create(b, loc, base[d], i32Const(b, loc, offset),
+                                      kNoWrap);
+      c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
+      return arith::AddIOp::create(
+          b, loc, starts[d], arith::ExtUIOp::create(b, loc, b.getI64Type(), c),
+          kNoWrap);
+    }
+    if (!offset)
+      return first[d];
+    return arith::AddIOp::create(b, loc, first[d], i64Const(b, loc, offset));
+  }
+
+  Value emitInBounds(OpBuilder &b, unsigned r) {
+    Value ok;
+    for (int64_t d = 0; d < view.rank(); ++d) {
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          idx, view.sizes[d]);
+                                          index(b, r, d), view.sizes[d]);
       ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
     }
     if (!ok)
       ok = arith::ConstantIntOp::create(b, loc, 1, 1);
     if (owner)
       ok = arith::AndIOp::create(b, loc, ok, owner);
-    access.inBounds.push_back(ok);
+    return ok;
+  }
+
+  Value emitPointer(OpBuilder &b, unsigned r) {
     // basePtr holds the view's offset and the non-wrapping dims' first
     // indices; delta the rest.
-    access.pointers.push_back(LLVM::GEPOp::create(
-        b, loc, ptrType, storageType(b, element), basePtr, ValueRange{delta}));
+    Value delta = i64Const(b, loc, 0);
+    for (int64_t d = 0; d < view.rank(); ++d) {
+      Value term;
+      if (wraps[d])
+        term = arith::MulIOp::create(b, loc, index(b, r, d), view.strides[d]);
+      else if (offsets[r][d])
+        term = arith::MulIOp::create(b, loc, i64Const(b, loc, offsets[r][d]),
+                                     view.strides[d]);
+      if (term)
+        delta = arith::AddIOp::create(b, loc, delta, term);
+    }
+    return LLVM::GEPOp::create(b, loc, ptrType(b), element, basePtr,
+                               ValueRange{delta});
   }
-  return access;
-}
+
+  Location loc;
+  View view;
+  ArrayRef<int64_t> shape;
+  Type element;
+  Block *home;
+  Value owner, basePtr;
+  SmallVector<Value> base, starts, first;
+  SmallVector<bool> wraps;
+  llvm::DenseMap<unsigned, Value> okCache, ptrCache;
+};
 
 /// A run-time check, uniform over the program, that vector accesses of
 /// `vecElems` elements along `dim` are aligned. (A run that straddles the
@@ -853,6 +896,14 @@ VectorPlan planVector(RankedTensorType tile, MemRefType view) {
   return plan;
 }
 
+/// The values of 1:1-converted operands (tile offsets) in a 1:N adaptor.
+SmallVector<Value> singleValues(ArrayRef<ValueRange> ranges) {
+  SmallVector<Value> values;
+  for (ValueRange range : ranges)
+    values.push_back(range.front());
+  return values;
+}
+
 /// In the vector branch the run-time check proved the fastest stride is 1.
 View vectorView(OpBuilder &b, Location loc, const View &view,
                 const VectorPlan &plan, unsigned vecElems) {
@@ -873,9 +924,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
-    SmallVector<Value> offsets;
-    for (ValueRange o : adaptor.getOffsets())
-      offsets.push_back(o.front());
+    SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     Value padWord = elementToWord(rewriter, loc, padding, bits);
@@ -884,10 +933,10 @@ struct LoadLowering : TilePattern<LoadOp> {
     // Addresses are computed in each branch: the vector one needs few.
     VectorPlan plan = planVector(tile, op.getView().getType());
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> Value {
-      Access access = emitAccess(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
-                                 offsets, element, ks);
-      SmallVector<Value> values(access.pointers.size());
-      SmallVector<Run> runs = contiguousRuns(access.coords.offsets,
+      Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+                    offsets, element, ks, /*ownersOnly=*/false);
+      SmallVector<Value> values(access.offsets.size());
+      SmallVector<Run> runs = contiguousRuns(access.offsets,
                                              tile.getShape(), plan.dim, vecElems);
       for (Run run : runs) {
         // Words of 32 bits carry several narrow elements.
@@ -905,12 +954,12 @@ struct LoadLowering : TilePattern<LoadOp> {
               b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), packed);
           pads.assign(words, vector::ExtractOp::create(b, loc, word, 0));
         }
-        Value first = access.inBounds[run.first];
-        Value last = access.inBounds[run.first + run.count - 1];
+        Value first = access.inBounds(b, run.first);
+        Value last = access.inBounds(b, run.first + run.count - 1);
         Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
                                    : first;
         SmallVector<Value> loaded = emitPredicatedLoad(
-            b, loc, access.pointers[run.first], full, wordBits, words, pads);
+            b, loc, access.pointer(b, run.first), full, wordBits, words, pads);
         for (unsigned w = 0; w < words; ++w) {
           if (elemsPerWord == 1) {
             values[run.first + w] =
@@ -937,7 +986,7 @@ struct LoadLowering : TilePattern<LoadOp> {
               for (unsigned e = 0; e < run.count; ++e) {
                 unsigned r = run.first + e;
                 Value word = emitPredicatedLoad(
-                    tb, loc, access.pointers[r], access.inBounds[r], bits, 1,
+                    tb, loc, access.pointer(tb, r), access.inBounds(tb, r), bits, 1,
                     {elementToWord(tb, loc, values[r], bits)})[0];
                 scalars.push_back(wordToElement(tb, loc, word, element, bits));
               }
@@ -983,23 +1032,20 @@ struct StoreLowering : TilePattern<StoreOp> {
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
-    SmallVector<Value> offsets;
-    for (ValueRange o : adaptor.getOffsets())
-      offsets.push_back(o.front());
+    SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
     SmallVector<Value> elements = unpack(rewriter, loc, value);
     VectorPlan plan = planVector(tile, op.getView().getType());
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) {
-      Access access =
-          emitAccess(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
-                     offsets, element, ks, /*ownersOnly=*/true);
+      Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+                    offsets, element, ks, /*ownersOnly=*/true);
       // A thread writes each element once, even where its layout wraps.
       llvm::DenseSet<ArrayRef<int64_t>> written;
       SmallVector<SmallVector<int64_t>> wrapped;
-      for (const SmallVector<int64_t> &o : access.coords.offsets)
+      for (const SmallVector<int64_t> &o : access.offsets)
         wrapped.push_back(wrap(o, tile.getShape()));
-      for (Run run : contiguousRuns(access.coords.offsets, tile.getShape(),
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(),
                                     plan.dim, vecElems)) {
         if (!written.insert(wrapped[run.first]).second)
           continue;
@@ -1027,11 +1073,11 @@ struct StoreLowering : TilePattern<StoreOp> {
         }
         for (unsigned e = 1; e < run.count; ++e)
           written.insert(wrapped[run.first + e]);
-        Value first = access.inBounds[run.first];
-        Value last = access.inBounds[run.first + run.count - 1];
+        Value first = access.inBounds(b, run.first);
+        Value last = access.inBounds(b, run.first + run.count - 1);
         Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
                                    : first;
-        emitPredicatedStore(b, loc, access.pointers[run.first], full, wordBits,
+        emitPredicatedStore(b, loc, access.pointer(b, run.first), full, wordBits,
                             words);
         if (run.count == 1)
           continue;
@@ -1040,7 +1086,7 @@ struct StoreLowering : TilePattern<StoreOp> {
         scf::IfOp::create(b, loc, partial, [&](OpBuilder &tb, Location) {
           for (unsigned e = 0; e < run.count; ++e) {
             unsigned r = run.first + e;
-            emitPredicatedStore(tb, loc, access.pointers[r], access.inBounds[r],
+            emitPredicatedStore(tb, loc, access.pointer(tb, r), access.inBounds(tb, r),
                                 bits, {elementToWord(tb, loc, elements[r], bits)});
           }
           scf::YieldOp::create(tb, loc);

@@ -60,7 +60,6 @@ def test_several_tile_kernels_need_a_name() -> None:
         compile(kb.module, "sm_90")
 
 
-@pytest.mark.usefixtures("require_tile_passes")
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
 @pytest.mark.parametrize("n", [1, 1000, 3 * BLOCK + 5])
@@ -98,7 +97,6 @@ def softmax(block: int) -> KernelBuilder:
     return kb
 
 
-@pytest.mark.usefixtures("require_tile_passes")
 @pytest.mark.parametrize(("rows", "cols"), [(1, 1), (37, 1000), (5, 1024)])
 def test_softmax_shared_memory_in_the_metadata(rows: int, cols: int) -> None:
     torch = pytest.importorskip("torch")
@@ -113,7 +111,6 @@ def test_softmax_shared_memory_in_the_metadata(rows: int, cols: int) -> None:
     torch.testing.assert_close(y, torch.softmax(x, dim=1))
 
 
-@pytest.mark.usefixtures("require_tile_passes")
 def test_one_kernel_of_a_module_with_several() -> None:
     torch = pytest.importorskip("torch")
     kb = softmax(256)
@@ -143,7 +140,6 @@ def test_static_memref_types_reach_the_abi() -> None:
     assert y == KernelParam.view("y", "f32", 1)
 
 
-@pytest.mark.usefixtures("require_tile_passes")
 def test_contiguous_views() -> None:
     torch = pytest.importorskip("torch")
     from tileopt.runtime import ArgumentError

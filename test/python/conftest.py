@@ -1,8 +1,9 @@
-"""Fixtures for the runtime tests: the hand-written kernels of ``../compiler/kernels``.
+"""Fixtures shared by the compiler and runtime tests.
 
-Those kernels are written directly in the GPU/LLVM dialects following the kernel ABI
-(docs/kernel-abi.md), so launches are tested without the tile passes. Tests that compile need
-tileopt's native bindings and skip without them; the ABI tests are pure Python.
+``handwritten`` gives the hand-written kernels of ``compiler/kernels`` (see its
+``catalog.py``): written directly in the GPU/LLVM dialects following the kernel ABI
+(docs/kernel-abi.md), so the "ptx" and "cubin" stages, the launchers and the emulator are
+tested on code that does not depend on the tile passes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 _spec = importlib.util.spec_from_file_location(
-    "tileopt_test_kernels", Path(__file__).parent.parent / "compiler" / "kernels" / "catalog.py"
+    "tileopt_test_kernels", Path(__file__).parent / "compiler" / "kernels" / "catalog.py"
 )
 assert _spec is not None and _spec.loader is not None
 catalog = importlib.util.module_from_spec(_spec)
