@@ -1152,13 +1152,50 @@ struct ConstantLowering : TilePattern<arith::ConstantOp> {
     auto type = dyn_cast<RankedTensorType>(op.getType());
     if (!type)
       return failure();
-    auto splat = dyn_cast<SplatElementsAttr>(op.getValue());
-    if (!splat)
-      return rewriter.notifyMatchFailure(
-          op, "only splat constants lower to the GPU; use tile.splat");
     VectorType vt = vectorType(type);
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, vt, SplatElementsAttr::get(vt, splat.getSplatValue<Attribute>()));
+    if (auto splat = dyn_cast<SplatElementsAttr>(op.getValue())) {
+      rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+          op, vt, SplatElementsAttr::get(vt, splat.getSplatValue<Attribute>()));
+      return success();
+    }
+    // Any other constant tile lives in constant memory; each thread reads
+    // the elements it owns.
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    Type element = type.getElementType();
+    if (!dense || element.isInteger(1))
+      return op.emitOpError("cannot lower this constant tile to the GPU (only "
+                            "dense constants of non-i1 element types)");
+    Location loc = op.getLoc();
+    auto func = op->getParentOfType<gpu::GPUFuncOp>();
+    auto gpuModule = func->getParentOfType<gpu::GPUModuleOp>();
+    int64_t count = type.getNumElements();
+    auto flatType = RankedTensorType::get({count}, element);
+    auto arrayType = LLVM::LLVMArrayType::get(element, count);
+    std::string name;
+    for (unsigned i = 0;; ++i) {
+      name = (func.getName() + "_cst" + Twine(i)).str();
+      if (!gpuModule.lookupSymbol(name))
+        break;
+    }
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(gpuModule.getBody());
+      LLVM::GlobalOp::create(rewriter, loc, arrayType, /*isConstant=*/true,
+                             LLVM::Linkage::Internal, name,
+                             dense.reshape(flatType), /*alignment=*/16,
+                             /*addrSpace=*/4);
+    }
+    auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext(), 4);
+    Value base = LLVM::AddressOfOp::create(rewriter, loc, ptrType, name);
+    TileCoords coords = emitCoords(rewriter, loc, type, state.get(op));
+    SmallVector<Value> values;
+    for (const SmallVector<Value> &coord : coords.coords) {
+      Value index = linearIndex(rewriter, loc, coord, type.getShape());
+      Value ptr = LLVM::GEPOp::create(rewriter, loc, ptrType, element, base,
+                                      ValueRange{index});
+      values.push_back(LLVM::LoadOp::create(rewriter, loc, element, ptr));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, vt, values));
     return success();
   }
 };

@@ -115,8 +115,7 @@ tile.kernel @k(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %s: f32) {
 // An f16 dot with an mma accumulator: operands staged in shared memory,
 // fragments through ldmatrix (B transposed), one mma.sync per 16x8 block
 // and k16 step: 2 x 4 blocks per warp, 2 steps.
-// CHECK-LABEL: gpu.module @tileopt_kernels
-// CHECK: gpu.func @mma_dot
+// CHECK-LABEL: gpu.func @mma_dot
 // CHECK: nvvm.barrier0
 // CHECK: nvvm.barrier0
 // CHECK: nvvm.ldmatrix {{.*}}num = 4 : i32
@@ -132,5 +131,23 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
   %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
   tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#v = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// A constant tile that is not a splat lives in constant memory; each thread
+// reads the elements it owns.
+// CHECK-LABEL: llvm.mlir.global internal constant @table_cst0(dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<4xf32>) {addr_space = 4 : i32, alignment = 16 : i64} : !llvm.array<4 x f32>
+// CHECK: gpu.func @table
+// CHECK: %[[BASE:.*]] = llvm.mlir.addressof @table_cst0 : !llvm.ptr<4>
+// CHECK: llvm.getelementptr %[[BASE]][%{{.*}}] : (!llvm.ptr<4>, i32) -> !llvm.ptr<4>, f32
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<4> -> f32
+tile.kernel @table(%y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = arith.constant dense<[0.0, 1.0, 2.0, 3.0]> : tensor<4xf32, #v>
+  tile.store %t, %y[%c0] : tensor<4xf32, #v>, memref<?xf32>
   tile.return
 }

@@ -129,3 +129,30 @@ tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>,
   tile.store %fd, %f[%c0, %c0] : tensor<16x16xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// scf.while carries tiles in the layout of their initial values.
+// CHECK-LABEL: tile.kernel @while_loop
+// CHECK: %[[INIT:.*]] = arith.constant dense<0.000000e+00> : tensor<32xf32, #[[L:.*]]>
+// CHECK: scf.while (%{{.*}} = %{{.*}}, %{{.*}} = %[[INIT]]) : (index, tensor<32xf32, #[[L]]>) -> (index, tensor<32xf32, #[[L]]>)
+// CHECK: scf.condition(%{{.*}}) %{{.*}}, %{{.*}} : index, tensor<32xf32, #[[L]]>
+// CHECK: ^bb0(%{{.*}}: index, %{{.*}}: tensor<32xf32, #[[L]]>):
+// CHECK: scf.yield %{{.*}}, %{{.*}} : index, tensor<32xf32, #[[L]]>
+tile.kernel @while_loop(%x: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %init = arith.constant dense<0.0> : tensor<32xf32>
+  %r:2 = scf.while (%i = %c0, %acc = %init) : (index, tensor<32xf32>) -> (index, tensor<32xf32>) {
+    %cond = arith.cmpi slt, %i, %n : index
+    scf.condition(%cond) %i, %acc : index, tensor<32xf32>
+  } do {
+  ^bb0(%i: index, %acc: tensor<32xf32>):
+    %t = tile.load %x[%i] : memref<?xf32> -> tensor<32xf32>
+    %a2 = arith.addf %acc, %t : tensor<32xf32>
+    %i2 = arith.addi %i, %c1 : index
+    scf.yield %i2, %a2 : index, tensor<32xf32>
+  }
+  tile.store %r#1, %x[%c0] : tensor<32xf32>, memref<?xf32>
+  tile.return
+}

@@ -151,8 +151,10 @@ private:
     bool hasTiles = llvm::any_of(op->getOperands(), isTile) ||
                     llvm::any_of(op->getResults(), isTile);
     // Terminators of loops and branches are handled with their parent.
-    if (isa<scf::YieldOp>(op))
+    if (isa<scf::YieldOp, scf::ConditionOp>(op))
       return success();
+    if (auto whileOp = dyn_cast<scf::WhileOp>(op))
+      return assignWhile(whileOp);
     if (auto forOp = dyn_cast<scf::ForOp>(op))
       return assignFor(forOp);
     if (auto ifOp = dyn_cast<scf::IfOp>(op))
@@ -277,6 +279,33 @@ private:
       if (isTile(operand.get()))
         convertOperand(operand,
                        getLayout(forOp.getResult(operand.getOperandNumber()).getType()));
+    return success();
+  }
+
+  /// scf.while carries tiles in the layout of their initial values; what
+  /// the condition forwards keeps its layout into the body and the results.
+  LogicalResult assignWhile(scf::WhileOp whileOp) {
+    Block &before = whileOp.getBefore().front();
+    for (auto [init, arg] : llvm::zip(whileOp.getInits(), before.getArguments()))
+      if (isTile(init))
+        setLayout(arg, getLayout(init.getType()));
+    if (failed(assignBlock(before)))
+      return failure();
+    scf::ConditionOp condition = whileOp.getConditionOp();
+    Block &after = whileOp.getAfter().front();
+    for (auto [forwarded, arg, result] :
+         llvm::zip(condition.getArgs(), after.getArguments(), whileOp.getResults()))
+      if (isTile(forwarded)) {
+        setLayout(arg, getLayout(forwarded.getType()));
+        setLayout(result, getLayout(forwarded.getType()));
+      }
+    if (failed(assignBlock(after)))
+      return failure();
+    Operation *yield = after.getTerminator();
+    for (OpOperand &operand : yield->getOpOperands())
+      if (isTile(operand.get()))
+        convertOperand(operand, getLayout(before.getArgument(operand.getOperandNumber())
+                                              .getType()));
     return success();
   }
 
