@@ -31,6 +31,11 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     sizes and strides) and scalars (integers, index or floats); it returns
     nothing. The body is a single block ending in `tile.return`.
 
+    A view argument may carry `{tile.divisibility = 16}`: the address of its
+    first element and its strides other than 1 (in bytes) are multiples of
+    16, so the GPU lowering moves 16-byte vectors without a run-time check.
+    Launchers check the promise.
+
     Example:
 
     ```mlir
@@ -60,6 +65,14 @@ def Tile_KernelOp : Tile_Op<"kernel", [
                                  "::mlir::FunctionType":$type)>];
 
   let extraClassDeclaration = [{
+    /// The argument attribute `tile.divisibility = D` on a view promises
+    /// that the address of the view's first element and every stride other
+    /// than 1 (in bytes) are multiples of D, so accesses may be vectorized
+    /// without checking at run time (as Triton's divisibility hints).
+    static ::llvm::StringRef getDivisibilityAttrName() {
+      return "tile.divisibility";
+    }
+
     /// FunctionOpInterface: the body, or null for a declaration.
     ::mlir::Region *getCallableRegion() {
       return isExternal() ? nullptr : &getBody();

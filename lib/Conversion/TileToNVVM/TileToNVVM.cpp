@@ -23,6 +23,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/DenseMap.h"
@@ -55,6 +56,9 @@ struct KernelState {
 struct LoweringState {
   llvm::DenseMap<Operation *, KernelState> kernels;
   unsigned numWarps = 4;
+  /// Loads and stores proven to allow vector accesses (tile.divisibility on
+  /// the view, a divisible tile offset): they need no run-time check.
+  llvm::DenseSet<Operation *> alignedAccesses;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -904,6 +908,42 @@ SmallVector<Value> singleValues(ArrayRef<ValueRange> ranges) {
   return values;
 }
 
+/// The largest power of two (up to 2^30) that provably divides an index
+/// value: constants, products, sums, casts and loop induction variables.
+int64_t knownDivisor(Value value, unsigned depth = 0) {
+  constexpr int64_t kMax = int64_t(1) << 30;
+  if (depth > 16)
+    return 1;
+  if (auto constant = getConstantIntValue(value)) {
+    if (*constant == 0)
+      return kMax;
+    return std::min<int64_t>(kMax, int64_t(1) << llvm::countr_zero(
+                                        uint64_t(std::abs(*constant))));
+  }
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound(), depth + 1),
+                        knownDivisor(loop.getStep(), depth + 1));
+    return 1;
+  }
+  Operation *op = value.getDefiningOp();
+  if (isa<arith::MulIOp>(op))
+    return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1) *
+                              knownDivisor(op->getOperand(1), depth + 1));
+  if (isa<arith::AddIOp, arith::SubIOp>(op))
+    return std::min(knownDivisor(op->getOperand(0), depth + 1),
+                    knownDivisor(op->getOperand(1), depth + 1));
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp>(op))
+    return knownDivisor(op->getOperand(0), depth + 1);
+  if (isa<arith::ShLIOp>(op))
+    if (auto shift = getConstantIntValue(op->getOperand(1)))
+      return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1)
+                                << std::min<int64_t>(*shift, 30));
+  return 1;
+}
+
 /// In the vector branch the run-time check proved the fastest stride is 1.
 View vectorView(OpBuilder &b, Location loc, const View &view,
                 const VectorPlan &plan, unsigned vecElems) {
@@ -1006,6 +1046,10 @@ struct LoadLowering : TilePattern<LoadOp> {
       rewriter.replaceOp(op, emit(rewriter, 1));
       return success();
     }
+    if (state.alignedAccesses.contains(op)) {
+      rewriter.replaceOp(op, emit(rewriter, plan.elems));
+      return success();
+    }
     Value vectorizable = emitVectorizable(rewriter, loc, view, offsets, plan.dim,
                                           plan.elems, bits / 8);
     auto ifOp = scf::IfOp::create(
@@ -1096,6 +1140,11 @@ struct StoreLowering : TilePattern<StoreOp> {
 
     if (plan.elems <= 1) {
       emit(rewriter, 1);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    if (state.alignedAccesses.contains(op)) {
+      emit(rewriter, plan.elems);
       rewriter.eraseOp(op);
       return success();
     }
@@ -1948,6 +1997,36 @@ struct ConvertTileToNVVM
     }
     if (state.numWarps == 0)
       state.numWarps = 4;
+
+    // Accesses that tile.divisibility and the tile offsets prove aligned.
+    for (KernelOp kernel : kernels)
+      kernel.walk([&](Operation *op) {
+        Value view;
+        RankedTensorType tile;
+        ValueRange offsets;
+        if (auto load = dyn_cast<LoadOp>(op))
+          view = load.getView(), tile = load.getResult().getType(),
+          offsets = load.getOffsets();
+        else if (auto store = dyn_cast<StoreOp>(op))
+          view = store.getView(), tile = store.getValue().getType(),
+          offsets = store.getOffsets();
+        else
+          return;
+        auto arg = dyn_cast<BlockArgument>(view);
+        if (!arg || arg.getOwner() != &kernel.getBody().front())
+          return;
+        auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
+            arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
+        auto viewType = cast<MemRefType>(view.getType());
+        VectorPlan plan = planVector(tile, viewType);
+        int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
+        if (!divisibility || plan.elems <= 1 ||
+            divisibility.getInt() % bytes != 0 ||
+            staticStride(viewType, plan.dim) != std::optional<int64_t>(1) ||
+            knownDivisor(offsets[plan.dim]) % plan.elems != 0)
+          return;
+        state.alignedAccesses.insert(op);
+      });
 
     TileTypeConverter converter(ctx);
     ConversionTarget target(*ctx);

@@ -209,6 +209,7 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
                 shape=tuple(None if d == dyn else d for d in t.shape),
                 strides=tuple(None if s == dyn_stride else s for s in strides),
                 offset=None if offset == dyn_stride else offset,
+                divisibility=arg_divisibility(kernel, i),
             ))
         elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
             params.append(KernelParam.scalar(name, str(t)))
@@ -246,6 +247,46 @@ def make_contiguous(kernel: ir.Operation, indices: Sequence[int]) -> None:
     kernel.attributes["function_type"] = ir.TypeAttr.get(
         ir.FunctionType.get(inputs, fn_type.results)
     )
+
+
+#: The argument attribute that promises a view's alignment (docs/kernel-abi.md).
+DIVISIBILITY_ATTR = "tile.divisibility"
+
+
+def arg_divisibility(kernel: ir.Operation, index: int) -> int | None:
+    """The ``tile.divisibility`` (bytes) of argument ``index`` of a ``tile.kernel``, if any."""
+    if "arg_attrs" not in kernel.attributes:
+        return None
+    attrs = ir.DictAttr(ir.ArrayAttr(kernel.attributes["arg_attrs"])[index])
+    if DIVISIBILITY_ATTR not in attrs:
+        return None
+    return ir.IntegerAttr(attrs[DIVISIBILITY_ATTR]).value
+
+
+def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int = 16) -> None:
+    """Puts ``tile.divisibility = divisibility`` on the view arguments ``indices``.
+
+    The kernel may then take the address of each view's first element and its strides other
+    than 1 (in bytes) as multiples of ``divisibility``: contiguous tiles move in 16-byte vectors
+    with no run-time check and no scalar fallback code. The launcher checks the promise.
+    """
+    fn_type = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    inputs = list(fn_type.inputs)
+    if "arg_attrs" in kernel.attributes:
+        old = ir.ArrayAttr(kernel.attributes["arg_attrs"])
+        dicts = [{a.name: a.attr for a in ir.DictAttr(old[i])} for i in range(len(inputs))]
+    else:
+        dicts = [{} for _ in inputs]
+    for i in indices:
+        if not isinstance(inputs[i], ir.MemRefType):
+            raise CompilationError(
+                f"kernel @{sym_name(kernel)}: argument {i} ({inputs[i]}) is not a view; only "
+                f"views can be aligned"
+            )
+        dicts[i][DIVISIBILITY_ATTR] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), divisibility
+        )
+    kernel.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
 
 
 # ---------------------------------------------------------------------------------------------

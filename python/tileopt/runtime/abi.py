@@ -100,6 +100,9 @@ class KernelParam:
         shape: static sizes of the memref type, None for a dynamic size; None if all dynamic.
         strides: static strides (elements), None for a dynamic stride; None if all dynamic.
         offset: the static offset (elements) of the memref type; None if dynamic.
+        divisibility: for views compiled with ``tile.divisibility`` (``aligned=``): the
+            address of the first element and every stride other than 1, in bytes, are
+            multiples of it; checked at launch. None: no promise.
     """
 
     name: str
@@ -109,14 +112,15 @@ class KernelParam:
     shape: Dims | None = None
     strides: Dims | None = None
     offset: int | None = None
+    divisibility: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("view", "scalar"):
             raise ArgumentError(f"parameter {self.name}: kind must be 'view' or 'scalar'")
         dtype(self.dtype)
-        if self.kind == "scalar" and (self.rank, self.shape, self.strides, self.offset) != (
-            0, None, None, None
-        ):
+        if self.kind == "scalar" and (
+            self.rank, self.shape, self.strides, self.offset, self.divisibility
+        ) != (0, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
@@ -139,10 +143,12 @@ class KernelParam:
         shape: Dims | None = None,
         strides: Dims | None = None,
         offset: int | None = None,
+        divisibility: int | None = None,
     ) -> KernelParam:
         """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
-        with static sizes, strides or offset where given."""
-        return cls(name, "view", dtype, rank, shape, strides, offset)
+        with static sizes, strides or offset where given, and the alignment promised by
+        ``tile.divisibility``."""
+        return cls(name, "view", dtype, rank, shape, strides, offset, divisibility)
 
     @classmethod
     def scalar(cls, name: str, dtype: str) -> KernelParam:
@@ -155,7 +161,8 @@ class KernelParam:
         parts ``"x: view<128x?xf32, strides [?, 1], offset 0>"`` (spaces optional)."""
         m = re.fullmatch(
             r"\s*([\w$.]+)\s*:\s*(?:view<((?:(?:\d+|\?)x)*)(\w+)"
-            r"(?:\s*,\s*strides\s*\[([^\]]*)\])?(?:\s*,\s*offset\s*(\d+))?\s*>|(\w+))\s*",
+            r"(?:\s*,\s*strides\s*\[([^\]]*)\])?(?:\s*,\s*offset\s*(\d+))?"
+            r"(?:\s*,\s*divisibility\s*(\d+))?\s*>|(\w+))\s*",
             text,
         )
         if m is None:
@@ -163,8 +170,8 @@ class KernelParam:
                 f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
-        if m.group(6) is not None:
-            return cls.scalar(m.group(1), m.group(6))
+        if m.group(7) is not None:
+            return cls.scalar(m.group(1), m.group(7))
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
@@ -172,8 +179,9 @@ class KernelParam:
         shape = dims([d for d in m.group(2).split("x") if d])
         strides = dims(m.group(4).split(",")) if m.group(4) else None
         offset = int(m.group(5)) if m.group(5) else None
+        divisibility = int(m.group(6)) if m.group(6) else None
         return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
-                        offset=offset)
+                        offset=offset, divisibility=divisibility)
 
     def ptx_param_bits(self) -> list[int]:
         """Bit widths of the PTX parameters this argument becomes, in order."""
@@ -190,6 +198,8 @@ class KernelParam:
             text += f", strides [{_dims(self.strides)}]"
         if self.offset is not None:
             text += f", offset {self.offset}"
+        if self.divisibility is not None:
+            text += f", divisibility {self.divisibility}"
         return f"{self.name}: view<{text}>"
 
 
@@ -237,6 +247,7 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
             raise ArgumentError(
                 f"{_describe(i, p)} has static size {want} in dimension {d}, got shape {shape}"
             )
+    _check_divisibility(i, p, a)
     if p.strides is not None:
         got = _element_strides(a)
         for d, want in enumerate(p.strides):
@@ -246,6 +257,26 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
                     f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
                     f"{got if got is not None else a.strides} (pass a contiguous copy)"
                 )
+
+
+def _check_divisibility(i: int, p: KernelParam, a: Any) -> None:
+    """Raises unless ``a`` keeps the promise of ``tile.divisibility`` (``aligned=``)."""
+    div = p.divisibility
+    if div is None:
+        return
+    address = a.ctypes.data if isinstance(a, np.ndarray) else a.data_ptr()
+    itemsize = a.itemsize if isinstance(a, np.ndarray) else a.element_size()
+    strides = _element_strides(a)
+    bad_strides = strides is None or any(
+        s != 1 and n > 1 and (s * itemsize) % div for s, n in zip(strides, a.shape, strict=True)
+    )
+    if address % div or bad_strides:
+        raise ArgumentError(
+            f"{_describe(i, p)} was compiled as {div}-byte aligned (aligned=): its first "
+            f"element's address 0x{address:x} and its strides other than 1 "
+            f"({strides if strides is not None else a.strides}, in elements) must be multiples "
+            f"of {div} bytes; pass an aligned copy or compile without aligned="
+        )
 
 
 def _element_strides(a: Any) -> tuple[int, ...] | None:

@@ -151,3 +151,26 @@ tile.kernel @table(%y: memref<?xf32>) {
   tile.store %t, %y[%c0] : tensor<4xf32, #v>, memref<?xf32>
   tile.return
 }
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// With tile.divisibility on the views and a tile offset that is a multiple
+// of the vector (program_id * 512), accesses are 16-byte vectors with no
+// run-time check and no scalar copy of the code.
+// CHECK-LABEL: gpu.func @aligned
+// CHECK-NOT: scf.if {{.*}} -> (vector<4xf32>)
+// CHECK: ld.global.v4.b32
+// CHECK-NOT: scf.if {{.*}} -> (vector<4xf32>)
+// CHECK: st.global.v4.b32
+// CHECK-NOT: ld.global
+// CHECK: gpu.return
+tile.kernel @aligned(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16}, %y: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16}) {
+  %pid = tile.program_id {dim = 0}
+  %c512 = arith.constant 512 : index
+  %off = arith.muli %pid, %c512 : index
+  %a = tile.load %x[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  tile.store %a, %y[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
+}

@@ -529,3 +529,17 @@ tile.kernel @k(%g: index) {
   tile.launch @k grid(%g) (%g) : index
   tile.return
 }
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.divisibility must be a positive power of two (bytes) on a view, got 12 : i64}}
+tile.kernel @k(%x: memref<?xf32> {tile.divisibility = 12}) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #1: tile.divisibility must be a positive power of two (bytes) on a view, got 16 : i64}}
+tile.kernel @k(%x: memref<?xf32>, %n: i32 {tile.divisibility = 16}) {
+  tile.return
+}

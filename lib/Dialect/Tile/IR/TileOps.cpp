@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/FunctionImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace tileopt::tile;
@@ -112,6 +113,16 @@ LogicalResult KernelOp::verify() {
              << index << " has type " << argType
              << ", expected a view (a strided memref of a tile element type) "
                 "or a scalar (integer, index or float)";
+    Attribute divisibility = getArgAttr(index, getDivisibilityAttrName());
+    if (!divisibility)
+      continue;
+    auto value = dyn_cast<IntegerAttr>(divisibility);
+    if (isScalar || !value || value.getInt() <= 0 ||
+        !llvm::isPowerOf2_64(value.getInt()))
+      return emitOpError("argument #")
+             << index << ": " << getDivisibilityAttrName()
+             << " must be a positive power of two (bytes) on a view, got "
+             << divisibility;
   }
   return success();
 }
