@@ -1349,16 +1349,38 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type element = type.getElementType();
+  Type stored = storageType(b, element);
   llvm::DenseSet<ArrayRef<int64_t>> done;
   SmallVector<SmallVector<int64_t>> wrapped;
   for (const SmallVector<int64_t> &o : coords.offsets)
     wrapped.push_back(wrap(o, type.getShape()));
-  for (auto [i, coord] : llvm::enumerate(coords.coords)) {
-    if (!done.insert(wrapped[i]).second)
+  // Registers contiguous along the row go out as one vector store when rows
+  // (with their padding) keep 16-byte alignment; else one store each.
+  int64_t bytes = storageBits(element) / 8;
+  int64_t rank = logicalShape.size();
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
+  unsigned maxElems = 1;
+  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
+      logicalShape == type.getShape())
+    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  for (Run run : contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
+    if (!done.insert(wrapped[run.first]).second)
       continue;
-    Value index = linearIndex(b, loc, coord, logicalShape, pad);
-    Value ptr = sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
-    LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[i]), ptr);
+    Value index = linearIndex(b, loc, coords.coords[run.first], logicalShape, pad);
+    Value ptr = sharedPtr(b, loc, ks, stored, index, byteOffset);
+    if (run.count == 1) {
+      LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[run.first]), ptr);
+      continue;
+    }
+    SmallVector<Value> parts;
+    for (unsigned e = 0; e < run.count; ++e) {
+      done.insert(wrapped[run.first + e]);
+      parts.push_back(toStorage(b, loc, values[run.first + e]));
+    }
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
+    LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);
   }
 }
 
