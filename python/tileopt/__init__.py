@@ -9,17 +9,21 @@ that the pure-Python parts (the emulator) work without the native build.
 from __future__ import annotations
 
 from tileopt.errors import (
+    ArgumentError,
     CompilationError,
     DeviceError,
     EmulatorError,
+    PTXAssemblyError,
     TileoptError,
 )
 
 __all__ = [
+    "ArgumentError",
     "CompilationError",
     "DeviceError",
     "EmulatorError",
     "Kernel",
+    "PTXAssemblyError",
     "TileoptError",
     "compile",
 ]

@@ -16,6 +16,14 @@ class CompilationError(TileoptError):
     """IR failed to parse, verify or lower; the message holds MLIR's diagnostics."""
 
 
+class PTXAssemblyError(CompilationError):
+    """ptxas (or nvJitLink's ptxas) rejected the PTX; the message quotes the offending line."""
+
+
+class ArgumentError(TileoptError):
+    """A launch argument does not match the kernel's ABI (kind, dtype, rank, value)."""
+
+
 class EmulatorError(TileoptError):
     """The PTX emulator could not load or run a kernel."""
 

@@ -17,11 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileopt.errors import CompilationError
-
-
-class PTXAssemblyError(CompilationError):
-    """ptxas (or nvJitLink's ptxas) rejected the PTX; the message quotes the offending line."""
+from tileopt.errors import PTXAssemblyError
 
 
 def _nvidia_roots() -> list[Path]:

@@ -24,13 +24,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from tileopt.errors import TileoptError
+from tileopt.errors import ArgumentError
 
 ParamKind = Literal["view", "scalar"]
-
-
-class ArgumentError(TileoptError):
-    """A launch argument does not match the kernel's ABI (kind, dtype, rank, value)."""
 
 
 @dataclass(frozen=True)
