@@ -156,3 +156,23 @@ tile.kernel @while_loop(%x: memref<?xf32>, %n: index) {
   tile.store %r#1, %x[%c0] : tensor<32xf32>, memref<?xf32>
   tile.return
 }
+
+// -----
+
+// A dot narrower than the warps' columns: warps never tile past the tile
+// (8 columns take one warp column; the warps left over repeat the work).
+// CHECK-DAG: #[[NARROW:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// CHECK-LABEL: tile.kernel @narrow_dot
+// CHECK: tile.dot {{.*}} -> tensor<64x8xf32, #[[NARROW]]>
+// WARPS8: #[[NARROW8:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// WARPS8-LABEL: tile.kernel @narrow_dot
+// WARPS8: tile.dot {{.*}} -> tensor<64x8xf32, #[[NARROW8]]>
+tile.kernel @narrow_dot(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x16xf16>
+  %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<16x8xf16>
+  %z = arith.constant dense<0.0> : tensor<64x8xf32>
+  %d = tile.dot %ta, %tb, %z : tensor<64x16xf16>, tensor<16x8xf16> -> tensor<64x8xf32>
+  tile.store %d, %c[%c0, %c0] : tensor<64x8xf32>, memref<?x?xf32>
+  tile.return
+}

@@ -95,10 +95,14 @@ private:
                        n % kMmaN == 0 && k % kMmaK == 0;
     if (!tensorCores)
       return defaultLayout(acc);
-    unsigned wm = 1;
+    // Warps tile rows, then columns, never past the tile: warps left over
+    // (a small tile) repeat the work of the first ones.
+    unsigned wm = 1, wn = 1;
     while (wm * 2 <= numWarps && (wm * 2) * kMmaM <= m)
       wm *= 2;
-    return MmaLayoutAttr::get(context, {wm, numWarps / wm});
+    while (wm * wn * 2 <= numWarps && (wn * 2) * kMmaN <= n)
+      wn *= 2;
+    return MmaLayoutAttr::get(context, {wm, wn});
   }
 
   void setLayout(Value value, Attribute layout) {
