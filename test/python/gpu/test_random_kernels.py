@@ -13,9 +13,8 @@ import random
 from dataclasses import dataclass
 
 import pytest
-import torch
-
 import tileopt
+import torch
 from tileopt.builder import KernelBuilder, View
 
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32}
