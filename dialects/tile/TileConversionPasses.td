@@ -27,8 +27,9 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
            "the target chip, e.g. sm_80 or sm_90">,
-    Option<"features", "features", "std::string", /*default=*/"\"+ptx80\"",
-           "PTX features, e.g. +ptx80">,
+    Option<"features", "features", "std::string", /*default=*/"\"\"",
+           "PTX features, e.g. +ptx86 (default: the oldest PTX version that "
+           "supports the chip, at least 8.0)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

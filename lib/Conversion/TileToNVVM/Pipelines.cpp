@@ -24,9 +24,10 @@ namespace {
 struct TileToNVVMOptions : PassPipelineOptions<TileToNVVMOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("target chip"),
                            llvm::cl::init("sm_90")};
-  Option<std::string> features{*this, "features",
-                               llvm::cl::desc("PTX features"),
-                               llvm::cl::init("+ptx80")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (default: the chip's minimum PTX version)"),
+      llvm::cl::init("")};
   Option<unsigned> numWarps{*this, "num-warps",
                             llvm::cl::desc("warps per program"),
                             llvm::cl::init(4)};

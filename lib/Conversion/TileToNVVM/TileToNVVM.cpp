@@ -27,6 +27,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace tileopt {
@@ -1961,9 +1962,59 @@ int64_t scratchBytes(Operation *op) {
 // The pass
 //===----------------------------------------------------------------------===//
 
+/// The oldest PTX ISA version (x10) that supports `chip` (sm_XX[a|f]), at
+/// least 8.0; std::nullopt for a name that is not sm_<number>.
+std::optional<unsigned> minimumPtxVersion(StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return std::nullopt;
+  switch (sm) {
+  case 100:
+  case 101:
+    return 86;
+  case 120:
+    return 87;
+  case 103:
+  case 121:
+    return 88;
+  case 110:
+    return 90;
+  default:
+    return sm > 90 ? 88 : 80;
+  }
+}
+
 struct ConvertTileToNVVM
     : tileopt::impl::ConvertTileToNVVMBase<ConvertTileToNVVM> {
   using Base::Base;
+
+  /// The PTX features to target: the option, or the chip's minimum version.
+  FailureOr<std::string> ptxFeatures(ModuleOp module) {
+    std::optional<unsigned> minimum = minimumPtxVersion(chip);
+    if (!minimum) {
+      module.emitError("convert-tile-to-nvvm: chip must be an NVIDIA GPU name "
+                       "like sm_80 or sm_90a, got '")
+          << chip << "'";
+      return failure();
+    }
+    if (features.empty())
+      return "+ptx" + std::to_string(*minimum);
+    // LLVM aborts on a PTX version too old for the chip: say it instead.
+    StringRef text = features;
+    unsigned version = 0;
+    size_t at = text.find("+ptx");
+    if (at != StringRef::npos &&
+        !text.drop_front(at + 4).take_while(llvm::isDigit).getAsInteger(10, version) &&
+        version < *minimum) {
+      module.emitError("convert-tile-to-nvvm: PTX ")
+          << version / 10 << "." << version % 10 << " (features '" << features
+          << "') cannot target " << chip << ", which needs PTX " << *minimum / 10
+          << "." << *minimum % 10 << " or newer";
+      return failure();
+    }
+    return std::string(features);
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -1997,8 +2048,11 @@ struct ConvertTileToNVVM
 
     OpBuilder builder(ctx);
     builder.setInsertionPointToEnd(module.getBody());
+    FailureOr<std::string> ptx = ptxFeatures(module);
+    if (failed(ptx))
+      return signalPassFailure();
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
-                                            chip, features);
+                                            chip, *ptx);
     auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
                                               kGpuModuleName,
                                               builder.getArrayAttr({nvvmTarget}));

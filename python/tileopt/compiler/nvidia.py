@@ -72,6 +72,14 @@ UPSTREAM_TO_LLVM: tuple[str, ...] = (
 TO_PTX: tuple[str, ...] = ("gpu-module-to-binary{format=isa}",)
 
 
+def minimum_ptx_version(target: str) -> int:
+    """The oldest PTX ISA version (x10) that supports ``target``, at least 80: the same table
+    as ``minimumPtxVersion`` in lib/Conversion/TileToNVVM/TileToNVVM.cpp, which picks the
+    lowering's default."""
+    sm = int(re.match(r"sm_(\d+)", target).group(1))  # type: ignore[union-attr]
+    return {100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88}.get(sm, 88 if sm > 90 else 80)
+
+
 @dataclass(frozen=True)
 class Options:
     """Options of one NVIDIA compilation.
@@ -103,6 +111,13 @@ class Options:
         if self.num_warps < 1 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
             raise CompilationError(
                 f"num_warps must be a power of two in 1..32, got {self.num_warps}"
+            )
+        if self.ptx_version is not None and self.ptx_version < minimum_ptx_version(self.target):
+            # LLVM aborts the process on a PTX version too old for the chip.
+            need = minimum_ptx_version(self.target)
+            raise CompilationError(
+                f"ptx_version={self.ptx_version} cannot target {self.target}, which needs PTX "
+                f"{need // 10}.{need % 10} or newer"
             )
         if not 0 <= self.opt_level <= 3:
             raise CompilationError(f"opt_level must be 0..3, got {self.opt_level}")

@@ -6,6 +6,17 @@
 // RUN: tileopt-opt %s --tile-to-ptx="chip=sm_80" --mlir-print-op-generic \
 // RUN:   | sed -n 's/.*assembly = "\([^"]*\)".*/\1/p' | sed 's/\\0A/\n/g; s/\\09/\t/g' > %t.ptx
 // RUN: %ptxas -v --gpu-name sm_80 %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// Newer chips get the PTX version they need; an explicit one too old for
+// the chip, or a chip that is not a GPU name, is a diagnostic (LLVM would abort).
+// RUN: tileopt-opt %s --tile-to-ptx="chip=sm_100" | FileCheck %s --check-prefix=SM100
+// RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_100 features=+ptx80" 2>&1 | FileCheck %s --check-prefix=OLD
+// RUN: not tileopt-opt %s --tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP
+// RUN: not tileopt-opt %s --tile-assign-layouts --convert-tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP2
+
+// SM100: .version 8.6
+// SM100: .target sm_100
+// OLD: error: convert-tile-to-nvvm: PTX 8.0 (features '+ptx80') cannot target sm_100, which needs PTX 8.6 or newer
+// CHIP: error: tile-assign-layouts: expected a target like sm_80 or sm_90a, got 'gfx90a'
 
 // NVVM: llvm.func @bias_relu({{.*}}) attributes {gpu.kernel, gpu.known_block_size = array<i32: 128, 1, 1>
 // NVVM-NOT: {{[= ] tile\.}}
@@ -30,3 +41,4 @@ tile.kernel @bias_relu(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memr
   tile.store %r, %y[%m, %n] : tensor<32x64xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
+// CHIP2: error: convert-tile-to-nvvm: chip must be an NVIDIA GPU name like sm_80 or sm_90a, got 'gfx90a'

@@ -62,3 +62,4 @@ def test_param_text_round_trips() -> None:
 def test_aligned_needs_tile_ir() -> None:
     with pytest.raises(tileopt.CompilationError, match="aligned= need start='tile'"):
         tileopt.compile(".version 8.0", start="ptx", aligned=True)
+
