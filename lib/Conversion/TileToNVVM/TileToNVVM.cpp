@@ -2053,12 +2053,11 @@ struct ConvertTileToNVVM
       return signalPassFailure();
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
                                             chip, *ptx);
-    auto gpuModule = gpu::GPUModuleOp::create(builder, module.getLoc(),
-                                              kGpuModuleName,
-                                              builder.getArrayAttr({nvvmTarget}));
+    // The kernels go into this module (KernelLowering finds it by name).
+    gpu::GPUModuleOp::create(builder, module.getLoc(), kGpuModuleName,
+                             builder.getArrayAttr({nvvmTarget}));
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     builder.getUnitAttr());
-    (void)gpuModule;
 
     LoweringState state;
     state.numWarps = 0;
