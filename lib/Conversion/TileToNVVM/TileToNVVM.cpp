@@ -954,6 +954,115 @@ View vectorView(OpBuilder &b, Location loc, const View &view,
   return result;
 }
 
+/// Hands out each wrapped coordinate of a tile once, run by run: a thread
+/// whose layout wraps around the tile writes each element a single time.
+class WriteOnce {
+public:
+  WriteOnce(ArrayRef<SmallVector<int64_t>> offsets, ArrayRef<int64_t> shape) {
+    for (const SmallVector<int64_t> &offset : offsets)
+      wrapped.push_back(wrap(offset, shape));
+  }
+
+  /// Whether `run` is still to be written (no earlier run wrote its first
+  /// element); marks all its elements written.
+  bool claim(Run run) {
+    if (!written.insert(wrapped[run.first]).second)
+      return false;
+    for (unsigned e = 1; e < run.count; ++e)
+      written.insert(wrapped[run.first + e]);
+    return true;
+  }
+
+private:
+  SmallVector<SmallVector<int64_t>> wrapped;
+  llvm::DenseSet<ArrayRef<int64_t>> written;
+};
+
+/// How a run of `count` elements of `bits` moves as PTX words: narrow
+/// elements pack into 32-bit words when the run fills them.
+struct RunWords {
+  RunWords(Run run, unsigned bits) {
+    elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
+    if (run.count % elemsPerWord)
+      elemsPerWord = 1;
+    wordBits = bits * elemsPerWord;
+    words = run.count / elemsPerWord;
+  }
+  unsigned elemsPerWord, wordBits, words;
+};
+
+/// One word of `wordBits` holding `elements` (their storage bits, in order).
+Value packWord(OpBuilder &b, Location loc, ArrayRef<Value> elements,
+               unsigned wordBits) {
+  if (elements.size() == 1)
+    return elementToWord(b, loc, elements[0], wordBits);
+  SmallVector<Value> parts;
+  for (Value element : elements)
+    parts.push_back(toStorage(b, loc, element));
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({int64_t(parts.size())}, parts[0].getType()), parts);
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), vec);
+  return vector::ExtractOp::create(b, loc, word, 0);
+}
+
+/// The `count` elements of `element` type packed in `word`.
+SmallVector<Value> unpackWord(OpBuilder &b, Location loc, Value word,
+                              Type element, unsigned count, unsigned bits) {
+  if (count == 1)
+    return {wordToElement(b, loc, word, element, bits)};
+  Value asVector = vector::BitCastOp::create(
+      b, loc, VectorType::get({count}, storageType(b, element)),
+      vector::BroadcastOp::create(b, loc, VectorType::get({1}, word.getType()),
+                                  word));
+  SmallVector<Value> elements;
+  for (unsigned e = 0; e < count; ++e)
+    elements.push_back(fromStorage(
+        b, loc, vector::ExtractOp::create(b, loc, asVector, e), element));
+  return elements;
+}
+
+/// The predicates of a run: `full` when all of it is in bounds (the vector
+/// access), `partial` (null for one element) when it straddles the end of
+/// the view and its in-bounds part goes element by element.
+struct RunBounds {
+  RunBounds(OpBuilder &b, Location loc, Access &access, Run run) {
+    Value first = access.inBounds(b, run.first);
+    if (run.count == 1) {
+      full = first;
+      return;
+    }
+    Value last = access.inBounds(b, run.first + run.count - 1);
+    full = arith::AndIOp::create(b, loc, first, last);
+    partial = arith::XOrIOp::create(b, loc, first, last);
+  }
+  Value full, partial;
+};
+
+/// Emits an access with `emit(b, vectorElems)`: scalar when the view cannot
+/// be vectorized, vector when the alignment is proven, else both behind the
+/// uniform run-time check. Returns `emit`'s results.
+SmallVector<Value>
+emitVersioned(OpBuilder &b, Location loc, const View &view, ValueRange offsets,
+              const VectorPlan &plan, unsigned bits, bool proven,
+              function_ref<SmallVector<Value>(OpBuilder &, unsigned)> emit) {
+  if (plan.elems <= 1)
+    return emit(b, 1);
+  if (proven)
+    return emit(b, plan.elems);
+  Value vectorizable =
+      emitVectorizable(b, loc, view, offsets, plan.dim, plan.elems, bits / 8);
+  auto ifOp = scf::IfOp::create(
+      b, loc, vectorizable,
+      [&](OpBuilder &tb, Location) {
+        scf::YieldOp::create(tb, loc, emit(tb, plan.elems));
+      },
+      [&](OpBuilder &eb, Location) {
+        scf::YieldOp::create(eb, loc, emit(eb, 1));
+      });
+  return SmallVector<Value>(ifOp.getResults());
+}
+
 struct LoadLowering : TilePattern<LoadOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -968,64 +1077,34 @@ struct LoadLowering : TilePattern<LoadOp> {
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
-    Value padWord = elementToWord(rewriter, loc, padding, bits);
     VectorType resultType = vectorType(tile);
 
     // Addresses are computed in each branch: the vector one needs few.
     VectorPlan plan = planVector(tile, op.getView().getType());
-    auto emit = [&](OpBuilder &b, unsigned vecElems) -> Value {
+    auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
       Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/false);
       SmallVector<Value> values(access.offsets.size());
-      SmallVector<Run> runs = contiguousRuns(access.offsets,
-                                             tile.getShape(), plan.dim, vecElems);
-      for (Run run : runs) {
-        // Words of 32 bits carry several narrow elements.
-        unsigned elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
-        if (run.count % elemsPerWord)
-          elemsPerWord = 1;
-        unsigned wordBits = bits * elemsPerWord;
-        unsigned words = run.count / elemsPerWord;
-        SmallVector<Value> pads(words, padWord);
-        if (elemsPerWord > 1) {
-          Value packed = vector::BroadcastOp::create(
-              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
-              toStorage(b, loc, padding));
-          Value word = vector::BitCastOp::create(
-              b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), packed);
-          pads.assign(words, vector::ExtractOp::create(b, loc, word, 0));
-        }
-        Value first = access.inBounds(b, run.first);
-        Value last = access.inBounds(b, run.first + run.count - 1);
-        Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
-                                   : first;
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    vecElems)) {
+        RunWords words(run, bits);
+        Value pad = packWord(b, loc, SmallVector<Value>(words.elemsPerWord, padding),
+                             words.wordBits);
+        RunBounds bounds(b, loc, access, run);
         SmallVector<Value> loaded = emitPredicatedLoad(
-            b, loc, access.pointer(b, run.first), full, wordBits, words, pads);
-        for (unsigned w = 0; w < words; ++w) {
-          if (elemsPerWord == 1) {
-            values[run.first + w] =
-                wordToElement(b, loc, loaded[w], element, bits);
-            continue;
-          }
-          Value asVector = vector::BitCastOp::create(
-              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
-              vector::BroadcastOp::create(
-                  b, loc, VectorType::get({1}, loaded[w].getType()), loaded[w]));
-          for (unsigned e = 0; e < elemsPerWord; ++e)
-            values[run.first + w * elemsPerWord + e] = fromStorage(
-                b, loc, vector::ExtractOp::create(b, loc, asVector, e), element);
-        }
-        if (run.count == 1)
+            b, loc, access.pointer(b, run.first), bounds.full, words.wordBits,
+            words.words, SmallVector<Value>(words.words, pad));
+        for (unsigned w = 0; w < words.words; ++w)
+          llvm::copy(unpackWord(b, loc, loaded[w], element, words.elemsPerWord, bits),
+                     values.begin() + run.first + w * words.elemsPerWord);
+        if (!bounds.partial)
           continue;
         // A run across the end of the view: its in-bounds part, one by one.
-        Value partial = arith::XOrIOp::create(b, loc, first, last);
-        SmallVector<Type> types(run.count, element);
         auto tail = scf::IfOp::create(
-            b, loc, partial,
+            b, loc, bounds.partial,
             [&](OpBuilder &tb, Location) {
               SmallVector<Value> scalars;
-              for (unsigned e = 0; e < run.count; ++e) {
-                unsigned r = run.first + e;
+              for (unsigned r = run.first; r < run.first + run.count; ++r) {
                 Value word = emitPredicatedLoad(
                     tb, loc, access.pointer(tb, r), access.inBounds(tb, r), bits, 1,
                     {elementToWord(tb, loc, values[r], bits)})[0];
@@ -1037,31 +1116,12 @@ struct LoadLowering : TilePattern<LoadOp> {
               scf::YieldOp::create(
                   eb, loc, ArrayRef<Value>(values).slice(run.first, run.count));
             });
-        for (unsigned e = 0; e < run.count; ++e)
-          values[run.first + e] = tail.getResult(e);
+        llvm::copy(tail.getResults(), values.begin() + run.first);
       }
-      return pack(b, loc, resultType, values);
+      return {pack(b, loc, resultType, values)};
     };
-
-    if (plan.elems <= 1) {
-      rewriter.replaceOp(op, emit(rewriter, 1));
-      return success();
-    }
-    if (state.alignedAccesses.contains(op)) {
-      rewriter.replaceOp(op, emit(rewriter, plan.elems));
-      return success();
-    }
-    Value vectorizable = emitVectorizable(rewriter, loc, view, offsets, plan.dim,
-                                          plan.elems, bits / 8);
-    auto ifOp = scf::IfOp::create(
-        rewriter, loc, vectorizable,
-        [&](OpBuilder &b, Location) {
-          scf::YieldOp::create(b, loc, emit(b, plan.elems));
-        },
-        [&](OpBuilder &b, Location) {
-          scf::YieldOp::create(b, loc, emit(b, 1));
-        });
-    rewriter.replaceOp(op, ifOp.getResults());
+    rewriter.replaceOp(op, emitVersioned(rewriter, loc, view, offsets, plan, bits,
+                                         state.alignedAccesses.contains(op), emit));
     return success();
   }
 };
@@ -1082,85 +1142,40 @@ struct StoreLowering : TilePattern<StoreOp> {
     SmallVector<Value> elements = unpack(rewriter, loc, value);
     VectorPlan plan = planVector(tile, op.getView().getType());
 
-    auto emit = [&](OpBuilder &b, unsigned vecElems) {
+    auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
+      // Replicated elements are stored by one thread only, once each.
       Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/true);
-      // A thread writes each element once, even where its layout wraps.
-      llvm::DenseSet<ArrayRef<int64_t>> written;
-      SmallVector<SmallVector<int64_t>> wrapped;
-      for (const SmallVector<int64_t> &o : access.offsets)
-        wrapped.push_back(wrap(o, tile.getShape()));
-      for (Run run : contiguousRuns(access.offsets, tile.getShape(),
-                                    plan.dim, vecElems)) {
-        if (!written.insert(wrapped[run.first]).second)
+      WriteOnce once(access.offsets, tile.getShape());
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    vecElems)) {
+        if (!once.claim(run))
           continue;
-        unsigned elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
-        if (run.count % elemsPerWord)
-          elemsPerWord = 1;
-        unsigned wordBits = bits * elemsPerWord;
-        SmallVector<Value> words;
-        for (unsigned w = 0; w < run.count / elemsPerWord; ++w) {
-          if (elemsPerWord == 1) {
-            words.push_back(
-                elementToWord(b, loc, elements[run.first + w], bits));
-            continue;
-          }
-          SmallVector<Value> parts;
-          for (unsigned e = 0; e < elemsPerWord; ++e)
-            parts.push_back(
-                toStorage(b, loc, elements[run.first + w * elemsPerWord + e]));
-          Value vec = vector::FromElementsOp::create(
-              b, loc, VectorType::get({elemsPerWord}, storageType(b, element)),
-              parts);
-          Value word = vector::BitCastOp::create(
-              b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), vec);
-          words.push_back(vector::ExtractOp::create(b, loc, word, 0));
-        }
-        for (unsigned e = 1; e < run.count; ++e)
-          written.insert(wrapped[run.first + e]);
-        Value first = access.inBounds(b, run.first);
-        Value last = access.inBounds(b, run.first + run.count - 1);
-        Value full = run.count > 1 ? arith::AndIOp::create(b, loc, first, last)
-                                   : first;
-        emitPredicatedStore(b, loc, access.pointer(b, run.first), full, wordBits,
-                            words);
-        if (run.count == 1)
+        RunWords words(run, bits);
+        SmallVector<Value> packed;
+        for (unsigned w = 0; w < words.words; ++w)
+          packed.push_back(packWord(
+              b, loc,
+              ArrayRef<Value>(elements).slice(run.first + w * words.elemsPerWord,
+                                              words.elemsPerWord),
+              words.wordBits));
+        RunBounds bounds(b, loc, access, run);
+        emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
+                            words.wordBits, packed);
+        if (!bounds.partial)
           continue;
         // A run across the end of the view: its in-bounds part, one by one.
-        Value partial = arith::XOrIOp::create(b, loc, first, last);
-        scf::IfOp::create(b, loc, partial, [&](OpBuilder &tb, Location) {
-          for (unsigned e = 0; e < run.count; ++e) {
-            unsigned r = run.first + e;
+        scf::IfOp::create(b, loc, bounds.partial, [&](OpBuilder &tb, Location) {
+          for (unsigned r = run.first; r < run.first + run.count; ++r)
             emitPredicatedStore(tb, loc, access.pointer(tb, r), access.inBounds(tb, r),
                                 bits, {elementToWord(tb, loc, elements[r], bits)});
-          }
           scf::YieldOp::create(tb, loc);
         });
       }
+      return {};
     };
-
-    if (plan.elems <= 1) {
-      emit(rewriter, 1);
-      rewriter.eraseOp(op);
-      return success();
-    }
-    if (state.alignedAccesses.contains(op)) {
-      emit(rewriter, plan.elems);
-      rewriter.eraseOp(op);
-      return success();
-    }
-    Value vectorizable = emitVectorizable(rewriter, loc, view, offsets, plan.dim,
-                                          plan.elems, bits / 8);
-    scf::IfOp::create(
-        rewriter, loc, vectorizable,
-        [&](OpBuilder &b, Location) {
-          emit(b, plan.elems);
-          scf::YieldOp::create(b, loc);
-        },
-        [&](OpBuilder &b, Location) {
-          emit(b, 1);
-          scf::YieldOp::create(b, loc);
-        });
+    emitVersioned(rewriter, loc, view, offsets, plan, bits,
+                  state.alignedAccesses.contains(op), emit);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1351,10 +1366,7 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
   SmallVector<Value> values = unpack(b, loc, vector);
   Type element = type.getElementType();
   Type stored = storageType(b, element);
-  llvm::DenseSet<ArrayRef<int64_t>> done;
-  SmallVector<SmallVector<int64_t>> wrapped;
-  for (const SmallVector<int64_t> &o : coords.offsets)
-    wrapped.push_back(wrap(o, type.getShape()));
+  WriteOnce once(coords.offsets, type.getShape());
   // Registers contiguous along the row go out as one vector store when rows
   // (with their padding) keep 16-byte alignment; else one store each.
   int64_t bytes = storageBits(element) / 8;
@@ -1366,7 +1378,7 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
       logicalShape == type.getShape())
     maxElems = std::min<unsigned>(contiguous, 16 / bytes);
   for (Run run : contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
-    if (!done.insert(wrapped[run.first]).second)
+    if (!once.claim(run))
       continue;
     Value index = linearIndex(b, loc, coords.coords[run.first], logicalShape, pad);
     Value ptr = sharedPtr(b, loc, ks, stored, index, byteOffset);
@@ -1375,10 +1387,8 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
       continue;
     }
     SmallVector<Value> parts;
-    for (unsigned e = 0; e < run.count; ++e) {
-      done.insert(wrapped[run.first + e]);
+    for (unsigned e = 0; e < run.count; ++e)
       parts.push_back(toStorage(b, loc, values[run.first + e]));
-    }
     Value vec = vector::FromElementsOp::create(
         b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
     LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);
