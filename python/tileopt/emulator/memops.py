@@ -183,21 +183,18 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         return [(st.gm.mem, off, None)]
     if space == "shared":
         limit = st.shared_limit
-        bad = (addr < 0) | (addr + size > limit)
-        if bad.any():
-            raise_access_error(
-                st,
-                ins,
-                tids,
-                bad,
-                addr,
-                "shared",
-                "Out-of-bounds shared memory access",
-                lambda a: (
-                    f"CTA shared memory is [0x0, 0x{limit:x}) ({limit} bytes: "
-                    f"{st.shared_static} static + {st.shared_dynamic} dynamic)"
-                ),
-            )
+        _check_window(
+            st,
+            ins,
+            tids,
+            addr,
+            size,
+            limit,
+            "shared",
+            "Out-of-bounds shared memory access",
+            f"CTA shared memory is [0x0, 0x{limit:x}) ({limit} bytes: "
+            f"{st.shared_static} static + {st.shared_dynamic} dynamic)",
+        )
         _check_align(st, ins, tids, addr, size, "shared")
         if count is not None:
             st.stats.shared_bank_conflicts += bank_conflicts(tids, addr, size)
@@ -211,23 +208,29 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         return [(st.shared, flat, None)]
     if space == "local":
         limit = st.L_used
-        bad = (addr < 0) | (addr + size > limit)
-        if bad.any():
-            raise_access_error(
-                st,
-                ins,
-                tids,
-                bad,
-                addr,
-                "local",
-                "Out-of-bounds local memory access",
-                lambda a: f"thread local memory is [0x0, 0x{limit:x})",
-            )
+        _check_window(
+            st,
+            ins,
+            tids,
+            addr,
+            size,
+            limit,
+            "local",
+            "Out-of-bounds local memory access",
+            f"thread local memory is [0x0, 0x{limit:x})",
+        )
         _check_align(st, ins, tids, addr, size, "local")
         return [(st.local, tids * st.L + addr, None)]
     if space == "tparam":
         return [(st.tparam, tids * st.P + addr, None)]
     raise AssertionError(space)
+
+
+def _check_window(st, ins, tids, addr, size, limit, space, what, window):
+    """Raises unless every access of ``size`` bytes at ``addr`` lies in [0, ``limit``)."""
+    bad = (addr < 0) | (addr + size > limit)
+    if bad.any():
+        raise_access_error(st, ins, tids, bad, addr, space, what, lambda a: window)
 
 
 def _check_align(st, ins, tids, addr, size, space):
