@@ -1,6 +1,7 @@
 """`make demo`: a row softmax from Python to PTX, run in the PTX emulator.
 
-1. builds the kernel with tileopt.builder and prints its tile IR;
+1. builds the kernel (tileopt.kernels.softmax, written with tileopt.builder) and prints
+   its tile IR;
 2. runs `tileopt-opt --tile-assign-layouts` on it (the layouts the GPU gets);
 3. compiles it for sm_90 and prints the PTX summary (registers, instructions);
 4. runs the PTX in tileopt's emulator on a 64 x 1000 input and checks it
@@ -14,25 +15,12 @@ import sys
 
 import tileopt
 import torch
+from tileopt import kernels
 from tileopt._tools import tool_path
-from tileopt.builder import KernelBuilder, View
-
-
-def build_softmax(block: int = 1024) -> KernelBuilder:
-    """One program per row; the row fits one tile of `block` columns."""
-    kb = KernelBuilder(
-        "softmax", x=View("f32", 2, contiguous=True), y=View("f32", 2, contiguous=True)
-    )
-    with kb as k:
-        row = k.program_id(0)
-        x = k.load(k.args.x, [row, 0], [1, block], padding=float("-inf"))
-        e = k.exp(x - k.max(x, axis=1, keepdims=True))
-        k.store(e / k.sum(e, axis=1, keepdims=True), k.args.y, [row, 0])
-    return kb
 
 
 def main() -> int:
-    kb = build_softmax()
+    kb = kernels.softmax(block=1024)
     print("// ---- 1. row softmax, built from Python ----")
     print(kb.module)
 

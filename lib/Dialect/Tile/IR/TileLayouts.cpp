@@ -86,6 +86,13 @@ MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+void tileopt::tile::setTileType(Value value, RankedTensorType type) {
+  value.setType(type);
+  if (auto constant = value.getDefiningOp<arith::ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+      constant.setValueAttr(dense.reshape(type));
+}
+
 bool tileopt::tile::isLayout(Attribute attr) {
   return isa_and_present<BlockedLayoutAttr, MmaLayoutAttr, SliceLayoutAttr>(
       attr);

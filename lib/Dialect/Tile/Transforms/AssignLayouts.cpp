@@ -106,12 +106,7 @@ private:
   }
 
   void setLayout(Value value, Attribute layout) {
-    auto type = withLayout(cast<RankedTensorType>(value.getType()), layout);
-    value.setType(type);
-    // A constant's value carries its type too.
-    if (auto constant = value.getDefiningOp<arith::ConstantOp>())
-      if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
-        constant.setValueAttr(dense.reshape(type));
+    setTileType(value, withLayout(cast<RankedTensorType>(value.getType()), layout));
   }
 
   /// Makes `operand` of `op` have `layout`, inserting a conversion.

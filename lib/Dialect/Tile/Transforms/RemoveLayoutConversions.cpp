@@ -45,15 +45,11 @@ struct RematerializeCheapProducer : OpRewritePattern<ConvertLayoutOp> {
     Operation *producer = op.getSource().getDefiningOp();
     if (!producer || !isa<SplatOp, IotaOp, arith::ConstantOp>(producer))
       return failure();
+    if (auto constant = dyn_cast<arith::ConstantOp>(producer);
+        constant && !isa<SplatElementsAttr>(constant.getValue()))
+      return failure();
     Operation *clone = rewriter.clone(*producer);
-    clone->getResult(0).setType(op.getResult().getType());
-    if (auto constant = dyn_cast<arith::ConstantOp>(clone)) {
-      auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
-      if (!splat)
-        return rewriter.eraseOp(clone), failure();
-      constant.setValueAttr(SplatElementsAttr::get(
-          op.getResult().getType(), splat.getSplatValue<Attribute>()));
-    }
+    setTileType(clone->getResult(0), op.getResult().getType());
     rewriter.replaceOp(op, clone->getResults());
     return success();
   }

@@ -23,6 +23,10 @@ mlir::Attribute getLayout(mlir::Type type);
 mlir::RankedTensorType withLayout(mlir::RankedTensorType type,
                                   mlir::Attribute layout);
 
+/// Gives `value` the tile type `type` (same shape, another layout); a
+/// constant's value attribute follows.
+void setTileType(mlir::Value value, mlir::RankedTensorType type);
+
 /// True for the layouts tileopt knows (blocked, mma, slice).
 bool isLayout(mlir::Attribute attr);
 
