@@ -42,8 +42,11 @@ itself, as in tileopt's views (``strided<[?, 1]>``). tileopt gets the same promi
 ``tileopt.compile(..., aligned=True)`` puts ``tile.divisibility = 16`` on every view (the first
 element's address and the strides other than 1 are multiples of 16 bytes; the launcher checks
 it), so where the tile offsets are provably multiples of the vector width it emits 16-byte
-accesses with no run-time check and no unaligned fallback. Sizes are not known to either
-compiler: both mask loads and stores with them (tileopt from the views' bounds in every
+accesses with no run-time check and no unaligned fallback; and
+``tileopt.compile(..., divisible_sizes=[...])`` promises, for the views whose innermost size is
+a multiple of 16 here, what ``tt.divisibility`` on that size tells Triton (so a 16-byte vector
+is all in bounds or all out: one predicate, no scalar tail). Sizes themselves are not known to
+either compiler: both mask loads and stores with them (tileopt from the views' bounds in every
 dimension, Triton with explicit masks wherever a tile can leave the tensor).
 
 Target: sm_90 (Triton writes ``.target sm_90a``). The emulator has no ``wgmma``, which Triton
@@ -524,8 +527,13 @@ def fresh(case: Case) -> dict[str, torch.Tensor]:
 
 def run_tileopt(case: Case, repeat: int) -> Measured:
     kb, build_ms = timed(case.tileopt_kernel, repeat)
+    # The views whose innermost size is a multiple of 16: what Triton's JIT would see.
+    names = list(vars(kb.args))
+    divisible = [names[i] for i, a in enumerate(case.tileopt_args)
+                 if isinstance(a, str) and case.tensors[a].shape[-1] % 16 == 0]
     kernel, ms = timed(
-        lambda: tileopt.compile(kb, target=case.target, num_warps=case.num_warps, aligned=True),
+        lambda: tileopt.compile(kb, target=case.target, num_warps=case.num_warps, aligned=True,
+                                divisible_sizes=divisible),
         repeat,
     )
     ptx = str(kernel.asm["ptx"])

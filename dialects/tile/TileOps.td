@@ -34,7 +34,11 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     A view argument may carry `{tile.divisibility = 16}`: the address of its
     first element and its strides other than 1 (in bytes) are multiples of
     16, so the GPU lowering moves 16-byte vectors without a run-time check.
-    Launchers check the promise.
+    `{tile.size_divisibility = array<i64: 1, 16>}` (one entry per dimension)
+    promises that each size is a multiple of its entry, so a vector access
+    never straddles the view's end and needs no scalar tail. Launchers check
+    both promises (Triton's JIT makes the same ones when it specializes a
+    launch on divisibility by 16).
 
     Example:
 
@@ -71,6 +75,13 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     /// without checking at run time (as Triton's divisibility hints).
     static ::llvm::StringRef getDivisibilityAttrName() {
       return "tile.divisibility";
+    }
+
+    /// The argument attribute `tile.size_divisibility = array<i64: ...>` on
+    /// a view promises that its size along each dimension is a multiple of
+    /// that dimension's entry (1: no promise).
+    static ::llvm::StringRef getSizeDivisibilityAttrName() {
+      return "tile.size_divisibility";
     }
 
     /// FunctionOpInterface: the body, or null for a declaration.

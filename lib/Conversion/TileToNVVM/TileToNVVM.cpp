@@ -60,6 +60,10 @@ struct LoweringState {
   /// Loads and stores proven to allow vector accesses (tile.divisibility on
   /// the view, a divisible tile offset): they need no run-time check.
   llvm::DenseSet<Operation *> alignedAccesses;
+  /// Loads and stores whose vector runs never straddle the end of the view
+  /// (tile.size_divisibility along the vector dimension): one predicate per
+  /// run and no scalar tail.
+  llvm::DenseSet<Operation *> wholeRunAccesses;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -1023,12 +1027,15 @@ SmallVector<Value> unpackWord(OpBuilder &b, Location loc, Value word,
 }
 
 /// The predicates of a run: `full` when all of it is in bounds (the vector
-/// access), `partial` (null for one element) when it straddles the end of
-/// the view and its in-bounds part goes element by element.
+/// access), `partial` (null for one element, or when the view's size is a
+/// multiple of the run: `whole`) when it straddles the end of the view and
+/// its in-bounds part goes element by element.
 struct RunBounds {
-  RunBounds(OpBuilder &b, Location loc, Access &access, Run run) {
+  RunBounds(OpBuilder &b, Location loc, Access &access, Run run, bool whole) {
     Value first = access.inBounds(b, run.first);
-    if (run.count == 1) {
+    // A run starts at a multiple of its length (the vector path checked the
+    // tile offset): if the size is one too, the run is all in or all out.
+    if (run.count == 1 || whole) {
       full = first;
       return;
     }
@@ -1081,6 +1088,7 @@ struct LoadLowering : TilePattern<LoadOp> {
 
     // Addresses are computed in each branch: the vector one needs few.
     VectorPlan plan = planVector(tile, op.getView().getType());
+    bool whole = state.wholeRunAccesses.contains(op);
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
       Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/false);
@@ -1090,7 +1098,7 @@ struct LoadLowering : TilePattern<LoadOp> {
         RunWords words(run, bits);
         Value pad = packWord(b, loc, SmallVector<Value>(words.elemsPerWord, padding),
                              words.wordBits);
-        RunBounds bounds(b, loc, access, run);
+        RunBounds bounds(b, loc, access, run, whole);
         SmallVector<Value> loaded = emitPredicatedLoad(
             b, loc, access.pointer(b, run.first), bounds.full, words.wordBits,
             words.words, SmallVector<Value>(words.words, pad));
@@ -1141,6 +1149,7 @@ struct StoreLowering : TilePattern<StoreOp> {
     Value value = adaptor.getValue().front();
     SmallVector<Value> elements = unpack(rewriter, loc, value);
     VectorPlan plan = planVector(tile, op.getView().getType());
+    bool whole = state.wholeRunAccesses.contains(op);
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
       // Replicated elements are stored by one thread only, once each.
@@ -1159,7 +1168,7 @@ struct StoreLowering : TilePattern<StoreOp> {
               ArrayRef<Value>(elements).slice(run.first + w * words.elemsPerWord,
                                               words.elemsPerWord),
               words.wordBits));
-        RunBounds bounds(b, loc, access, run);
+        RunBounds bounds(b, loc, access, run, whole);
         emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
                             words.wordBits, packed);
         if (!bounds.partial)
@@ -2083,7 +2092,8 @@ struct ConvertTileToNVVM
     if (state.numWarps == 0)
       state.numWarps = 4;
 
-    // Accesses that tile.divisibility and the tile offsets prove aligned.
+    // Accesses that tile.divisibility and the tile offsets prove aligned, and
+    // those that tile.size_divisibility proves never straddle the view's end.
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
         Value view;
@@ -2100,13 +2110,21 @@ struct ConvertTileToNVVM
         auto arg = dyn_cast<BlockArgument>(view);
         if (!arg || arg.getOwner() != &kernel.getBody().front())
           return;
-        auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
-            arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
         auto viewType = cast<MemRefType>(view.getType());
         VectorPlan plan = planVector(tile, viewType);
+        if (plan.elems <= 1)
+          return;
+        auto sizeDivisibility = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+            arg.getArgNumber(), KernelOp::getSizeDivisibilityAttrName());
+        int64_t size = viewType.getDimSize(plan.dim);
+        if (ShapedType::isDynamic(size) && sizeDivisibility)
+          size = sizeDivisibility[plan.dim];
+        if (!ShapedType::isDynamic(size) && size % plan.elems == 0)
+          state.wholeRunAccesses.insert(op);
+        auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
+            arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
         int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
-        if (!divisibility || plan.elems <= 1 ||
-            divisibility.getInt() % bytes != 0 ||
+        if (!divisibility || divisibility.getInt() % bytes != 0 ||
             staticStride(viewType, plan.dim) != std::optional<int64_t>(1) ||
             knownDivisor(offsets[plan.dim]) % plan.elems != 0)
           return;

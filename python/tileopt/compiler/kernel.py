@@ -308,6 +308,7 @@ def compile(
     assembler: str = "auto",
     contiguous: bool | Sequence[str] = False,
     aligned: bool | Sequence[str] = False,
+    divisible_sizes: bool | Sequence[str] = False,
 ) -> Kernel:
     """Compiles one kernel of ``module`` for an NVIDIA GPU.
 
@@ -339,6 +340,11 @@ def compile(
             tiles move in 16-byte vectors with no run-time check, which saves instructions,
             registers and compile time. The launcher rejects arrays that break the promise.
             Only with ``start="tile"``.
+        divisible_sizes: views (``True``: every view; or their names) whose innermost size
+            the kernel may take as a multiple of 16 elements (``tile.size_divisibility``, as
+            Triton's JIT specializes a size divisible by 16): a vector access then never
+            straddles the view's end, so it needs one predicate and no scalar tail. The
+            launcher rejects arrays of other sizes. Only with ``start="tile"``.
 
     Returns:
         A :class:`Kernel`.
@@ -359,9 +365,14 @@ def compile(
     asm: dict[str, str | bytes] = {}
     times: dict[str, float] = {}
 
+    view_options = {"contiguous": (contiguous, nvidia.make_contiguous),
+                    "aligned": (aligned, nvidia.make_aligned),
+                    "divisible_sizes": (divisible_sizes, nvidia.make_size_divisible)}
+    if start not in ("tile", "tilegpu") and any(v for v, _ in view_options.values()):
+        raise CompilationError(
+            "contiguous=, aligned= and divisible_sizes= need start='tile' (the memref types)"
+        )
     if start == "ptx":
-        if contiguous or aligned:
-            raise CompilationError("contiguous= and aligned= need start='tile' (the memref types)")
         if not isinstance(module, str):
             raise CompilationError("start='ptx' takes the PTX text")
         ptx = module
@@ -374,18 +385,11 @@ def compile(
             if start in ("tile", "tilegpu"):
                 ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}
                 name = _choose(list(ops), kernel, "module")
-                if contiguous:
-                    _apply_to_views(mod, ops[name], "contiguous", contiguous, names, start,
-                                    nvidia.make_contiguous)
-                if aligned:
-                    _apply_to_views(mod, ops[name], "aligned", aligned, names, start,
-                                    nvidia.make_aligned)
+                for option, (value, apply) in view_options.items():
+                    if value:
+                        _apply_to_views(mod, ops[name], option, value, names, start, apply)
                 params = _check_given(nvidia.tile_signature(ops[name], names), given)
             else:
-                if contiguous or aligned:
-                    raise CompilationError(
-                        "contiguous= and aligned= need start='tile' (the memref types)"
-                    )
                 kernels = [nvidia.sym_name(op) for op in nvidia.gpu_kernels(mod)]
                 name = _choose(kernels, kernel, "module's gpu.module")
                 params = given

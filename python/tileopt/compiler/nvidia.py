@@ -225,6 +225,7 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
                 strides=tuple(None if s == dyn_stride else s for s in strides),
                 offset=None if offset == dyn_stride else offset,
                 divisibility=arg_divisibility(kernel, i),
+                size_divisibility=arg_size_divisibility(kernel, i),
             ))
         elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
             params.append(KernelParam.scalar(name, str(t)))
@@ -264,27 +265,36 @@ def make_contiguous(kernel: ir.Operation, indices: Sequence[int]) -> None:
     )
 
 
-#: The argument attribute that promises a view's alignment (docs/kernel-abi.md).
+#: The argument attributes that promise a view's alignment and the divisibility of its sizes
+#: (docs/kernel-abi.md).
 DIVISIBILITY_ATTR = "tile.divisibility"
+SIZE_DIVISIBILITY_ATTR = "tile.size_divisibility"
+
+
+def _arg_attr(kernel: ir.Operation, index: int, name: str) -> ir.Attribute | None:
+    if "arg_attrs" not in kernel.attributes:
+        return None
+    attrs = ir.DictAttr(ir.ArrayAttr(kernel.attributes["arg_attrs"])[index])
+    return attrs[name] if name in attrs else None
 
 
 def arg_divisibility(kernel: ir.Operation, index: int) -> int | None:
     """The ``tile.divisibility`` (bytes) of argument ``index`` of a ``tile.kernel``, if any."""
-    if "arg_attrs" not in kernel.attributes:
-        return None
-    attrs = ir.DictAttr(ir.ArrayAttr(kernel.attributes["arg_attrs"])[index])
-    if DIVISIBILITY_ATTR not in attrs:
-        return None
-    return ir.IntegerAttr(attrs[DIVISIBILITY_ATTR]).value
+    attr = _arg_attr(kernel, index, DIVISIBILITY_ATTR)
+    return None if attr is None else ir.IntegerAttr(attr).value
 
 
-def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int = 16) -> None:
-    """Puts ``tile.divisibility = divisibility`` on the view arguments ``indices``.
+def arg_size_divisibility(kernel: ir.Operation, index: int) -> tuple[int, ...] | None:
+    """The ``tile.size_divisibility`` (per dimension) of argument ``index``, if any."""
+    attr = _arg_attr(kernel, index, SIZE_DIVISIBILITY_ATTR)
+    return None if attr is None else tuple(ir.DenseI64ArrayAttr(attr))
 
-    The kernel may then take the address of each view's first element and its strides other
-    than 1 (in bytes) as multiples of ``divisibility``: contiguous tiles move in 16-byte vectors
-    with no run-time check and no scalar fallback code. The launcher checks the promise.
-    """
+
+def _set_view_attrs(
+    kernel: ir.Operation, indices: Sequence[int], what: str,
+    make: Callable[[ir.MemRefType], tuple[str, ir.Attribute]],
+) -> None:
+    """Sets the argument attribute ``make(type)`` on each view argument of ``indices``."""
     fn_type = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
     inputs = list(fn_type.inputs)
     if "arg_attrs" in kernel.attributes:
@@ -296,12 +306,36 @@ def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int
         if not isinstance(inputs[i], ir.MemRefType):
             raise CompilationError(
                 f"kernel @{sym_name(kernel)}: argument {i} ({inputs[i]}) is not a view; only "
-                f"views can be aligned"
+                f"views can be {what}"
             )
-        dicts[i][DIVISIBILITY_ATTR] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), divisibility
-        )
+        name, attr = make(ir.MemRefType(inputs[i]))
+        dicts[i][name] = attr
     kernel.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
+
+
+def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int = 16) -> None:
+    """Puts ``tile.divisibility = divisibility`` on the view arguments ``indices``.
+
+    The kernel may then take the address of each view's first element and its strides other
+    than 1 (in bytes) as multiples of ``divisibility``: contiguous tiles move in 16-byte vectors
+    with no run-time check and no scalar fallback code. The launcher checks the promise.
+    """
+    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), divisibility)
+    _set_view_attrs(kernel, indices, "aligned", lambda _: (DIVISIBILITY_ATTR, attr))
+
+
+def make_size_divisible(kernel: ir.Operation, indices: Sequence[int], divisor: int = 16) -> None:
+    """Promises that the innermost size of each view argument of ``indices`` is a multiple of
+    ``divisor`` elements (``tile.size_divisibility = array<i64: 1, ..., divisor>``).
+
+    A vector access along that dimension then never straddles the view's end: one predicate per
+    vector and no scalar tail. The launcher checks the promise.
+    """
+    def make(t: ir.MemRefType) -> tuple[str, ir.Attribute]:
+        sizes = [1] * (t.rank - 1) + [divisor]
+        return SIZE_DIVISIBILITY_ATTR, ir.DenseI64ArrayAttr.get(sizes)
+
+    _set_view_attrs(kernel, indices, "size-divisible", make)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,6 +99,9 @@ class KernelParam:
         divisibility: for views compiled with ``tile.divisibility`` (``aligned=``): the
             address of the first element and every stride other than 1, in bytes, are
             multiples of it; checked at launch. None: no promise.
+        size_divisibility: for views compiled with ``tile.size_divisibility``
+            (``divisible_sizes=``): per dimension, a number the size is a multiple of (1: no
+            promise); checked at launch. None: no promise.
     """
 
     name: str
@@ -109,14 +112,16 @@ class KernelParam:
     strides: Dims | None = None
     offset: int | None = None
     divisibility: int | None = None
+    size_divisibility: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("view", "scalar"):
             raise ArgumentError(f"parameter {self.name}: kind must be 'view' or 'scalar'")
         dtype(self.dtype)
         if self.kind == "scalar" and (
-            self.rank, self.shape, self.strides, self.offset, self.divisibility
-        ) != (0, None, None, None, None):
+            self.rank, self.shape, self.strides, self.offset, self.divisibility,
+            self.size_divisibility,
+        ) != (0, None, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
@@ -128,6 +133,15 @@ class KernelParam:
                 )
             if dims is not None and all(d is None for d in dims):
                 object.__setattr__(self, what, None)  # all dynamic: the canonical spelling
+        sizes = self.size_divisibility
+        if sizes is not None:
+            if len(sizes) != self.rank or any(d < 1 for d in sizes):
+                raise ArgumentError(
+                    f"parameter {self.name}: size_divisibility {sizes} must be {self.rank} "
+                    f"positive integers"
+                )
+            if all(d == 1 for d in sizes):
+                object.__setattr__(self, "size_divisibility", None)  # no promise
 
     @classmethod
     def view(
@@ -140,11 +154,13 @@ class KernelParam:
         strides: Dims | None = None,
         offset: int | None = None,
         divisibility: int | None = None,
+        size_divisibility: tuple[int, ...] | None = None,
     ) -> KernelParam:
         """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
-        with static sizes, strides or offset where given, and the alignment promised by
-        ``tile.divisibility``."""
-        return cls(name, "view", dtype, rank, shape, strides, offset, divisibility)
+        with static sizes, strides or offset where given, and the promises of
+        ``tile.divisibility`` and ``tile.size_divisibility``."""
+        return cls(name, "view", dtype, rank, shape, strides, offset, divisibility,
+                   size_divisibility)
 
     @classmethod
     def scalar(cls, name: str, dtype: str) -> KernelParam:
@@ -154,11 +170,13 @@ class KernelParam:
     @classmethod
     def parse(cls, text: str) -> KernelParam:
         """The inverse of ``str()``: ``"x: view<?x?xf32>"``, ``"n: i32"``, or with static
-        parts ``"x: view<128x?xf32, strides [?, 1], offset 0>"`` (spaces optional)."""
+        parts ``"x: view<128x?xf32, strides [?, 1], offset 0>"`` and promises
+        ``"x: view<?x?xf32, divisibility 16, size_divisibility [1, 16]>"`` (spaces optional)."""
         m = re.fullmatch(
             r"\s*([\w$.]+)\s*:\s*(?:view<((?:(?:\d+|\?)x)*)(\w+)"
             r"(?:\s*,\s*strides\s*\[([^\]]*)\])?(?:\s*,\s*offset\s*(\d+))?"
-            r"(?:\s*,\s*divisibility\s*(\d+))?\s*>|(\w+))\s*",
+            r"(?:\s*,\s*divisibility\s*(\d+))?"
+            r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?\s*>|(\w+))\s*",
             text,
         )
         if m is None:
@@ -166,8 +184,8 @@ class KernelParam:
                 f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
-        if m.group(7) is not None:
-            return cls.scalar(m.group(1), m.group(7))
+        if m.group(8) is not None:
+            return cls.scalar(m.group(1), m.group(8))
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
@@ -176,8 +194,9 @@ class KernelParam:
         strides = dims(m.group(4).split(",")) if m.group(4) else None
         offset = int(m.group(5)) if m.group(5) else None
         divisibility = int(m.group(6)) if m.group(6) else None
+        sizes = tuple(int(d) for d in m.group(7).split(",")) if m.group(7) else None
         return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
-                        offset=offset, divisibility=divisibility)
+                        offset=offset, divisibility=divisibility, size_divisibility=sizes)
 
     def ptx_param_bits(self) -> list[int]:
         """Bit widths of the PTX parameters this argument becomes, in order."""
@@ -196,6 +215,8 @@ class KernelParam:
             text += f", offset {self.offset}"
         if self.divisibility is not None:
             text += f", divisibility {self.divisibility}"
+        if self.size_divisibility is not None:
+            text += f", size_divisibility [{_dims(self.size_divisibility)}]"
         return f"{self.name}: view<{text}>"
 
 
@@ -244,6 +265,13 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
                 f"{_describe(i, p)} has static size {want} in dimension {d}, got shape {shape}"
             )
     _check_divisibility(i, p, a)
+    for d, div in enumerate(p.size_divisibility or ()):
+        if shape[d] % div:
+            raise ArgumentError(
+                f"{_describe(i, p)} was compiled for sizes that are multiples of "
+                f"{list(p.size_divisibility or ())} (divisible_sizes=), got shape {shape}; "
+                f"compile without divisible_sizes= for this shape"
+            )
     if p.strides is not None:
         got = _element_strides(a)
         for d, want in enumerate(p.strides):

@@ -174,3 +174,45 @@ tile.kernel @aligned(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibili
   tile.store %a, %y[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// With tile.size_divisibility (and with a static size) that is a multiple of
+// the vector, a vector run is all in bounds or all out: one predicate per
+// run (the first element's) and no scalar tail.
+// CHECK-LABEL: gpu.func @whole_runs
+// CHECK-NOT: ld.global.b32
+// CHECK: ld.global.v4.b32
+// CHECK-NOT: ld.global.b32
+// CHECK: st.global.v4.b32
+// CHECK-NOT: st.global.b32
+// CHECK: gpu.return
+tile.kernel @whole_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16>}, %y: memref<4096xf32, strided<[1], offset: ?>> {tile.divisibility = 16}) {
+  %pid = tile.program_id {dim = 0}
+  %c512 = arith.constant 512 : index
+  %off = arith.muli %pid, %c512 : index
+  %a = tile.load %x[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  tile.store %a, %y[%off] : tensor<512xf32, #row4>, memref<4096xf32, strided<[1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// A size divisible by 2 only: runs of 4 may straddle the end, so the scalar
+// tail stays.
+// CHECK-LABEL: gpu.func @partial_runs
+// CHECK: ld.global.v4.b32
+// CHECK: scf.if
+// CHECK: ld.global.b32
+tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 2>}, %y: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16}) {
+  %pid = tile.program_id {dim = 0}
+  %c512 = arith.constant 512 : index
+  %off = arith.muli %pid, %c512 : index
+  %a = tile.load %x[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  tile.store %a, %y[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
+}

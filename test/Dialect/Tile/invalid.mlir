@@ -543,3 +543,24 @@ tile.kernel @k(%x: memref<?xf32> {tile.divisibility = 12}) {
 tile.kernel @k(%x: memref<?xf32>, %n: i32 {tile.divisibility = 16}) {
   tile.return
 }
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.size_divisibility must be an array<i64> of positive integers, one per dimension of a view, got array<i64: 16>}}
+tile.kernel @k(%x: memref<?x?xf32> {tile.size_divisibility = array<i64: 16>}) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.size_divisibility must be an array<i64> of positive integers, one per dimension of a view, got array<i64: 0>}}
+tile.kernel @k(%x: memref<?xf32> {tile.size_divisibility = array<i64: 0>}) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.size_divisibility must be an array<i64> of positive integers, one per dimension of a view, got 16 : i64}}
+tile.kernel @k(%n: index {tile.size_divisibility = 16}) {
+  tile.return
+}

@@ -1,4 +1,5 @@
-"""compile(..., aligned=True): tile.divisibility on the views, no run-time alignment check."""
+"""compile(..., aligned=True): tile.divisibility on the views, no run-time alignment check;
+compile(..., divisible_sizes=True): tile.size_divisibility, no scalar tails."""
 
 from __future__ import annotations
 
@@ -60,6 +61,76 @@ def test_param_text_round_trips() -> None:
 
 
 def test_aligned_needs_tile_ir() -> None:
-    with pytest.raises(tileopt.CompilationError, match="aligned= need start='tile'"):
-        tileopt.compile(".version 8.0", start="ptx", aligned=True)
+    for option in ("aligned", "divisible_sizes"):
+        with pytest.raises(tileopt.CompilationError, match=f"{option}= .*need start='tile'"):
+            tileopt.compile(".version 8.0", start="ptx", **{option: True})
+
+
+@pytest.fixture(scope="module")
+def divisible(both: tuple[tileopt.Kernel, tileopt.Kernel]) -> tileopt.Kernel:
+    return tileopt.compile(
+        kernels.vector_add(dtype="f32", block=1024), target="sm_90", aligned=True,
+        divisible_sizes=True,
+    )
+
+
+def test_divisible_sizes_drop_the_scalar_tails(
+    both: tuple[tileopt.Kernel, tileopt.Kernel], divisible: tileopt.Kernel
+) -> None:
+    _, aligned = both
+    assert "tile.size_divisibility = array<i64: 16>" in str(divisible.asm["tile"])
+    assert all(p.size_divisibility == (16,) for p in divisible.metadata.abi)
+    ptx = str(divisible.asm["ptx"])
+    assert "ld.global.b32" not in ptx and "st.global.b32" not in ptx
+    assert "bra" not in ptx  # no tail branches at all
+    name = divisible.metadata.name
+    assert nvidia.ptx_instruction_count(ptx, name) < 0.7 * nvidia.ptx_instruction_count(
+        str(aligned.asm["ptx"]), name
+    )
+
+
+@pytest.mark.parametrize("n", [16, 1024, 4112, 5008])
+def test_divisible_sizes_launch_matches_torch(divisible: tileopt.Kernel, n: int) -> None:
+    x, y, out = torch.randn(n), torch.randn(n), torch.full((n + 64,), 7.0)
+    stats = divisible.launch(((n + 1023) // 1024,), x, y, out[:n], device="emulator")
+    assert torch.equal(out[:n], x + y)
+    assert torch.all(out[n:] == 7.0)  # nothing written past the view
+    assert stats.global_load_sectors == 2 * ((n * 4 + 31) // 32)
+
+
+def test_other_sizes_are_rejected(divisible: tileopt.Kernel) -> None:
+    x = torch.randn(5000)
+    with pytest.raises(ArgumentError, match=r"argument 0 \(x: .*size_divisibility \[16\]>\) was "
+                       r"compiled for sizes that are multiples of \[16\].*\(5000,\)"):
+        divisible.launch((5,), x, x, torch.empty(5000), device="emulator")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("shift", [0, 1])
+def test_divisible_rows_unaligned_or_aligned(dtype: str, shift: int) -> None:
+    """Only the size promise: the vector path (run-time alignment check) has whole runs, the
+    scalar path (misaligned rows: ``shift``) stays correct; rows end inside a tile."""
+    k = tileopt.compile(kernels.bias_gelu(dtype, block_m=16, block_n=128), target="sm_80",
+                        divisible_sizes=True)
+    assert [p.size_divisibility for p in k.metadata.abi] == [(1, 16), (16,), (1, 16)]
+    torch_dtype = getattr(torch, {"f32": "float32", "f16": "float16"}[dtype])
+    m, n = 21, 784
+    base = torch.randn(m * n + shift).to(torch_dtype)
+    x = base[shift:].view(m, n)
+    bias = torch.randn(n).to(torch_dtype)
+    out = torch.full((m, n + 16), 7.0, dtype=torch_dtype)
+    k.launch(kernels.bias_gelu_grid((m, n), 16, 128), x, bias, out[:, :n], device="emulator")
+    expect = torch.nn.functional.gelu(x.float() + bias.float())
+    tol = 1e-5 if dtype == "f32" else 2e-3
+    torch.testing.assert_close(out[:, :n].float(), expect, atol=tol, rtol=tol)
+    assert torch.all(out[:, n:] == 7.0)
+
+
+def test_size_divisibility_param_text_round_trips() -> None:
+    p = KernelParam.view("x", "f32", 2, strides=(None, 1), size_divisibility=(1, 16))
+    assert str(p) == "x: view<?x?xf32, strides [?, 1], size_divisibility [1, 16]>"
+    assert KernelParam.parse(str(p)) == p
+    assert KernelParam.view("y", "f32", 1, size_divisibility=(1,)).size_divisibility is None
+    with pytest.raises(ArgumentError, match="size_divisibility"):
+        KernelParam.view("z", "f32", 2, size_divisibility=(16,))
 

@@ -113,16 +113,26 @@ LogicalResult KernelOp::verify() {
              << index << " has type " << argType
              << ", expected a view (a strided memref of a tile element type) "
                 "or a scalar (integer, index or float)";
-    Attribute divisibility = getArgAttr(index, getDivisibilityAttrName());
-    if (!divisibility)
-      continue;
-    auto value = dyn_cast<IntegerAttr>(divisibility);
-    if (isScalar || !value || value.getInt() <= 0 ||
-        !llvm::isPowerOf2_64(value.getInt()))
-      return emitOpError("argument #")
-             << index << ": " << getDivisibilityAttrName()
-             << " must be a positive power of two (bytes) on a view, got "
-             << divisibility;
+    if (Attribute divisibility = getArgAttr(index, getDivisibilityAttrName())) {
+      auto value = dyn_cast<IntegerAttr>(divisibility);
+      if (isScalar || !value || value.getInt() <= 0 ||
+          !llvm::isPowerOf2_64(value.getInt()))
+        return emitOpError("argument #")
+               << index << ": " << getDivisibilityAttrName()
+               << " must be a positive power of two (bytes) on a view, got "
+               << divisibility;
+    }
+    if (Attribute sizes = getArgAttr(index, getSizeDivisibilityAttrName())) {
+      auto values = dyn_cast<DenseI64ArrayAttr>(sizes);
+      auto memref = dyn_cast<MemRefType>(argType);
+      if (isScalar || !values || values.size() != memref.getRank() ||
+          llvm::any_of(values.asArrayRef(), [](int64_t v) { return v <= 0; }))
+        return emitOpError("argument #")
+               << index << ": " << getSizeDivisibilityAttrName()
+               << " must be an array<i64> of positive integers, one per "
+                  "dimension of a view, got "
+               << sizes;
+    }
   }
   return success();
 }
