@@ -12,7 +12,8 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     `tile-assign-layouts`) into a `gpu.func` kernel of
     `gpu.module @tileopt_kernels`, targeting `#nvvm.target<chip = ...>`.
     Parameters follow tileopt's kernel ABI (docs/kernel-abi.md): a view
-    becomes a global pointer, its offset, sizes and strides (i64); scalars
+    becomes a global pointer to its first element (the memref's offset is
+    folded into it by the launcher), its sizes and strides (i64); scalars
     stay. The block has 32 x num_warps threads. Each thread keeps the
     elements it owns of a tile in a vector; loads and stores are predicated
     PTX, 16 bytes wide when the view is aligned (checked at run time);

@@ -3,8 +3,8 @@
 // Every tile.kernel becomes a gpu.func in `gpu.module @tileopt_kernels`.
 // A tile with a layout becomes, in each thread, a vector of the elements the
 // thread owns (tileopt::tile::getRegisterOffsets gives their order). Views
-// become the kernel ABI's parameters: a global pointer, then the offset, the
-// sizes and the strides as i64 (docs/kernel-abi.md). Loads and stores are
+// become the kernel ABI's parameters: a global pointer to the first element,
+// then the sizes and the strides as i64 (docs/kernel-abi.md). Loads and stores are
 // predicated PTX (vectorized when the view is aligned, checked at run time);
 // reductions go through registers, warp shuffles and shared memory; layout
 // conversions, reshapes and dots stage data in shared memory.
@@ -325,27 +325,28 @@ int64_t smemPad(Type element) {
 // Views: the kernel ABI
 //===----------------------------------------------------------------------===//
 
-/// A view in the kernel: pointer, offset, sizes and strides (i64).
+/// A view in the kernel: the pointer to its first element (the memref's
+/// offset is folded into it by whoever launches the kernel), sizes and
+/// strides (i64).
 struct View {
-  Value ptr, offset;
+  Value ptr;
   SmallVector<Value> sizes, strides;
   int64_t rank() const { return sizes.size(); }
 };
 
-/// The view's values; what the memref type fixes statically (sizes, strides,
-/// offset) becomes a constant so that address arithmetic folds.
+/// The view's values; what the memref type fixes statically (sizes, strides)
+/// becomes a constant so that address arithmetic folds.
 View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type) {
   View view;
   view.ptr = values[0];
-  auto [strides, offset] = type.getStridesAndOffset();
+  SmallVector<int64_t> strides = type.getStridesAndOffset().first;
   auto fix = [&](Value v, int64_t known) -> Value {
     return ShapedType::isDynamic(known) ? v : i64Const(b, loc, known);
   };
-  view.offset = fix(values[1], offset);
   int64_t rank = type.getRank();
   for (int64_t d = 0; d < rank; ++d) {
-    view.sizes.push_back(fix(values[2 + d], type.getDimSize(d)));
-    view.strides.push_back(fix(values[2 + rank + d], strides[d]));
+    view.sizes.push_back(fix(values[1 + d], type.getDimSize(d)));
+    view.strides.push_back(fix(values[1 + rank + d], strides[d]));
   }
   return view;
 }
@@ -543,7 +544,7 @@ public:
     // folds into the instruction's immediate offset.
     first.resize(rank);
     wraps.assign(rank, false);
-    Value baseLinear = view.offset;
+    Value baseLinear = i64Const(b, loc, 0);
     for (int64_t d = 0; d < rank; ++d) {
       for (const SmallVector<int64_t> &offset : offsets)
         wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
@@ -669,7 +670,7 @@ Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
   Value addrOk = arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, loc, addr, alignMask), i64Const(b, loc, 0));
-  Value ok = arith::AndIOp::create(b, loc, addrOk, divisible(view.offset));
+  Value ok = addrOk;
   for (int64_t d = 0; d < view.rank(); ++d) {
     Value start =
         arith::IndexCastOp::create(b, loc, b.getI64Type(), tileOffsets[d]);
@@ -704,7 +705,7 @@ public:
                       -> std::optional<LogicalResult> {
       results.push_back(LLVM::LLVMPointerType::get(ctx, 1));
       auto i64 = IntegerType::get(ctx, 64);
-      results.append(1 + 2 * type.getRank(), i64);
+      results.append(2 * type.getRank(), i64);
       return success();
     });
     auto materialize = [](OpBuilder &b, Type type, ValueRange inputs,
@@ -804,7 +805,7 @@ struct GridLowering : TilePattern<Op> {
 };
 
 /// Host side: tile.launch -> gpu.launch_func with the ABI's arguments
-/// (pointer, offset, sizes and strides of each memref).
+/// (pointer to the first element, sizes and strides of each memref).
 struct LaunchLowering : TilePattern<LaunchOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -819,16 +820,18 @@ struct LaunchLowering : TilePattern<LaunchOp> {
         continue;
       }
       auto metadata = memref::ExtractStridedMetadataOp::create(rewriter, loc, arg);
-      Value address = memref::ExtractAlignedPointerAsIndexOp::create(
-          rewriter, loc, metadata.getBaseBuffer());
-      Value asInt =
-          arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
-      args.push_back(LLVM::IntToPtrOp::create(
-          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1), asInt));
       auto toI64 = [&](Value v) {
         return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), v);
       };
-      args.push_back(toI64(metadata.getOffset()));
+      Value address = toI64(memref::ExtractAlignedPointerAsIndexOp::create(
+          rewriter, loc, metadata.getBaseBuffer()));
+      int64_t elementBytes = storageBits(memref.getElementType()) / 8;
+      Value offsetBytes = arith::MulIOp::create(
+          rewriter, loc, toI64(metadata.getOffset()),
+          i64Const(rewriter, loc, elementBytes));
+      address = arith::AddIOp::create(rewriter, loc, address, offsetBytes);
+      args.push_back(LLVM::IntToPtrOp::create(
+          rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1), address));
       for (Value size : metadata.getSizes())
         args.push_back(toI64(size));
       for (Value stride : metadata.getStrides())

@@ -218,12 +218,11 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
         if isinstance(t, ir.MemRefType):
             dyn = ir.ShapedType.get_dynamic_size()
             dyn_stride = ir.ShapedType.get_dynamic_stride_or_offset()
-            strides, offset = t.get_strides_and_offset()
+            strides, _ = t.get_strides_and_offset()  # the offset is folded into the pointer
             params.append(KernelParam.view(
                 name, str(t.element_type), t.rank,
                 shape=tuple(None if d == dyn else d for d in t.shape),
                 strides=tuple(None if s == dyn_stride else s for s in strides),
-                offset=None if offset == dyn_stride else offset,
                 divisibility=arg_divisibility(kernel, i),
                 size_divisibility=arg_size_divisibility(kernel, i),
             ))

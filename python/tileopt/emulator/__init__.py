@@ -29,7 +29,7 @@ from tileopt.emulator.errors import (
     SharedRaceError,
     UnsupportedInstructionError,
 )
-from tileopt.emulator.module import Module, load_ptx
+from tileopt.emulator.module import Module, Pointer, load_ptx
 from tileopt.emulator.stats import LaunchStats
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "MemoryAccessError",
     "Module",
     "PTXLoadError",
+    "Pointer",
     "SharedRaceError",
     "UnsupportedInstructionError",
     "load_ptx",

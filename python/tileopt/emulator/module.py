@@ -52,6 +52,16 @@ class CompiledKernel:
         return self.function.params
 
 
+@dataclass(frozen=True)
+class Pointer:
+    """A pointer argument ``byte_offset`` bytes past the start of ``buffer`` (a numpy array or
+    CPU tensor, copied in and written back like a plain buffer argument). The offset may be
+    negative or past the end: only the kernel's accesses are bounds-checked."""
+
+    buffer: object
+    byte_offset: int
+
+
 def _is_torch(a) -> bool:
     return type(a).__module__.startswith("torch") and hasattr(a, "data_ptr")
 
@@ -211,7 +221,7 @@ class Module:
             grid, block: ints or 1-3-tuples.
             args: one per kernel parameter: numpy arrays / CPU torch tensors for pointer
                 parameters (copied to emulated global memory and written back after the launch),
-                Python or numpy numbers for scalar parameters (typed by the .param declaration),
+                or a :class:`Pointer` into one, Python or numpy numbers for scalar parameters (typed by the .param declaration),
                 bytes for .param .b8 arrays (structs by value).
             shared_bytes: dynamic shared memory (extern .shared) in bytes.
             max_threads_per_chunk: CTAs are executed in chunks of about this many threads
@@ -288,6 +298,9 @@ class Module:
         arg_bufs: list[tuple[object, Buffer, np.ndarray]] = []
         for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
             poff = lay.kparam_offsets[i]
+            byte_offset = 0
+            if isinstance(a, Pointer):
+                a, byte_offset = a.buffer, a.byte_offset
             if _is_buffer(a):
                 if p.size != 8 or p.is_array:
                     raise LaunchError(
@@ -314,7 +327,7 @@ class Module:
                         // BUFFER_ALIGN
                         * BUFFER_ALIGN
                     )
-                kparams[poff : poff + 8] = struct.pack("<Q", GLOBAL_BASE + buf.start)
+                kparams[poff : poff + 8] = struct.pack("<Q", GLOBAL_BASE + buf.start + byte_offset)
             else:
                 kparams[poff : poff + p.size] = _pack_scalar(p, a, i)
         gm = GlobalMemory(buffers, off + 64)

@@ -2,9 +2,9 @@
 
 The ABI is written down in ``docs/kernel-abi.md``; in short, for each kernel argument in order:
 
-* a view (memref) of rank ``r`` and element type ``T`` is ``2 + 2r`` parameters of ``.u64``:
-  the global pointer to the view's base, the offset in elements, the ``r`` sizes and the ``r``
-  strides in elements;
+* a view (memref) of rank ``r`` and element type ``T`` is ``1 + 2r`` parameters of ``.u64``:
+  the global pointer to the view's first element (the memref's offset is folded into it), the
+  ``r`` sizes and the ``r`` strides in elements;
 * a scalar is one parameter of its own type (``i32`` -> ``.u32``/``.s32``, ``i64``/``index`` ->
   ``.u64``, ``f32`` -> ``.f32``, ``f64`` -> ``.f64``, ``f16``/``bf16`` -> ``.b16``).
 
@@ -84,18 +84,18 @@ def _dims(values: Dims) -> str:
 class KernelParam:
     """One kernel argument as the ABI sees it.
 
-    Written like MLIR types: ``x: view<?x?xf32>`` (a rank-2 view, all sizes, strides and the
-    offset dynamic), ``x: view<128x?xf32, strides [?, 1], offset 0>`` (static parts known to
-    the kernel, checked at launch), ``n: i32`` (a scalar).
+    Written like MLIR types: ``x: view<?x?xf32>`` (a rank-2 view, all sizes and strides
+    dynamic), ``x: view<128x?xf32, strides [?, 1]>`` (static parts known to the kernel, checked
+    at launch), ``n: i32`` (a scalar). A memref's offset is not part of the ABI: the pointer
+    is the address of the first element.
 
     Attributes:
         name: the argument's name (from the builder, or ``arg<i>``); used in error messages.
-        kind: ``"view"`` (a strided memref: pointer, offset, sizes, strides) or ``"scalar"``.
+        kind: ``"view"`` (a strided memref: pointer, sizes, strides) or ``"scalar"``.
         dtype: the element type of a view, or the scalar's type (a key of :data:`DTYPES`).
         rank: the view's rank; 0 for scalars.
         shape: static sizes of the memref type, None for a dynamic size; None if all dynamic.
         strides: static strides (elements), None for a dynamic stride; None if all dynamic.
-        offset: the static offset (elements) of the memref type; None if dynamic.
         divisibility: for views compiled with ``tile.divisibility`` (``aligned=``): the
             address of the first element and every stride other than 1, in bytes, are
             multiples of it; checked at launch. None: no promise.
@@ -110,7 +110,6 @@ class KernelParam:
     rank: int = 0
     shape: Dims | None = None
     strides: Dims | None = None
-    offset: int | None = None
     divisibility: int | None = None
     size_divisibility: tuple[int, ...] | None = None
 
@@ -119,9 +118,8 @@ class KernelParam:
             raise ArgumentError(f"parameter {self.name}: kind must be 'view' or 'scalar'")
         dtype(self.dtype)
         if self.kind == "scalar" and (
-            self.rank, self.shape, self.strides, self.offset, self.divisibility,
-            self.size_divisibility,
-        ) != (0, None, None, None, None, None):
+            self.rank, self.shape, self.strides, self.divisibility, self.size_divisibility,
+        ) != (0, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
@@ -152,15 +150,13 @@ class KernelParam:
         *,
         shape: Dims | None = None,
         strides: Dims | None = None,
-        offset: int | None = None,
         divisibility: int | None = None,
         size_divisibility: tuple[int, ...] | None = None,
     ) -> KernelParam:
         """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
-        with static sizes, strides or offset where given, and the promises of
-        ``tile.divisibility`` and ``tile.size_divisibility``."""
-        return cls(name, "view", dtype, rank, shape, strides, offset, divisibility,
-                   size_divisibility)
+        with static sizes or strides where given, and the promises of ``tile.divisibility`` and
+        ``tile.size_divisibility``."""
+        return cls(name, "view", dtype, rank, shape, strides, divisibility, size_divisibility)
 
     @classmethod
     def scalar(cls, name: str, dtype: str) -> KernelParam:
@@ -170,11 +166,11 @@ class KernelParam:
     @classmethod
     def parse(cls, text: str) -> KernelParam:
         """The inverse of ``str()``: ``"x: view<?x?xf32>"``, ``"n: i32"``, or with static
-        parts ``"x: view<128x?xf32, strides [?, 1], offset 0>"`` and promises
+        parts ``"x: view<128x?xf32, strides [?, 1]>"`` and promises
         ``"x: view<?x?xf32, divisibility 16, size_divisibility [1, 16]>"`` (spaces optional)."""
         m = re.fullmatch(
             r"\s*([\w$.]+)\s*:\s*(?:view<((?:(?:\d+|\?)x)*)(\w+)"
-            r"(?:\s*,\s*strides\s*\[([^\]]*)\])?(?:\s*,\s*offset\s*(\d+))?"
+            r"(?:\s*,\s*strides\s*\[([^\]]*)\])?"
             r"(?:\s*,\s*divisibility\s*(\d+))?"
             r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?\s*>|(\w+))\s*",
             text,
@@ -184,24 +180,23 @@ class KernelParam:
                 f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
-        if m.group(8) is not None:
-            return cls.scalar(m.group(1), m.group(8))
+        if m.group(7) is not None:
+            return cls.scalar(m.group(1), m.group(7))
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
 
         shape = dims([d for d in m.group(2).split("x") if d])
         strides = dims(m.group(4).split(",")) if m.group(4) else None
-        offset = int(m.group(5)) if m.group(5) else None
-        divisibility = int(m.group(6)) if m.group(6) else None
-        sizes = tuple(int(d) for d in m.group(7).split(",")) if m.group(7) else None
+        divisibility = int(m.group(5)) if m.group(5) else None
+        sizes = tuple(int(d) for d in m.group(6).split(",")) if m.group(6) else None
         return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
-                        offset=offset, divisibility=divisibility, size_divisibility=sizes)
+                        divisibility=divisibility, size_divisibility=sizes)
 
     def ptx_param_bits(self) -> list[int]:
         """Bit widths of the PTX parameters this argument becomes, in order."""
         if self.kind == "view":
-            return [64] * (2 + 2 * self.rank)
+            return [64] * (1 + 2 * self.rank)
         return [max(dtype(self.dtype).bits, 8)]
 
     def __str__(self) -> str:
@@ -211,8 +206,6 @@ class KernelParam:
         text = "".join(f"{'?' if d is None else d}x" for d in shape) + self.dtype
         if self.strides is not None:
             text += f", strides [{_dims(self.strides)}]"
-        if self.offset is not None:
-            text += f", offset {self.offset}"
         if self.divisibility is not None:
             text += f", divisibility {self.divisibility}"
         if self.size_divisibility is not None:
@@ -312,14 +305,6 @@ def _element_strides(a: Any) -> tuple[int, ...] | None:
     return tuple(int(s) for s in a.stride())
 
 
-def _check_offset(i: int, p: KernelParam, offset: int) -> None:
-    if p.offset is not None and offset != p.offset:
-        raise ArgumentError(
-            f"{_describe(i, p)} has static offset {p.offset}, but this array needs offset "
-            f"{offset} (numpy negative strides): pass a copy"
-        )
-
-
 def _scalar_value(i: int, p: KernelParam, v: Any) -> int | float:
     if (isinstance(v, np.ndarray) or _is_torch(v)) and v.ndim == 0:
         v = v.item()
@@ -370,12 +355,10 @@ def describe_ptx_param(params: Sequence[KernelParam], index: int) -> str:
                 part = "the value"
             elif k == 0:
                 part = "the pointer"
-            elif k == 1:
-                part = "the offset"
-            elif k < 2 + p.rank:
-                part = f"the size {k - 2}"
+            elif k < 1 + p.rank:
+                part = f"the size {k - 1}"
             else:
-                part = f"the stride {k - 2 - p.rank}"
+                part = f"the stride {k - 1 - p.rank}"
             return f"PTX parameter {index} is {part} of argument {i} ({p})"
         at += n
     return f"PTX parameter {index} is not part of the kernel ABI ({at} parameters)"
@@ -422,22 +405,22 @@ def scalar_param(i: int, p: KernelParam, v: Any) -> np.generic:
 
 @dataclass(frozen=True)
 class ViewParams:
-    """A view argument expanded per the ABI: what the ``2 + 2r`` parameters hold.
+    """A view argument expanded per the ABI: what the ``1 + 2r`` parameters hold.
 
-    ``buffer`` is what the launcher passes for the pointer: for the emulator a 1-D numpy
-    array / CPU tensor spanning exactly the elements the view can reach; for CUDA the
-    tensor itself (its ``data_ptr()`` is the pointer).
+    ``buffer`` is the memory behind the pointer: for the emulator a 1-D numpy array / CPU
+    tensor spanning exactly the elements the view can reach, whose first element is ``first``
+    elements into it (non-zero only for numpy's negative strides); for CUDA the tensor itself
+    (its ``data_ptr()`` is the pointer).
     """
 
     buffer: Any
-    offset: int
+    first: int
     sizes: tuple[int, ...]
     strides: tuple[int, ...]
 
     def flat(self, pointer: Any) -> list[Any]:
-        """``[pointer, offset, *sizes, *strides]`` with the integers as ``np.int64``."""
-        ints = [self.offset, *self.sizes, *self.strides]
-        return [pointer, *(np.int64(x) for x in ints)]
+        """``[pointer, *sizes, *strides]`` with the integers as ``np.int64``."""
+        return [pointer, *(np.int64(x) for x in (*self.sizes, *self.strides))]
 
 
 def _numpy_span(i: int, p: KernelParam, a: np.ndarray) -> ViewParams:
@@ -480,11 +463,14 @@ def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: st
 
     A view becomes a 1-D array/tensor that spans exactly the elements the view can reach
     (so the emulator bounds-checks against the view's own memory and writes results back
-    into it), then offset, sizes and strides. Non-contiguous views, transposes, slices and,
+    into it; an :class:`~tileopt.emulator.Pointer` into it where the first element is not the
+    lowest address), then sizes and strides. Non-contiguous views, transposes, slices and,
     for numpy, negative strides keep their real strides: the kernel sees the same addresses
     it would see on a GPU. Scalars are typed like their PTX parameters (``f16``/``bf16`` as
     raw 16-bit patterns).
     """
+    from tileopt.emulator import Pointer
+
     check_args(params, args, kernel)
     flat: list[Any] = []
     for i, (p, a) in enumerate(zip(params, args, strict=True)):
@@ -492,16 +478,16 @@ def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: st
             flat.append(scalar_param(i, p, a))
             continue
         vp = _numpy_span(i, p, a) if isinstance(a, np.ndarray) else _torch_span(i, p, a)
-        _check_offset(i, p, vp.offset)
-        flat.extend(vp.flat(vp.buffer))
+        pointer = Pointer(vp.buffer, vp.first * a.itemsize) if vp.first else vp.buffer
+        flat.extend(vp.flat(pointer))
     return flat
 
 
 def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
     """The CUDA launcher's flat argument list: device pointers and typed numpy scalars.
 
-    Views must be CUDA torch tensors; the pointer is ``data_ptr()`` (already offset by the
-    tensor's storage offset), so the ABI's offset is 0.
+    Views must be CUDA torch tensors; the pointer is ``data_ptr()`` (the first element's
+    address: torch includes the storage offset).
     """
     check_args(params, args, kernel)
     flat: list[Any] = []
@@ -516,6 +502,5 @@ def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -
                 f"(tensor.cuda())"
             )
         vp = ViewParams(a, 0, tuple(int(s) for s in a.shape), tuple(int(s) for s in a.stride()))
-        _check_offset(i, p, vp.offset)
         flat.extend(vp.flat(np.uint64(a.data_ptr())))
     return flat

@@ -2,12 +2,12 @@
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
-// The kernel ABI: a view is a global pointer, then offset, sizes and strides
-// (i64); 4 warps make a 128-thread block. Loads are 16-byte predicated PTX
+// The kernel ABI: a view is a global pointer to its first element, then
+// sizes and strides (i64); 4 warps make a 128-thread block. Loads are 16-byte predicated PTX
 // when the view is aligned (a uniform run-time check), else scalar; a run
 // across the end of the view falls back to scalar accesses.
 // CHECK-LABEL: gpu.module @tileopt_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
-// CHECK: gpu.func @add(%[[X:.*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>
+// CHECK: gpu.func @add(%[[X:.*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>
 // CHECK: nvvm.read.ptx.sreg.tid.x
 // CHECK: gpu.block_id {{ *}}x
 // CHECK: scf.if %{{.*}} -> (vector<8xf32>)
@@ -92,12 +92,18 @@ tile.kernel @no_layout(%x: memref<?xf32>) {
 
 // -----
 
-// Host side: tile.launch becomes gpu.launch_func with the ABI's arguments.
+// Host side: tile.launch becomes gpu.launch_func with the ABI's arguments:
+// the memref's offset is folded into the pointer (4 bytes an element).
 // CHECK-LABEL: func.func @host
 // CHECK: %[[BASE:.*]], %[[OFF:.*]], %[[SIZES:.*]]:2, %[[STRIDES:.*]]:2 = memref.extract_strided_metadata %{{.*}} : memref<128x64xf32>
 // CHECK: %[[ADDR:.*]] = memref.extract_aligned_pointer_as_index %[[BASE]]
-// CHECK: llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
-// CHECK: gpu.launch_func @tileopt_kernels::@k blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : !llvm.ptr<1>, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : f32)
+// CHECK-DAG: %[[ADDR64:.*]] = arith.index_cast %[[ADDR]] : index to i64
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[OFF64:.*]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK: %[[BYTES:.*]] = arith.muli %[[OFF64]], %[[C4]] : i64
+// CHECK: %[[FIRST:.*]] = arith.addi %[[ADDR64]], %[[BYTES]] : i64
+// CHECK: %[[PTR:.*]] = llvm.inttoptr %[[FIRST]] : i64 to !llvm.ptr<1>
+// CHECK: gpu.launch_func @tileopt_kernels::@k blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%[[PTR]] : !llvm.ptr<1>, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : i64, %{{.*}} : f32)
 func.func @host(%g: index, %x: memref<128x64xf32>, %s: f32) {
   tile.launch @k grid(%g) (%x, %s) : memref<128x64xf32>, f32
   return

@@ -37,7 +37,7 @@ def test_abi_from_the_tile_kernel_signature() -> None:
     params = nvidia.tile_signature(op, list(vars(kb.args)))
     assert params == [KernelParam.view("x", "f16", 1), KernelParam.view("y", "f16", 1),
                       KernelParam.view("z", "f16", 1), KernelParam.scalar("n", "i32")]
-    assert [p.ptx_param_bits() for p in params] == [[64] * 4] * 3 + [[32]]
+    assert [p.ptx_param_bits() for p in params] == [[64] * 3] * 3 + [[32]]
     # Without names (IR text) the arguments are arg0, arg1, ...
     assert [p.name for p in nvidia.tile_signature(op)] == ["arg0", "arg1", "arg2", "arg3"]
 

@@ -19,8 +19,8 @@ S = KernelParam.scalar
 
 
 def test_ptx_parameter_widths() -> None:
-    assert V("x", "f16", 3).ptx_param_bits() == [64] * 8
-    assert V("x", "f32", 0).ptx_param_bits() == [64, 64]
+    assert V("x", "f16", 3).ptx_param_bits() == [64] * 7
+    assert V("x", "f32", 0).ptx_param_bits() == [64]
     assert [S("n", d).ptx_param_bits() for d in ("i32", "i64", "index", "f32", "f64")] == [
         [32], [64], [64], [32], [64]]
     assert S("a", "bf16").ptx_param_bits() == [16] and S("b", "i1").ptx_param_bits() == [8]
@@ -35,9 +35,18 @@ def test_bad_params() -> None:
 
 
 def _split(flat, rank):
-    """(buffer, offset, sizes, strides) of the first view in a flat list."""
-    return flat[0], int(flat[1]), [int(v) for v in flat[2:2 + rank]], [
-        int(v) for v in flat[2 + rank:2 + 2 * rank]]
+    """(buffer, first element's index in it, sizes, strides) of the first view in a flat list:
+    the pointer is the buffer, or an emulator Pointer into it."""
+    from tileopt.emulator import Pointer
+
+    pointer = flat[0]
+    buffer, first = pointer, 0
+    if isinstance(pointer, Pointer):
+        buffer = pointer.buffer
+        first, rem = divmod(pointer.byte_offset, buffer.itemsize)
+        assert rem == 0
+    return buffer, first, [int(v) for v in flat[1:1 + rank]], [
+        int(v) for v in flat[1 + rank:1 + 2 * rank]]
 
 
 def _reach(buffer, offset, sizes, strides) -> np.ndarray:
@@ -67,8 +76,10 @@ def test_numpy_views_keep_their_strides(make) -> None:
     base = np.arange(7 * 9, dtype=np.float32).reshape(7, 9)
     a = make(base)
     flat = emulator_args([V("a", "f32", 2)], [a], "k")
-    assert len(flat) == 6
+    assert len(flat) == 5
     buffer, offset, sizes, strides = _split(flat, 2)
+    # Only negative strides put the first element past the buffer's start.
+    assert (offset != 0) == any(st < 0 for st in a.strides)
     assert sizes == list(a.shape)
     assert strides == [s // 4 for s in a.strides]
     assert buffer.ndim == 1 and buffer.dtype == np.float32
@@ -160,14 +171,14 @@ def test_ptx_parameters_map_back_to_arguments() -> None:
     from tileopt.runtime.abi import describe_ptx_param
 
     params = [V("x", "f32", 2), S("n", "i32"), V("y", "f16", 1)]
-    got = [describe_ptx_param(params, i) for i in range(11)]
+    got = [describe_ptx_param(params, i) for i in range(9)]
     assert got[0] == "PTX parameter 0 is the pointer of argument 0 (x: view<?x?xf32>)"
-    assert got[1].startswith("PTX parameter 1 is the offset of argument 0")
-    assert got[3].startswith("PTX parameter 3 is the size 1 of argument 0")
-    assert got[5].startswith("PTX parameter 5 is the stride 1 of argument 0")
-    assert got[6] == "PTX parameter 6 is the value of argument 1 (n: i32)"
-    assert got[10] == "PTX parameter 10 is the stride 0 of argument 2 (y: view<?xf16>)"
-    assert "not part of the kernel ABI (11 parameters)" in describe_ptx_param(params, 11)
+    assert got[1].startswith("PTX parameter 1 is the size 0 of argument 0")
+    assert got[2].startswith("PTX parameter 2 is the size 1 of argument 0")
+    assert got[4].startswith("PTX parameter 4 is the stride 1 of argument 0")
+    assert got[5] == "PTX parameter 5 is the value of argument 1 (n: i32)"
+    assert got[8] == "PTX parameter 8 is the stride 0 of argument 2 (y: view<?xf16>)"
+    assert "not part of the kernel ABI (9 parameters)" in describe_ptx_param(params, 9)
 
 
 class _FakeCudaTensor:
@@ -197,18 +208,18 @@ def test_cuda_args_pack_into_cuda_core_kernel_parameters() -> None:
     params = [V("x", "f32", 2), S("n", "i32"), S("eps", "f32"), S("h", "bf16"), S("m", "i64")]
     x = _FakeCudaTensor(0x7F00_0000_1000, (3, 5), (10, 2))
     flat = cuda_args(params, [x, -7, 0.25, 1.0, 1 << 40], "k")
-    types = (ctypes.c_uint64, *(ctypes.c_int64,) * 5, ctypes.c_int32, ctypes.c_float,
+    types = (ctypes.c_uint64, *(ctypes.c_int64,) * 4, ctypes.c_int32, ctypes.c_float,
              ctypes.c_uint16, ctypes.c_int64)
     assert len(flat) == len(types) == sum(len(p.ptx_param_bits()) for p in params)
     holder = handler.ParamHolder(flat)
     slots = (ctypes.c_void_p * len(flat)).from_address(holder.ptr)
     got = [t.from_address(slots[i]).value for i, t in enumerate(types)]
-    assert got == [0x7F00_0000_1000, 0, 3, 5, 10, 2, -7, 0.25, 0x3F80, 1 << 40]
+    assert got == [0x7F00_0000_1000, 3, 5, 10, 2, -7, 0.25, 0x3F80, 1 << 40]
 
 
 def test_params_parse_what_they_print() -> None:
-    static = V("x", "f32", 2, shape=(128, None), strides=(None, 1), offset=0)
-    assert str(static) == "x: view<128x?xf32, strides [?, 1], offset 0>"
+    static = V("x", "f32", 2, shape=(128, None), strides=(None, 1))
+    assert str(static) == "x: view<128x?xf32, strides [?, 1]>"
     assert str(V("in_0", "bf16", 0)) == "in_0: view<bf16>"
     for p in (V("x", "f32", 2), V("in_0", "bf16", 0), S("n", "i32"), S("eps", "f64"), static,
               V("y", "f16", 1, strides=(1,))):
@@ -223,7 +234,7 @@ def test_params_parse_what_they_print() -> None:
 
 
 
-def test_static_sizes_strides_and_offset_are_checked() -> None:
+def test_static_sizes_and_strides_are_checked() -> None:
     p = [V("x", "f32", 2, shape=(4, None), strides=(None, 1))]
     base = np.zeros((4, 10), np.float32)
     emulator_args(p, [base], "k")
@@ -234,7 +245,5 @@ def test_static_sizes_strides_and_offset_are_checked() -> None:
     transposed = np.zeros((10, 4), np.float32).T
     with pytest.raises(ArgumentError, match=r"static stride 1 in dimension 1, got strides \(1, 4"):
         emulator_args(p, [transposed], "k")
-    zero = [V("x", "f32", 1, offset=0)]
-    emulator_args(zero, [np.arange(5, dtype=np.float32)[1:]], "k")
-    with pytest.raises(ArgumentError, match="static offset 0, but this array needs offset 4"):
-        emulator_args(zero, [np.arange(5, dtype=np.float32)[::-1]], "k")
+    # A memref's offset is not part of the ABI: any first element is fine.
+    emulator_args([V("x", "f32", 1)], [np.arange(5, dtype=np.float32)[::-1]], "k")

@@ -127,7 +127,7 @@ def test_out_of_bounds_is_caught(handwritten) -> None:
     with pytest.raises(EmulatorError, match="Out-of-bounds access in kernel 'vector_add'") as info:
         k.launch(_grid(300), x, x, z)
     # The PTX parameter the emulator names is mapped back to the kernel's argument.
-    assert "PTX parameter 8 is the pointer of argument 2 (z: view<?xf32>)" in info.value.__notes__
+    assert "PTX parameter 6 is the pointer of argument 2 (z: view<?xf32>)" in info.value.__notes__
     assert not z.any(), "a faulting launch writes nothing back"
 
 

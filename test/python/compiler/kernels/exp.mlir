@@ -3,8 +3,8 @@
 //   tile.kernel @exp_scale(%x: memref<?xf32, strided<[?], offset: ?>>, %y: ..., %alpha: f32)
 module attributes {gpu.container_module} {
   gpu.module @tileopt_kernels {
-    gpu.func @exp_scale(%xp: !llvm.ptr<1>, %xo: i64, %xn: i64, %xs: i64,
-                        %yp: !llvm.ptr<1>, %yo: i64, %yn: i64, %ys: i64, %alpha: f32) kernel {
+    gpu.func @exp_scale(%xp: !llvm.ptr<1>, %xn: i64, %xs: i64,
+                        %yp: !llvm.ptr<1>, %yn: i64, %ys: i64, %alpha: f32) kernel {
       %tid = gpu.thread_id x
       %bid = gpu.block_id x
       %bdim = gpu.block_dim x
@@ -15,14 +15,12 @@ module attributes {gpu.container_module} {
       cf.cond_br %inside, ^body, ^exit
     ^body:
       %xi = arith.muli %i, %xs : i64
-      %xj = arith.addi %xi, %xo : i64
-      %xa = llvm.getelementptr %xp[%xj] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+      %xa = llvm.getelementptr %xp[%xi] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
       %xv = llvm.load %xa : !llvm.ptr<1> -> f32
       %e = math.exp %xv : f32
       %v = arith.mulf %e, %alpha : f32
       %yi = arith.muli %i, %ys : i64
-      %yj = arith.addi %yi, %yo : i64
-      %ya = llvm.getelementptr %yp[%yj] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
+      %ya = llvm.getelementptr %yp[%yi] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f32
       llvm.store %v, %ya : f32, !llvm.ptr<1>
       cf.br ^exit
     ^exit:

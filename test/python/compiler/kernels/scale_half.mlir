@@ -4,8 +4,8 @@
 //   tile.kernel @scale_half(%x: memref<?xf16, strided<[?], offset: ?>>, %y: ..., %alpha: f16)
 module attributes {gpu.container_module} {
   gpu.module @tileopt_kernels {
-    gpu.func @scale_half(%xp: !llvm.ptr<1>, %xo: i64, %xn: i64, %xs: i64,
-                         %yp: !llvm.ptr<1>, %yo: i64, %yn: i64, %ys: i64, %alpha: f16) kernel {
+    gpu.func @scale_half(%xp: !llvm.ptr<1>, %xn: i64, %xs: i64,
+                         %yp: !llvm.ptr<1>, %yn: i64, %ys: i64, %alpha: f16) kernel {
       %tid = gpu.thread_id x
       %bid = gpu.block_id x
       %bdim = gpu.block_dim x
@@ -16,13 +16,11 @@ module attributes {gpu.container_module} {
       cf.cond_br %inside, ^body, ^exit
     ^body:
       %xi = arith.muli %i, %xs : i64
-      %xj = arith.addi %xi, %xo : i64
-      %xa = llvm.getelementptr %xp[%xj] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
+      %xa = llvm.getelementptr %xp[%xi] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
       %xv = llvm.load %xa : !llvm.ptr<1> -> f16
       %v = arith.mulf %xv, %alpha : f16
       %yi = arith.muli %i, %ys : i64
-      %yj = arith.addi %yi, %yo : i64
-      %ya = llvm.getelementptr %yp[%yj] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
+      %ya = llvm.getelementptr %yp[%yi] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, f16
       llvm.store %v, %ya : f16, !llvm.ptr<1>
       cf.br ^exit
     ^exit:
