@@ -221,8 +221,8 @@ class Module:
             grid, block: ints or 1-3-tuples.
             args: one per kernel parameter: numpy arrays / CPU torch tensors for pointer
                 parameters (copied to emulated global memory and written back after the launch),
-                or a :class:`Pointer` into one, Python or numpy numbers for scalar parameters (typed by the .param declaration),
-                bytes for .param .b8 arrays (structs by value).
+                or a :class:`Pointer` into one, Python or numpy numbers for scalar parameters
+                (typed by the .param declaration), bytes for .param .b8 arrays (structs by value).
             shared_bytes: dynamic shared memory (extern .shared) in bytes.
             max_threads_per_chunk: CTAs are executed in chunks of about this many threads
                 (all CTAs of a chunk at once); bounds memory use.
