@@ -176,3 +176,29 @@ tile.kernel @narrow_dot(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?
   tile.store %d, %c[%c0, %c0] : tensor<64x8xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// A mask made from iota (an i1 tile, whose own default layout would hold 8
+// elements a thread) and expanded through a conversion is still made from
+// nothing: the select takes the loaded row's layout, and once the
+// conversions are cleaned up no tile of the row moves through shared memory.
+// CHECK-LABEL: tile.kernel @iota_mask
+// CHECK: %[[X:.*]] = tile.load {{.*}} -> tensor<1x1024xf32, #[[ROW:blocked[0-9]*]]>
+// CHECK: arith.select {{.*}} : tensor<1x1024xi1, #[[ROW]]>, tensor<1x1024xf32, #[[ROW]]>
+// CLEAN-LABEL: tile.kernel @iota_mask
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.return
+tile.kernel @iota_mask(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %y: memref<?x?xf32, strided<[?, 1], offset: ?>>, %n: i32) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant dense<0.0> : tensor<1x1024xf32>
+  %iota = tile.iota : tensor<1024xi32>
+  %bound = tile.splat %n : i32 -> tensor<1024xi32>
+  %in = arith.cmpi slt, %iota, %bound : tensor<1024xi32>
+  %mask = tile.expand_dims %in {axis = 0} : tensor<1024xi1> -> tensor<1x1024xi1>
+  %row = tile.program_id {dim = 0}
+  %t = tile.load %x[%row, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x1024xf32>
+  %m = arith.select %mask, %t, %zero : tensor<1x1024xi1>, tensor<1x1024xf32>
+  tile.store %m, %y[%row, %c0] : tensor<1x1024xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}

@@ -29,16 +29,17 @@ namespace {
 
 bool isTile(Value value) { return isa<RankedTensorType>(value.getType()); }
 
-/// Tiles made from nothing (splat, iota, constants) and reshaped or combined
-/// without memory: any layout is free for them, so the layouts of other
-/// operands win over theirs (a mask from iota yields to loaded data).
+/// Tiles made from nothing (splat, iota, constants) and reshaped, converted
+/// or combined without memory: any layout is free for them (they are
+/// rematerialized where they are needed), so the layouts of other operands
+/// win over theirs (a mask from iota yields to loaded data).
 bool isCheapProducer(Value value, unsigned depth = 0) {
   Operation *op = value.getDefiningOp();
   if (!op || depth > 8)
     return false;
   if (isa<SplatOp, IotaOp, arith::ConstantOp>(op))
     return true;
-  if (!isa<BroadcastOp, ExpandDimsOp>(op) &&
+  if (!isa<BroadcastOp, ExpandDimsOp, ConvertLayoutOp>(op) &&
       !op->hasTrait<OpTrait::Elementwise>())
     return false;
   return llvm::all_of(op->getOperands(), [&](Value operand) {
