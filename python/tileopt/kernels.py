@@ -115,7 +115,8 @@ def softmax(block: int = 1024) -> KernelBuilder:
     """Row softmax of an f32 M x N tensor whose rows fit one tile (``N <= block``).
 
     Arguments: ``x``, ``y`` (M x N, f32). One program a row; columns past the row's end load
-    as ``-inf`` and add nothing. Grid: :func:`softmax_grid`.
+    as ``-inf`` and add nothing. The final division is within 2 ulp (``div.full.f32``, as
+    Triton's ``/`` and TorchInductor's softmax). Grid: :func:`softmax_grid`.
     """
     _check_pow2(block=block)
     kb = KernelBuilder("softmax", x=_view("f32", 2), y=_view("f32", 2))
@@ -123,7 +124,8 @@ def softmax(block: int = 1024) -> KernelBuilder:
         row = k.program_id(0)
         x = k.load(k.args.x, [row, 0], [1, block], padding=float("-inf"))
         e = k.exp(x - k.max(x, axis=1, keepdims=True))
-        k.store(e / k.sum(e, axis=1, keepdims=True), k.args.y, [row, 0])
+        s = k.sum(e, axis=1, keepdims=True)
+        k.store(k.fdiv(e, s, ieee_rounding=False), k.args.y, [row, 0])
     return kb
 
 
@@ -138,7 +140,7 @@ def softmax_online(block: int = 1024) -> KernelBuilder:
     Arguments: ``x``, ``y`` (M x N, f32). One program a row. The first loop keeps the running
     maximum ``m`` and the running sum ``s`` of ``exp(x - m)`` (rescaling ``s`` by
     ``exp(m_old - m_new)`` when the maximum grows); the second loop writes
-    ``exp(x - m) / s``. Grid: :func:`softmax_grid`.
+    ``exp(x - m) / s`` (within 2 ulp, like :func:`softmax`). Grid: :func:`softmax_grid`.
     """
     _check_pow2(block=block)
     kb = KernelBuilder("softmax_online", x=_view("f32", 2), y=_view("f32", 2))
@@ -157,7 +159,7 @@ def softmax_online(block: int = 1024) -> KernelBuilder:
         m, s = loop.results
         with k.loop(0, n, block) as loop:
             x = k.load(k.args.x, [row, loop.iv], [1, block], padding=float("-inf"))
-            k.store(k.exp(x - m) / s, k.args.y, [row, loop.iv])
+            k.store(k.fdiv(k.exp(x - m), s, ieee_rounding=False), k.args.y, [row, loop.iv])
     return kb
 
 

@@ -143,6 +143,19 @@ def test_size_reads_the_view_bounds() -> None:
     assert "memref.dim %arg0, %c1" in str(kb.module)
 
 
+def test_fdiv_rounding() -> None:
+    kb = KernelBuilder("d", x=View("f32", 1), y=View("f32", 1), n=Scalar("i32"))
+    with kb as k:
+        x = k.load(k.args.x, [0], [128])
+        k.store(k.fdiv(x, 3.0, ieee_rounding=False) + k.fdiv(x, 7.0) + x / 5.0, k.args.y, [0])
+        with pytest.raises(TypeError, match="fdiv divides floats, got i32"):
+            k.fdiv(k.args.n, k.args.n)
+    assert kb.module.operation.verify()
+    text = str(kb.module)
+    assert text.count("arith.divf") == 3
+    assert text.count("fastmath<afn>") == 1
+
+
 def online_row_sum() -> KernelBuilder:
     kb = KernelBuilder("row_sum", x=View("f32", 2, contiguous=True), out=View("f32", 1))
     with kb as k:

@@ -1888,6 +1888,47 @@ struct DotLowering : TilePattern<DotOp> {
   }
 };
 
+/// An f32 division that may be approximate (`fastmath<afn>`, Triton's `/`):
+/// PTX's div.full.f32 (2 ulp over the full range) instead of the IEEE
+/// div.rn.f32, whose slow path costs registers and a branch. Only in
+/// kernels: host code keeps LLVM's own lowering.
+bool isApproxDivision(Operation *op) {
+  auto div = dyn_cast<arith::DivFOp>(op);
+  return div && getElementTypeOrSelf(div.getType()).isF32() &&
+         arith::bitEnumContainsAll(div.getFastmath(), arith::FastMathFlags::afn) &&
+         (op->getParentOfType<KernelOp>() || op->getParentOfType<gpu::GPUFuncOp>());
+}
+
+struct ApproxDivisionLowering : OpConversionPattern<arith::DivFOp> {
+  ApproxDivisionLowering(const TypeConverter &converter, MLIRContext *ctx)
+      : OpConversionPattern(converter, ctx, /*benefit=*/2) {}
+  LogicalResult
+  matchAndRewrite(arith::DivFOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isApproxDivision(op))
+      return failure();
+    Location loc = op.getLoc();
+    auto divFull = [&](Value a, Value b) -> Value {
+      return LLVM::CallIntrinsicOp::create(
+                 rewriter, loc, rewriter.getF32Type(),
+                 rewriter.getStringAttr("llvm.nvvm.div.full"), ValueRange{a, b})
+          .getResult(0);
+    };
+    auto vt = dyn_cast<VectorType>(adaptor.getLhs().getType());
+    if (!vt) {
+      rewriter.replaceOp(op, divFull(adaptor.getLhs(), adaptor.getRhs()));
+      return success();
+    }
+    SmallVector<Value> lhs = unpack(rewriter, loc, adaptor.getLhs());
+    SmallVector<Value> rhs = unpack(rewriter, loc, adaptor.getRhs());
+    SmallVector<Value> results;
+    for (auto [a, b] : llvm::zip(lhs, rhs))
+      results.push_back(divFull(a, b));
+    rewriter.replaceOp(op, pack(rewriter, loc, vt, results));
+    return success();
+  }
+};
+
 /// arith and math ops on tiles: the same op on the per-thread vectors. Math
 /// ops run per element so that they map to libdevice calls.
 struct ElementwiseLowering : ConversionPattern {
@@ -2142,7 +2183,9 @@ struct ConvertTileToNVVM
     target.addIllegalDialect<TileDialect>();
     target.addLegalDialect<memref::MemRefDialect>();
     target.addIllegalOp<memref::DimOp>();
-    auto legalTypes = [&](Operation *op) { return converter.isLegal(op); };
+    auto legalTypes = [&](Operation *op) {
+      return converter.isLegal(op) && !isApproxDivision(op);
+    };
     target.addDynamicallyLegalDialect<arith::ArithDialect, math::MathDialect>(
         legalTypes);
     RewritePatternSet patterns(ctx);
@@ -2155,7 +2198,7 @@ struct ConvertTileToNVVM
                  StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering,
                  LaunchLowering>(
         converter, ctx, state);
-    patterns.add<ElementwiseLowering>(converter, ctx);
+    patterns.add<ElementwiseLowering, ApproxDivisionLowering>(converter, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

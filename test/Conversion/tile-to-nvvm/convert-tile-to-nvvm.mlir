@@ -222,3 +222,35 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
   tile.store %a, %y[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// An f32 division that may be approximate (fastmath<afn>) is PTX's
+// div.full.f32, per element and for scalars in kernels; without the flag it
+// stays the IEEE division, and host code keeps LLVM's own lowering.
+// CHECK-LABEL: gpu.func @approx_division
+// CHECK: llvm.call_intrinsic "llvm.nvvm.div.full"(%{{.*}}, %{{.*}}) : (f32, f32) -> f32
+// CHECK-COUNT-4: llvm.call_intrinsic "llvm.nvvm.div.full"
+// CHECK-NOT: llvm.nvvm.div.full
+// CHECK: arith.divf %{{.*}}, %{{.*}} : vector<4xf32>
+tile.kernel @approx_division(%x: memref<?xf32, strided<[1], offset: ?>>, %s: f32, %t: f32) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  %q = arith.divf %s, %t fastmath<afn> : f32
+  %b = tile.splat %q : f32 -> tensor<512xf32, #row4>
+  %c = arith.divf %a, %b fastmath<afn> : tensor<512xf32, #row4>
+  %d = arith.divf %c, %b : tensor<512xf32, #row4>
+  tile.store %d, %x[%c0] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @approx_division_host
+// CHECK: arith.divf %{{.*}}, %{{.*}} fastmath<afn> : f32
+func.func @approx_division_host(%a: f32, %b: f32) -> f32 {
+  %q = arith.divf %a, %b fastmath<afn> : f32
+  return %q : f32
+}
