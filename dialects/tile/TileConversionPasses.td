@@ -31,6 +31,10 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     Option<"features", "features", "std::string", /*default=*/"\"\"",
            "PTX features, e.g. +ptx86 (default: the oldest PTX version that "
            "supports the chip, at least 8.0)">,
+    Option<"fpFusion", "fp-fusion", "bool", /*default=*/"true",
+           "let float multiplies and adds in kernels fuse into fma (the "
+           "`contract` fastmath flag), as nvcc's --fmad=true and Triton's "
+           "enable_fp_fusion do by default">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -168,7 +168,8 @@ def layer_norm(block: int = 1024, rows_per_program: int = 16) -> KernelBuilder:
 
     ``y = (x - mean) / sqrt(var + eps) * weight + bias`` with the biased variance, like
     ``torch.nn.functional.layer_norm``. Arguments: ``x`` (M x N), ``weight``, ``bias`` (N),
-    ``y`` (M x N), all f32, and ``eps`` (f32 scalar). Each program loads ``weight`` and
+    ``y`` (M x N), all f32, and ``eps`` (f32 scalar). The mean and the variance divide by N
+    within 2 ulp (``div.full.f32``, as Triton's ``/``). Each program loads ``weight`` and
     ``bias`` once and loops over ``rows_per_program`` consecutive rows, so the weights
     cost little memory traffic. Grid: :func:`layer_norm_grid`.
     """
@@ -195,9 +196,9 @@ def layer_norm(block: int = 1024, rows_per_program: int = 16) -> KernelBuilder:
         with k.loop(first, last, 1) as loop:
             row = loop.iv
             x = k.load(k.args.x, [row, 0], [1, block])
-            mean = k.sum(x, axis=1, keepdims=True) / n_f32
+            mean = k.fdiv(k.sum(x, axis=1, keepdims=True), n_f32, ieee_rounding=False)
             xc = k.where(inside, x - mean, 0.0)
-            var = k.sum(xc * xc, axis=1, keepdims=True) / n_f32
+            var = k.fdiv(k.sum(xc * xc, axis=1, keepdims=True), n_f32, ieee_rounding=False)
             rstd = k.rsqrt(var + k.args.eps)
             k.store(xc * rstd * w + b, k.args.y, [row, 0])
     return kb

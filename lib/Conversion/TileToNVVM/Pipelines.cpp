@@ -28,6 +28,10 @@ struct TileToNVVMOptions : PassPipelineOptions<TileToNVVMOptions> {
       *this, "features",
       llvm::cl::desc("PTX features (default: the chip's minimum PTX version)"),
       llvm::cl::init("")};
+  Option<bool> fpFusion{
+      *this, "fp-fusion",
+      llvm::cl::desc("let float multiplies and adds fuse into fma"),
+      llvm::cl::init(true)};
   Option<unsigned> numWarps{*this, "num-warps",
                             llvm::cl::desc("warps per program"),
                             llvm::cl::init(4)};
@@ -48,6 +52,7 @@ void buildTileToNVVM(OpPassManager &pm, const TileToNVVMOptions &options) {
   tileopt::ConvertTileToNVVMOptions lowering;
   lowering.chip = options.chip;
   lowering.features = options.features;
+  lowering.fpFusion = options.fpFusion;
   pm.addPass(tileopt::createConvertTileToNVVM(lowering));
   pm.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;

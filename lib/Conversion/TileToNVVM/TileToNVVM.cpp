@@ -2101,6 +2101,22 @@ struct ConvertTileToNVVM
     if (missing.wasInterrupted())
       return signalPassFailure();
 
+    // Float multiplies and adds may fuse into fma (LLVM's NVPTX back end
+    // fuses what carries `contract`).
+    if (fpFusion)
+      for (KernelOp kernel : kernels)
+        kernel.walk([&](arith::ArithFastMathInterface op) {
+          if (!isa<arith::AddFOp, arith::SubFOp, arith::MulFOp>(op))
+            return;
+          auto flags = op->getAttrOfType<arith::FastMathFlagsAttr>(
+              op.getFastMathAttrName());
+          arith::FastMathFlags value =
+              flags ? flags.getValue() : arith::FastMathFlags::none;
+          op->setAttr(op.getFastMathAttrName(),
+                      arith::FastMathFlagsAttr::get(
+                          ctx, value | arith::FastMathFlags::contract));
+        });
+
     // Shared memory per kernel: the largest scratch any op needs.
     llvm::StringMap<int64_t> sharedBytes;
     for (KernelOp kernel : kernels) {

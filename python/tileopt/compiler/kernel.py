@@ -309,6 +309,7 @@ def compile(
     contiguous: bool | Sequence[str] = False,
     aligned: bool | Sequence[str] = False,
     divisible_sizes: bool | Sequence[str] = False,
+    fp_fusion: bool = True,
 ) -> Kernel:
     """Compiles one kernel of ``module`` for an NVIDIA GPU.
 
@@ -327,8 +328,9 @@ def compile(
             gone): a sequence of :class:`KernelParam`, or a mapping ``name -> View/Scalar``
             like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
             ``tile.kernel`` signature (names from the builder or ``arg<i>``).
-        opt_level, ptx_version, libdevice, assembler: see
-            :class:`tileopt.compiler.nvidia.Options`.
+        opt_level, ptx_version, libdevice, assembler, fp_fusion: see
+            :class:`tileopt.compiler.nvidia.Options` (``fp_fusion=False`` keeps every float
+            multiply and add separately rounded).
         contiguous: views whose innermost stride the kernel may take as 1 (``True``: every
             view; or their names): their memref types get a static inner stride of 1 before
             the tile stage, so the lowering's 128-bit loads and stores need no run-time stride
@@ -354,7 +356,8 @@ def compile(
             diagnostics) or the PTX does not follow the kernel ABI.
         PTXAssemblyError: ptxas rejected the PTX (a CompilationError quoting the PTX line).
     """
-    options = nvidia.Options(target, num_warps, opt_level, ptx_version, libdevice, assembler)
+    options = nvidia.Options(target, num_warps, opt_level, ptx_version, libdevice, assembler,
+                             fp_fusion)
     if start not in START_STAGES:
         raise CompilationError(f"start must be one of {', '.join(START_STAGES)}, got {start!r}")
     names: list[str] | None = None

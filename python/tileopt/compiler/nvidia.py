@@ -55,7 +55,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "canonicalize",
         "cse",
     ),
-    "llvm": ("convert-tile-to-nvvm{chip={target}}",),
+    "llvm": ("convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion}}",),
 }
 
 #: Upstream passes that finish the ``llvm`` stage: whatever gpu/arith/cf/math/scf/nvvm ops the
@@ -94,6 +94,8 @@ class Options:
             of the ``nvidia-nvvm`` wheel (or ``$TILEOPT_LIBDEVICE``).
         assembler: PTX -> cubin with ``"ptxas"``, ``"nvjitlink"`` or ``"auto"`` (ptxas where
             found, else nvJitLink); see :func:`make_cubin`.
+        fp_fusion: let float multiplies and adds fuse into ``fma`` (one rounding instead of
+            two), as nvcc (``--fmad=true``) and Triton (``enable_fp_fusion``) do by default.
     """
 
     target: str = "sm_90"
@@ -102,6 +104,7 @@ class Options:
     ptx_version: int | None = None
     libdevice: str | None = None
     assembler: str = "auto"
+    fp_fusion: bool = True
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
@@ -128,7 +131,8 @@ class Options:
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
-        return {"target": self.target, "num_warps": self.num_warps}
+        return {"target": self.target, "num_warps": self.num_warps,
+                "fp_fusion": str(self.fp_fusion).lower()}
 
     def nvvm_target(self, features: str | None = None) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.

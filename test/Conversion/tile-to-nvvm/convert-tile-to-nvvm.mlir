@@ -1,4 +1,5 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80" | FileCheck %s
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80 fp-fusion=false" | FileCheck %s --check-prefix=NOFUSE
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
@@ -253,4 +254,27 @@ tile.kernel @approx_division(%x: memref<?xf32, strided<[1], offset: ?>>, %s: f32
 func.func @approx_division_host(%a: f32, %b: f32) -> f32 {
   %q = arith.divf %a, %b fastmath<afn> : f32
   return %q : f32
+}
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Float multiplies and adds in kernels get the `contract` flag (LLVM fuses
+// them into fma), unless fp-fusion=false; other flags stay.
+// CHECK-LABEL: gpu.func @fusion
+// CHECK: arith.mulf %{{.*}}, %{{.*}} fastmath<contract> : vector<4xf32>
+// CHECK: arith.addf %{{.*}}, %{{.*}} fastmath<nnan,contract> : vector<4xf32>
+// NOFUSE-LABEL: gpu.func @fusion
+// NOFUSE: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
+// NOFUSE: arith.addf %{{.*}}, %{{.*}} fastmath<nnan> : vector<4xf32>
+tile.kernel @fusion(%x: memref<?xf32, strided<[1], offset: ?>>, %s: f32, %t: f32) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  %b = tile.splat %s : f32 -> tensor<512xf32, #row4>
+  %c = tile.splat %t : f32 -> tensor<512xf32, #row4>
+  %m = arith.mulf %a, %b : tensor<512xf32, #row4>
+  %d = arith.addf %m, %c fastmath<nnan> : tensor<512xf32, #row4>
+  tile.store %d, %x[%c0] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
 }

@@ -146,6 +146,25 @@ def test_layer_norm(compiled: Any, target: str, shape: tuple[int, int]) -> None:
     assert_close(y, ref, atol=2e-5, rtol=1e-5)
 
 
+def test_fp_fusion_is_the_default_and_can_be_turned_off() -> None:
+    """Multiplies and adds fuse into fma like nvcc's and Triton's defaults; fp_fusion=False
+    keeps each one rounded on its own. Both are correct."""
+    from tileopt.compiler import compile
+
+    shape = (5, 300)
+    x = torch.randn(shape) * 2 + 1
+    weight, bias = torch.randn(shape[1]), torch.randn(shape[1])
+    ref = F.layer_norm(x.double(), shape[1:], weight.double(), bias.double(), 1e-5)
+    for fusion in (True, False):
+        k = compile(kernels.layer_norm(), "sm_80", fp_fusion=fusion)
+        ptx = str(k.asm["ptx"])
+        assert ("fma.rn.f32" in ptx) == fusion
+        assert fusion or "mul.rn.f32" in ptx
+        y = torch.full_like(x, float("nan"))
+        k.launch(kernels.layer_norm_grid(shape), x, weight, bias, y, 1e-5)
+        assert_close(y, ref, atol=2e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(33, 700), (1, 4097), (64, 64), (5, 1)])
 def test_row_sum(compiled: Any, target: str, shape: tuple[int, int]) -> None:
     x = torch.randn(shape)
