@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -245,6 +246,28 @@ def _apply_to_views(
         raise CompilationError(f"{option}= made the module invalid:\n{e}") from e
 
 
+class _Contexts(threading.local):
+    """One MLIR context per thread for compilations. Making a context (registering and
+    loading the dialects) costs several milliseconds, more than the tile stages of a small
+    kernel; a context keeps every type and attribute it ever made, so it is replaced after
+    :attr:`LIFETIME` compilations."""
+
+    LIFETIME = 256
+
+    def __init__(self) -> None:
+        self.context: ir.Context | None = None
+        self.uses = 0
+
+    def get(self) -> ir.Context:
+        if self.context is None or self.uses >= self.LIFETIME:
+            self.context, self.uses = ir.Context(), 0
+        self.uses += 1
+        return self.context
+
+
+_contexts = _Contexts()
+
+
 def _parse(module: Any) -> ir.Module:
     """The input as a module of the current context (a copy when it is a Module)."""
     if isinstance(module, ir.Module):
@@ -383,7 +406,7 @@ def compile(
         params = given
     else:
         t0 = time.perf_counter()
-        with ir.Context(), ir.Location.unknown():
+        with _contexts.get(), ir.Location.unknown():
             mod = _parse(module)
             if start in ("tile", "tilegpu"):
                 ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}

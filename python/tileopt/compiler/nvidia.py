@@ -134,18 +134,20 @@ class Options:
         return {"target": self.target, "num_warps": self.num_warps,
                 "fp_fusion": str(self.fp_fusion).lower()}
 
-    def nvvm_target(self, features: str | None = None) -> str:
+    def nvvm_target(self, features: str | None = None, link_libdevice: bool = True) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.
 
         ``features`` (e.g. ``"+ptx80"``, from the target the lowering attached) is used unless
-        :attr:`ptx_version` is set; with neither, LLVM picks the PTX version.
+        :attr:`ptx_version` is set; with neither, LLVM picks the PTX version. libdevice is
+        linked only with ``link_libdevice`` (a module that calls no ``__nv_*`` function does
+        not need it, and linking it costs 1-2 ms).
         """
         fields = [f"O = {self.opt_level}", f'chip = "{self.target}"']
         if self.ptx_version is not None:
             features = f"+ptx{self.ptx_version}"
         if features:
             fields.append(f'features = "{features}"')
-        libdevice = self.libdevice or tools.find_libdevice()
+        libdevice = (self.libdevice or tools.find_libdevice()) if link_libdevice else None
         if libdevice is not None:
             fields.append(f'link = ["{libdevice}"]')
         return f"#nvvm.target<{', '.join(fields)}>"
@@ -498,7 +500,13 @@ def make_ptx(module: ir.Module, options: Options, kernel: str) -> str:
             clone = op.operation.clone(ip=ir.InsertionPoint(gpu_module.body))
             old = str(clone.attributes["targets"]) if "targets" in clone.attributes else ""
             m = re.search(r'#nvvm\.target<[^>]*features = "([^"]*)"', old)
-            target = ir.Attribute.parse(options.nvvm_target(m.group(1) if m else None))
+            calls_libdevice = any(
+                f.operation.name == "llvm.func" and sym_name(f.operation).startswith("__nv_")
+                for f in clone.regions[0].blocks[0].operations
+            )
+            target = ir.Attribute.parse(
+                options.nvvm_target(m.group(1) if m else None, calls_libdevice)
+            )
             clone.attributes["targets"] = ir.ArrayAttr.get([target])
             for f in list(clone.regions[0].blocks[0].operations):
                 if _is_kernel_func(f.operation):

@@ -176,3 +176,32 @@ def test_contiguous_by_name_and_its_errors() -> None:
         compile(k, "sm_90", contiguous=["w"])
     with pytest.raises(CompilationError, match="contiguous= needs start='tile'"):
         compile(k, "sm_90", contiguous=True, start="tilegpu")
+
+
+def test_libdevice_is_linked_only_when_called() -> None:
+    opts = nvidia.Options(target="sm_80", libdevice="/x/libdevice.10.bc")
+    assert 'link = ["/x/libdevice.10.bc"]' in opts.nvvm_target("+ptx80")
+    assert "link" not in opts.nvvm_target("+ptx80", link_libdevice=False)
+    # A kernel that calls libdevice (erf) gets it linked: no external function is left.
+    from tileopt import kernels
+
+    gelu = compile(kernels.bias_gelu("f32"), "sm_80")
+    assert "__nv_erff" in gelu.asm["llvm"] and ".extern .func" not in gelu.asm["ptx"]
+    assert "__nv_" not in compile(vector_add("f32"), "sm_80").asm["llvm"]
+
+
+def test_compilations_share_a_context_for_a_while(monkeypatch) -> None:
+    from tileopt.compiler import kernel as kernel_module
+
+    contexts = kernel_module._Contexts()
+    monkeypatch.setattr(kernel_module, "_contexts", contexts)
+    monkeypatch.setattr(kernel_module._Contexts, "LIFETIME", 2)
+    first = compile(vector_add("f32"), "sm_80")
+    one = contexts.context
+    second = compile(vector_add("f16"), "sm_80")
+    assert contexts.context is one
+    compile(vector_add("f32"), "sm_80")
+    assert contexts.context is not one  # replaced after LIFETIME compilations
+    # Kernels keep their own text: nothing of one compilation leaks into another.
+    assert "f16" not in first.asm["tile"] and "f16" in second.asm["tile"]
+    assert first.asm["ptx"] == compile(vector_add("f32"), "sm_80").asm["ptx"]
