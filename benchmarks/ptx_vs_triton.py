@@ -45,7 +45,10 @@ it), so where the tile offsets are provably multiples of the vector width it emi
 accesses with no run-time check and no unaligned fallback; and
 ``tileopt.compile(..., divisible_sizes=[...])`` promises, for the views whose innermost size is
 a multiple of 16 here, what ``tt.divisibility`` on that size tells Triton (so a 16-byte vector
-is all in bounds or all out: one predicate, no scalar tail). Sizes themselves are not known to
+is all in bounds or all out: one predicate, no scalar tail); and
+``tileopt.compile(..., int32_indexing=True)`` promises that every view's sizes and element
+offsets fit in 32 bits, which Triton assumes of its ``i32`` size and stride arguments (its
+offsets are 32-bit), so both index in 32-bit arithmetic. Sizes themselves are not known to
 either compiler: both mask loads and stores with them (tileopt from the views' bounds in every
 dimension, Triton with explicit masks wherever a tile can leave the tensor).
 
@@ -533,7 +536,7 @@ def run_tileopt(case: Case, repeat: int) -> Measured:
                  if isinstance(a, str) and case.tensors[a].shape[-1] % 16 == 0]
     kernel, ms = timed(
         lambda: tileopt.compile(kb, target=case.target, num_warps=case.num_warps, aligned=True,
-                                divisible_sizes=divisible),
+                                divisible_sizes=divisible, int32_indexing=True),
         repeat,
     )
     ptx = str(kernel.asm["ptx"])

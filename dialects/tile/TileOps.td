@@ -38,7 +38,10 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     promises that each size is a multiple of its entry, so a vector access
     never straddles the view's end and needs no scalar tail. Launchers check
     both promises (Triton's JIT makes the same ones when it specializes a
-    launch on divisibility by 16).
+    launch on divisibility by 16). `{tile.index_bitwidth = 32}` promises that
+    the view's sizes and element offsets fit in 32-bit signed integers (and
+    that tile offsets stay below 2^31), so its index arithmetic is 32-bit, as
+    Triton's is for i32 arguments.
 
     Example:
 
@@ -82,6 +85,13 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     /// that dimension's entry (1: no promise).
     static ::llvm::StringRef getSizeDivisibilityAttrName() {
       return "tile.size_divisibility";
+    }
+
+    /// The argument attribute `tile.index_bitwidth = 32` on a view promises
+    /// that its sizes and the offsets of its elements fit in i32 (64: the
+    /// default, no promise).
+    static ::llvm::StringRef getIndexBitwidthAttrName() {
+      return "tile.index_bitwidth";
     }
 
     /// FunctionOpInterface: the body, or null for a declaration.

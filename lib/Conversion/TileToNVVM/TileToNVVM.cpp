@@ -64,6 +64,9 @@ struct LoweringState {
   /// (tile.size_divisibility along the vector dimension): one predicate per
   /// run and no scalar tail.
   llvm::DenseSet<Operation *> wholeRunAccesses;
+  /// Loads and stores whose view promises 32-bit indices
+  /// (tile.index_bitwidth = 32): their index arithmetic is i32.
+  llvm::DenseSet<Operation *> narrowAccesses;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -86,6 +89,9 @@ Value i32Const(OpBuilder &b, Location loc, int64_t v) {
 }
 Value i64Const(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value intConst(OpBuilder &b, Location loc, Type type, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, type, v);
 }
 
 /// The scalar element bit width as stored in memory (i1 is a byte).
@@ -326,27 +332,41 @@ int64_t smemPad(Type element) {
 //===----------------------------------------------------------------------===//
 
 /// A view in the kernel: the pointer to its first element (the memref's
-/// offset is folded into it by whoever launches the kernel), sizes and
-/// strides (i64).
+/// offset is folded into it by whoever launches the kernel), its sizes as
+/// `indexType` (i64, or i32 where the view promises 32-bit indices: bounds
+/// checks are then 32-bit) and its strides (i64: addresses stay 64-bit, so
+/// that LLVM folds constant offsets into the accesses).
 struct View {
   Value ptr;
   SmallVector<Value> sizes, strides;
+  Type indexType;
   int64_t rank() const { return sizes.size(); }
 };
 
 /// The view's values; what the memref type fixes statically (sizes, strides)
-/// becomes a constant so that address arithmetic folds.
-View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type) {
+/// becomes a constant so that address arithmetic folds. With `narrow`, sizes
+/// are truncated to i32.
+View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
+                bool narrow = false) {
   View view;
   view.ptr = values[0];
+  view.indexType = narrow ? b.getI32Type() : b.getI64Type();
   SmallVector<int64_t> strides = type.getStridesAndOffset().first;
-  auto fix = [&](Value v, int64_t known) -> Value {
-    return ShapedType::isDynamic(known) ? v : i64Const(b, loc, known);
-  };
   int64_t rank = type.getRank();
   for (int64_t d = 0; d < rank; ++d) {
-    view.sizes.push_back(fix(values[1 + d], type.getDimSize(d)));
-    view.strides.push_back(fix(values[1 + rank + d], strides[d]));
+    int64_t size = type.getDimSize(d);
+    Value sizeValue = values[1 + d];
+    if (!ShapedType::isDynamic(size))
+      sizeValue = intConst(b, loc, view.indexType, size);
+    else if (narrow)
+      sizeValue = arith::TruncIOp::create(b, loc, view.indexType, sizeValue);
+    view.sizes.push_back(sizeValue);
+    Value stride = values[1 + rank + d];
+    if (!ShapedType::isDynamic(strides[d]))
+      stride = intConst(b, loc, view.indexType, strides[d]);
+    else if (narrow)
+      stride = arith::TruncIOp::create(b, loc, view.indexType, stride);
+    view.strides.push_back(stride);
   }
   return view;
 }
@@ -535,7 +555,7 @@ public:
       owner = emitOwnerPredicate(b, loc, layout, shape, state);
     base = emitThreadBase(b, loc, layout, state);
     SmallVector<int64_t> baseMax = maxThreadBase(layout);
-    Type i64 = b.getI64Type();
+    Type indexType = view.indexType;
     int64_t rank = view.rank();
     // Per dim: the thread's first index (tile offset + thread base) and
     // whether the layout wraps around the tile there. Where it does not, a
@@ -544,18 +564,21 @@ public:
     // folds into the instruction's immediate offset.
     first.resize(rank);
     wraps.assign(rank, false);
-    Value baseLinear = i64Const(b, loc, 0);
+    Value baseLinear = intConst(b, loc, indexType, 0);
     for (int64_t d = 0; d < rank; ++d) {
       for (const SmallVector<int64_t> &offset : offsets)
         wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
-      starts.push_back(arith::IndexCastOp::create(b, loc, i64, tileOffsets[d]));
-      first[d] = arith::AddIOp::create(
-          b, loc, starts[d], arith::ExtUIOp::create(b, loc, i64, base[d]),
-          kNoWrap);
+      starts.push_back(
+          arith::IndexCastOp::create(b, loc, indexType, tileOffsets[d]));
+      Value threadBase = base[d];
+      if (indexType != threadBase.getType())
+        threadBase = arith::ExtUIOp::create(b, loc, indexType, threadBase);
+      first[d] = arith::AddIOp::create(b, loc, starts[d], threadBase, kNoWrap);
       if (!wraps[d])
         baseLinear = arith::AddIOp::create(
             b, loc, baseLinear,
-            arith::MulIOp::create(b, loc, first[d], view.strides[d]));
+            arith::MulIOp::create(b, loc, first[d], view.strides[d], linearFlags()),
+            linearFlags());
     }
     basePtr = LLVM::GEPOp::create(b, loc, ptrType(b), this->element, view.ptr,
                                   ValueRange{baseLinear});
@@ -592,7 +615,14 @@ private:
     return v;
   }
 
-  /// The index of register `r` along `d` (i64).
+  /// 32-bit element offsets of in-bounds elements do not overflow (the
+  /// view's promise), which lets LLVM widen them to 64-bit addresses once.
+  arith::IntegerOverflowFlags linearFlags() const {
+    return view.indexType.isInteger(32) ? arith::IntegerOverflowFlags::nsw
+                                        : arith::IntegerOverflowFlags::none;
+  }
+
+  /// The index of register `r` along `d` (the view's index type).
   Value index(OpBuilder &b, unsigned r, int64_t d) {
     int64_t offset = offsets[r][d];
     if (wraps[d]) {
@@ -600,13 +630,14 @@ private:
       Value c = arith::AddIOp::create(b, loc, base[d], i32Const(b, loc, offset),
                                       kNoWrap);
       c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
-      return arith::AddIOp::create(
-          b, loc, starts[d], arith::ExtUIOp::create(b, loc, b.getI64Type(), c),
-          kNoWrap);
+      if (view.indexType != c.getType())
+        c = arith::ExtUIOp::create(b, loc, view.indexType, c);
+      return arith::AddIOp::create(b, loc, starts[d], c, kNoWrap);
     }
     if (!offset)
       return first[d];
-    return arith::AddIOp::create(b, loc, first[d], i64Const(b, loc, offset));
+    return arith::AddIOp::create(b, loc, first[d],
+                                 intConst(b, loc, view.indexType, offset));
   }
 
   Value emitInBounds(OpBuilder &b, unsigned r) {
@@ -627,16 +658,18 @@ private:
   Value emitPointer(OpBuilder &b, unsigned r) {
     // basePtr holds the view's offset and the non-wrapping dims' first
     // indices; delta the rest.
-    Value delta = i64Const(b, loc, 0);
+    Value delta = intConst(b, loc, view.indexType, 0);
     for (int64_t d = 0; d < view.rank(); ++d) {
       Value term;
       if (wraps[d])
-        term = arith::MulIOp::create(b, loc, index(b, r, d), view.strides[d]);
+        term = arith::MulIOp::create(b, loc, index(b, r, d), view.strides[d],
+                                     linearFlags());
       else if (offsets[r][d])
-        term = arith::MulIOp::create(b, loc, i64Const(b, loc, offsets[r][d]),
-                                     view.strides[d]);
+        term = arith::MulIOp::create(
+            b, loc, intConst(b, loc, view.indexType, offsets[r][d]),
+            view.strides[d], linearFlags());
       if (term)
-        delta = arith::AddIOp::create(b, loc, delta, term);
+        delta = arith::AddIOp::create(b, loc, delta, term, linearFlags());
     }
     return LLVM::GEPOp::create(b, loc, ptrType(b), element, basePtr,
                                ValueRange{delta});
@@ -659,11 +692,12 @@ private:
 Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
                        ValueRange tileOffsets, int64_t dim, unsigned vecElems,
                        unsigned elemBytes) {
-  Value mask = i64Const(b, loc, vecElems - 1);
   auto divisible = [&](Value v) {
-    Value rem = arith::AndIOp::create(b, loc, v, mask);
+    Type type = v.getType();
+    Value rem = arith::AndIOp::create(b, loc, v,
+                                      intConst(b, loc, type, vecElems - 1));
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
-                                 i64Const(b, loc, 0));
+                                 intConst(b, loc, type, 0));
   };
   Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), view.ptr);
   Value alignMask = i64Const(b, loc, int64_t(vecElems) * elemBytes - 1);
@@ -676,8 +710,9 @@ Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
         arith::IndexCastOp::create(b, loc, b.getI64Type(), tileOffsets[d]);
     if (d == dim) {
       ok = arith::AndIOp::create(b, loc, ok, divisible(start));
-      Value unit = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                         view.strides[d], i64Const(b, loc, 1));
+      Value unit = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, view.strides[d],
+          intConst(b, loc, view.strides[d].getType(), 1));
       ok = arith::AndIOp::create(b, loc, ok, unit);
     } else {
       ok = arith::AndIOp::create(b, loc, ok, divisible(view.strides[d]));
@@ -957,7 +992,7 @@ View vectorView(OpBuilder &b, Location loc, const View &view,
                 const VectorPlan &plan, unsigned vecElems) {
   View result = view;
   if (vecElems > 1)
-    result.strides[plan.dim] = i64Const(b, loc, 1);
+    result.strides[plan.dim] = intConst(b, loc, view.indexType, 1);
   return result;
 }
 
@@ -1083,7 +1118,8 @@ struct LoadLowering : TilePattern<LoadOp> {
     RankedTensorType tile = op.getResult().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
+    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
+                           state.narrowAccesses.contains(op));
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
@@ -1147,7 +1183,8 @@ struct StoreLowering : TilePattern<StoreOp> {
     RankedTensorType tile = op.getValue().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType());
+    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
+                           state.narrowAccesses.contains(op));
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
     SmallVector<Value> elements = unpack(rewriter, loc, value);
@@ -2170,6 +2207,10 @@ struct ConvertTileToNVVM
         auto arg = dyn_cast<BlockArgument>(view);
         if (!arg || arg.getOwner() != &kernel.getBody().front())
           return;
+        auto indexBits = kernel.getArgAttrOfType<IntegerAttr>(
+            arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
+        if (indexBits && indexBits.getInt() == 32)
+          state.narrowAccesses.insert(op);
         auto viewType = cast<MemRefType>(view.getType());
         VectorPlan plan = planVector(tile, viewType);
         if (plan.elems <= 1)

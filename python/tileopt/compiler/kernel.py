@@ -332,6 +332,7 @@ def compile(
     contiguous: bool | Sequence[str] = False,
     aligned: bool | Sequence[str] = False,
     divisible_sizes: bool | Sequence[str] = False,
+    int32_indexing: bool | Sequence[str] = False,
     fp_fusion: bool = True,
 ) -> Kernel:
     """Compiles one kernel of ``module`` for an NVIDIA GPU.
@@ -370,6 +371,10 @@ def compile(
             Triton's JIT specializes a size divisible by 16): a vector access then never
             straddles the view's end, so it needs one predicate and no scalar tail. The
             launcher rejects arrays of other sizes. Only with ``start="tile"``.
+        int32_indexing: views (``True``: every view; or their names) whose sizes and element
+            offsets the kernel may take as below 2**31 (``tile.index_bitwidth = 32``): their
+            index arithmetic is 32-bit, which saves registers, as Triton's ``i32`` arguments
+            do. The launcher rejects larger arrays. Only with ``start="tile"``.
 
     Returns:
         A :class:`Kernel`.
@@ -393,10 +398,12 @@ def compile(
 
     view_options = {"contiguous": (contiguous, nvidia.make_contiguous),
                     "aligned": (aligned, nvidia.make_aligned),
-                    "divisible_sizes": (divisible_sizes, nvidia.make_size_divisible)}
+                    "divisible_sizes": (divisible_sizes, nvidia.make_size_divisible),
+                    "int32_indexing": (int32_indexing, nvidia.make_int32_indexed)}
     if start not in ("tile", "tilegpu") and any(v for v, _ in view_options.values()):
         raise CompilationError(
-            "contiguous=, aligned= and divisible_sizes= need start='tile' (the memref types)"
+            "contiguous=, aligned=, divisible_sizes= and int32_indexing= need start='tile' "
+            "(the memref types)"
         )
     if start == "ptx":
         if not isinstance(module, str):

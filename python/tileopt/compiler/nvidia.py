@@ -231,6 +231,7 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
                 strides=tuple(None if s == dyn_stride else s for s in strides),
                 divisibility=arg_divisibility(kernel, i),
                 size_divisibility=arg_size_divisibility(kernel, i),
+                index_bitwidth=arg_index_bitwidth(kernel, i),
             ))
         elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
             params.append(KernelParam.scalar(name, str(t)))
@@ -274,6 +275,7 @@ def make_contiguous(kernel: ir.Operation, indices: Sequence[int]) -> None:
 #: (docs/kernel-abi.md).
 DIVISIBILITY_ATTR = "tile.divisibility"
 SIZE_DIVISIBILITY_ATTR = "tile.size_divisibility"
+INDEX_BITWIDTH_ATTR = "tile.index_bitwidth"
 
 
 def _arg_attr(kernel: ir.Operation, index: int, name: str) -> ir.Attribute | None:
@@ -293,6 +295,12 @@ def arg_size_divisibility(kernel: ir.Operation, index: int) -> tuple[int, ...] |
     """The ``tile.size_divisibility`` (per dimension) of argument ``index``, if any."""
     attr = _arg_attr(kernel, index, SIZE_DIVISIBILITY_ATTR)
     return None if attr is None else tuple(ir.DenseI64ArrayAttr(attr))
+
+
+def arg_index_bitwidth(kernel: ir.Operation, index: int) -> int | None:
+    """The ``tile.index_bitwidth`` of argument ``index`` of a ``tile.kernel``, if any."""
+    attr = _arg_attr(kernel, index, INDEX_BITWIDTH_ATTR)
+    return None if attr is None else ir.IntegerAttr(attr).value
 
 
 def _set_view_attrs(
@@ -341,6 +349,15 @@ def make_size_divisible(kernel: ir.Operation, indices: Sequence[int], divisor: i
         return SIZE_DIVISIBILITY_ATTR, ir.DenseI64ArrayAttr.get(sizes)
 
     _set_view_attrs(kernel, indices, "size-divisible", make)
+
+
+def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:
+    """Promises that the sizes and element offsets of the view arguments ``indices`` fit in
+    32-bit signed integers (``tile.index_bitwidth = 32``): their index arithmetic is then
+    32-bit (fewer registers), as Triton's is for ``i32`` arguments. The launcher checks it.
+    """
+    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 32)
+    _set_view_attrs(kernel, indices, "int32-indexed", lambda _: (INDEX_BITWIDTH_ATTR, attr))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -102,6 +102,9 @@ class KernelParam:
         size_divisibility: for views compiled with ``tile.size_divisibility``
             (``divisible_sizes=``): per dimension, a number the size is a multiple of (1: no
             promise); checked at launch. None: no promise.
+        index_bitwidth: 32 for views compiled with ``tile.index_bitwidth = 32``
+            (``int32_indexing=``): every size and element offset is below 2**31; checked at
+            launch. None: 64-bit indices.
     """
 
     name: str
@@ -112,6 +115,7 @@ class KernelParam:
     strides: Dims | None = None
     divisibility: int | None = None
     size_divisibility: tuple[int, ...] | None = None
+    index_bitwidth: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("view", "scalar"):
@@ -119,7 +123,8 @@ class KernelParam:
         dtype(self.dtype)
         if self.kind == "scalar" and (
             self.rank, self.shape, self.strides, self.divisibility, self.size_divisibility,
-        ) != (0, None, None, None, None):
+            self.index_bitwidth,
+        ) != (0, None, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
@@ -140,6 +145,13 @@ class KernelParam:
                 )
             if all(d == 1 for d in sizes):
                 object.__setattr__(self, "size_divisibility", None)  # no promise
+        if self.index_bitwidth == 64:
+            object.__setattr__(self, "index_bitwidth", None)  # the default
+        if self.index_bitwidth not in (None, 32):
+            raise ArgumentError(
+                f"parameter {self.name}: index_bitwidth must be 32 or 64, got "
+                f"{self.index_bitwidth}"
+            )
 
     @classmethod
     def view(
@@ -152,11 +164,13 @@ class KernelParam:
         strides: Dims | None = None,
         divisibility: int | None = None,
         size_divisibility: tuple[int, ...] | None = None,
+        index_bitwidth: int | None = None,
     ) -> KernelParam:
         """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
-        with static sizes or strides where given, and the promises of ``tile.divisibility`` and
-        ``tile.size_divisibility``."""
-        return cls(name, "view", dtype, rank, shape, strides, divisibility, size_divisibility)
+        with static sizes or strides where given, and the promises of ``tile.divisibility``,
+        ``tile.size_divisibility`` and ``tile.index_bitwidth``."""
+        return cls(name, "view", dtype, rank, shape, strides, divisibility, size_divisibility,
+                   index_bitwidth)
 
     @classmethod
     def scalar(cls, name: str, dtype: str) -> KernelParam:
@@ -172,7 +186,8 @@ class KernelParam:
             r"\s*([\w$.]+)\s*:\s*(?:view<((?:(?:\d+|\?)x)*)(\w+)"
             r"(?:\s*,\s*strides\s*\[([^\]]*)\])?"
             r"(?:\s*,\s*divisibility\s*(\d+))?"
-            r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?\s*>|(\w+))\s*",
+            r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?"
+            r"(?:\s*,\s*index_bitwidth\s*(\d+))?\s*>|(\w+))\s*",
             text,
         )
         if m is None:
@@ -180,8 +195,8 @@ class KernelParam:
                 f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
-        if m.group(7) is not None:
-            return cls.scalar(m.group(1), m.group(7))
+        if m.group(8) is not None:
+            return cls.scalar(m.group(1), m.group(8))
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
@@ -190,8 +205,9 @@ class KernelParam:
         strides = dims(m.group(4).split(",")) if m.group(4) else None
         divisibility = int(m.group(5)) if m.group(5) else None
         sizes = tuple(int(d) for d in m.group(6).split(",")) if m.group(6) else None
+        bits = int(m.group(7)) if m.group(7) else None
         return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
-                        divisibility=divisibility, size_divisibility=sizes)
+                        divisibility=divisibility, size_divisibility=sizes, index_bitwidth=bits)
 
     def ptx_param_bits(self) -> list[int]:
         """Bit widths of the PTX parameters this argument becomes, in order."""
@@ -210,6 +226,8 @@ class KernelParam:
             text += f", divisibility {self.divisibility}"
         if self.size_divisibility is not None:
             text += f", size_divisibility [{_dims(self.size_divisibility)}]"
+        if self.index_bitwidth is not None:
+            text += f", index_bitwidth {self.index_bitwidth}"
         return f"{self.name}: view<{text}>"
 
 
@@ -265,6 +283,8 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
                 f"{list(p.size_divisibility or ())} (divisible_sizes=), got shape {shape}; "
                 f"compile without divisible_sizes= for this shape"
             )
+    if p.index_bitwidth == 32:
+        _check_int32_indices(i, p, shape, _element_strides(a))
     if p.strides is not None:
         got = _element_strides(a)
         for d, want in enumerate(p.strides):
@@ -274,6 +294,23 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
                     f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
                     f"{got if got is not None else a.strides} (pass a contiguous copy)"
                 )
+
+
+def _check_int32_indices(
+    i: int, p: KernelParam, shape: tuple[int, ...], strides: tuple[int, ...] | None
+) -> None:
+    """Raises unless every size and element offset of the array fits the kernel's 32-bit
+    indices (``int32_indexing=``)."""
+    limit = 2**31
+    reach = None if strides is None else sum(
+        (n - 1) * abs(s) for n, s in zip(shape, strides, strict=True) if n > 0
+    )
+    if reach is None or reach >= limit or any(n >= limit for n in shape):
+        raise ArgumentError(
+            f"{_describe(i, p)} was compiled with 32-bit indices (int32_indexing=): its sizes "
+            f"and element offsets must stay below 2**31, got shape {shape} and strides "
+            f"{strides}; compile without int32_indexing= for this array"
+        )
 
 
 def _check_divisibility(i: int, p: KernelParam, a: Any) -> None:

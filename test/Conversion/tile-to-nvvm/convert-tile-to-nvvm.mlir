@@ -278,3 +278,30 @@ tile.kernel @fusion(%x: memref<?xf32, strided<[1], offset: ?>>, %s: f32, %t: f32
   tile.store %d, %x[%c0] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#blocked = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// tile.index_bitwidth = 32: the view's sizes and strides are truncated to
+// i32 once, bounds checks compare i32 and addresses add sign-extended i32
+// offsets (nsw); the other view keeps i64.
+// CHECK-LABEL: gpu.func @narrow
+// CHECK-SAME: (%[[XP:arg[0-9]+]]: !llvm.ptr<1>, %[[XN0:arg[0-9]+]]: i64, %{{arg[0-9]+}}: i64, %[[XS0:arg[0-9]+]]: i64, %{{arg[0-9]+}}: i64, %{{arg[0-9]+}}: !llvm.ptr<1>, %[[YN0:arg[0-9]+]]: i64,
+// CHECK-DAG: arith.trunci %[[XN0]] : i64 to i32
+// CHECK-DAG: arith.trunci %[[XS0]] : i64 to i32
+// CHECK: arith.muli %{{.*}}, %{{.*}} overflow<nsw> : i32
+// CHECK: llvm.getelementptr %[[XP]][%{{.*}}] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, f32
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK: ld.global.v4.b32
+// CHECK: arith.cmpi ult, %{{.*}}, %[[YN0]] : i64
+// CHECK: st.global
+tile.kernel @narrow(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32, tile.divisibility = 16}, %y: memref<?x?xf32, strided<[?, ?], offset: ?>>) {
+  %pid = tile.program_id {dim = 0}
+  %c32 = arith.constant 32 : index
+  %c0 = arith.constant 0 : index
+  %off = arith.muli %pid, %c32 : index
+  %a = tile.load %x[%off, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<32x128xf32, #blocked>
+  tile.store %a, %y[%off, %c0] : tensor<32x128xf32, #blocked>, memref<?x?xf32, strided<[?, ?], offset: ?>>
+  tile.return
+}

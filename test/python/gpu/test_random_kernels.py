@@ -3,7 +3,7 @@ compiled for sm_80/sm_90 and run in the emulator against torch in float64.
 
 The configurations come from fixed seeds, so every run checks the same cases; they cover the
 layout corners (replicated small tiles, wide and narrow tiles, many or few warps) that the
-hand-picked kernel tests do not. A dot whose columns were narrower than its warps once gave
+hand-picked kernel tests do not, with 64-bit or 32-bit (``int32_indexing``) index arithmetic. A dot whose columns were narrower than its warps once gave
 wrong results; this is the test that found it.
 """
 
@@ -30,6 +30,7 @@ class TileCase:
     contiguous: bool
     shape: tuple[int, int]
     target: str
+    int32: bool
 
 
 def tile_cases(seed: int, count: int) -> list[TileCase]:
@@ -41,7 +42,7 @@ def tile_cases(seed: int, count: int) -> list[TileCase]:
             rng.choice(["f32", "f16", "i32"]), (bm, bn), rng.choice([1, 2, 4, 8]),
             rng.choice(OPS), rng.choice([True, False]),
             (rng.randint(1, 3 * bm + 2), rng.randint(1, 3 * bn + 2)),
-            rng.choice(["sm_80", "sm_90"]),
+            rng.choice(["sm_80", "sm_90"]), rng.choice([False, True]),
         ))
     return cases
 
@@ -81,7 +82,8 @@ def random_tensor(dtype: str, *shape: int) -> torch.Tensor:
 def test_random_tile_kernel(case: TileCase) -> None:
     torch.manual_seed(0)
     (bm, bn), (rows, cols) = case.block, case.shape
-    kernel = tileopt.compile(build(case), target=case.target, num_warps=case.warps)
+    kernel = tileopt.compile(build(case), target=case.target, num_warps=case.warps,
+                             int32_indexing=case.int32)
     x = random_tensor(case.dtype, rows, cols)
     v = random_tensor(case.dtype, max(rows, cols))
     y = torch.zeros((cols, rows) if case.op == "transpose" else (rows, cols), dtype=x.dtype)
@@ -116,6 +118,7 @@ class DotCase:
     trans_b: bool
     shape: tuple[int, int, int]
     target: str
+    int32: bool = False
 
 
 def dot_cases(seed: int, count: int) -> list[DotCase]:
@@ -127,7 +130,7 @@ def dot_cases(seed: int, count: int) -> list[DotCase]:
             rng.choice(["f32", "f16", "bf16"]), (bm, bn, bk), rng.choice([1, 2, 4, 8]),
             rng.choice([False, True]),
             (rng.randint(1, 2 * bm + 3), rng.randint(1, 2 * bn + 3), rng.randint(1, 3 * bk)),
-            rng.choice(["sm_80", "sm_90"]),
+            rng.choice(["sm_80", "sm_90"]), rng.choice([False, True]),
         ))
     # The configuration that once went wrong: 8 columns, 8 warps.
     cases.append(DotCase("f16", (64, 8, 16), 8, True, (60, 12, 15), "sm_80"))
@@ -152,7 +155,8 @@ def test_random_matmul(case: DotCase) -> None:
                 b = k.load(k.args.b, [loop.iv, col], [bk, bn])
             loop.yield_(k.dot(a, b, acc))
         k.store(loop.results[0], k.args.c, [row, col])
-    kernel = tileopt.compile(kb, target=case.target, num_warps=case.warps)
+    kernel = tileopt.compile(kb, target=case.target, num_warps=case.warps,
+                             int32_indexing=case.int32)
     a = torch.randn(m, k_size).to(TORCH[case.dtype])
     b = torch.randn(*((n, k_size) if case.trans_b else (k_size, n))).to(TORCH[case.dtype])
     c = torch.zeros(m, n)

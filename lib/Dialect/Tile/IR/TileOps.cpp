@@ -122,6 +122,13 @@ LogicalResult KernelOp::verify() {
                << " must be a positive power of two (bytes) on a view, got "
                << divisibility;
     }
+    if (Attribute bits = getArgAttr(index, getIndexBitwidthAttrName())) {
+      auto value = dyn_cast<IntegerAttr>(bits);
+      if (isScalar || !value || (value.getInt() != 32 && value.getInt() != 64))
+        return emitOpError("argument #")
+               << index << ": " << getIndexBitwidthAttrName()
+               << " must be 32 or 64 on a view, got " << bits;
+    }
     if (Attribute sizes = getArgAttr(index, getSizeDivisibilityAttrName())) {
       auto values = dyn_cast<DenseI64ArrayAttr>(sizes);
       auto memref = dyn_cast<MemRefType>(argType);

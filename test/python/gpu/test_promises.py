@@ -1,5 +1,7 @@
-"""compile(..., aligned=True): tile.divisibility on the views, no run-time alignment check;
-compile(..., divisible_sizes=True): tile.size_divisibility, no scalar tails."""
+"""What a kernel may assume about its views, promised at compile time and checked at launch
+(Triton's JIT specialisations): compile(..., aligned=True) (tile.divisibility: no run-time
+alignment check), divisible_sizes=True (tile.size_divisibility: no scalar tails) and
+int32_indexing=True (tile.index_bitwidth = 32: 32-bit index arithmetic)."""
 
 from __future__ import annotations
 
@@ -61,8 +63,8 @@ def test_param_text_round_trips() -> None:
 
 
 def test_aligned_needs_tile_ir() -> None:
-    for option in ("aligned", "divisible_sizes"):
-        with pytest.raises(tileopt.CompilationError, match=f"{option}= .*need start='tile'"):
+    for option in ("aligned", "divisible_sizes", "int32_indexing"):
+        with pytest.raises(tileopt.CompilationError, match=f"{option}=.*need start='tile'"):
             tileopt.compile(".version 8.0", start="ptx", **{option: True})
 
 
@@ -134,3 +136,69 @@ def test_size_divisibility_param_text_round_trips() -> None:
     with pytest.raises(ArgumentError, match="size_divisibility"):
         KernelParam.view("z", "f32", 2, size_divisibility=(16,))
 
+
+
+def test_int32_indexing_uses_32_bit_index_arithmetic() -> None:
+    plain = tileopt.compile(kernels.vector_add("f32", block=1024), target="sm_90")
+    narrow = tileopt.compile(kernels.vector_add("f32", block=1024), target="sm_90",
+                             int32_indexing=True)
+    assert all(p.index_bitwidth == 32 for p in narrow.metadata.abi)
+    assert "tile.index_bitwidth = 32" in str(narrow.asm["tile"])
+    ptx = str(narrow.asm["ptx"])
+    assert "setp.lt.u32" in ptx and "setp.lt.u64" not in ptx  # bounds checks in 32 bits
+    assert "setp.lt.u64" in str(plain.asm["ptx"])
+    assert narrow.metadata.registers < plain.metadata.registers
+    for n in (1, 1000, 5000):
+        x, y, out = torch.randn(n), torch.randn(n), torch.empty(n)
+        narrow.launch((-(-n // 1024),), x, y, out, device="emulator")
+        assert torch.equal(out, x + y)
+
+
+def test_arrays_too_large_for_32_bit_indices_are_rejected() -> None:
+    import numpy as np
+
+    k = tileopt.compile(kernels.transpose("f32"), target="sm_80", int32_indexing=["y"])
+    assert [p.index_bitwidth for p in k.metadata.abi] == [None, 32]
+    small = np.zeros((4, 4), np.float32)
+    # A view that reaches past 2**31 elements (never touched: the launch is refused first).
+    huge = np.lib.stride_tricks.as_strided(small, shape=(4, 4), strides=(2**30 * 4, 4))
+    with pytest.raises(ArgumentError, match=r"argument 1 \(y: .*index_bitwidth 32>\) was "
+                       r"compiled with 32-bit indices .*below 2\*\*31"):
+        k.launch((1, 1), small, huge, device="emulator")
+    from tileopt.runtime.abi import check_args
+
+    check_args(k.metadata.abi, [huge, small], "transpose")  # x has 64-bit indices: fine
+    p = KernelParam.view("x", "f32", 2, index_bitwidth=32)
+    assert str(p) == "x: view<?x?xf32, index_bitwidth 32>"
+    assert KernelParam.parse(str(p)) == p
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_kernels_with_every_promise_match_torch(target: str) -> None:
+    """The benchmark's configuration (aligned, sizes divisible by 16, 32-bit indices)."""
+    promises = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+    m, n = 48, 784
+    x = torch.randn(m, n)
+    w, b = torch.randn(n), torch.randn(n)
+
+    k = tileopt.compile(kernels.layer_norm(), target, **promises)
+    y = torch.zeros(m, n)
+    k.launch(kernels.layer_norm_grid((m, n)), x, w, b, y, 1e-5)
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5),
+                               atol=2e-5, rtol=1e-5)
+
+    k = tileopt.compile(kernels.softmax(), target, **promises)
+    y = torch.zeros(m, n)
+    k.launch(kernels.softmax_grid((m, n)), x, y)
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), atol=1e-7, rtol=1e-5)
+
+    k = tileopt.compile(kernels.col_sum(), target, **promises)
+    out = torch.zeros(n)
+    k.launch(kernels.col_sum_grid((m, n)), x, out)
+    torch.testing.assert_close(out, x.sum(0), atol=1e-4, rtol=1e-5)
+
+    a, bb = torch.randn(64, 96).half(), torch.randn(96, 80).half()
+    k = tileopt.compile(kernels.matmul("f16"), target, **promises)
+    c = torch.zeros(64, 80)
+    k.launch(kernels.matmul_grid((64, 96), (96, 80)), a, bb, c)
+    torch.testing.assert_close(c, a.float() @ bb.float(), atol=1e-2, rtol=1e-3)
