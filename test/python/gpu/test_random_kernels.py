@@ -3,8 +3,9 @@ compiled for sm_80/sm_90 and run in the emulator against torch in float64.
 
 The configurations come from fixed seeds, so every run checks the same cases; they cover the
 layout corners (replicated small tiles, wide and narrow tiles, many or few warps) that the
-hand-picked kernel tests do not, with 64-bit or 32-bit (``int32_indexing``) index arithmetic. A dot whose columns were narrower than its warps once gave
-wrong results; this is the test that found it.
+hand-picked kernel tests do not, with 64-bit or 32-bit (``int32_indexing``) index
+arithmetic. A dot whose columns were narrower than its warps once gave wrong results; this is
+the test that found it.
 """
 
 from __future__ import annotations
