@@ -288,7 +288,11 @@ class KernelBuilder:
     def _promote(self, a: Operand, b: Operand) -> tuple[Value, Value]:
         """Brings two operands to one type: constants, splats, broadcasts."""
         if not isinstance(a, Value):
-            assert isinstance(b, Value)
+            if not isinstance(b, Value):
+                raise TypeError(
+                    f"two Python numbers ({a!r}, {b!r}) have no tile type: make one of them a "
+                    f"tile (KernelBuilder.full) or a constant (KernelBuilder.constant)"
+                )
             b_, a_ = self._promote(b, a)
             return a_, b_
         b = self._as_value(b, a)
@@ -489,8 +493,14 @@ class KernelBuilder:
         return self._wrap(op(a.value, b.value))
 
     def where(self, cond: Value, a: Operand, b: Operand) -> Value:
-        """``a`` where ``cond`` is true, else ``b``."""
+        """``a`` where ``cond`` is true, else ``b``. With two Python numbers, the result has
+        ``cond``'s shape and is f32 if either is a float, else i32."""
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            dtype = "f32" if isinstance(a, float) or isinstance(b, float) else "i32"
+            a = self.constant(a, dtype)
         a, b = self._promote(a, b)
+        if a.shape is None and cond.shape is not None:
+            a, b = self.splat(a, cond.shape), self.splat(b, cond.shape)
         if cond.shape != a.shape and a.shape is not None:
             cond = self.broadcast(cond, a.shape)
         return self._wrap(arith.select(cond.value, a.value, b.value))

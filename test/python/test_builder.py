@@ -156,6 +156,19 @@ def test_fdiv_rounding() -> None:
     assert text.count("fastmath<afn>") == 1
 
 
+def test_where_with_two_numbers_takes_the_condition_shape() -> None:
+    kb = KernelBuilder("w", x=View("f32", 1), y=View("f32", 1))
+    with kb as k:
+        x = k.load(k.args.x, [0], [64])
+        picked = k.where(x > 0.0, 1.0, 0.0)
+        assert picked.shape == (64,) and str(picked.dtype) == "f32"
+        assert str(k.where(x > 0.0, 1, 2).dtype) == "i32"
+        k.store(picked, k.args.y, [0])
+        with pytest.raises(TypeError, match=r"two Python numbers \(1, 2\) have no tile type"):
+            k.maximum(1, 2)
+    assert kb.module.operation.verify()
+
+
 def online_row_sum() -> KernelBuilder:
     kb = KernelBuilder("row_sum", x=View("f32", 2, contiguous=True), out=View("f32", 1))
     with kb as k:

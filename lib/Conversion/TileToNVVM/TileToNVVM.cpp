@@ -67,6 +67,9 @@ struct LoweringState {
   /// Loads and stores whose view promises 32-bit indices
   /// (tile.index_bitwidth = 32): their index arithmetic is i32.
   llvm::DenseSet<Operation *> narrowAccesses;
+  /// Tile compares whose results are equal over runs of this many
+  /// consecutive elements (see uniformCompareRun).
+  llvm::DenseMap<Operation *, int64_t> compareRuns;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -951,18 +954,43 @@ SmallVector<Value> singleValues(ArrayRef<ValueRange> ranges) {
   return values;
 }
 
+/// The largest power of two (up to 2^30) dividing `v`.
+int64_t powerOfTwoDivisor(int64_t v) {
+  constexpr int64_t kMax = int64_t(1) << 30;
+  if (v == 0)
+    return kMax;
+  return std::min<int64_t>(kMax, int64_t(1) << llvm::countr_zero(uint64_t(std::abs(v))));
+}
+
+/// The largest power of two that divides the size `dim` reads: a static size
+/// or a kernel view's tile.size_divisibility.
+int64_t sizeDivisor(memref::DimOp dim) {
+  std::optional<int64_t> index = dim.getConstantIndex();
+  auto type = dyn_cast<MemRefType>(dim.getSource().getType());
+  if (!index || !type || *index >= type.getRank())
+    return 1;
+  if (!type.isDynamicDim(*index))
+    return powerOfTwoDivisor(type.getDimSize(*index));
+  auto arg = dyn_cast<BlockArgument>(dim.getSource());
+  auto kernel = arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!kernel)
+    return 1;
+  auto divisors = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+      arg.getArgNumber(), KernelOp::getSizeDivisibilityAttrName());
+  if (!divisors || *index >= divisors.size())
+    return 1;
+  return powerOfTwoDivisor(divisors[*index]);
+}
+
 /// The largest power of two (up to 2^30) that provably divides an index
-/// value: constants, products, sums, casts and loop induction variables.
+/// value: constants, products, sums, casts, loop induction variables and
+/// view sizes.
 int64_t knownDivisor(Value value, unsigned depth = 0) {
   constexpr int64_t kMax = int64_t(1) << 30;
   if (depth > 16)
     return 1;
-  if (auto constant = getConstantIntValue(value)) {
-    if (*constant == 0)
-      return kMax;
-    return std::min<int64_t>(kMax, int64_t(1) << llvm::countr_zero(
-                                        uint64_t(std::abs(*constant))));
-  }
+  if (auto constant = getConstantIntValue(value))
+    return powerOfTwoDivisor(*constant);
   if (auto arg = dyn_cast<BlockArgument>(value)) {
     if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
       if (arg == loop.getInductionVar())
@@ -978,8 +1006,10 @@ int64_t knownDivisor(Value value, unsigned depth = 0) {
     return std::min(knownDivisor(op->getOperand(0), depth + 1),
                     knownDivisor(op->getOperand(1), depth + 1));
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
-          arith::ExtUIOp>(op))
+          arith::ExtUIOp, arith::TruncIOp>(op))
     return knownDivisor(op->getOperand(0), depth + 1);
+  if (auto dim = dyn_cast<memref::DimOp>(op))
+    return sizeDivisor(dim);
   if (isa<arith::ShLIOp>(op))
     if (auto shift = getConstantIntValue(op->getOperand(1)))
       return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1)
@@ -1966,11 +1996,79 @@ struct ApproxDivisionLowering : OpConversionPattern<arith::DivFOp> {
   }
 };
 
+/// The predicate with the operands exchanged (`a < b` is `b > a`).
+arith::CmpIPredicate swapped(arith::CmpIPredicate pred) {
+  using P = arith::CmpIPredicate;
+  switch (pred) {
+  case P::slt: return P::sgt;
+  case P::sgt: return P::slt;
+  case P::sle: return P::sge;
+  case P::sge: return P::sle;
+  case P::ult: return P::ugt;
+  case P::ugt: return P::ult;
+  case P::ule: return P::uge;
+  case P::uge: return P::ule;
+  default: return pred;
+  }
+}
+
+/// How many consecutive elements (along the layout's contiguous dimension)
+/// share the result of `cmp`, an `iota (+ splat) < splat` comparison as in
+/// masks: each thread's contiguous elements start at a multiple of the run
+/// and the bound is a multiple of it too, so one compare serves the run
+/// (Triton's axis analysis calls this constancy). 1 when nothing is known.
+int64_t uniformCompareRun(arith::CmpIOp cmp) {
+  auto type = dyn_cast<RankedTensorType>(cmp.getLhs().getType());
+  if (!type || type.getRank() != 1 || !isLayout(type.getEncoding()))
+    return 1;
+  // What divides every element of a tile that holds one value (0: not such
+  // a tile): a splat of a scalar, or a splat constant.
+  auto uniformDivisor = [](Value v) -> int64_t {
+    if (auto splat = v.getDefiningOp<SplatOp>())
+      return knownDivisor(splat.getValue());
+    DenseIntElementsAttr dense;
+    if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+      return powerOfTwoDivisor(dense.getSplatValue<APInt>().getSExtValue());
+    return 0;
+  };
+  // The run along which an iota-based index is contiguous and aligned.
+  auto iotaAlignment = [&](Value v) -> int64_t {
+    Operation *op = v.getDefiningOp();
+    if (isa_and_nonnull<IotaOp>(op))
+      return int64_t(1) << 30;
+    if (!isa_and_nonnull<arith::AddIOp>(op))
+      return 0;
+    for (int i = 0; i < 2; ++i)
+      if (op->getOperand(i).getDefiningOp<IotaOp>())
+        return uniformDivisor(op->getOperand(1 - i));
+    return 0;
+  };
+  arith::CmpIPredicate pred = cmp.getPredicate();
+  int64_t alignment = iotaAlignment(cmp.getLhs());
+  int64_t bound = uniformDivisor(cmp.getRhs());
+  if (!alignment || !bound) {
+    // `bound > index` is `index < bound`.
+    alignment = iotaAlignment(cmp.getRhs());
+    bound = uniformDivisor(cmp.getLhs());
+    pred = swapped(pred);
+  }
+  using P = arith::CmpIPredicate;
+  if (!alignment || !bound ||
+      !llvm::is_contained({P::slt, P::ult, P::sge, P::uge}, pred))
+    return 1;
+  auto [dim, elems] = contiguity(type.getEncoding());
+  int64_t run = std::min({alignment, bound, int64_t(elems & -elems)});
+  return type.getDimSize(0) % run == 0 ? run : 1;
+}
+
 /// arith and math ops on tiles: the same op on the per-thread vectors. Math
 /// ops run per element so that they map to libdevice calls.
 struct ElementwiseLowering : ConversionPattern {
-  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+  ElementwiseLowering(const TypeConverter &converter, MLIRContext *ctx,
+                      LoweringState &state)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
+        state(state) {}
+  LoweringState &state;
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
@@ -1984,6 +2082,28 @@ struct ElementwiseLowering : ConversionPattern {
     if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), resultTypes)))
       return failure();
     Location loc = op->getLoc();
+    auto cmp = dyn_cast<arith::CmpIOp>(op);
+    if (int64_t run = state.compareRuns.lookup(op); cmp && run > 1) {
+      // One compare per run of equal results.
+      auto type = cast<RankedTensorType>(cmp.getLhs().getType());
+      SmallVector<SmallVector<int64_t>> offsets =
+          getRegisterOffsets(type.getEncoding(), type.getShape());
+      SmallVector<Value> lhs = unpack(rewriter, loc, operands[0]);
+      SmallVector<Value> rhs = unpack(rewriter, loc, operands[1]);
+      llvm::DenseMap<int64_t, Value> byRun;
+      SmallVector<Value> results;
+      for (auto [r, offset] : llvm::enumerate(offsets)) {
+        int64_t key = wrap(offset, type.getShape())[0] / run;
+        Value &result = byRun[key];
+        if (!result)
+          result = arith::CmpIOp::create(rewriter, loc, cmp.getPredicate(),
+                                         lhs[r], rhs[r]);
+        results.push_back(result);
+      }
+      rewriter.replaceOp(op, pack(rewriter, loc, cast<VectorType>(resultTypes[0]),
+                                  results));
+      return success();
+    }
     if (isa<math::MathDialect>(op->getDialect())) {
       auto vt = cast<VectorType>(resultTypes.front());
       SmallVector<SmallVector<Value>> elems;
@@ -2189,6 +2309,13 @@ struct ConvertTileToNVVM
     if (state.numWarps == 0)
       state.numWarps = 4;
 
+    // Masks compared once per run of equal elements.
+    for (KernelOp kernel : kernels)
+      kernel.walk([&](arith::CmpIOp cmp) {
+        if (int64_t run = uniformCompareRun(cmp); run > 1)
+          state.compareRuns[cmp] = run;
+      });
+
     // Accesses that tile.divisibility and the tile offsets prove aligned, and
     // those that tile.size_divisibility proves never straddle the view's end.
     for (KernelOp kernel : kernels)
@@ -2255,7 +2382,8 @@ struct ConvertTileToNVVM
                  StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering,
                  LaunchLowering>(
         converter, ctx, state);
-    patterns.add<ElementwiseLowering, ApproxDivisionLowering>(converter, ctx);
+    patterns.add<ElementwiseLowering>(converter, ctx, state);
+    patterns.add<ApproxDivisionLowering>(converter, ctx);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

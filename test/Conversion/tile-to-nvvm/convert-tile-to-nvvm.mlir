@@ -305,3 +305,51 @@ tile.kernel @narrow(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_
   tile.store %a, %y[%off, %c0] : tensor<32x128xf32, #blocked>, memref<?x?xf32, strided<[?, ?], offset: ?>>
   tile.return
 }
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// A mask `program_id * 512 + iota < bound` is constant over a thread's 4
+// contiguous elements when the bound is a multiple of 4 (a constant, or a
+// size that tile.size_divisibility promises): one compare serves them. A
+// bound that is only even needs two; an odd one, a compare per element.
+// CHECK-LABEL: gpu.func @uniform_masks
+// CHECK-COUNT-1: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: vector.from_elements
+// CHECK-COUNT-2: arith.cmpi sgt, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi sgt, %{{.*}}, %{{.*}} : i32
+// CHECK: vector.from_elements %[[B0:.*]], %[[B0]], %[[B1:.*]], %[[B1]] : vector<4xi1>
+// CHECK: arith.cmpi sge, %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK-COUNT-1: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK: gpu.return
+tile.kernel @uniform_masks(%x: memref<?xi8, strided<[1], offset: ?>>, %v: memref<?xf32, strided<[1], offset: ?>> {tile.size_divisibility = array<i64: 16>}) {
+  %pid = tile.program_id {dim = 0}
+  %c512 = arith.constant 512 : index
+  %off = arith.muli %pid, %c512 : index
+  %off32 = arith.index_cast %off : index to i32
+  %base = tile.splat %off32 : i32 -> tensor<512xi32, #row4>
+  %iota = tile.iota : tensor<512xi32, #row4>
+  %idx = arith.addi %iota, %base : tensor<512xi32, #row4>
+  %c100 = arith.constant dense<100> : tensor<512xi32, #row4>
+  %c102 = arith.constant 102 : i32
+  %c101 = arith.constant 101 : i32
+  %s102 = tile.splat %c102 : i32 -> tensor<512xi32, #row4>
+  %s101 = tile.splat %c101 : i32 -> tensor<512xi32, #row4>
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %v, %c0 : memref<?xf32, strided<[1], offset: ?>>
+  %n32 = arith.index_cast %n : index to i32
+  %sn = tile.splat %n32 : i32 -> tensor<512xi32, #row4>
+  %a = arith.cmpi slt, %idx, %c100 : tensor<512xi32, #row4>
+  %b = arith.cmpi sgt, %s102, %idx : tensor<512xi32, #row4>
+  %c = arith.cmpi sge, %idx, %s101 : tensor<512xi32, #row4>
+  %d = arith.cmpi ult, %idx, %sn : tensor<512xi32, #row4>
+  %ab = arith.andi %a, %b : tensor<512xi1, #row4>
+  %cd = arith.andi %c, %d : tensor<512xi1, #row4>
+  %m = arith.andi %ab, %cd : tensor<512xi1, #row4>
+  %e = arith.extui %m : tensor<512xi1, #row4> to tensor<512xi8, #row4>
+  tile.store %e, %x[%off] : tensor<512xi8, #row4>, memref<?xi8, strided<[1], offset: ?>>
+  tile.return
+}

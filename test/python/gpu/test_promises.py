@@ -202,3 +202,31 @@ def test_kernels_with_every_promise_match_torch(target: str) -> None:
     c = torch.zeros(64, 80)
     k.launch(kernels.matmul_grid((64, 96), (96, 80)), a, bb, c)
     torch.testing.assert_close(c, a.float() @ bb.float(), atol=1e-2, rtol=1e-3)
+
+
+@pytest.mark.parametrize("bound", [96, 98, 97, "n"])
+@pytest.mark.parametrize("divisible", [False, True])
+def test_iota_masks_against_numpy(bound: int | str, divisible: bool) -> None:
+    """Masks from iota compared with a bound that is a multiple of 4 (constant or a size
+    promised by divisible_sizes), of 2, or odd: compares shared over a thread's elements
+    must still give every element its own answer."""
+    import numpy as np
+    from tileopt.builder import KernelBuilder, View
+
+    view = View("f32", 1, contiguous=True)
+    kb = KernelBuilder("masks", x=view, y=view)
+    with kb as k:
+        start = k.program_id(0) * 128
+        idx = k.iota(128) + k.cast(start, "i32")
+        limit = k.cast(k.size(k.args.x, 0), "i32") if bound == "n" else bound
+        below = idx < limit
+        above = limit <= idx  # the same test, operands swapped
+        x = k.load(k.args.x, [start], [128])
+        k.store(k.where(below, x, -1.0) + k.where(above, 100.0, 0.0), k.args.y, [start])
+    kernel = tileopt.compile(kb, target="sm_80", num_warps=1, divisible_sizes=divisible)
+    n = 160
+    x = np.arange(n, dtype=np.float32)
+    y = np.zeros(n, np.float32)
+    kernel.launch((2,), x, y, device="emulator")
+    limit = n if bound == "n" else bound
+    np.testing.assert_array_equal(y, np.where(np.arange(n) < limit, x, 99.0))
