@@ -70,6 +70,9 @@ struct LoweringState {
   /// Tile compares whose results are equal over runs of this many
   /// consecutive elements (see uniformCompareRun).
   llvm::DenseMap<Operation *, int64_t> compareRuns;
+  /// Per load/store, the dimensions whose index is provably inside the view
+  /// (see provenInBounds): no bounds check there.
+  llvm::DenseMap<Operation *, SmallVector<bool>> inBoundsDims;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -343,6 +346,8 @@ struct View {
   Value ptr;
   SmallVector<Value> sizes, strides;
   Type indexType;
+  /// Dimensions whose indices need no bounds check (empty: all need one).
+  SmallVector<bool> inBounds;
   int64_t rank() const { return sizes.size(); }
 };
 
@@ -646,6 +651,8 @@ private:
   Value emitInBounds(OpBuilder &b, unsigned r) {
     Value ok;
     for (int64_t d = 0; d < view.rank(); ++d) {
+      if (!view.inBounds.empty() && view.inBounds[d])
+        continue;
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           index(b, r, d), view.sizes[d]);
@@ -1017,6 +1024,57 @@ int64_t knownDivisor(Value value, unsigned depth = 0) {
   return 1;
 }
 
+/// Whether an index value is provably non-negative: constants, grid
+/// indices, sizes, loop induction variables from non-negative bounds, and
+/// sums, products and min/max of those.
+bool knownNonNegative(Value value, unsigned depth = 0) {
+  if (depth > 16)
+    return false;
+  if (auto constant = getConstantIntValue(value))
+    return *constant >= 0;
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    return loop && arg == loop.getInductionVar() &&
+           knownNonNegative(loop.getLowerBound(), depth + 1);
+  }
+  Operation *op = value.getDefiningOp();
+  if (isa<ProgramIdOp, NumProgramsOp, memref::DimOp>(op))
+    return true;
+  if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp, arith::MaxSIOp,
+          arith::IndexCastOp>(op))
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      return knownNonNegative(operand, depth + 1);
+    });
+  return false;
+}
+
+/// Whether every index of a tile of extent 1 at `offset` along `dim` of
+/// `view` is inside the view: `offset` is the induction variable of a loop
+/// from a non-negative lower bound with a positive step up to (at most) the
+/// view's size there, `for %i = %lb to min(..., dim(view, d), ...)`.
+bool provenInBounds(Value offset, Value view, int64_t dim) {
+  auto arg = dyn_cast<BlockArgument>(offset);
+  auto loop = arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!loop || arg != loop.getInductionVar())
+    return false;
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!step || *step <= 0 || !knownNonNegative(loop.getLowerBound()))
+    return false;
+  std::function<bool(Value, unsigned)> boundedBySize = [&](Value ub,
+                                                           unsigned depth) {
+    if (depth > 8)
+      return false;
+    if (auto dimOp = ub.getDefiningOp<memref::DimOp>())
+      return dimOp.getSource() == view && dimOp.getConstantIndex() == dim;
+    Operation *op = ub.getDefiningOp();
+    if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op))
+      return boundedBySize(op->getOperand(0), depth + 1) ||
+             boundedBySize(op->getOperand(1), depth + 1);
+    return false;
+  };
+  return boundedBySize(loop.getUpperBound(), 0);
+}
+
 /// In the vector branch the run-time check proved the fastest stride is 1.
 View vectorView(OpBuilder &b, Location loc, const View &view,
                 const VectorPlan &plan, unsigned vecElems) {
@@ -1150,6 +1208,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
                            state.narrowAccesses.contains(op));
+    view.inBounds = state.inBoundsDims.lookup(op);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
@@ -1215,6 +1274,7 @@ struct StoreLowering : TilePattern<StoreOp> {
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
                            state.narrowAccesses.contains(op));
+    view.inBounds = state.inBoundsDims.lookup(op);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
     SmallVector<Value> elements = unpack(rewriter, loc, value);
@@ -2331,6 +2391,11 @@ struct ConvertTileToNVVM
           offsets = store.getOffsets();
         else
           return;
+        SmallVector<bool> inBounds;
+        for (auto [d, extent] : llvm::enumerate(tile.getShape()))
+          inBounds.push_back(extent == 1 && provenInBounds(offsets[d], view, d));
+        if (llvm::is_contained(inBounds, true))
+          state.inBoundsDims[op] = inBounds;
         auto arg = dyn_cast<BlockArgument>(view);
         if (!arg || arg.getOwner() != &kernel.getBody().front())
           return;

@@ -353,3 +353,45 @@ tile.kernel @uniform_masks(%x: memref<?xi8, strided<[1], offset: ?>>, %v: memref
   tile.store %e, %x[%off] : tensor<512xi8, #row4>, memref<?xi8, strided<[1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#row = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+
+// A row loop up to (at most) the view's row count needs no row check on a
+// one-row tile of that view; the columns are still checked.
+// CHECK-LABEL: gpu.func @row_loop
+// CHECK-SAME: (%{{arg[0-9]+}}: !llvm.ptr<1>, %[[ROWS:arg[0-9]+]]: i64, %[[COLS:arg[0-9]+]]: i64,
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[ROWS]] : i64
+// CHECK: arith.cmpi ult, %{{.*}}, %[[COLS]] : i64
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[ROWS]] : i64
+// CHECK: gpu.return
+tile.kernel @row_loop(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %y: memref<?x?xf32, strided<[?, 1], offset: ?>>, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %rows = memref.dim %x, %c0 : memref<?x?xf32, strided<[?, 1], offset: ?>>
+  %last = arith.minsi %end, %rows : index
+  scf.for %r = %c0 to %last step %c1 {
+    %t = tile.load %x[%r, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x512xf32, #row>
+    tile.store %t, %x[%r, %c0] : tensor<1x512xf32, #row>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  }
+  tile.return
+}
+
+// -----
+
+#row = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+
+// Without the view's size in the bound, rows are checked.
+// CHECK-LABEL: gpu.func @unbounded_row_loop
+// CHECK-SAME: (%{{arg[0-9]+}}: !llvm.ptr<1>, %[[ROWS:arg[0-9]+]]: i64,
+// CHECK: arith.cmpi ult, %{{.*}}, %[[ROWS]] : i64
+tile.kernel @unbounded_row_loop(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %end: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %r = %c0 to %end step %c1 {
+    %t = tile.load %x[%r, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x512xf32, #row>
+    tile.store %t, %x[%r, %c0] : tensor<1x512xf32, #row>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  }
+  tile.return
+}
