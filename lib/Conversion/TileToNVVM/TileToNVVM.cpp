@@ -974,7 +974,7 @@ int64_t powerOfTwoDivisor(int64_t v) {
 int64_t sizeDivisor(memref::DimOp dim) {
   std::optional<int64_t> index = dim.getConstantIndex();
   auto type = dyn_cast<MemRefType>(dim.getSource().getType());
-  if (!index || !type || *index >= type.getRank())
+  if (!index || !type || *index < 0 || *index >= type.getRank())
     return 1;
   if (!type.isDynamicDim(*index))
     return powerOfTwoDivisor(type.getDimSize(*index));
