@@ -953,6 +953,36 @@ VectorPlan planVector(RankedTensorType tile, MemRefType view) {
   return plan;
 }
 
+/// The tile type whose layout the scalar fallback of a load or store moves
+/// the tile in, or null to keep the tile's own. Where the view's fastest
+/// stride is 1 but its alignment is only known at run time, a tile whose
+/// threads hold several contiguous elements would make every warp access
+/// span `elems` times the sectors it needs; the fallback instead gives each
+/// thread one element along that dimension (a warp reads contiguous words)
+/// and converts to the tile's layout through shared memory. Tiles whose
+/// staging would take more than kMaxFallbackStagingBytes keep their layout:
+/// the static shared memory is reserved even when the fallback never runs.
+constexpr int64_t kMaxFallbackStagingBytes = 16 * 1024;
+
+int64_t fallbackStagingBytes(RankedTensorType tile) {
+  Type element = tile.getElementType();
+  return paddedElements(tile.getShape(), smemPad(element)) * storageBits(element) / 8;
+}
+
+RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
+                                    const VectorPlan &plan) {
+  if (plan.elems <= 1 || staticStride(view, plan.dim) != std::optional<int64_t>(1) ||
+      fallbackStagingBytes(tile) > kMaxFallbackStagingBytes)
+    return {};
+  SmallVector<unsigned> order{unsigned(plan.dim)};
+  for (int64_t d = tile.getRank() - 1; d >= 0; --d)
+    if (d != plan.dim)
+      order.push_back(d);
+  return withLayout(tile, getDefaultBlockedLayout(
+                              tile.getContext(), tile.getShape(), 1,
+                              getNumWarps(tile.getEncoding()), order));
+}
+
 /// The values of 1:1-converted operands (tile offsets) in a 1:N adaptor.
 SmallVector<Value> singleValues(ArrayRef<ValueRange> ranges) {
   SmallVector<Value> values;
@@ -1196,6 +1226,17 @@ emitVersioned(OpBuilder &b, Location loc, const View &view, ValueRange offsets,
   return SmallVector<Value>(ifOp.getResults());
 }
 
+/// Stage a tile through shared memory at its (padded) row-major positions
+/// (defined with the layout conversions below).
+void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
+                       RankedTensorType type, Value vector,
+                       ArrayRef<int64_t> logicalShape, int64_t pad,
+                       int64_t byteOffset = 0);
+SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
+                                      KernelState &ks, RankedTensorType type,
+                                      ArrayRef<int64_t> logicalShape,
+                                      int64_t pad, int64_t byteOffset = 0);
+
 struct LoadLowering : TilePattern<LoadOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -1217,8 +1258,12 @@ struct LoadLowering : TilePattern<LoadOp> {
     // Addresses are computed in each branch: the vector one needs few.
     VectorPlan plan = planVector(tile, op.getView().getType());
     bool whole = state.wholeRunAccesses.contains(op);
+    bool proven = state.alignedAccesses.contains(op);
+    RankedTensorType fallback =
+        proven ? nullptr : scalarFallbackTile(tile, op.getView().getType(), plan);
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
-      Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+      RankedTensorType accessTile = vecElems == 1 && fallback ? fallback : tile;
+      Access access(b, loc, accessTile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/false);
       SmallVector<Value> values(access.offsets.size());
       for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
@@ -1254,10 +1299,20 @@ struct LoadLowering : TilePattern<LoadOp> {
             });
         llvm::copy(tail.getResults(), values.begin() + run.first);
       }
-      return {pack(b, loc, resultType, values)};
+      if (accessTile == tile)
+        return {pack(b, loc, resultType, values)};
+      // Coalesced scalar loads, then into the tile's layout.
+      int64_t pad = smemPad(element);
+      barrier(b, loc);
+      storeTileToShared(b, loc, ks, accessTile,
+                        pack(b, loc, vectorType(accessTile), values),
+                        tile.getShape(), pad);
+      barrier(b, loc);
+      return {pack(b, loc, resultType,
+                   loadTileFromShared(b, loc, ks, tile, tile.getShape(), pad))};
     };
     rewriter.replaceOp(op, emitVersioned(rewriter, loc, view, offsets, plan, bits,
-                                         state.alignedAccesses.contains(op), emit));
+                                         proven, emit));
     return success();
   }
 };
@@ -1277,13 +1332,27 @@ struct StoreLowering : TilePattern<StoreOp> {
     view.inBounds = state.inBoundsDims.lookup(op);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
-    SmallVector<Value> elements = unpack(rewriter, loc, value);
+    SmallVector<Value> tileElements = unpack(rewriter, loc, value);
     VectorPlan plan = planVector(tile, op.getView().getType());
     bool whole = state.wholeRunAccesses.contains(op);
+    bool proven = state.alignedAccesses.contains(op);
+    RankedTensorType fallback =
+        proven ? nullptr : scalarFallbackTile(tile, op.getView().getType(), plan);
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
+      RankedTensorType accessTile = tile;
+      SmallVector<Value> elements = tileElements;
+      if (vecElems == 1 && fallback) {
+        // Into a layout whose scalar stores are coalesced first.
+        int64_t pad = smemPad(element);
+        barrier(b, loc);
+        storeTileToShared(b, loc, ks, tile, value, tile.getShape(), pad);
+        barrier(b, loc);
+        accessTile = fallback;
+        elements = loadTileFromShared(b, loc, ks, fallback, tile.getShape(), pad);
+      }
       // Replicated elements are stored by one thread only, once each.
-      Access access(b, loc, tile, vectorView(b, loc, view, plan, vecElems),
+      Access access(b, loc, accessTile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/true);
       WriteOnce once(access.offsets, tile.getShape());
       for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
@@ -1313,8 +1382,7 @@ struct StoreLowering : TilePattern<StoreOp> {
       }
       return {};
     };
-    emitVersioned(rewriter, loc, view, offsets, plan, bits,
-                  state.alignedAccesses.contains(op), emit);
+    emitVersioned(rewriter, loc, view, offsets, plan, bits, proven, emit);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1500,7 +1568,7 @@ struct PermuteLowering : TilePattern<PermuteOp> {
 void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector,
                        ArrayRef<int64_t> logicalShape, int64_t pad,
-                       int64_t byteOffset = 0) {
+                       int64_t byteOffset) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type element = type.getElementType();
@@ -1537,7 +1605,7 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
 SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
                                       KernelState &ks, RankedTensorType type,
                                       ArrayRef<int64_t> logicalShape,
-                                      int64_t pad, int64_t byteOffset = 0) {
+                                      int64_t pad, int64_t byteOffset) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   Type element = type.getElementType();
   SmallVector<Value> values;
@@ -2202,7 +2270,7 @@ struct ElementwiseLowering : ConversionPattern {
 //===----------------------------------------------------------------------===//
 
 /// Bytes of shared memory an op needs while it runs (0 for most).
-int64_t scratchBytes(Operation *op) {
+int64_t scratchBytes(Operation *op, const LoweringState &state) {
   auto bytesOf = [](RankedTensorType t, int64_t pad) {
     return paddedElements(t.getShape(), pad) * storageBits(t.getElementType()) / 8;
   };
@@ -2212,6 +2280,16 @@ int64_t scratchBytes(Operation *op) {
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);
+  // The scalar fallback of a load or store (see scalarFallbackTile).
+  if (isa<LoadOp, StoreOp>(op) && !state.alignedAccesses.contains(op)) {
+    auto load = dyn_cast<LoadOp>(op);
+    auto store = dyn_cast<StoreOp>(op);
+    RankedTensorType tile =
+        load ? load.getResult().getType() : store.getValue().getType();
+    MemRefType view = load ? load.getView().getType() : store.getView().getType();
+    if (scalarFallbackTile(tile, view, planVector(tile, view)))
+      return fallbackStagingBytes(tile);
+  }
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
     int64_t pad = isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType()))
@@ -2334,14 +2412,6 @@ struct ConvertTileToNVVM
                           ctx, value | arith::FastMathFlags::contract));
         });
 
-    // Shared memory per kernel: the largest scratch any op needs.
-    llvm::StringMap<int64_t> sharedBytes;
-    for (KernelOp kernel : kernels) {
-      int64_t bytes = 0;
-      kernel.walk([&](Operation *op) { bytes = std::max(bytes, scratchBytes(op)); });
-      sharedBytes[kernel.getSymName()] = bytes;
-    }
-
     OpBuilder builder(ctx);
     builder.setInsertionPointToEnd(module.getBody());
     FailureOr<std::string> ptx = ptxFeatures(module);
@@ -2423,6 +2493,29 @@ struct ConvertTileToNVVM
           return;
         state.alignedAccesses.insert(op);
       });
+
+    // Shared memory per kernel: the largest scratch any op needs. Static
+    // shared memory is limited to 48 KiB on every chip.
+    constexpr int64_t kMaxStaticShared = 48 * 1024;
+    llvm::StringMap<int64_t> sharedBytes;
+    for (KernelOp kernel : kernels) {
+      int64_t bytes = 0;
+      WalkResult tooLarge = kernel.walk([&](Operation *op) {
+        int64_t need = scratchBytes(op, state);
+        if (need > kMaxStaticShared) {
+          op->emitOpError("needs ")
+              << need << " bytes of shared memory to stage its tiles, more than "
+              << "the " << kMaxStaticShared
+              << " a kernel can have statically; use smaller tiles";
+          return WalkResult::interrupt();
+        }
+        bytes = std::max(bytes, need);
+        return WalkResult::advance();
+      });
+      if (tooLarge.wasInterrupted())
+        return signalPassFailure();
+      sharedBytes[kernel.getSymName()] = bytes;
+    }
 
     TileTypeConverter converter(ctx);
     ConversionTarget target(*ctx);

@@ -38,7 +38,8 @@ tile.kernel @add(%x: memref<?xf32, strided<[1], offset: ?>>, %y: memref<?xf32, s
 #s = #tile.slice<dim = 1, parent = #b>
 
 // A row reduction: registers, then five butterfly shuffles, then shared
-// memory across the four warps.
+// memory across the four warps. (Aligned views: no scalar fallback, whose
+// staging would need shared memory too.)
 // CHECK-LABEL: gpu.module @tileopt_kernels
 // CHECK: llvm.mlir.global internal @rowmax_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x i8>
 // CHECK: gpu.func @rowmax({{.*}}tile.shared_bytes = 16 : i64
@@ -47,7 +48,7 @@ tile.kernel @add(%x: memref<?xf32, strided<[1], offset: ?>>, %y: memref<?xf32, s
 // CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
-tile.kernel @rowmax(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+tile.kernel @rowmax(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}) {
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<1x512xf32, #b>
   %m = tile.reduce %t {axis = 1} : tensor<1x512xf32, #b> -> tensor<1xf32, #s> {
@@ -393,5 +394,54 @@ tile.kernel @unbounded_row_loop(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>,
     %t = tile.load %x[%r, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x512xf32, #row>
     tile.store %t, %x[%r, %c0] : tensor<1x512xf32, #row>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   }
+  tile.return
+}
+
+// -----
+
+#row = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+
+// A contiguous view whose alignment is known only at run time: the vector
+// branch moves 16 bytes a thread; the scalar branch moves one element a
+// thread (contiguous across the warp) and converts through shared memory
+// (513 padded words) into the tile's layout, and back for the store.
+// CHECK-LABEL: gpu.func @scalar_fallback
+// CHECK-SAME: tile.shared_bytes = 2052 : i64
+// CHECK: scf.if
+// CHECK: ld.global.v4.b32
+// CHECK: } else {
+// CHECK: ld.global.b32
+// CHECK: nvvm.barrier0
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+// CHECK: scf.if
+// CHECK: st.global.v4.b32
+// CHECK: } else {
+// CHECK: nvvm.barrier0
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK: st.global.b32
+tile.kernel @scalar_fallback(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %pid = tile.program_id {dim = 0}
+  %t = tile.load %x[%pid, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x512xf32, #row>
+  tile.store %t, %x[%pid, %c0] : tensor<1x512xf32, #row>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
+
+// A conversion whose staging exceeds the 48 KiB of static shared memory is a
+// diagnostic, not a ptxas error.
+tile.kernel @too_much_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x256xf32, #a>
+  // expected-error @+1 {{'tile.convert_layout' op needs 65792 bytes of shared memory to stage its tiles, more than the 49152 a kernel can have statically; use smaller tiles}}
+  %u = tile.convert_layout %t : tensor<64x256xf32, #a> -> tensor<64x256xf32, #b>
+  tile.store %u, %y[%c0, %c0] : tensor<64x256xf32, #b>, memref<?x?xf32>
   tile.return
 }
