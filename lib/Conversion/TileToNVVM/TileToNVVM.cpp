@@ -338,10 +338,10 @@ int64_t smemPad(Type element) {
 //===----------------------------------------------------------------------===//
 
 /// A view in the kernel: the pointer to its first element (the memref's
-/// offset is folded into it by whoever launches the kernel), its sizes as
-/// `indexType` (i64, or i32 where the view promises 32-bit indices: bounds
-/// checks are then 32-bit) and its strides (i64: addresses stay 64-bit, so
-/// that LLVM folds constant offsets into the accesses).
+/// offset is folded into it by whoever launches the kernel), its sizes and
+/// strides as `indexType` (i64, or i32 where the view promises 32-bit
+/// indices: bounds checks and element offsets are then 32-bit, and offsets
+/// are widened only at the address).
 struct View {
   Value ptr;
   SmallVector<Value> sizes, strides;
@@ -353,7 +353,7 @@ struct View {
 
 /// The view's values; what the memref type fixes statically (sizes, strides)
 /// becomes a constant so that address arithmetic folds. With `narrow`, sizes
-/// are truncated to i32.
+/// and strides are truncated to i32.
 View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
                 bool narrow = false) {
   View view;
@@ -666,8 +666,7 @@ private:
   }
 
   Value emitPointer(OpBuilder &b, unsigned r) {
-    // basePtr holds the view's offset and the non-wrapping dims' first
-    // indices; delta the rest.
+    // basePtr holds the non-wrapping dims' first indices; delta the rest.
     Value delta = intConst(b, loc, view.indexType, 0);
     for (int64_t d = 0; d < view.rank(); ++d) {
       Value term;
@@ -981,6 +980,23 @@ RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
   return withLayout(tile, getDefaultBlockedLayout(
                               tile.getContext(), tile.getShape(), 1,
                               getNumWarps(tile.getEncoding()), order));
+}
+
+/// What a tile.load or tile.store moves: its view, tile type and offsets.
+struct AccessOperands {
+  Value view;
+  RankedTensorType tile;
+  ValueRange offsets;
+};
+
+std::optional<AccessOperands> accessOperands(Operation *op) {
+  if (auto load = dyn_cast<LoadOp>(op))
+    return AccessOperands{load.getView(), load.getResult().getType(),
+                          load.getOffsets()};
+  if (auto store = dyn_cast<StoreOp>(op))
+    return AccessOperands{store.getView(), store.getValue().getType(),
+                          store.getOffsets()};
+  return std::nullopt;
 }
 
 /// The values of 1:1-converted operands (tile offsets) in a 1:N adaptor.
@@ -2281,14 +2297,10 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);
   // The scalar fallback of a load or store (see scalarFallbackTile).
-  if (isa<LoadOp, StoreOp>(op) && !state.alignedAccesses.contains(op)) {
-    auto load = dyn_cast<LoadOp>(op);
-    auto store = dyn_cast<StoreOp>(op);
-    RankedTensorType tile =
-        load ? load.getResult().getType() : store.getValue().getType();
-    MemRefType view = load ? load.getView().getType() : store.getView().getType();
-    if (scalarFallbackTile(tile, view, planVector(tile, view)))
-      return fallbackStagingBytes(tile);
+  if (auto access = accessOperands(op); access && !state.alignedAccesses.contains(op)) {
+    auto view = cast<MemRefType>(access->view.getType());
+    if (scalarFallbackTile(access->tile, view, planVector(access->tile, view)))
+      return fallbackStagingBytes(access->tile);
   }
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
@@ -2450,17 +2462,10 @@ struct ConvertTileToNVVM
     // those that tile.size_divisibility proves never straddle the view's end.
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
-        Value view;
-        RankedTensorType tile;
-        ValueRange offsets;
-        if (auto load = dyn_cast<LoadOp>(op))
-          view = load.getView(), tile = load.getResult().getType(),
-          offsets = load.getOffsets();
-        else if (auto store = dyn_cast<StoreOp>(op))
-          view = store.getView(), tile = store.getValue().getType(),
-          offsets = store.getOffsets();
-        else
+        std::optional<AccessOperands> access = accessOperands(op);
+        if (!access)
           return;
+        auto [view, tile, offsets] = *access;
         SmallVector<bool> inBounds;
         for (auto [d, extent] : llvm::enumerate(tile.getShape()))
           inBounds.push_back(extent == 1 && provenInBounds(offsets[d], view, d));

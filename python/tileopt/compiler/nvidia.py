@@ -345,7 +345,7 @@ def make_size_divisible(kernel: ir.Operation, indices: Sequence[int], divisor: i
     vector and no scalar tail. The launcher checks the promise.
     """
     def make(t: ir.MemRefType) -> tuple[str, ir.Attribute]:
-        sizes = [1] * (t.rank - 1) + [divisor]
+        sizes = [1] * (t.rank - 1) + [divisor] if t.rank else []
         return SIZE_DIVISIBILITY_ATTR, ir.DenseI64ArrayAttr.get(sizes)
 
     _set_view_attrs(kernel, indices, "size-divisible", make)
