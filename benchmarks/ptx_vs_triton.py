@@ -48,9 +48,12 @@ a multiple of 16 here, what ``tt.divisibility`` on that size tells Triton (so a 
 is all in bounds or all out: one predicate, no scalar tail); and
 ``tileopt.compile(..., int32_indexing=True)`` promises that every view's sizes and element
 offsets fit in 32 bits, which Triton assumes of its ``i32`` size and stride arguments (its
-offsets are 32-bit), so both index in 32-bit arithmetic. Sizes themselves are not known to
-either compiler: both mask loads and stores with them (tileopt from the views' bounds in every
-dimension, Triton with explicit masks wherever a tile can leave the tensor).
+offsets are 32-bit), so both index in 32-bit arithmetic; and
+``tileopt.compile(..., same_shapes=[...])`` groups the views that the Triton kernel masks with
+the same size arguments (vector add's ``x``, ``y``, ``out`` all use ``n``), so their bounds
+checks share one size, as Triton's do. Sizes themselves are not known to either compiler:
+both mask loads and stores with them (tileopt from the views' bounds in every dimension,
+Triton with explicit masks wherever a tile can leave the tensor).
 
 Target: sm_90 (Triton writes ``.target sm_90a``). The emulator has no ``wgmma``, which Triton
 emits for dots on sm_90, so the matmul is measured twice: on sm_80 for both compilers, emulated
@@ -274,6 +277,8 @@ class Case:
     rtol: float = 1e-5
     emulate: bool = True  # False: static metrics only (registers, PTX, compile time)
     notes: list[str] = field(default_factory=list)
+    # tileopt views of one shape, where the Triton kernel masks them with the same sizes
+    same_shapes: list[tuple[str, ...]] = field(default_factory=list)
 
     @property
     def min_sectors(self) -> int:
@@ -302,6 +307,7 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
         {"BLOCK": 1024}, (kernels.cdiv(n, 1024), 1, 1),
         {"x": x, "y": y, "out": torch.zeros(n)}, {"out": x + y},
         inputs_min_bytes=_nbytes(x, y), outputs_min_bytes=_nbytes(x),
+        same_shapes=[("x", "y", "out")],
     ))
 
     # bias + GELU: M x N f32, 32 x 64 tiles
@@ -317,6 +323,7 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
         {"x": x, "bias": bias, "out": torch.zeros(m, n)},
         {"out": torch.nn.functional.gelu(x + bias)},
         inputs_min_bytes=_nbytes(x, bias), outputs_min_bytes=_nbytes(x),
+        same_shapes=[("x", "out")],
     ))
 
     # row softmax: one 1024-wide tile per row
@@ -329,6 +336,7 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
         {"BLOCK": 1024}, (m, 1, 1),
         {"x": x, "y": torch.zeros(m, n)}, {"y": torch.softmax(x, dim=1)},
         inputs_min_bytes=_nbytes(x), outputs_min_bytes=_nbytes(x),
+        same_shapes=[("x", "y")],
     ))
 
     # layer norm forward: 16 rows a program, weight and bias loaded once
@@ -344,6 +352,7 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
         {"x": x, "w": w, "b": b, "y": torch.zeros(m, n)},
         {"y": torch.nn.functional.layer_norm(x, (n,), w, b, eps)},
         inputs_min_bytes=_nbytes(x, w, b), outputs_min_bytes=_nbytes(x), atol=1e-4, rtol=1e-4,
+        same_shapes=[("x", "y"), ("weight", "bias")],
     ))
 
     # row sum: 4 x 256 tiles, a loop over the columns
@@ -536,7 +545,8 @@ def run_tileopt(case: Case, repeat: int) -> Measured:
                  if isinstance(a, str) and case.tensors[a].shape[-1] % 16 == 0]
     kernel, ms = timed(
         lambda: tileopt.compile(kb, target=case.target, num_warps=case.num_warps, aligned=True,
-                                divisible_sizes=divisible, int32_indexing=True),
+                                divisible_sizes=divisible, int32_indexing=True,
+                                same_shapes=case.same_shapes),
         repeat,
     )
     ptx = str(kernel.asm["ptx"])

@@ -41,7 +41,10 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     launch on divisibility by 16). `{tile.index_bitwidth = 32}` promises that
     the view's sizes and element offsets fit in 32-bit signed integers (and
     that tile offsets stay below 2^31), so its index arithmetic is 32-bit, as
-    Triton's is for i32 arguments.
+    Triton's is for i32 arguments. `{tile.same_shape_as = 0}` promises that
+    the view has the shape of view argument #0 (of the same rank, without such
+    a promise of its own): its bounds checks use that view's sizes, so
+    accesses to the two share them.
 
     Example:
 
@@ -92,6 +95,12 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     /// default, no promise).
     static ::llvm::StringRef getIndexBitwidthAttrName() {
       return "tile.index_bitwidth";
+    }
+
+    /// The argument attribute `tile.same_shape_as = K` on a view promises
+    /// that its sizes equal those of view argument K.
+    static ::llvm::StringRef getSameShapeAsAttrName() {
+      return "tile.same_shape_as";
     }
 
     /// FunctionOpInterface: the body, or null for a declaration.

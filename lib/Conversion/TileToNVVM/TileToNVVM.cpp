@@ -52,6 +52,8 @@ struct KernelState {
   Value lane, warp;
   LLVM::GlobalOp sharedMemory;
   unsigned numWarps = 4;
+  /// The kernel's parameters, per tile.kernel argument.
+  SmallVector<ValueRange> arguments;
 };
 
 struct LoweringState {
@@ -73,6 +75,9 @@ struct LoweringState {
   /// Per load/store, the dimensions whose index is provably inside the view
   /// (see provenInBounds): no bounds check there.
   llvm::DenseMap<Operation *, SmallVector<bool>> inBoundsDims;
+  /// Loads and stores whose view has the shape of another kernel argument
+  /// (tile.same_shape_as): they use its sizes, so bounds checks are shared.
+  llvm::DenseMap<Operation *, unsigned> sameShapeAs;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -353,17 +358,20 @@ struct View {
 
 /// The view's values; what the memref type fixes statically (sizes, strides)
 /// becomes a constant so that address arithmetic folds. With `narrow`, sizes
-/// and strides are truncated to i32.
+/// and strides are truncated to i32. `sizeValues` (the sizes of a view of the
+/// same shape) replace the view's own size parameters.
 View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
-                bool narrow = false) {
+                bool narrow = false, ValueRange sizeValues = {}) {
   View view;
   view.ptr = values[0];
   view.indexType = narrow ? b.getI32Type() : b.getI64Type();
   SmallVector<int64_t> strides = type.getStridesAndOffset().first;
   int64_t rank = type.getRank();
+  if (sizeValues.empty())
+    sizeValues = values.slice(1, rank);
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = type.getDimSize(d);
-    Value sizeValue = values[1 + d];
+    Value sizeValue = sizeValues[d];
     if (!ShapedType::isDynamic(size))
       sizeValue = intConst(b, loc, view.indexType, size);
     else if (narrow)
@@ -776,6 +784,16 @@ struct TilePattern : OpConversionPattern<Op> {
   VectorType vectorType(Type tensorType) const {
     return cast<VectorType>(this->getTypeConverter()->convertType(tensorType));
   }
+
+  /// For a load or store whose view has the shape of another kernel argument
+  /// (tile.same_shape_as), that argument's size parameters; else none.
+  ValueRange sharedSizes(Operation *op, const KernelState &ks) const {
+    auto it = state.sameShapeAs.find(op);
+    if (it == state.sameShapeAs.end())
+      return {};
+    ValueRange other = ks.arguments[it->second];
+    return other.slice(1, (other.size() - 1) / 2);
+  }
 };
 
 /// tile.kernel -> gpu.func with the ABI's parameters, lane and warp ids.
@@ -811,6 +829,11 @@ struct KernelLowering : TilePattern<KernelOp> {
     rewriter.setInsertionPointToStart(entry);
     KernelState &ks = state.kernels[func];
     ks.numWarps = state.numWarps;
+    for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
+      auto mapping = signature.getInputMapping(i);
+      ks.arguments.push_back(
+          entry->getArguments().slice(mapping->inputNo, mapping->size));
+    }
     Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
     ks.lane = arith::AndIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 31));
     ks.warp = arith::ShRUIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 5));
@@ -1264,7 +1287,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
-                           state.narrowAccesses.contains(op));
+                           state.narrowAccesses.contains(op), sharedSizes(op, ks));
     view.inBounds = state.inBoundsDims.lookup(op);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
@@ -1344,7 +1367,7 @@ struct StoreLowering : TilePattern<StoreOp> {
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
     View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
-                           state.narrowAccesses.contains(op));
+                           state.narrowAccesses.contains(op), sharedSizes(op, ks));
     view.inBounds = state.inBoundsDims.lookup(op);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
@@ -2474,6 +2497,9 @@ struct ConvertTileToNVVM
         auto arg = dyn_cast<BlockArgument>(view);
         if (!arg || arg.getOwner() != &kernel.getBody().front())
           return;
+        if (auto shapeOf = kernel.getArgAttrOfType<IntegerAttr>(
+                arg.getArgNumber(), KernelOp::getSameShapeAsAttrName()))
+          state.sameShapeAs[op] = shapeOf.getInt();
         auto indexBits = kernel.getArgAttrOfType<IntegerAttr>(
             arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
         if (indexBits && indexBits.getInt() == 32)

@@ -220,13 +220,10 @@ def _apply_to_views(
     option: str,
     value: bool | Sequence[str],
     names: Sequence[str] | None,
-    start: str,
     apply: Callable[[ir.Operation, list[int]], None],
 ) -> None:
-    """Applies ``compile(..., contiguous=)`` or ``aligned=`` (``option``) to ``kernel``: to
+    """Applies ``compile(..., contiguous=)``, ``aligned=``, ... (``option``) to ``kernel``: to
     every view when ``value`` is True, else to the views it names."""
-    if start != "tile":
-        raise CompilationError(f"{option}= needs start='tile': layouts depend on the views")
     derived = nvidia.tile_signature(kernel, names)
     if value is True:
         indices = [i for i, p in enumerate(derived) if p.kind == "view" and p.rank > 0]
@@ -244,6 +241,44 @@ def _apply_to_views(
         module.operation.verify()
     except ir.MLIRError as e:
         raise CompilationError(f"{option}= made the module invalid:\n{e}") from e
+
+
+def _apply_same_shapes(
+    module: ir.Module,
+    kernel: ir.Operation,
+    groups: Sequence[Sequence[str]],
+    names: Sequence[str] | None,
+) -> None:
+    """Applies ``compile(..., same_shapes=)``: in each group of view names, every view after
+    the first has the first one's shape."""
+    derived = nvidia.tile_signature(kernel, names)
+    by_name = {p.name: i for i, p in enumerate(derived)}
+    seen: set[str] = set()
+    for group in groups:
+        if isinstance(group, str) or len(group) < 2:
+            raise CompilationError(
+                f"same_shapes= takes groups of two or more view names, e.g. "
+                f"[('x', 'y', 'out')], got {group!r}"
+            )
+        unknown = [n for n in group if n not in by_name]
+        if unknown:
+            raise CompilationError(
+                f"same_shapes= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
+                f"are {', '.join(by_name)}"
+            )
+        repeated = seen.intersection(group)
+        if repeated or len(set(group)) != len(group):
+            raise CompilationError(
+                f"same_shapes= names {', '.join(map(repr, sorted(repeated) or group))} more "
+                f"than once; put views of one shape in one group"
+            )
+        seen.update(group)
+        indices = [by_name[n] for n in group]
+        nvidia.make_same_shape(kernel, indices[0], indices[1:])
+    try:
+        module.operation.verify()
+    except ir.MLIRError as e:
+        raise CompilationError(f"same_shapes= made the module invalid:\n{e}") from e
 
 
 class _Contexts(threading.local):
@@ -333,6 +368,7 @@ def compile(
     aligned: bool | Sequence[str] = False,
     divisible_sizes: bool | Sequence[str] = False,
     int32_indexing: bool | Sequence[str] = False,
+    same_shapes: Sequence[Sequence[str]] = (),
     fp_fusion: bool = True,
 ) -> Kernel:
     """Compiles one kernel of ``module`` for an NVIDIA GPU.
@@ -375,6 +411,11 @@ def compile(
             offsets the kernel may take as below 2**31 (``tile.index_bitwidth = 32``): their
             index arithmetic is 32-bit, which saves registers, as Triton's ``i32`` arguments
             do. The launcher rejects larger arrays. Only with ``start="tile"``.
+        same_shapes: groups of view names, e.g. ``[("x", "y", "out")]``: the views of a group
+            have one shape (``tile.same_shape_as``), so their bounds checks use the first
+            view's sizes and accesses to them share predicates, like a Triton kernel that
+            masks every pointer with one ``n``. The launcher rejects other shapes. Only with
+            ``start="tile"``.
 
     Returns:
         A :class:`Kernel`.
@@ -400,10 +441,10 @@ def compile(
                     "aligned": (aligned, nvidia.make_aligned),
                     "divisible_sizes": (divisible_sizes, nvidia.make_size_divisible),
                     "int32_indexing": (int32_indexing, nvidia.make_int32_indexed)}
-    if start not in ("tile", "tilegpu") and any(v for v, _ in view_options.values()):
+    if start != "tile" and (same_shapes or any(v for v, _ in view_options.values())):
         raise CompilationError(
-            "contiguous=, aligned=, divisible_sizes= and int32_indexing= need start='tile' "
-            "(the memref types)"
+            "contiguous=, aligned=, divisible_sizes=, int32_indexing= and same_shapes= need "
+            "start='tile' (the memref types)"
         )
     if start == "ptx":
         if not isinstance(module, str):
@@ -420,7 +461,9 @@ def compile(
                 name = _choose(list(ops), kernel, "module")
                 for option, (value, apply) in view_options.items():
                     if value:
-                        _apply_to_views(mod, ops[name], option, value, names, start, apply)
+                        _apply_to_views(mod, ops[name], option, value, names, apply)
+                if same_shapes:
+                    _apply_same_shapes(mod, ops[name], same_shapes, names)
                 params = _check_given(nvidia.tile_signature(ops[name], names), given)
             else:
                 kernels = [nvidia.sym_name(op) for op in nvidia.gpu_kernels(mod)]

@@ -232,6 +232,7 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
                 divisibility=arg_divisibility(kernel, i),
                 size_divisibility=arg_size_divisibility(kernel, i),
                 index_bitwidth=arg_index_bitwidth(kernel, i),
+                same_shape_as=arg_same_shape_as(kernel, i),
             ))
         elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
             params.append(KernelParam.scalar(name, str(t)))
@@ -276,6 +277,7 @@ def make_contiguous(kernel: ir.Operation, indices: Sequence[int]) -> None:
 DIVISIBILITY_ATTR = "tile.divisibility"
 SIZE_DIVISIBILITY_ATTR = "tile.size_divisibility"
 INDEX_BITWIDTH_ATTR = "tile.index_bitwidth"
+SAME_SHAPE_AS_ATTR = "tile.same_shape_as"
 
 
 def _arg_attr(kernel: ir.Operation, index: int, name: str) -> ir.Attribute | None:
@@ -300,6 +302,12 @@ def arg_size_divisibility(kernel: ir.Operation, index: int) -> tuple[int, ...] |
 def arg_index_bitwidth(kernel: ir.Operation, index: int) -> int | None:
     """The ``tile.index_bitwidth`` of argument ``index`` of a ``tile.kernel``, if any."""
     attr = _arg_attr(kernel, index, INDEX_BITWIDTH_ATTR)
+    return None if attr is None else ir.IntegerAttr(attr).value
+
+
+def arg_same_shape_as(kernel: ir.Operation, index: int) -> int | None:
+    """The ``tile.same_shape_as`` (an argument index) of argument ``index``, if any."""
+    attr = _arg_attr(kernel, index, SAME_SHAPE_AS_ATTR)
     return None if attr is None else ir.IntegerAttr(attr).value
 
 
@@ -349,6 +357,15 @@ def make_size_divisible(kernel: ir.Operation, indices: Sequence[int], divisor: i
         return SIZE_DIVISIBILITY_ATTR, ir.DenseI64ArrayAttr.get(sizes)
 
     _set_view_attrs(kernel, indices, "size-divisible", make)
+
+
+def make_same_shape(kernel: ir.Operation, leader: int, indices: Sequence[int]) -> None:
+    """Promises that the view arguments ``indices`` have the shape of view argument ``leader``
+    (``tile.same_shape_as = leader``): their bounds checks use its sizes, so accesses to them
+    share predicates. The launcher checks the shapes."""
+    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), leader)
+    _set_view_attrs(kernel, [i for i in indices if i != leader], "shaped alike",
+                    lambda _: (SAME_SHAPE_AS_ATTR, attr))
 
 
 def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:

@@ -105,6 +105,8 @@ class KernelParam:
         index_bitwidth: 32 for views compiled with ``tile.index_bitwidth = 32``
             (``int32_indexing=``): every size and element offset is below 2**31; checked at
             launch. None: 64-bit indices.
+        same_shape_as: for views compiled with ``tile.same_shape_as`` (``same_shapes=``): the
+            index of the argument whose shape this view has; checked at launch.
     """
 
     name: str
@@ -116,6 +118,7 @@ class KernelParam:
     divisibility: int | None = None
     size_divisibility: tuple[int, ...] | None = None
     index_bitwidth: int | None = None
+    same_shape_as: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("view", "scalar"):
@@ -123,8 +126,8 @@ class KernelParam:
         dtype(self.dtype)
         if self.kind == "scalar" and (
             self.rank, self.shape, self.strides, self.divisibility, self.size_divisibility,
-            self.index_bitwidth,
-        ) != (0, None, None, None, None, None):
+            self.index_bitwidth, self.same_shape_as,
+        ) != (0, None, None, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
@@ -165,12 +168,13 @@ class KernelParam:
         divisibility: int | None = None,
         size_divisibility: tuple[int, ...] | None = None,
         index_bitwidth: int | None = None,
+        same_shape_as: int | None = None,
     ) -> KernelParam:
         """A view argument: ``memref<?x...xT, strided<[?, ...], offset: ?>>`` of ``rank``,
         with static sizes or strides where given, and the promises of ``tile.divisibility``,
-        ``tile.size_divisibility`` and ``tile.index_bitwidth``."""
+        ``tile.size_divisibility``, ``tile.index_bitwidth`` and ``tile.same_shape_as``."""
         return cls(name, "view", dtype, rank, shape, strides, divisibility, size_divisibility,
-                   index_bitwidth)
+                   index_bitwidth, same_shape_as)
 
     @classmethod
     def scalar(cls, name: str, dtype: str) -> KernelParam:
@@ -187,7 +191,8 @@ class KernelParam:
             r"(?:\s*,\s*strides\s*\[([^\]]*)\])?"
             r"(?:\s*,\s*divisibility\s*(\d+))?"
             r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?"
-            r"(?:\s*,\s*index_bitwidth\s*(\d+))?\s*>|(\w+))\s*",
+            r"(?:\s*,\s*index_bitwidth\s*(\d+))?"
+            r"(?:\s*,\s*same_shape_as\s*(\d+))?\s*>|(\w+))\s*",
             text,
         )
         if m is None:
@@ -195,8 +200,8 @@ class KernelParam:
                 f"cannot read a kernel parameter from {text!r}: expected 'name: view<?x...xTYPE>' "
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
-        if m.group(8) is not None:
-            return cls.scalar(m.group(1), m.group(8))
+        if m.group(9) is not None:
+            return cls.scalar(m.group(1), m.group(9))
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
@@ -206,8 +211,10 @@ class KernelParam:
         divisibility = int(m.group(5)) if m.group(5) else None
         sizes = tuple(int(d) for d in m.group(6).split(",")) if m.group(6) else None
         bits = int(m.group(7)) if m.group(7) else None
+        same = int(m.group(8)) if m.group(8) else None
         return cls.view(m.group(1), m.group(3), len(shape), shape=shape, strides=strides,
-                        divisibility=divisibility, size_divisibility=sizes, index_bitwidth=bits)
+                        divisibility=divisibility, size_divisibility=sizes, index_bitwidth=bits,
+                        same_shape_as=same)
 
     def ptx_param_bits(self) -> list[int]:
         """Bit widths of the PTX parameters this argument becomes, in order."""
@@ -228,6 +235,8 @@ class KernelParam:
             text += f", size_divisibility [{_dims(self.size_divisibility)}]"
         if self.index_bitwidth is not None:
             text += f", index_bitwidth {self.index_bitwidth}"
+        if self.same_shape_as is not None:
+            text += f", same_shape_as {self.same_shape_as}"
         return f"{self.name}: view<{text}>"
 
 
@@ -378,6 +387,14 @@ def check_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) 
             check_view(i, p, a)
         else:
             _scalar_value(i, p, a)
+    for i, (p, a) in enumerate(zip(params, args, strict=True)):
+        k = p.same_shape_as
+        if k is not None and tuple(a.shape) != tuple(args[k].shape):
+            raise ArgumentError(
+                f"{_describe(i, p)} was compiled with the shape of argument {k} "
+                f"({params[k].name}) (same_shapes=): got shapes {tuple(a.shape)} and "
+                f"{tuple(args[k].shape)}; compile without same_shapes= for these arrays"
+            )
 
 
 def describe_ptx_param(params: Sequence[KernelParam], index: int) -> str:

@@ -445,3 +445,28 @@ tile.kernel @too_much_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   tile.store %u, %y[%c0, %c0] : tensor<64x256xf32, #b>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Views promised to have the shape of argument #0 check their bounds with
+// its size: one size for all three accesses.
+// CHECK-LABEL: gpu.func @same_shapes
+// CHECK-SAME: (%{{arg[0-9]+}}: !llvm.ptr<1>, %[[N:arg[0-9]+]]: i64, %{{arg[0-9]+}}: i64, %{{arg[0-9]+}}: !llvm.ptr<1>, %[[NY:arg[0-9]+]]: i64, %{{arg[0-9]+}}: i64, %{{arg[0-9]+}}: !llvm.ptr<1>, %[[NZ:arg[0-9]+]]: i64,
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[NY]] : i64
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[NZ]] : i64
+// CHECK: arith.cmpi ult, %{{.*}}, %[[N]] : i64
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[NY]] : i64
+// CHECK-NOT: arith.cmpi ult, %{{.*}}, %[[NZ]] : i64
+// CHECK: gpu.return
+tile.kernel @same_shapes(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16}, %y: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16, tile.same_shape_as = 0}, %z: memref<?xf32, strided<[1], offset: ?>> {tile.divisibility = 16, tile.same_shape_as = 0}) {
+  %pid = tile.program_id {dim = 0}
+  %c512 = arith.constant 512 : index
+  %off = arith.muli %pid, %c512 : index
+  %a = tile.load %x[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  %b = tile.load %y[%off] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row4>
+  %s = arith.addf %a, %b : tensor<512xf32, #row4>
+  tile.store %s, %z[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
+  tile.return
+}

@@ -578,3 +578,31 @@ tile.kernel @k(%x: memref<?xf32> {tile.index_bitwidth = 16}) {
 tile.kernel @k(%n: index {tile.index_bitwidth = 32}) {
   tile.return
 }
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #1: tile.same_shape_as must name another view argument of the same rank that has no such promise itself, got 0 : i64}}
+tile.kernel @k(%x: memref<?x?xf32>, %y: memref<?xf32> {tile.same_shape_as = 0}) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.same_shape_as must name another view argument of the same rank that has no such promise itself, got 0 : i64}}
+tile.kernel @k(%x: memref<?xf32> {tile.same_shape_as = 0}) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #1: tile.same_shape_as must name another view argument of the same rank that has no such promise itself, got 0 : i64}}
+tile.kernel @k(%x: memref<?xf32> {tile.same_shape_as = 2}, %y: memref<?xf32> {tile.same_shape_as = 0}, %z: memref<?xf32>) {
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.same_shape_as must name another view argument of the same rank that has no such promise itself, got 3 : i64}}
+tile.kernel @k(%x: memref<?xf32> {tile.same_shape_as = 3}, %n: index) {
+  tile.return
+}

@@ -230,3 +230,36 @@ def test_iota_masks_against_numpy(bound: int | str, divisible: bool) -> None:
     kernel.launch((2,), x, y, device="emulator")
     limit = n if bound == "n" else bound
     np.testing.assert_array_equal(y, np.where(np.arange(n) < limit, x, 99.0))
+
+
+def test_same_shapes_share_one_bounds_check() -> None:
+    promises = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+    alone = tileopt.compile(kernels.vector_add("f32", block=1024), "sm_90", **promises)
+    shared = tileopt.compile(kernels.vector_add("f32", block=1024), "sm_90", **promises,
+                             same_shapes=[("x", "y", "out")])
+    assert [p.same_shape_as for p in shared.metadata.abi] == [None, 0, 0]
+    ptx = str(shared.asm["ptx"])
+    # One bounds check per vector for the three accesses, one size parameter loaded.
+    assert ptx.count("setp.") == 2 and str(alone.asm["ptx"]).count("setp.") == 6
+    for n in (16, 4096, 5008):
+        x, y, out = torch.randn(n), torch.randn(n), torch.full((n + 32,), 7.0)
+        shared.launch((-(-n // 1024),), x, y, out[:n], device="emulator")
+        assert torch.equal(out[:n], x + y) and torch.all(out[n:] == 7.0)
+    with pytest.raises(ArgumentError, match=r"argument 2 \(out: .*same_shape_as 0>\) was "
+                       r"compiled with the shape of argument 0 \(x\) .*\(32,\) and \(16,\)"):
+        shared.launch((1,), torch.randn(16), torch.randn(16), torch.empty(32))
+
+
+def test_same_shapes_groups_are_checked() -> None:
+    kb = kernels.vector_add("f32")
+    for groups, message in [
+        (["x"], "groups of two or more view names"),
+        ([("x", "w")], "names 'w', but the kernel's arguments are x, y, out"),
+        ([("x", "y"), ("y", "out")], "names 'y' more than once"),
+    ]:
+        with pytest.raises(tileopt.CompilationError, match=message):
+            tileopt.compile(kb, "sm_80", same_shapes=groups)
+    with pytest.raises(tileopt.CompilationError, match="same_shapes= made the module invalid"):
+        tileopt.compile(kernels.bias_gelu("f32"), "sm_80", same_shapes=[("x", "bias")])
+    p = KernelParam.view("y", "f32", 1, same_shape_as=0)
+    assert str(p) == "y: view<?xf32, same_shape_as 0>" and KernelParam.parse(str(p)) == p

@@ -129,6 +129,23 @@ LogicalResult KernelOp::verify() {
                << index << ": " << getIndexBitwidthAttrName()
                << " must be 32 or 64 on a view, got " << bits;
     }
+    if (Attribute other = getArgAttr(index, getSameShapeAsAttrName())) {
+      auto value = dyn_cast<IntegerAttr>(other);
+      int64_t k = value ? value.getInt() : -1;
+      auto memref = dyn_cast<MemRefType>(argType);
+      auto otherType =
+          k >= 0 && k < int64_t(type.getNumInputs())
+              ? dyn_cast<MemRefType>(type.getInput(k))
+              : MemRefType();
+      if (!memref || !otherType || k == int64_t(index) ||
+          otherType.getRank() != memref.getRank() ||
+          getArgAttr(k, getSameShapeAsAttrName()))
+        return emitOpError("argument #")
+               << index << ": " << getSameShapeAsAttrName()
+               << " must name another view argument of the same rank that "
+                  "has no such promise itself, got "
+               << other;
+    }
     if (Attribute sizes = getArgAttr(index, getSizeDivisibilityAttrName())) {
       auto values = dyn_cast<DenseI64ArrayAttr>(sizes);
       auto memref = dyn_cast<MemRefType>(argType);
