@@ -1109,6 +1109,9 @@ bool knownNonNegative(Value value, unsigned depth = 0) {
   Operation *op = value.getDefiningOp();
   if (isa<ProgramIdOp, NumProgramsOp, memref::DimOp>(op))
     return true;
+  // A cast to index widens (a narrowing cast could wrap to a negative value).
+  if (isa<arith::IndexCastOp>(op) && !op->getResult(0).getType().isIndex())
+    return false;
   if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp, arith::MaxSIOp,
           arith::IndexCastOp>(op))
     return llvm::all_of(op->getOperands(), [&](Value operand) {
