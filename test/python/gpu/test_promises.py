@@ -175,19 +175,21 @@ def test_arrays_too_large_for_32_bit_indices_are_rejected() -> None:
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
 def test_kernels_with_every_promise_match_torch(target: str) -> None:
-    """The benchmark's configuration (aligned, sizes divisible by 16, 32-bit indices)."""
+    """The benchmark's configuration (aligned, sizes divisible by 16, 32-bit indices, views
+    of one shape sharing their sizes)."""
     promises = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
     m, n = 48, 784
     x = torch.randn(m, n)
     w, b = torch.randn(n), torch.randn(n)
 
-    k = tileopt.compile(kernels.layer_norm(), target, **promises)
+    k = tileopt.compile(kernels.layer_norm(), target, **promises,
+                        same_shapes=[("x", "y"), ("weight", "bias")])
     y = torch.zeros(m, n)
     k.launch(kernels.layer_norm_grid((m, n)), x, w, b, y, 1e-5)
     torch.testing.assert_close(y, torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5),
                                atol=2e-5, rtol=1e-5)
 
-    k = tileopt.compile(kernels.softmax(), target, **promises)
+    k = tileopt.compile(kernels.softmax(), target, **promises, same_shapes=[("x", "y")])
     y = torch.zeros(m, n)
     k.launch(kernels.softmax_grid((m, n)), x, y)
     torch.testing.assert_close(y, torch.softmax(x, dim=1), atol=1e-7, rtol=1e-5)
