@@ -56,28 +56,41 @@ struct KernelState {
   SmallVector<ValueRange> arguments;
 };
 
+/// The widest vector a load or store may move: `elems` elements along `dim`.
+struct VectorPlan {
+  int64_t dim = 0;
+  unsigned elems = 1;
+};
+
+/// What the analysis before conversion (analyzeAccess) proved about one
+/// tile.load or tile.store.
+struct AccessFacts {
+  VectorPlan plan;
+  /// Vector accesses need no run-time alignment check (tile.divisibility on
+  /// the view, a divisible tile offset).
+  bool aligned = false;
+  /// Vector runs never straddle the end of the view (a size along the vector
+  /// dimension that is a multiple of the run): one predicate, no scalar tail.
+  bool wholeRuns = false;
+  /// The view promises 32-bit indices (tile.index_bitwidth = 32).
+  bool narrow = false;
+  /// Dimensions whose index is provably inside the view (provenInBounds): no
+  /// bounds check there. Empty: every dimension is checked.
+  SmallVector<bool> inBounds;
+  /// The kernel argument whose shape the view has (tile.same_shape_as).
+  std::optional<unsigned> sameShapeAs;
+  /// The tile type of the scalar fallback (scalarFallbackTile), or null.
+  RankedTensorType fallback;
+};
+
 struct LoweringState {
   llvm::DenseMap<Operation *, KernelState> kernels;
   unsigned numWarps = 4;
-  /// Loads and stores proven to allow vector accesses (tile.divisibility on
-  /// the view, a divisible tile offset): they need no run-time check.
-  llvm::DenseSet<Operation *> alignedAccesses;
-  /// Loads and stores whose vector runs never straddle the end of the view
-  /// (tile.size_divisibility along the vector dimension): one predicate per
-  /// run and no scalar tail.
-  llvm::DenseSet<Operation *> wholeRunAccesses;
-  /// Loads and stores whose view promises 32-bit indices
-  /// (tile.index_bitwidth = 32): their index arithmetic is i32.
-  llvm::DenseSet<Operation *> narrowAccesses;
+  /// What the analysis before conversion proved about each load and store.
+  llvm::DenseMap<Operation *, AccessFacts> accesses;
   /// Tile compares whose results are equal over runs of this many
   /// consecutive elements (see uniformCompareRun).
   llvm::DenseMap<Operation *, int64_t> compareRuns;
-  /// Per load/store, the dimensions whose index is provably inside the view
-  /// (see provenInBounds): no bounds check there.
-  llvm::DenseMap<Operation *, SmallVector<bool>> inBoundsDims;
-  /// Loads and stores whose view has the shape of another kernel argument
-  /// (tile.same_shape_as): they use its sizes, so bounds checks are shared.
-  llvm::DenseMap<Operation *, unsigned> sameShapeAs;
 
   KernelState &get(Operation *op) {
     auto func = op->getParentOfType<gpu::GPUFuncOp>();
@@ -785,14 +798,19 @@ struct TilePattern : OpConversionPattern<Op> {
     return cast<VectorType>(this->getTypeConverter()->convertType(tensorType));
   }
 
-  /// For a load or store whose view has the shape of another kernel argument
-  /// (tile.same_shape_as), that argument's size parameters; else none.
-  ValueRange sharedSizes(Operation *op, const KernelState &ks) const {
-    auto it = state.sameShapeAs.find(op);
-    if (it == state.sameShapeAs.end())
-      return {};
-    ValueRange other = ks.arguments[it->second];
-    return other.slice(1, (other.size() - 1) / 2);
+  /// The view of a load or store as the kernel sees it (its converted
+  /// `values`), shaped by what the analysis proved: 32-bit indices, sizes
+  /// shared with another argument, dimensions without bounds checks.
+  View accessView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
+                  const AccessFacts &facts, const KernelState &ks) const {
+    ValueRange sizes;
+    if (facts.sameShapeAs) {
+      ValueRange other = ks.arguments[*facts.sameShapeAs];
+      sizes = other.slice(1, (other.size() - 1) / 2);
+    }
+    View view = unpackView(b, loc, values, type, facts.narrow, sizes);
+    view.inBounds = facts.inBounds;
+    return view;
   }
 };
 
@@ -935,12 +953,6 @@ struct DimLowering : TilePattern<memref::DimOp> {
         op, rewriter.getIndexType(), view.sizes[*dim]);
     return success();
   }
-};
-
-/// Shared by loads and stores: the fastest dim and the widest vector.
-struct VectorPlan {
-  int64_t dim = 0;
-  unsigned elems = 1;
 };
 
 /// The dimension along which a layout's registers are contiguous, and how
@@ -1147,6 +1159,47 @@ bool provenInBounds(Value offset, Value view, int64_t dim) {
   return boundedBySize(loop.getUpperBound(), 0);
 }
 
+/// What a load or store of `kernel` may assume (see AccessFacts): from its
+/// tile offsets, the loops around it and its view's argument attributes.
+AccessFacts analyzeAccess(KernelOp kernel, const AccessOperands &access) {
+  auto [view, tile, offsets] = access;
+  auto viewType = cast<MemRefType>(view.getType());
+  AccessFacts facts;
+  facts.plan = planVector(tile, viewType);
+  for (auto [d, extent] : llvm::enumerate(tile.getShape()))
+    facts.inBounds.push_back(extent == 1 && provenInBounds(offsets[d], view, d));
+  if (!llvm::is_contained(facts.inBounds, true))
+    facts.inBounds.clear();
+  auto arg = dyn_cast<BlockArgument>(view);
+  if (arg && arg.getOwner() == &kernel.getBody().front()) {
+    unsigned index = arg.getArgNumber();
+    if (auto shapeOf = kernel.getArgAttrOfType<IntegerAttr>(
+            index, KernelOp::getSameShapeAsAttrName()))
+      facts.sameShapeAs = shapeOf.getInt();
+    auto indexBits = kernel.getArgAttrOfType<IntegerAttr>(
+        index, KernelOp::getIndexBitwidthAttrName());
+    facts.narrow = indexBits && indexBits.getInt() == 32;
+    const VectorPlan &plan = facts.plan;
+    if (plan.elems > 1) {
+      auto sizeDivisibility = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
+          index, KernelOp::getSizeDivisibilityAttrName());
+      int64_t size = viewType.getDimSize(plan.dim);
+      if (ShapedType::isDynamic(size) && sizeDivisibility)
+        size = sizeDivisibility[plan.dim];
+      facts.wholeRuns = !ShapedType::isDynamic(size) && size % plan.elems == 0;
+      auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
+          index, KernelOp::getDivisibilityAttrName());
+      int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
+      facts.aligned = divisibility && divisibility.getInt() % bytes == 0 &&
+                      staticStride(viewType, plan.dim) == std::optional<int64_t>(1) &&
+                      knownDivisor(offsets[plan.dim]) % plan.elems == 0;
+    }
+  }
+  if (!facts.aligned)
+    facts.fallback = scalarFallbackTile(tile, viewType, facts.plan);
+  return facts;
+}
+
 /// In the vector branch the run-time check proved the fastest stride is 1.
 View vectorView(OpBuilder &b, Location loc, const View &view,
                 const VectorPlan &plan, unsigned vecElems) {
@@ -1268,16 +1321,73 @@ emitVersioned(OpBuilder &b, Location loc, const View &view, ValueRange offsets,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-/// Stage a tile through shared memory at its (padded) row-major positions
-/// (defined with the layout conversions below).
+/// Writes a tile's registers into shared memory at their (padded) row-major
+/// positions; returns nothing. Callers put barriers around.
 void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector,
                        ArrayRef<int64_t> logicalShape, int64_t pad,
-                       int64_t byteOffset = 0);
+                       int64_t byteOffset = 0) {
+  TileCoords coords = emitCoords(b, loc, type, ks);
+  SmallVector<Value> values = unpack(b, loc, vector);
+  Type element = type.getElementType();
+  Type stored = storageType(b, element);
+  WriteOnce once(coords.offsets, type.getShape());
+  // Registers contiguous along the row go out as one vector store when rows
+  // (with their padding) keep 16-byte alignment; else one store each.
+  int64_t bytes = storageBits(element) / 8;
+  int64_t rank = logicalShape.size();
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
+  unsigned maxElems = 1;
+  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
+      logicalShape == type.getShape())
+    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  for (Run run : contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
+    if (!once.claim(run))
+      continue;
+    Value index = linearIndex(b, loc, coords.coords[run.first], logicalShape, pad);
+    Value ptr = sharedPtr(b, loc, ks, stored, index, byteOffset);
+    if (run.count == 1) {
+      LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[run.first]), ptr);
+      continue;
+    }
+    SmallVector<Value> parts;
+    for (unsigned e = 0; e < run.count; ++e)
+      parts.push_back(toStorage(b, loc, values[run.first + e]));
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
+    LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);
+  }
+}
+
 SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
                                       KernelState &ks, RankedTensorType type,
                                       ArrayRef<int64_t> logicalShape,
-                                      int64_t pad, int64_t byteOffset = 0);
+                                      int64_t pad, int64_t byteOffset = 0) {
+  TileCoords coords = emitCoords(b, loc, type, ks);
+  Type element = type.getElementType();
+  SmallVector<Value> values;
+  for (const SmallVector<Value> &coord : coords.coords) {
+    Value index = linearIndex(b, loc, coord, logicalShape, pad);
+    Value ptr = sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
+    Value v = LLVM::LoadOp::create(b, loc, storageType(b, element), ptr);
+    values.push_back(fromStorage(b, loc, v, element));
+  }
+  return values;
+}
+
+/// A tile of type `from` (registers `vector`) in the layout of `to`, through
+/// shared memory at row-major positions (rows padded by `pad` elements),
+/// between barriers.
+SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
+                                        KernelState &ks, RankedTensorType from,
+                                        Value vector, RankedTensorType to,
+                                        int64_t pad) {
+  barrier(b, loc);
+  storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
+  barrier(b, loc);
+  return loadTileFromShared(b, loc, ks, to, to.getShape(), pad);
+}
 
 struct LoadLowering : TilePattern<LoadOp> {
   using TilePattern::TilePattern;
@@ -1289,22 +1399,19 @@ struct LoadLowering : TilePattern<LoadOp> {
     RankedTensorType tile = op.getResult().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
-                           state.narrowAccesses.contains(op), sharedSizes(op, ks));
-    view.inBounds = state.inBoundsDims.lookup(op);
+    const AccessFacts &facts = state.accesses[op];
+    const VectorPlan &plan = facts.plan;
+    View view = accessView(rewriter, loc, adaptor.getView(), op.getView().getType(),
+                           facts, ks);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     VectorType resultType = vectorType(tile);
 
     // Addresses are computed in each branch: the vector one needs few.
-    VectorPlan plan = planVector(tile, op.getView().getType());
-    bool whole = state.wholeRunAccesses.contains(op);
-    bool proven = state.alignedAccesses.contains(op);
-    RankedTensorType fallback =
-        proven ? nullptr : scalarFallbackTile(tile, op.getView().getType(), plan);
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
-      RankedTensorType accessTile = vecElems == 1 && fallback ? fallback : tile;
+      RankedTensorType accessTile =
+          vecElems == 1 && facts.fallback ? facts.fallback : tile;
       Access access(b, loc, accessTile, vectorView(b, loc, view, plan, vecElems),
                     offsets, element, ks, /*ownersOnly=*/false);
       SmallVector<Value> values(access.offsets.size());
@@ -1313,7 +1420,7 @@ struct LoadLowering : TilePattern<LoadOp> {
         RunWords words(run, bits);
         Value pad = packWord(b, loc, SmallVector<Value>(words.elemsPerWord, padding),
                              words.wordBits);
-        RunBounds bounds(b, loc, access, run, whole);
+        RunBounds bounds(b, loc, access, run, facts.wholeRuns);
         SmallVector<Value> loaded = emitPredicatedLoad(
             b, loc, access.pointer(b, run.first), bounds.full, words.wordBits,
             words.words, SmallVector<Value>(words.words, pad));
@@ -1341,20 +1448,14 @@ struct LoadLowering : TilePattern<LoadOp> {
             });
         llvm::copy(tail.getResults(), values.begin() + run.first);
       }
-      if (accessTile == tile)
-        return {pack(b, loc, resultType, values)};
-      // Coalesced scalar loads, then into the tile's layout.
-      int64_t pad = smemPad(element);
-      barrier(b, loc);
-      storeTileToShared(b, loc, ks, accessTile,
-                        pack(b, loc, vectorType(accessTile), values),
-                        tile.getShape(), pad);
-      barrier(b, loc);
-      return {pack(b, loc, resultType,
-                   loadTileFromShared(b, loc, ks, tile, tile.getShape(), pad))};
+      if (accessTile != tile) // coalesced scalar loads, then the tile's layout
+        values = restageThroughShared(b, loc, ks, accessTile,
+                                      pack(b, loc, vectorType(accessTile), values),
+                                      tile, smemPad(element));
+      return {pack(b, loc, resultType, values)};
     };
     rewriter.replaceOp(op, emitVersioned(rewriter, loc, view, offsets, plan, bits,
-                                         proven, emit));
+                                         facts.aligned, emit));
     return success();
   }
 };
@@ -1369,29 +1470,22 @@ struct StoreLowering : TilePattern<StoreOp> {
     RankedTensorType tile = op.getValue().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
-    View view = unpackView(rewriter, loc, adaptor.getView(), op.getView().getType(),
-                           state.narrowAccesses.contains(op), sharedSizes(op, ks));
-    view.inBounds = state.inBoundsDims.lookup(op);
+    const AccessFacts &facts = state.accesses[op];
+    const VectorPlan &plan = facts.plan;
+    View view = accessView(rewriter, loc, adaptor.getView(), op.getView().getType(),
+                           facts, ks);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
     Value value = adaptor.getValue().front();
     SmallVector<Value> tileElements = unpack(rewriter, loc, value);
-    VectorPlan plan = planVector(tile, op.getView().getType());
-    bool whole = state.wholeRunAccesses.contains(op);
-    bool proven = state.alignedAccesses.contains(op);
-    RankedTensorType fallback =
-        proven ? nullptr : scalarFallbackTile(tile, op.getView().getType(), plan);
 
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
       RankedTensorType accessTile = tile;
       SmallVector<Value> elements = tileElements;
-      if (vecElems == 1 && fallback) {
+      if (vecElems == 1 && facts.fallback) {
         // Into a layout whose scalar stores are coalesced first.
-        int64_t pad = smemPad(element);
-        barrier(b, loc);
-        storeTileToShared(b, loc, ks, tile, value, tile.getShape(), pad);
-        barrier(b, loc);
-        accessTile = fallback;
-        elements = loadTileFromShared(b, loc, ks, fallback, tile.getShape(), pad);
+        accessTile = facts.fallback;
+        elements = restageThroughShared(b, loc, ks, tile, value, accessTile,
+                                        smemPad(element));
       }
       // Replicated elements are stored by one thread only, once each.
       Access access(b, loc, accessTile, vectorView(b, loc, view, plan, vecElems),
@@ -1409,7 +1503,7 @@ struct StoreLowering : TilePattern<StoreOp> {
               ArrayRef<Value>(elements).slice(run.first + w * words.elemsPerWord,
                                               words.elemsPerWord),
               words.wordBits));
-        RunBounds bounds(b, loc, access, run, whole);
+        RunBounds bounds(b, loc, access, run, facts.wholeRuns);
         emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
                             words.wordBits, packed);
         if (!bounds.partial)
@@ -1424,7 +1518,7 @@ struct StoreLowering : TilePattern<StoreOp> {
       }
       return {};
     };
-    emitVersioned(rewriter, loc, view, offsets, plan, bits, proven, emit);
+    emitVersioned(rewriter, loc, view, offsets, plan, bits, facts.aligned, emit);
     rewriter.eraseOp(op);
     return success();
   }
@@ -1605,61 +1699,6 @@ struct PermuteLowering : TilePattern<PermuteOp> {
   }
 };
 
-/// Writes a tile's registers into shared memory at their (padded) row-major
-/// positions; returns nothing. Callers put barriers around.
-void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
-                       RankedTensorType type, Value vector,
-                       ArrayRef<int64_t> logicalShape, int64_t pad,
-                       int64_t byteOffset) {
-  TileCoords coords = emitCoords(b, loc, type, ks);
-  SmallVector<Value> values = unpack(b, loc, vector);
-  Type element = type.getElementType();
-  Type stored = storageType(b, element);
-  WriteOnce once(coords.offsets, type.getShape());
-  // Registers contiguous along the row go out as one vector store when rows
-  // (with their padding) keep 16-byte alignment; else one store each.
-  int64_t bytes = storageBits(element) / 8;
-  int64_t rank = logicalShape.size();
-  auto [dim, contiguous] = contiguity(type.getEncoding());
-  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
-  unsigned maxElems = 1;
-  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
-      logicalShape == type.getShape())
-    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
-  for (Run run : contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
-    if (!once.claim(run))
-      continue;
-    Value index = linearIndex(b, loc, coords.coords[run.first], logicalShape, pad);
-    Value ptr = sharedPtr(b, loc, ks, stored, index, byteOffset);
-    if (run.count == 1) {
-      LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[run.first]), ptr);
-      continue;
-    }
-    SmallVector<Value> parts;
-    for (unsigned e = 0; e < run.count; ++e)
-      parts.push_back(toStorage(b, loc, values[run.first + e]));
-    Value vec = vector::FromElementsOp::create(
-        b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
-    LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);
-  }
-}
-
-SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
-                                      KernelState &ks, RankedTensorType type,
-                                      ArrayRef<int64_t> logicalShape,
-                                      int64_t pad, int64_t byteOffset) {
-  TileCoords coords = emitCoords(b, loc, type, ks);
-  Type element = type.getElementType();
-  SmallVector<Value> values;
-  for (const SmallVector<Value> &coord : coords.coords) {
-    Value index = linearIndex(b, loc, coord, logicalShape, pad);
-    Value ptr = sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
-    Value v = LLVM::LoadOp::create(b, loc, storageType(b, element), ptr);
-    values.push_back(fromStorage(b, loc, v, element));
-  }
-  return values;
-}
-
 /// convert_layout and reshape: through shared memory.
 template <typename Op>
 struct StageThroughShared : TilePattern<Op> {
@@ -1674,13 +1713,8 @@ struct StageThroughShared : TilePattern<Op> {
     // A reshape keeps the row-major order: stage it unpadded and flat.
     bool reshape = std::is_same_v<Op, ReshapeOp>;
     int64_t pad = reshape ? 0 : smemPad(srcType.getElementType());
-    SmallVector<int64_t> srcShape(srcType.getShape()), resShape(resType.getShape());
-    barrier(rewriter, loc);
-    storeTileToShared(rewriter, loc, ks, srcType, adaptor.getSource(), srcShape,
-                      pad);
-    barrier(rewriter, loc);
-    SmallVector<Value> values =
-        loadTileFromShared(rewriter, loc, ks, resType, resShape, pad);
+    SmallVector<Value> values = restageThroughShared(
+        rewriter, loc, ks, srcType, adaptor.getSource(), resType, pad);
     rewriter.replaceOp(op, pack(rewriter, loc, this->vectorType(resType), values));
     return success();
   }
@@ -2323,11 +2357,9 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);
   // The scalar fallback of a load or store (see scalarFallbackTile).
-  if (auto access = accessOperands(op); access && !state.alignedAccesses.contains(op)) {
-    auto view = cast<MemRefType>(access->view.getType());
-    if (scalarFallbackTile(access->tile, view, planVector(access->tile, view)))
-      return fallbackStagingBytes(access->tile);
-  }
+  if (auto it = state.accesses.find(op);
+      it != state.accesses.end() && it->second.fallback)
+    return fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
     int64_t pad = isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType()))
@@ -2484,48 +2516,11 @@ struct ConvertTileToNVVM
           state.compareRuns[cmp] = run;
       });
 
-    // Accesses that tile.divisibility and the tile offsets prove aligned, and
-    // those that tile.size_divisibility proves never straddle the view's end.
+    // What each load and store may assume.
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
-        std::optional<AccessOperands> access = accessOperands(op);
-        if (!access)
-          return;
-        auto [view, tile, offsets] = *access;
-        SmallVector<bool> inBounds;
-        for (auto [d, extent] : llvm::enumerate(tile.getShape()))
-          inBounds.push_back(extent == 1 && provenInBounds(offsets[d], view, d));
-        if (llvm::is_contained(inBounds, true))
-          state.inBoundsDims[op] = inBounds;
-        auto arg = dyn_cast<BlockArgument>(view);
-        if (!arg || arg.getOwner() != &kernel.getBody().front())
-          return;
-        if (auto shapeOf = kernel.getArgAttrOfType<IntegerAttr>(
-                arg.getArgNumber(), KernelOp::getSameShapeAsAttrName()))
-          state.sameShapeAs[op] = shapeOf.getInt();
-        auto indexBits = kernel.getArgAttrOfType<IntegerAttr>(
-            arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
-        if (indexBits && indexBits.getInt() == 32)
-          state.narrowAccesses.insert(op);
-        auto viewType = cast<MemRefType>(view.getType());
-        VectorPlan plan = planVector(tile, viewType);
-        if (plan.elems <= 1)
-          return;
-        auto sizeDivisibility = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
-            arg.getArgNumber(), KernelOp::getSizeDivisibilityAttrName());
-        int64_t size = viewType.getDimSize(plan.dim);
-        if (ShapedType::isDynamic(size) && sizeDivisibility)
-          size = sizeDivisibility[plan.dim];
-        if (!ShapedType::isDynamic(size) && size % plan.elems == 0)
-          state.wholeRunAccesses.insert(op);
-        auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
-            arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
-        int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
-        if (!divisibility || divisibility.getInt() % bytes != 0 ||
-            staticStride(viewType, plan.dim) != std::optional<int64_t>(1) ||
-            knownDivisor(offsets[plan.dim]) % plan.elems != 0)
-          return;
-        state.alignedAccesses.insert(op);
+        if (std::optional<AccessOperands> access = accessOperands(op))
+          state.accesses[op] = analyzeAccess(kernel, *access);
       });
 
     // Shared memory per kernel: the largest scratch any op needs. Static
