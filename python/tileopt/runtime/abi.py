@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -457,27 +457,25 @@ def scalar_param(i: int, p: KernelParam, v: Any) -> np.generic:
 # views
 
 
-@dataclass(frozen=True)
-class ViewParams:
-    """A view argument expanded per the ABI: what the ``1 + 2r`` parameters hold.
-
-    ``buffer`` is the memory behind the pointer: for the emulator a 1-D numpy array / CPU
-    tensor spanning exactly the elements the view can reach, whose first element is ``first``
-    elements into it (non-zero only for numpy's negative strides); for CUDA the tensor itself
-    (its ``data_ptr()`` is the pointer).
-    """
-
-    buffer: Any
-    first: int
-    sizes: tuple[int, ...]
-    strides: tuple[int, ...]
-
-    def flat(self, pointer: Any) -> list[Any]:
-        """``[pointer, *sizes, *strides]`` with the integers as ``np.int64``."""
-        return [pointer, *(np.int64(x) for x in (*self.sizes, *self.strides))]
+def _view_params(pointer: Any, sizes: Sequence[int], strides: Sequence[int]) -> list[Any]:
+    """A view's ``1 + 2r`` parameters: ``[pointer, *sizes, *strides]``, integers as int64."""
+    return [pointer, *(np.int64(x) for x in (*sizes, *strides))]
 
 
-def _numpy_span(i: int, p: KernelParam, a: np.ndarray) -> ViewParams:
+def _flat_args(
+    params: Sequence[KernelParam], args: Sequence[Any], kernel: str,
+    view: Callable[[int, KernelParam, Any], list[Any]],
+) -> list[Any]:
+    """The flat parameter list of a launch (checks ``args`` first): ``view(i, p, a)`` expands
+    the views, scalars are typed like their PTX parameters."""
+    check_args(params, args, kernel)
+    flat: list[Any] = []
+    for i, (p, a) in enumerate(zip(params, args, strict=True)):
+        flat.extend(view(i, p, a) if p.kind == "view" else [scalar_param(i, p, a)])
+    return flat
+
+
+def _numpy_view(i: int, p: KernelParam, a: np.ndarray) -> list[Any]:
     item = a.itemsize
     if any(st % item for st in a.strides):
         raise ArgumentError(
@@ -487,7 +485,7 @@ def _numpy_span(i: int, p: KernelParam, a: np.ndarray) -> ViewParams:
     strides = tuple(st // item for st in a.strides)
     sizes = tuple(int(s) for s in a.shape)
     if a.size == 0:
-        return ViewParams(a.reshape(-1)[:0], 0, sizes, strides)
+        return _view_params(a.reshape(-1)[:0], sizes, strides)
     lo = sum((s - 1) * st for s, st in zip(sizes, strides, strict=True) if st < 0)
     hi = sum((s - 1) * st for s, st in zip(sizes, strides, strict=True) if st > 0)
     # A 1-element view whose data pointer is the lowest address the view reaches.
@@ -495,10 +493,15 @@ def _numpy_span(i: int, p: KernelParam, a: np.ndarray) -> ViewParams:
                                                                               strict=True))]
     span = np.lib.stride_tricks.as_strided(first.reshape(-1), shape=(hi - lo + 1,),
                                            strides=(item,), writeable=a.flags.writeable)
-    return ViewParams(span, -lo, sizes, strides)
+    if lo == 0:
+        return _view_params(span, sizes, strides)
+    from tileopt.emulator import Pointer
+
+    # Negative strides: the first element lies -lo elements into the span.
+    return _view_params(Pointer(span, -lo * item), sizes, strides)
 
 
-def _torch_span(i: int, p: KernelParam, t: Any) -> ViewParams:
+def _torch_view(i: int, p: KernelParam, t: Any) -> list[Any]:
     if t.device.type != "cpu":
         raise ArgumentError(
             f"{_describe(i, p)} is on device {t.device}; the emulator runs on CPU tensors "
@@ -507,9 +510,13 @@ def _torch_span(i: int, p: KernelParam, t: Any) -> ViewParams:
     sizes = tuple(int(s) for s in t.shape)
     strides = tuple(int(s) for s in t.stride())
     if t.numel() == 0:
-        return ViewParams(t.reshape(-1)[:0], 0, sizes, strides)
+        return _view_params(t.reshape(-1)[:0], sizes, strides)
     span = 1 + sum((s - 1) * st for s, st in zip(sizes, strides, strict=True))
-    return ViewParams(t.detach().as_strided((span,), (1,)), 0, sizes, strides)
+    return _view_params(t.detach().as_strided((span,), (1,)), sizes, strides)
+
+
+def _emulator_view(i: int, p: KernelParam, a: Any) -> list[Any]:
+    return _numpy_view(i, p, a) if isinstance(a, np.ndarray) else _torch_view(i, p, a)
 
 
 def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
@@ -523,18 +530,17 @@ def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: st
     it would see on a GPU. Scalars are typed like their PTX parameters (``f16``/``bf16`` as
     raw 16-bit patterns).
     """
-    from tileopt.emulator import Pointer
+    return _flat_args(params, args, kernel, _emulator_view)
 
-    check_args(params, args, kernel)
-    flat: list[Any] = []
-    for i, (p, a) in enumerate(zip(params, args, strict=True)):
-        if p.kind == "scalar":
-            flat.append(scalar_param(i, p, a))
-            continue
-        vp = _numpy_span(i, p, a) if isinstance(a, np.ndarray) else _torch_span(i, p, a)
-        pointer = Pointer(vp.buffer, vp.first * a.itemsize) if vp.first else vp.buffer
-        flat.extend(vp.flat(pointer))
-    return flat
+
+def _cuda_view(i: int, p: KernelParam, a: Any) -> list[Any]:
+    if not _is_torch(a) or a.device.type != "cuda":
+        where = "a numpy array" if isinstance(a, np.ndarray) else f"on {a.device}"
+        raise ArgumentError(
+            f"{_describe(i, p)} is {where}: device='cuda' needs CUDA torch tensors "
+            f"(tensor.cuda())"
+        )
+    return _view_params(np.uint64(a.data_ptr()), a.shape, a.stride())
 
 
 def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
@@ -543,18 +549,4 @@ def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -
     Views must be CUDA torch tensors; the pointer is ``data_ptr()`` (the first element's
     address: torch includes the storage offset).
     """
-    check_args(params, args, kernel)
-    flat: list[Any] = []
-    for i, (p, a) in enumerate(zip(params, args, strict=True)):
-        if p.kind == "scalar":
-            flat.append(scalar_param(i, p, a))
-            continue
-        if not _is_torch(a) or a.device.type != "cuda":
-            where = "a numpy array" if isinstance(a, np.ndarray) else f"on {a.device}"
-            raise ArgumentError(
-                f"{_describe(i, p)} is {where}: device='cuda' needs CUDA torch tensors "
-                f"(tensor.cuda())"
-            )
-        vp = ViewParams(a, 0, tuple(int(s) for s in a.shape), tuple(int(s) for s in a.stride()))
-        flat.extend(vp.flat(np.uint64(a.data_ptr())))
-    return flat
+    return _flat_args(params, args, kernel, _cuda_view)
