@@ -291,20 +291,16 @@ def _vec_count(mods):
     return 1
 
 
-@handler("ld", "ldu")
-def h_ld(cx, ins):
-    base, types, mods = split(ins)
+def _decode_access(cx, ins, load: bool):
+    """What ld and st share: (type, modifiers, vector count, state space, the register
+    operands (a vector's items), the address operand, element bytes)."""
+    _, types, mods = split(ins)
     if len(types) != 1:
         raise cx.unsupported()
     t = types[0]
     nvec = _vec_count(mods)
-    check_mods(
-        cx,
-        mods,
-        _CACHE_MODS
-        | _SPACES
-        | {"v2", "v4", "param::entry", "param::func", "shared::cta", "shared::cluster"},
-    )
+    allowed = {"v2", "v4", "param::func", "shared::cta", "shared::cluster"}
+    check_mods(cx, mods, _CACHE_MODS | _SPACES | allowed | ({"param::entry"} if load else set()))
     if "shared::cluster" in mods:
         raise cx.unsupported("distributed shared memory")
     space = parse_space(mods)
@@ -314,15 +310,20 @@ def h_ld(cx, ins):
     if len(ops_) == 3:
         ops_ = ops_[:2]  # cache policy operand
     if len(ops_) != 2:
-        raise cx.error("ld expects 2 operands")
-    dst, src = ops_
-    dsts = list(dst.items) if isinstance(dst, Vec) else [dst]
-    if len(dsts) != nvec:
-        raise cx.error("vector size does not match the destination")
+        raise cx.error(f"{'ld' if load else 'st'} expects 2 operands")
+    data, address = ops_ if load else ops_[::-1]
+    regs = list(data.items) if isinstance(data, Vec) else [data]
+    if len(regs) != nvec:
+        raise cx.error(f"vector size does not match the {'destination' if load else 'source'}")
     w = nm.type_width(t)
     if w == 128:
-        raise cx.unsupported("128-bit loads")
-    esize = max(w // 8, 1)
+        raise cx.unsupported(f"128-bit {'loads' if load else 'stores'}")
+    return t, mods, nvec, space, regs, address, max(w // 8, 1)
+
+
+@handler("ld", "ldu")
+def h_ld(cx, ins):
+    t, mods, nvec, space, dsts, src, esize = _decode_access(cx, ins, load=True)
     dtype = nm.np_dtype(t)
     if t == "pred":
         raise cx.unsupported()
@@ -364,34 +365,7 @@ def h_ld(cx, ins):
 
 @handler("st")
 def h_st(cx, ins):
-    base, types, mods = split(ins)
-    if len(types) != 1:
-        raise cx.unsupported()
-    t = types[0]
-    nvec = _vec_count(mods)
-    check_mods(
-        cx,
-        mods,
-        _CACHE_MODS | _SPACES | {"v2", "v4", "param::func", "shared::cta", "shared::cluster"},
-    )
-    if "shared::cluster" in mods:
-        raise cx.unsupported("distributed shared memory")
-    space = parse_space(mods)
-    if space is None:
-        raise cx.unsupported()
-    ops_ = list(ins.operands)
-    if len(ops_) == 3:
-        ops_ = ops_[:2]
-    if len(ops_) != 2:
-        raise cx.error("st expects 2 operands")
-    dst, src = ops_
-    srcs = list(src.items) if isinstance(src, Vec) else [src]
-    if len(srcs) != nvec:
-        raise cx.error("vector size does not match the source")
-    w = nm.type_width(t)
-    if w == 128:
-        raise cx.unsupported("128-bit stores")
-    esize = max(w // 8, 1)
+    t, mods, nvec, space, srcs, dst, esize = _decode_access(cx, ins, load=False)
     rds = [cx.reader(s, t) for s in srcs]
     sym, ard = addr_reader(cx, dst)
     if space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
