@@ -88,24 +88,23 @@ def _nextafter_dir(y: np.ndarray, x: np.ndarray, mode: str) -> np.ndarray:
     return y
 
 
-def round_to_f32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
-    """Round float64 values to float32 with a PTX rounding mode (rn, rz, rm, rp, rna)."""
+def _round_to(x: np.ndarray, dtype: type, mode: str) -> np.ndarray:
     x = np.asarray(x, np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        y = x.astype(np.float32)
+        y = x.astype(dtype)
     if mode in ("rn", ""):
         return y
     return _nextafter_dir(y, x, mode)
+
+
+def round_to_f32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Round float64 values to float32 with a PTX rounding mode (rn, rz, rm, rp, rna)."""
+    return _round_to(x, np.float32, mode)
 
 
 def round_to_f16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     """Round float64 values to float16 with a PTX rounding mode."""
-    x = np.asarray(x, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = x.astype(np.float16)
-    if mode in ("rn", ""):
-        return y
-    return _nextafter_dir(y, x, mode)
+    return _round_to(x, np.float16, mode)
 
 
 def f32_bits_to_bf16(b: np.ndarray, mode: str = "rn") -> np.ndarray:

@@ -245,26 +245,30 @@ def h_elect(cx, ins):
 # ---------------------------------------------------------------- ldmatrix / stmatrix
 
 
-def _matrix_common(cx, ins, mods):
+def _matrix_common(cx, ins, load: bool):
+    """What ldmatrix and stmatrix share: (transposed, state space, the register operands,
+    the address operand)."""
+    _, types, mods = split(ins)
+    if types != ["b16"]:
+        raise cx.unsupported()
     nums = [m for m in mods if m in ("x1", "x2", "x4")]
     if len(nums) != 1 or "m8n8" not in mods:
         raise cx.unsupported("only m8n8 .x1/.x2/.x4 .b16")
     check_mods(
         cx, mods, {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
     )
-    return int(nums[0][1:]), "trans" in mods, parse_space(mods)
+    data, address = ins.operands if load else ins.operands[::-1]
+    regs = list(data.items) if isinstance(data, Vec) else [data]
+    if len(regs) != int(nums[0][1:]):
+        what = "ldmatrix: number of destination" if load else "stmatrix: number of source"
+        raise cx.error(f"{what} registers does not match .x")
+    return "trans" in mods, parse_space(mods), regs, address
 
 
 @handler("ldmatrix")
 def h_ldmatrix(cx, ins):
-    base, types, mods = split(ins)
-    if types != ["b16"]:
-        raise cx.unsupported()
-    num, trans, space = _matrix_common(cx, ins, mods)
-    dst, src = ins.operands
-    regs = list(dst.items) if isinstance(dst, Vec) else [dst]
-    if len(regs) != num:
-        raise cx.error("ldmatrix: number of destination registers does not match .x")
+    trans, space, regs, src = _matrix_common(cx, ins, load=True)
+    num = len(regs)
     wrs = [cx.writer(r, "b32") for r in regs]
     _, ard = addr_reader(cx, src)
 
@@ -292,14 +296,8 @@ def h_ldmatrix(cx, ins):
 
 @handler("stmatrix")
 def h_stmatrix(cx, ins):
-    base, types, mods = split(ins)
-    if types != ["b16"]:
-        raise cx.unsupported()
-    num, trans, space = _matrix_common(cx, ins, mods)
-    dsto, src = ins.operands
-    regs = list(src.items) if isinstance(src, Vec) else [src]
-    if len(regs) != num:
-        raise cx.error("stmatrix: number of source registers does not match .x")
+    trans, space, regs, dsto = _matrix_common(cx, ins, load=False)
+    num = len(regs)
     rds = [cx.reader(r, "b32") for r in regs]
     _, ard = addr_reader(cx, dsto)
 
