@@ -55,12 +55,15 @@ checks share one size, as Triton's do. Sizes themselves are not known to either 
 both mask loads and stores with them (tileopt from the views' bounds in every dimension,
 Triton with explicit masks wherever a tile can leave the tensor).
 
-Target: sm_90 (Triton writes ``.target sm_90a``). The emulator has no ``wgmma``, which Triton
-emits for dots on sm_90, so the matmul is measured twice: on sm_80 for both compilers, emulated
-(``mma.sync`` on both sides; Triton keeps its default ``num_stages=3`` software pipelining with
-``cp.async``, part of what Triton does), and on sm_90 with the static metrics only (Triton:
-wgmma; tileopt: mma.sync). ``--classes`` adds the emulated warp-instructions by class (alu, fp,
-ld.global, shfl, ...) of both sides, which shows where tileopt's extra instructions are.
+Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured three times, all
+with ``mma.sync`` on tileopt's side (the instruction tileopt has for sm_80 and newer): on sm_80
+against Triton's ``mma.sync``, emulated; on sm_90 against Triton's ``mma.sync`` (Triton's own
+switch ``DISABLE_MMA_V3=1``, set only while it compiles that case), emulated; and on sm_90
+against Triton's default there, ``wgmma`` (the emulator has no ``wgmma``: static metrics only),
+which is the target of tileopt's Hopper work (wgmma, TMA, pipelining). Triton keeps its default
+``num_stages=3`` software pipelining with ``cp.async`` in all three, part of what Triton does.
+``--classes`` adds the emulated warp-instructions by class (alu, fp, ld.global, shfl, ...) of
+both sides, which shows where tileopt's extra instructions are.
 
 Triton is an optional dependency of this benchmark only (not in requirements.txt):
 
@@ -279,6 +282,12 @@ class Case:
     notes: list[str] = field(default_factory=list)
     # tileopt views of one shape, where the Triton kernel masks them with the same sizes
     same_shapes: list[tuple[str, ...]] = field(default_factory=list)
+    variant: str = ""  # tells apart cases of one kernel and target
+    triton_env: dict[str, str] = field(default_factory=dict)  # set while Triton compiles
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.target}{', ' + self.variant if self.variant else ''})"
 
     @property
     def min_sectors(self) -> int:
@@ -408,7 +417,15 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
     size = 128 if quick else 512
     a, b = randn(size, size, dtype=torch.float16), randn(size, size, dtype=torch.float16)
     grid = kernels.matmul_grid((size, size), (size, size), 64, 64)
-    for target in ("sm_80", "sm_90"):
+    # sm_80: mma.sync on both sides. sm_90: Triton emits wgmma unless DISABLE_MMA_V3=1 (its
+    # switch back to mma.sync); the mma.sync case runs in the emulator, the wgmma one is
+    # compared on static metrics only (the emulator has no wgmma).
+    for target, variant, env in (
+        ("sm_80", "", {}),
+        ("sm_90", "mma.sync", {"DISABLE_MMA_V3": "1"}),
+        ("sm_90", "Triton wgmma", {}),
+    ):
+        wgmma = variant == "Triton wgmma"
         cases.append(Case(
             "matmul_f16", lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32),
             grid, ["a", "b", "c"],
@@ -420,11 +437,12 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
             # this tiling's floor: a row block of a is read once per program column, ...
             inputs_min_bytes=_nbytes(a) * grid[1] + _nbytes(b) * grid[0],
             outputs_min_bytes=size * size * 4,
-            target=target, atol=2e-2, rtol=1e-3, emulate=target == "sm_80",
-            notes=[] if target == "sm_80" else [
-                "sm_90: static metrics only; Triton uses wgmma there, which the emulator "
-                "lacks (tileopt: mma.sync)"
-            ],
+            target=target, atol=2e-2, rtol=1e-3, emulate=not wgmma,
+            variant=variant, triton_env=env,
+            notes=[
+                "static metrics only: Triton uses wgmma on sm_90, which the emulator lacks; "
+                "tileopt has mma.sync only (wgmma is the Hopper issue's)"
+            ] if wgmma else [],
         ))
     return cases
 
@@ -622,10 +640,19 @@ def run_triton(case: Case, repeat: int) -> Measured:
     triton.knobs.compilation.listener = _listen
     src = triton_source(case)
     target = GPUTarget("cuda", int(case.target.removeprefix("sm_")), 32)
-    compiled, ms = timed(
-        lambda: triton.compile(src, target=target, options={"num_warps": case.num_warps}),
-        repeat,
-    )
+    saved = {key: os.environ.get(key) for key in case.triton_env}
+    os.environ.update(case.triton_env)
+    try:
+        compiled, ms = timed(
+            lambda: triton.compile(src, target=target, options={"num_warps": case.num_warps}),
+            repeat,
+        )
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
     ptx = compiled.asm["ptx"]
     name = compiled.metadata.name
     regs, spills = ptxas_info(ptx, name)
@@ -675,32 +702,32 @@ METRICS: list[tuple[str, str, str]] = [
 
 def table(results: Sequence[tuple[Case, Measured, Measured]]) -> tuple[str, list[str]]:
     """The printed table and one line per row that tileopt loses."""
-    header = f"{'kernel':<28} {'metric':<15} {'tileopt':>12} {'Triton':>12} {'ratio':>7}"
+    header = f"{'kernel':<34} {'metric':<15} {'tileopt':>12} {'Triton':>12} {'ratio':>7}"
     lines = [header, "-" * len(header)]
     losses: list[str] = []
     for case, ours, theirs in results:
-        label = f"{case.name} ({case.target})"
+        label = case.label
         for title, attr, fmt in METRICS:
             a, b = getattr(ours, attr), getattr(theirs, attr)
             if a is None or b is None:
-                lines.append(f"{label:<28} {title:<15} {'n/a':>12} {'n/a':>12} {'':>7}")
+                lines.append(f"{label:<34} {title:<15} {'n/a':>12} {'n/a':>12} {'':>7}")
                 label = ""
                 continue
             ratio = a / b if b else float("inf")
             mark = "  loses" if ratio > LOSS_THRESHOLD else ""
-            lines.append(f"{label:<28} {title:<15} {a:>12{fmt}} {b:>12{fmt}} {ratio:>7.2f}{mark}")
+            lines.append(f"{label:<34} {title:<15} {a:>12{fmt}} {b:>12{fmt}} {ratio:>7.2f}{mark}")
             if mark:
                 losses.append(
-                    f"{case.name} ({case.target}): {title} {a:{fmt}} vs {b:{fmt}} ({ratio:.2f}x)"
+                    f"{case.label}: {title} {a:{fmt}} vs {b:{fmt}} ({ratio:.2f}x)"
                 )
             label = ""
         if ours.sectors is not None:
             lines.append(
-                f"{'':<28} {'(min sectors)':<15} {case.min_sectors:>12d} "
+                f"{'':<34} {'(min sectors)':<15} {case.min_sectors:>12d} "
                 f"{'':>12} {ours.sectors / case.min_sectors:>7.2f}  tileopt / min"
             )
         if ours.spill_bytes or theirs.spill_bytes:
-            lines.append(f"{'':<28} spill bytes: tileopt {ours.spill_bytes}, "
+            lines.append(f"{'':<34} spill bytes: tileopt {ours.spill_bytes}, "
                          f"Triton {theirs.spill_bytes}")
     return "\n".join(lines), losses
 
@@ -711,7 +738,7 @@ def stage_table(results: Sequence[tuple[Case, Measured, Measured]]) -> str:
     for case, ours, theirs in results:
         for who, m in (("tileopt", ours), ("Triton", theirs)):
             parts = ", ".join(f"{k} {v:.1f}" for k, v in m.stages_ms.items())
-            lines.append(f"  {case.name + ' ' + case.target:<18} {who:<8} {parts}")
+            lines.append(f"  {case.label:<32} {who:<8} {parts}")
     return "\n".join(lines)
 
 
@@ -723,7 +750,7 @@ def class_table(results: Sequence[tuple[Case, Measured, Measured]]) -> str:
             continue
         classes = sorted(set(ours.by_class) | set(theirs.by_class))
         parts = [f"{c} {ours.by_class.get(c, 0)}/{theirs.by_class.get(c, 0)}" for c in classes]
-        lines.append(f"  {case.name + ' ' + case.target:<18} " + ", ".join(parts))
+        lines.append(f"  {case.label:<32} " + ", ".join(parts))
     return "\n".join(lines)
 
 
@@ -758,7 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append((case, ours, theirs))
         seconds = time.perf_counter() - t0
         what = "outputs match torch on both sides" if case.emulate else "compiled (not run)"
-        print(f"  {case.name} ({case.target}): {what} ({seconds:.1f} s)", flush=True)
+        print(f"  {case.label}: {what} ({seconds:.1f} s)", flush=True)
         for note in case.notes:
             print(f"    note: {note}")
     text, losses = table(results)

@@ -14,6 +14,8 @@
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
+#include "llvm/Support/CommandLine.h"
+
 void tileopt::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
@@ -23,7 +25,19 @@ void tileopt::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<tile::TileDialect>();
 }
 
+/// Shared memory addresses in 32-bit registers, as Triton and nvcc emit them:
+/// the NVPTX back end reads this option when gpu-module-to-binary builds its
+/// target machine. 64-bit shared addresses cost a register pair and a widening
+/// multiply per address.
+static void useShortSharedPointers() {
+  auto options = llvm::cl::getRegisteredOptions();
+  auto it = options.find("nvptx-short-ptr");
+  if (it != options.end())
+    static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);
+}
+
 void tileopt::registerAllPasses() {
+  useShortSharedPointers();
   mlir::registerAllPasses();
   tile::registerTilePasses();
   registerTileConversionPasses();

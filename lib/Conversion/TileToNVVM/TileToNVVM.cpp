@@ -1132,6 +1132,69 @@ bool knownNonNegative(Value value, unsigned depth = 0) {
   return false;
 }
 
+/// Marks a loop for narrowInductionVariable (removed by it).
+constexpr StringLiteral kNarrowLoopAttr = "tile.narrow_loop";
+
+/// Whether an index value is provably in [0, 2^31): a constant, a size of a
+/// view that promises 32-bit indices (its launcher checks that), or the
+/// minimum of such values.
+bool isNarrowIndex(KernelOp kernel, Value value, unsigned depth = 0) {
+  if (depth > 8)
+    return false;
+  if (std::optional<int64_t> constant = getConstantIntValue(value))
+    return *constant >= 0 && *constant <= std::numeric_limits<int32_t>::max();
+  if (auto dim = value.getDefiningOp<memref::DimOp>()) {
+    auto arg = dyn_cast<BlockArgument>(dim.getSource());
+    if (!arg || arg.getOwner() != &kernel.getBody().front())
+      return false;
+    auto bits = kernel.getArgAttrOfType<IntegerAttr>(
+        arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
+    return bits && bits.getInt() == 32;
+  }
+  Operation *op = value.getDefiningOp();
+  if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op))
+    return isNarrowIndex(kernel, op->getOperand(0), depth + 1) &&
+           isNarrowIndex(kernel, op->getOperand(1), depth + 1);
+  return false;
+}
+
+/// Marks the index loops of `kernel` whose induction variable fits in 32
+/// bits: bounds in [0, 2^31) and a constant step in (0, 2^31), so that
+/// `iv + step` cannot wrap an unsigned 32-bit compare. Marked loops count in
+/// i32 after the conversion (narrowInductionVariable): one register for the
+/// counter and 32-bit offsets from it, as Triton's loops.
+void markNarrowLoops(KernelOp kernel) {
+  kernel.walk([&](scf::ForOp loop) {
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (loop.getInductionVar().getType().isIndex() && step && *step > 0 &&
+        *step <= std::numeric_limits<int32_t>::max() && !loop.getUnsignedCmp() &&
+        isNarrowIndex(kernel, loop.getLowerBound()) &&
+        isNarrowIndex(kernel, loop.getUpperBound()))
+      loop->setAttr(kNarrowLoopAttr, UnitAttr::get(loop.getContext()));
+  });
+}
+
+/// Rewrites a loop marked by markNarrowLoops to count in i32 with an
+/// unsigned compare; its body sees the counter widened back to index.
+void narrowInductionVariable(scf::ForOp loop) {
+  loop->removeAttr(kNarrowLoopAttr);
+  Location loc = loop.getLoc();
+  OpBuilder b(loop.getBody(), loop.getBody()->begin());
+  Value iv = loop.getInductionVar();
+  auto wide = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), iv);
+  iv.replaceAllUsesExcept(wide, wide);
+  b.setInsertionPoint(loop);
+  Type i32 = b.getI32Type();
+  auto narrow = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, i32, v);
+  };
+  loop.setLowerBound(narrow(loop.getLowerBound()));
+  loop.setUpperBound(narrow(loop.getUpperBound()));
+  loop.setStep(narrow(loop.getStep()));
+  iv.setType(i32);
+  loop.setUnsignedCmp(true);
+}
+
 /// Whether every index of a tile of extent 1 at `offset` along `dim` of
 /// `view` is inside the view: `offset` is the induction variable of a loop
 /// from a non-negative lower bound with a positive step up to (at most) the
@@ -2052,15 +2115,22 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
           rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index), 4,
           /*trans=*/false));
     }
-    // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), column n0.
+    // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
+    // column of block rn + (matrix>>1). One ldmatrix.x4 loads two blocks.
     SmallVector<SmallVector<Value>> bFrags;
-    for (int64_t rn = 0; rn < repsN; ++rn) {
-      Value row = plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
+    Value bRow = plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
+    for (int64_t rn = 0; rn < repsN; rn += 2) {
+      bool pair = rn + 1 < repsN;
       Value col = plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn));
-      Value index = plus(times(row, n + kMmaSmemPad), col);
-      bFrags.push_back(emitLdMatrix(
+      if (pair)
+        col = plus(col, times(matHigh, kMmaN * wn));
+      Value index = plus(times(bRow, n + kMmaSmemPad), col);
+      SmallVector<Value> regs = emitLdMatrix(
           rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index, lhsBytes),
-          2, /*trans=*/true));
+          pair ? 4 : 2, /*trans=*/true);
+      bFrags.push_back({regs[0], regs[1]});
+      if (pair)
+        bFrags.push_back({regs[2], regs[3]});
     }
     for (int64_t rm = 0; rm < repsM; ++rm)
       for (int64_t rn = 0; rn < repsN; ++rn) {
@@ -2516,6 +2586,9 @@ struct ConvertTileToNVVM
           state.compareRuns[cmp] = run;
       });
 
+    for (KernelOp kernel : kernels)
+      markNarrowLoops(kernel);
+
     // What each load and store may assume.
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
@@ -2575,6 +2648,11 @@ struct ConvertTileToNVVM
                                                          target);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
+
+    module.walk([](scf::ForOp loop) {
+      if (loop->hasAttr(kNarrowLoopAttr))
+        narrowInductionVariable(loop);
+    });
 
     // Size each kernel's shared memory now that its users exist.
     for (auto &[func, ks] : state.kernels) {

@@ -121,15 +121,17 @@ tile.kernel @k(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %s: f32) {
 #mma = #tile.mma<warpsPerCTA = [2, 2]>
 
 // An f16 dot with an mma accumulator: operands staged in shared memory,
-// fragments through ldmatrix (B transposed), one mma.sync per 16x8 block
-// and k16 step: 2 x 4 blocks per warp, 2 steps.
+// fragments through ldmatrix (B transposed, two 8-column blocks per x4),
+// one mma.sync per 16x8 block and k16 step: 2 x 4 blocks per warp, 2 steps.
 // CHECK-LABEL: gpu.func @mma_dot
 // CHECK: nvvm.barrier0
 // CHECK: nvvm.barrier0
-// CHECK: nvvm.ldmatrix {{.*}}num = 4 : i32
-// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 2 : i32
+// CHECK-COUNT-2: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
+// CHECK-COUNT-2: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32
+// CHECK-NOT: nvvm.ldmatrix
 // CHECK-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// CHECK: nvvm.ldmatrix
+// CHECK-COUNT-4: nvvm.ldmatrix
+// CHECK-NOT: nvvm.ldmatrix
 // CHECK-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
 // CHECK-NOT: mma.sync
 tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
@@ -139,6 +141,29 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
   %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
   tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// One 8-column block of B per warp: its fragment is an ldmatrix.x2.
+// CHECK-LABEL: gpu.func @mma_dot_one_column_block
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
+// CHECK-NEXT: llvm.extractvalue
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 2 : i32
+// CHECK-COUNT-1: mma.sync.aligned.m16n8k16
+// CHECK-NOT: mma.sync
+tile.kernel @mma_dot_one_column_block(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x16xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<16x8xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x8xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x16xf16, #a>, tensor<16x8xf16, #b> -> tensor<64x8xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x8xf32, #mma>, memref<?x?xf32>
   tile.return
 }
 
@@ -304,6 +329,56 @@ tile.kernel @narrow(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_
   %off = arith.muli %pid, %c32 : index
   %a = tile.load %x[%off, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<32x128xf32, #blocked>
   tile.store %a, %y[%off, %c0] : tensor<32x128xf32, #blocked>, memref<?x?xf32, strided<[?, ?], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Loops whose bounds are below 2^31 (constants, sizes of 32-bit views and
+// their minimum) count in i32 with an unsigned compare: iv + step cannot
+// wrap. A bound from an index argument, a 64-bit view's size, or a step
+// that is not a positive constant keeps the index loop.
+// CHECK-LABEL: gpu.func @narrow_loops
+// CHECK: scf.for unsigned %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) : i32 {
+// CHECK-NEXT: arith.index_castui %[[I]] : i32 to index
+// CHECK: scf.for unsigned %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
+tile.kernel @narrow_loops(%x: memref<?xf32, strided<[1], offset: ?>> {tile.index_bitwidth = 32}, %w: memref<?xf32, strided<[1], offset: ?>>, %n: index, %s: index) {
+  %c0 = arith.constant 0 : index
+  %c512 = arith.constant 512 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant dense<0.0> : tensor<512xf32, #row>
+  %dim = memref.dim %x, %c0 : memref<?xf32, strided<[1], offset: ?>>
+  %ub = arith.minsi %dim, %c4096 : index
+  %a = scf.for %i = %c0 to %ub step %c512 iter_args(%acc = %zero) -> (tensor<512xf32, #row>) {
+    %t = tile.load %x[%i] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row>
+    %r = arith.addf %acc, %t : tensor<512xf32, #row>
+    scf.yield %r : tensor<512xf32, #row>
+  }
+  scf.for %i = %c0 to %c4096 step %c512 {
+    tile.store %a, %x[%i] : tensor<512xf32, #row>, memref<?xf32, strided<[1], offset: ?>>
+  }
+  %b = scf.for %i = %c0 to %n step %c512 iter_args(%acc = %a) -> (tensor<512xf32, #row>) {
+    %t = tile.load %x[%i] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row>
+    %r = arith.addf %acc, %t : tensor<512xf32, #row>
+    scf.yield %r : tensor<512xf32, #row>
+  }
+  %wdim = memref.dim %w, %c0 : memref<?xf32, strided<[1], offset: ?>>
+  %c = scf.for %i = %c0 to %wdim step %c512 iter_args(%acc = %b) -> (tensor<512xf32, #row>) {
+    %t = tile.load %w[%i] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row>
+    %r = arith.addf %acc, %t : tensor<512xf32, #row>
+    scf.yield %r : tensor<512xf32, #row>
+  }
+  %d = scf.for %i = %c0 to %dim step %s iter_args(%acc = %c) -> (tensor<512xf32, #row>) {
+    %t = tile.load %x[%i] : memref<?xf32, strided<[1], offset: ?>> -> tensor<512xf32, #row>
+    %r = arith.addf %acc, %t : tensor<512xf32, #row>
+    scf.yield %r : tensor<512xf32, #row>
+  }
+  tile.store %d, %w[%c0] : tensor<512xf32, #row>, memref<?xf32, strided<[1], offset: ?>>
   tile.return
 }
 

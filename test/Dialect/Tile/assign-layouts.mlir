@@ -102,15 +102,17 @@ tile.kernel @loop(%x: memref<?xf32>, %n: index, %s: f32) {
 // -----
 
 // f16 dots use tensor cores on sm_80+: the accumulator (and the loop that
-// carries it) takes the mma layout; f32 dots stay on CUDA cores.
-// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// carries it) takes the mma layout; f32 dots stay on CUDA cores. Warps go
+// to the dimension with more mma blocks per warp (64 / 16 rows, 64 / 8
+// columns): 2 x 2 for 4 warps, 2 x 4 for 8.
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
 // CHECK-LABEL: tile.kernel @dots
 // CHECK: tile.splat
 // CHECK-NEXT: tile.convert_layout {{.*}} -> tensor<64x64xf32, #[[MMA]]>
 // CHECK: scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>)
 // CHECK: tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
 // CHECK: tile.dot {{.*}} : tensor<16x16xf32, #{{.*}}>, tensor<16x16xf32, #{{.*}}> -> tensor<16x16xf32, #blocked
-// WARPS8: #tile.mma<warpsPerCTA = [4, 2]>
+// WARPS8: #tile.mma<warpsPerCTA = [2, 4]>
 // WARPS8-LABEL: tile.kernel @dots
 tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %k: index, %s: f32) {
   %c0 = arith.constant 0 : index

@@ -96,13 +96,20 @@ private:
                        n % kMmaN == 0 && k % kMmaK == 0;
     if (!tensorCores)
       return defaultLayout(acc);
-    // Warps tile rows, then columns, never past the tile: warps left over
-    // (a small tile) repeat the work of the first ones.
+    // Each doubling goes to the dimension with more mma blocks per warp (as
+    // Triton does), so a warp's tile stays square-ish and the operand
+    // fragments it loads from shared memory are few; never past the tile:
+    // warps left over (a small tile) repeat the work of the first ones.
     unsigned wm = 1, wn = 1;
-    while (wm * 2 <= numWarps && (wm * 2) * kMmaM <= m)
-      wm *= 2;
-    while (wm * wn * 2 <= numWarps && (wn * 2) * kMmaN <= n)
-      wn *= 2;
+    while (wm * wn < numWarps) {
+      bool growM = (wm * 2) * kMmaM <= m, growN = (wn * 2) * kMmaN <= n;
+      if (!growM && !growN)
+        break;
+      if (growM && (!growN || m / (kMmaM * wm) >= n / (kMmaN * wn)))
+        wm *= 2;
+      else
+        wn *= 2;
+    }
     return MmaLayoutAttr::get(context, {wm, wn});
   }
 
