@@ -1137,7 +1137,7 @@ constexpr StringLiteral kNarrowLoopAttr = "tile.narrow_loop";
 
 /// Whether an index value is provably in [0, 2^31): a constant, a size of a
 /// view that promises 32-bit indices (its launcher checks that), or the
-/// minimum of such values.
+/// minimum of such a value and a non-negative one.
 bool isNarrowIndex(KernelOp kernel, Value value, unsigned depth = 0) {
   if (depth > 8)
     return false;
@@ -1152,31 +1152,40 @@ bool isNarrowIndex(KernelOp kernel, Value value, unsigned depth = 0) {
     return bits && bits.getInt() == 32;
   }
   Operation *op = value.getDefiningOp();
-  if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op))
-    return isNarrowIndex(kernel, op->getOperand(0), depth + 1) &&
-           isNarrowIndex(kernel, op->getOperand(1), depth + 1);
+  if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op)) {
+    Value a = op->getOperand(0), b = op->getOperand(1);
+    return (isNarrowIndex(kernel, a, depth + 1) && knownNonNegative(b)) ||
+           (isNarrowIndex(kernel, b, depth + 1) && knownNonNegative(a));
+  }
   return false;
 }
 
 /// Marks the index loops of `kernel` whose induction variable fits in 32
-/// bits: bounds in [0, 2^31) and a constant step in (0, 2^31), so that
-/// `iv + step` cannot wrap an unsigned 32-bit compare. Marked loops count in
-/// i32 after the conversion (narrowInductionVariable): one register for the
-/// counter and 32-bit offsets from it, as Triton's loops.
+/// bits: an upper bound in [0, 2^31), a non-negative lower bound and a
+/// constant step in (0, 2^31), so that `iv + step` cannot wrap an unsigned
+/// 32-bit compare. Marked loops count in i32 after the conversion
+/// (narrowInductionVariable): one register for the counter and 32-bit
+/// offsets from it, as Triton's loops. The attribute says whether the lower
+/// bound needs clamping to the upper one to fit (`program_id * 16`).
 void markNarrowLoops(KernelOp kernel) {
   kernel.walk([&](scf::ForOp loop) {
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-    if (loop.getInductionVar().getType().isIndex() && step && *step > 0 &&
-        *step <= std::numeric_limits<int32_t>::max() && !loop.getUnsignedCmp() &&
-        isNarrowIndex(kernel, loop.getLowerBound()) &&
-        isNarrowIndex(kernel, loop.getUpperBound()))
-      loop->setAttr(kNarrowLoopAttr, UnitAttr::get(loop.getContext()));
+    if (!loop.getInductionVar().getType().isIndex() || !step || *step <= 0 ||
+        *step > std::numeric_limits<int32_t>::max() || loop.getUnsignedCmp() ||
+        !isNarrowIndex(kernel, loop.getUpperBound()) ||
+        !knownNonNegative(loop.getLowerBound()))
+      return;
+    bool clamp = !isNarrowIndex(kernel, loop.getLowerBound());
+    loop->setAttr(kNarrowLoopAttr, BoolAttr::get(loop.getContext(), clamp));
   });
 }
 
 /// Rewrites a loop marked by markNarrowLoops to count in i32 with an
-/// unsigned compare; its body sees the counter widened back to index.
+/// unsigned compare; its body sees the counter widened back to index. A
+/// clamped lower bound min(lb, ub) runs the same iterations: none when
+/// lb >= ub.
 void narrowInductionVariable(scf::ForOp loop) {
+  bool clamp = loop->getAttrOfType<BoolAttr>(kNarrowLoopAttr).getValue();
   loop->removeAttr(kNarrowLoopAttr);
   Location loc = loop.getLoc();
   OpBuilder b(loop.getBody(), loop.getBody()->begin());
@@ -1188,7 +1197,10 @@ void narrowInductionVariable(scf::ForOp loop) {
   auto narrow = [&](Value v) -> Value {
     return arith::IndexCastUIOp::create(b, loc, i32, v);
   };
-  loop.setLowerBound(narrow(loop.getLowerBound()));
+  Value lb = loop.getLowerBound();
+  if (clamp)
+    lb = arith::MinUIOp::create(b, loc, lb, loop.getUpperBound());
+  loop.setLowerBound(narrow(lb));
   loop.setUpperBound(narrow(loop.getUpperBound()));
   loop.setStep(narrow(loop.getStep()));
   iv.setType(i32);

@@ -384,6 +384,36 @@ tile.kernel @narrow_loops(%x: memref<?xf32, strided<[1], offset: ?>> {tile.index
 
 // -----
 
+#row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// A row loop `for r = pid * 16 to min(pid * 16 + 16, size)`: the upper
+// bound is below 2^31, the lower one only non-negative, so it is clamped
+// to the upper one (no iterations when it is past it) and the loop counts
+// in i32.
+// CHECK-LABEL: gpu.func @narrow_loop_clamped
+// CHECK: %[[UB:.*]] = arith.minsi
+// CHECK: %[[LB:.*]] = arith.minui %{{.*}}, %[[UB]] : index
+// CHECK: %[[LB32:.*]] = arith.index_castui %[[LB]] : index to i32
+// CHECK: %[[UB32:.*]] = arith.index_castui %[[UB]] : index to i32
+// CHECK: scf.for unsigned %{{.*}} = %[[LB32]] to %[[UB32]] step %{{.*}} : i32 {
+tile.kernel @narrow_loop_clamped(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %pid = tile.program_id {dim = 0}
+  %lb = arith.muli %pid, %c16 : index
+  %end = arith.addi %lb, %c16 : index
+  %dim = memref.dim %x, %c0 : memref<?x?xf32, strided<[?, 1], offset: ?>>
+  %ub = arith.minsi %end, %dim : index
+  %z = arith.constant dense<0.0> : tensor<1x512xf32, #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>>
+  scf.for %r = %lb to %ub step %c1 {
+    tile.store %z, %x[%r, %c0] : tensor<1x512xf32, #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  }
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // A mask `program_id * 512 + iota < bound` is constant over a thread's 4

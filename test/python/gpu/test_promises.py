@@ -266,3 +266,20 @@ def test_same_shapes_groups_are_checked() -> None:
         tileopt.compile(kernels.bias_gelu("f32"), "sm_80", same_shapes=[("x", "bias")])
     p = KernelParam.view("y", "f32", 1, same_shape_as=0)
     assert str(p) == "y: view<?xf32, same_shape_as 0>" and KernelParam.parse(str(p)) == p
+
+
+def test_32_bit_loops_run_the_same_iterations() -> None:
+    """With 32-bit indices, layer norm's row loop `pid * 16 .. min(pid * 16 + 16, M)` counts
+    in i32 (its start clamped to its end): programs past the last row run no iteration, and
+    a last program with fewer rows stops at M."""
+    k = tileopt.compile(kernels.layer_norm(block=256, rows_per_program=16), "sm_90",
+                        int32_indexing=True)
+    assert "setp.lt.u64" not in str(k.asm["ptx"])  # no 64-bit compare left, the loop's included
+    m, n = 37, 200
+    x, w, b = torch.randn(m, n), torch.randn(n), torch.randn(n)
+    y = torch.full((m + 5, n), 7.0)
+    grid = (kernels.layer_norm_grid((m, n))[0] + 3,)  # three programs with no rows
+    k.launch(grid, x, w, b, y[:m], 1e-5, device="emulator")  # raises on out-of-bounds
+    torch.testing.assert_close(y[:m], torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5),
+                               atol=2e-5, rtol=1e-5)
+    assert torch.all(y[m:] == 7.0)
