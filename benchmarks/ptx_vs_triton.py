@@ -55,15 +55,14 @@ checks share one size, as Triton's do. Sizes themselves are not known to either 
 both mask loads and stores with them (tileopt from the views' bounds in every dimension,
 Triton with explicit masks wherever a tile can leave the tensor).
 
-Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured three times, all
-with ``mma.sync`` on tileopt's side (the instruction tileopt has for sm_80 and newer): on sm_80
-against Triton's ``mma.sync``, emulated; on sm_90 against Triton's ``mma.sync`` (Triton's own
-switch ``DISABLE_MMA_V3=1``, set only while it compiles that case), emulated; and on sm_90
-against Triton's default there, ``wgmma`` (the emulator has no ``wgmma``: static metrics only),
-which is the target of tileopt's Hopper work (wgmma, TMA, pipelining). Triton keeps its default
-``num_stages=3`` software pipelining with ``cp.async`` in all three, part of what Triton does.
-``--classes`` adds the emulated warp-instructions by class (alu, fp, ld.global, shfl, ...) of
-both sides, which shows where tileopt's extra instructions are.
+Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured three times: on sm_80,
+``mma.sync`` on both sides; on sm_90, tileopt's ``mma.sync`` (what it emits for plain sm_90)
+against Triton's ``mma.sync`` (Triton's own switch ``DISABLE_MMA_V3=1``, set only while it
+compiles that case); on sm_90a, Hopper's ``wgmma`` on both sides (Triton's default on
+capability 90; tileopt's with ``target="sm_90a"``). Triton keeps its default ``num_stages=3``
+software pipelining with ``cp.async`` in all three, part of what Triton does. ``--classes``
+adds the emulated warp-instructions by class (alu, fp, ld.global, shfl, ...) of both sides,
+which shows where tileopt's extra instructions are.
 
 Triton is an optional dependency of this benchmark only (not in requirements.txt):
 
@@ -417,15 +416,13 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
     size = 128 if quick else 512
     a, b = randn(size, size, dtype=torch.float16), randn(size, size, dtype=torch.float16)
     grid = kernels.matmul_grid((size, size), (size, size), 64, 64)
-    # sm_80: mma.sync on both sides. sm_90: Triton emits wgmma unless DISABLE_MMA_V3=1 (its
-    # switch back to mma.sync); the mma.sync case runs in the emulator, the wgmma one is
-    # compared on static metrics only (the emulator has no wgmma).
+    # sm_80: mma.sync on both sides. sm_90: tileopt's mma.sync against Triton's (its switch
+    # DISABLE_MMA_V3=1). sm_90a: wgmma on both sides (Triton's default on capability 90).
     for target, variant, env in (
         ("sm_80", "", {}),
         ("sm_90", "mma.sync", {"DISABLE_MMA_V3": "1"}),
-        ("sm_90", "Triton wgmma", {}),
+        ("sm_90a", "wgmma", {}),
     ):
-        wgmma = variant == "Triton wgmma"
         cases.append(Case(
             "matmul_f16", lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32),
             grid, ["a", "b", "c"],
@@ -437,12 +434,7 @@ def make_cases(quick: bool, gen: torch.Generator) -> list[Case]:
             # this tiling's floor: a row block of a is read once per program column, ...
             inputs_min_bytes=_nbytes(a) * grid[1] + _nbytes(b) * grid[0],
             outputs_min_bytes=size * size * 4,
-            target=target, atol=2e-2, rtol=1e-3, emulate=not wgmma,
-            variant=variant, triton_env=env,
-            notes=[
-                "static metrics only: Triton uses wgmma on sm_90, which the emulator lacks; "
-                "tileopt has mma.sync only (wgmma is the Hopper issue's)"
-            ] if wgmma else [],
+            target=target, atol=2e-2, rtol=1e-3, variant=variant, triton_env=env,
         ))
     return cases
 
@@ -639,7 +631,8 @@ def _listen(**kwargs: Any) -> None:
 def run_triton(case: Case, repeat: int) -> Measured:
     triton.knobs.compilation.listener = _listen
     src = triton_source(case)
-    target = GPUTarget("cuda", int(case.target.removeprefix("sm_")), 32)
+    # Triton picks sm_90a itself for capability 90.
+    target = GPUTarget("cuda", int(case.target.removeprefix("sm_").rstrip("a")), 32)
     saved = {key: os.environ.get(key) for key in case.triton_env}
     os.environ.update(case.triton_env)
     try:

@@ -51,6 +51,8 @@ constexpr StringLiteral kGpuModuleName = "tileopt_kernels";
 struct KernelState {
   Value lane, warp;
   LLVM::GlobalOp sharedMemory;
+  /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
+  int64_t sharedAlignment = 16;
   unsigned numWarps = 4;
   /// The kernel's parameters, per tile.kernel argument.
   SmallVector<ValueRange> arguments;
@@ -83,9 +85,26 @@ struct AccessFacts {
   RankedTensorType fallback;
 };
 
+/// A tile.load lowered to cp.async into the staging area of the dot that
+/// uses it (planAsyncCopies).
+struct AsyncCopy {
+  Operation *dot;
+  unsigned operand;
+  /// The first async copy before its dot: waits for every warp to be done
+  /// with the shared memory it overwrites.
+  bool barrier;
+};
+
 struct LoweringState {
   llvm::DenseMap<Operation *, KernelState> kernels;
   unsigned numWarps = 4;
+  /// The chip has wgmma (hasWgmma: sm_90a).
+  bool wgmma = false;
+  /// Loads that copy straight into their dot's shared-memory staging area
+  /// with cp.async (planAsyncCopies), and per dot which operands (bit 0: lhs,
+  /// bit 1: rhs) arrive that way.
+  llvm::DenseMap<Operation *, AsyncCopy> asyncCopies;
+  llvm::DenseMap<Operation *, unsigned> asyncOperands;
   /// What the analysis before conversion proved about each load and store.
   llvm::DenseMap<Operation *, AccessFacts> accesses;
   /// Tile compares whose results are equal over runs of this many
@@ -531,6 +550,7 @@ struct Run {
   unsigned first, count;
 };
 
+
 /// Splits a thread's registers into runs of at most `maxElems` contiguous
 /// elements along `dim` (registers are contiguous along order[0]).
 SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
@@ -564,6 +584,61 @@ std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
   if (ShapedType::isDynamic(strides[dim]))
     return std::nullopt;
   return strides[dim];
+}
+
+//===----------------------------------------------------------------------===//
+// wgmma operands in shared memory
+//===----------------------------------------------------------------------===//
+
+/// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
+/// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
+/// rows wider than 128 bytes span several 128-byte atoms.
+int64_t wgmmaSwizzle(int64_t rowBytes) { return std::min<int64_t>(rowBytes, 128); }
+
+/// wgmma's descriptor code of a swizzle width (PTX ISA: 1 = 128B, 2 = 64B,
+/// 3 = 32B).
+int64_t wgmmaSwizzleMode(int64_t swizzle) {
+  return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+}
+
+/// Bytes of a `rows` x `rowBytes` wgmma operand in shared memory: the
+/// layout of wgmmaOffset, whole 8-row swizzle atoms.
+int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes) {
+  return llvm::alignTo(rows, 8) * rowBytes;
+}
+
+/// Byte offset of element (row, col) (b16) of an operand with `rows` rows of
+/// `rowBytes` in wgmma's canonical swizzled layout (the one Triton and
+/// CUTLASS use): columns split into atoms `swizzle` bytes wide, each atom
+/// holds every row (`swizzle` bytes apart), and inside an 8-row group the
+/// 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 / swizzle)).
+Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col, int64_t rows,
+                  int64_t rowBytes) {
+  int64_t swizzle = wgmmaSwizzle(rowBytes);
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+  Value byte = arith::ShLIOp::create(b, loc, col, c(1));
+  Value atom = arith::ShRUIOp::create(b, loc, byte, c(llvm::Log2_64(swizzle)));
+  Value within = arith::AndIOp::create(b, loc, byte, c(swizzle - 1));
+  Value phase = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, row, c(7)),
+      c(llvm::Log2_64(128 / swizzle)));
+  Value swizzled = arith::XOrIOp::create(
+      b, loc, within, arith::ShLIOp::create(b, loc, phase, c(4)));
+  Value atomBase = arith::MulIOp::create(b, loc, atom, c(rows * swizzle), kNoWrap);
+  Value rowBase = arith::MulIOp::create(b, loc, row, c(swizzle), kNoWrap);
+  return arith::AddIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, atomBase, rowBase, kNoWrap),
+      swizzled, kNoWrap);
+}
+
+/// Byte offset of operand `operand` (0: lhs, 1: rhs) of a wgmma dot in its
+/// shared-memory staging area.
+int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
+  if (operand == 0)
+    return 0;
+  RankedTensorType lhs = dot.getLhs().getType();
+  return llvm::alignTo(
+      wgmmaOperandBytes(lhs.getDimSize(0), lhs.getDimSize(1) * 2), 1024);
 }
 
 /// The addresses and in-bounds predicates of a tile's registers for a load
@@ -1482,6 +1557,40 @@ struct LoadLowering : TilePattern<LoadOp> {
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     VectorType resultType = vectorType(tile);
+    if (auto copy = state.accesses.count(op) ? state.asyncCopies.find(op)
+                                             : state.asyncCopies.end();
+        copy != state.asyncCopies.end()) {
+      // Straight into the dot's staging area; the dot reads it from there.
+      if (copy->second.barrier)
+        barrier(rewriter, loc);
+      Access access(rewriter, loc, tile,
+                    vectorView(rewriter, loc, view, plan, plan.elems), offsets,
+                    element, ks, /*ownersOnly=*/false);
+      TileCoords coords = emitCoords(rewriter, loc, tile, ks);
+      int64_t byteOffset =
+          wgmmaOperandOffset(cast<DotOp>(copy->second.dot), copy->second.operand);
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    plan.elems)) {
+        if (run.count * bits != 128)
+          return op.emitOpError("internal error: cp.async run is not 16 bytes");
+        ArrayRef<Value> at = coords.coords[run.first];
+        Value dst = sharedPtr(
+            rewriter, loc, ks, rewriter.getI8Type(),
+            wgmmaOffset(rewriter, loc, at[0], at[1], tile.getDimSize(0),
+                        tile.getDimSize(1) * 2),
+            byteOffset);
+        RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
+        Value size = bounds.full
+                         ? arith::SelectOp::create(rewriter, loc, bounds.full,
+                                                   i32Const(rewriter, loc, 16),
+                                                   i32Const(rewriter, loc, 0))
+                         : i32Const(rewriter, loc, 16);
+        NVVM::CpAsyncOp::create(rewriter, loc, dst, access.pointer(rewriter, run.first),
+                                16, NVVM::LoadCacheModifierKind::CG, size);
+      }
+      rewriter.replaceOp(op, LLVM::PoisonOp::create(rewriter, loc, resultType));
+      return success();
+    }
 
     // Addresses are computed in each branch: the vector one needs few.
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
@@ -2024,6 +2133,15 @@ struct ReduceLowering : TilePattern<ReduceOp> {
   }
 };
 
+/// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
+/// fits (isWgmmaDot).
+bool usesWgmma(DotOp dot, const LoweringState &state) {
+  RankedTensorType acc = dot.getAcc().getType();
+  auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
+  return state.wgmma && mma &&
+         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
+}
+
 /// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
 /// 16-byte aligned for ldmatrix and hit different banks.
 constexpr int64_t kMmaSmemPad = 8;
@@ -2072,6 +2190,175 @@ SmallVector<Value> emitMma(OpBuilder &b, Location loc, bool bf16,
   for (unsigned i = 0; i < 4; ++i)
     d.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
   return d;
+}
+
+/// Stores a 2-D b16 tile to shared memory at `byteOffset` in the layout of
+/// wgmmaOffset (rows along dim 0, contiguous along dim 1); runs of a
+/// thread's registers along dim 1 stay inside one 16-byte chunk.
+void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks,
+                       RankedTensorType type, Value vector, int64_t byteOffset) {
+  TileCoords coords = emitCoords(b, loc, type, ks);
+  SmallVector<Value> values = unpack(b, loc, vector);
+  Type element = type.getElementType();
+  int64_t rows = type.getDimSize(0), rowBytes = type.getDimSize(1) * 2;
+  WriteOnce once(coords.offsets, type.getShape());
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, 8) : 1;
+  for (Run run : contiguousRuns(coords.offsets, type.getShape(), 1, maxElems)) {
+    if (!once.claim(run))
+      continue;
+    ArrayRef<Value> at = coords.coords[run.first];
+    Value offset = wgmmaOffset(b, loc, at[0], at[1], rows, rowBytes);
+    Value ptr = sharedPtr(b, loc, ks, b.getI8Type(), offset, byteOffset);
+    if (run.count == 1) {
+      LLVM::StoreOp::create(b, loc, values[run.first], ptr);
+      continue;
+    }
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({int64_t(run.count)}, element),
+        ArrayRef<Value>(values).slice(run.first, run.count));
+    LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * 2);
+  }
+}
+
+/// A PTX statement with no operands and no results, kept in place.
+void emitPtx(OpBuilder &b, Location loc, StringRef text) {
+  MLIRContext *ctx = b.getContext();
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange(), ValueRange(), text, "", /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+}
+
+/// An inline-asm statement whose f32 registers `regs` are read and written
+/// in place ("+f"), after the other inputs `inputs` ("l" each); kept in
+/// order with the other side-effecting statements.
+SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
+                                  ArrayRef<Value> regs, ValueRange inputs) {
+  MLIRContext *ctx = b.getContext();
+  std::string constraints;
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints += (i ? ",=f" : "=f");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    constraints += ",l";
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> operands(inputs);
+  operands.append(regs.begin(), regs.end());
+  auto result = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(regs.size(), b.getF32Type()));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < regs.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+/// "{$first, ..., $(first + count - 1)}".
+std::string asmRegisterList(unsigned first, unsigned count) {
+  std::string text = "{";
+  for (unsigned i = 0; i < count; ++i)
+    text += (i ? ", $" : "$") + std::to_string(first + i);
+  return text + "}";
+}
+
+/// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
+/// (MN-major, imm-trans-b) are staged in shared memory in wgmma's swizzled
+/// layout, then each warpgroup issues one wgmma.mma_async m64nNk16 per 64-row
+/// block and k16 step on descriptors of them, and waits for all. The
+/// accumulator fragment of m64nN is the mma layout's (each warp 16 rows,
+/// 8-column blocks in order), so the registers stay where they are.
+LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
+                            MmaLayoutAttr mma, KernelState &ks,
+                            ConversionPatternRewriter &rewriter,
+                            VectorType accVecType, unsigned asyncOperands) {
+  Location loc = op.getLoc();
+  OpBuilder &b = rewriter;
+  RankedTensorType lhsType = op.getLhs().getType();
+  RankedTensorType rhsType = op.getRhs().getType();
+  int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
+          n = rhsType.getDimSize(1);
+  int64_t aRowBytes = k * 2, bRowBytes = n * 2;
+  int64_t aSwizzle = wgmmaSwizzle(aRowBytes), bSwizzle = wgmmaSwizzle(bRowBytes);
+  // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
+  int64_t bOffset = wgmmaOperandOffset(op, 1);
+  ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
+
+  // Operands that planAsyncCopies sent with cp.async are there already.
+  if (asyncOperands != 3)
+    barrier(b, loc);
+  if (!(asyncOperands & 1))
+    storeWgmmaOperand(b, loc, ks, lhsType, lhs, 0);
+  if (!(asyncOperands & 2))
+    storeWgmmaOperand(b, loc, ks, rhsType, rhs, bOffset);
+  if (asyncOperands) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  }
+  // wgmma reads shared memory through the async proxy.
+  emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+  barrier(b, loc);
+
+  auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
+  Type i64 = b.getI64Type();
+  Value base = LLVM::PtrToIntOp::create(b, loc, b.getI32Type(),
+                                        sharedBase(b, loc, ks));
+  // Descriptor: start address >> 4 (14 bits), leading and stride byte
+  // offsets >> 4, swizzle mode in bits 62-63.
+  auto descriptor = [&](Value byteOffset, int64_t leading, int64_t stride,
+                        int64_t swizzle) -> Value {
+    Value addr = arith::AddIOp::create(b, loc, base, byteOffset);
+    Value start = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, addr, c32(4)), c32(0x3FFF));
+    uint64_t fixed = (uint64_t((leading >> 4) & 0x3FFF) << 16) |
+                     (uint64_t((stride >> 4) & 0x3FFF) << 32) |
+                     (uint64_t(wgmmaSwizzleMode(swizzle)) << 62);
+    return arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i64, start),
+        arith::ConstantIntOp::create(b, loc, i64, int64_t(fixed)));
+  };
+
+  unsigned wm = mma.getWarpsPerCTA()[0];
+  int64_t repsM = m / (kMmaM * wm);
+  int64_t regsPerRep = n / 2;
+  // This warpgroup's first row: 64 per warpgroup, 16 * wm per repetition.
+  Value groupRow = arith::MulIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, ks.warp, c32(2)), c32(64));
+  SmallVector<Value> acc = unpack(b, loc, accVec);
+  StringRef type = lhsType.getElementType().isBF16() ? "bf16" : "f16";
+  std::string text =
+      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {2}, "
+                    "${3}, ${4}, 1, 1, 1, 0, 1;",
+                    n, type, asmRegisterList(0, regsPerRep), regsPerRep,
+                    regsPerRep + 1)
+          .str();
+  emitPtx(b, loc, "wgmma.fence.sync.aligned;");
+  for (int64_t kk = 0; kk < k; kk += kMmaK) {
+    int64_t aByte = kk * 2;
+    Value bDesc = descriptor(c32(bOffset + kk * bSwizzle), k * bSwizzle,
+                             8 * bSwizzle, bSwizzle);
+    for (int64_t rm = 0; rm < repsM; ++rm) {
+      Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
+      Value aStart = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
+          c32(aByte / aSwizzle * m * aSwizzle + aByte % aSwizzle));
+      Value aDesc = descriptor(aStart, 16, 8 * aSwizzle, aSwizzle);
+      MutableArrayRef<Value> regs =
+          MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);
+      SmallVector<Value> d = emitInPlaceAsm(b, loc, text, regs, {aDesc, bDesc});
+      llvm::copy(d, regs.begin());
+    }
+  }
+  emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
+  // The wait takes the accumulators in place, so nothing reads them early.
+  acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  if (int64_t(acc.size()) != accVecType.getNumElements())
+    return op.emitOpError("internal error: wgmma accumulator size mismatch");
+  rewriter.replaceOp(op, pack(b, loc, accVecType, acc));
+  return success();
 }
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
@@ -2168,9 +2455,15 @@ struct DotLowering : TilePattern<DotOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
-    if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType())))
+    if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType()))) {
+      if (usesWgmma(op, state))
+        return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
+                             adaptor.getAcc(), mma, ks, rewriter,
+                             vectorType(op.getAcc().getType()),
+                             state.asyncOperands.lookup(op));
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(),
                          mma, ks, rewriter, vectorType(op.getAcc().getType()));
+    }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();
     RankedTensorType accType = op.getAcc().getType();
@@ -2444,6 +2737,10 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
+    if (usesWgmma(dot, state))
+      return llvm::alignTo(wgmmaOperandBytes(l.getDimSize(0), l.getDimSize(1) * 2),
+                           1024) +
+             wgmmaOperandBytes(r.getDimSize(0), r.getDimSize(1) * 2);
     int64_t pad = isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType()))
                       ? kMmaSmemPad
                       : smemPad(l.getElementType());
@@ -2493,6 +2790,56 @@ std::optional<unsigned> minimumPtxVersion(StringRef chip) {
   default:
     return sm > 90 ? 88 : 80;
   }
+}
+
+/// Picks the wgmma dot operands that a tile.load copies from global memory
+/// straight into the dot's staging area with cp.async (as Triton does): no
+/// registers hold them on the way and one instruction moves 16 bytes. The
+/// load must be the operand's only producer in the dot's block, proven
+/// aligned with whole 16-byte runs along the rows (no scalar tail or
+/// fallback), padded with zeros (cp.async zero-fills what it skips), and no
+/// op between it and the dot may use shared memory (it would overwrite the
+/// staging area).
+void planAsyncCopies(KernelOp kernel, LoweringState &state) {
+  kernel.walk([&](DotOp dot) {
+    if (!usesWgmma(dot, state))
+      return;
+    SmallVector<std::pair<LoadOp, unsigned>> copies;
+    for (unsigned operand = 0; operand < 2; ++operand) {
+      auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
+      if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
+        continue;
+      const AccessFacts &facts = state.accesses[load];
+      RankedTensorType tile = load.getResult().getType();
+      auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
+      if (!facts.aligned || !facts.wholeRuns || facts.fallback ||
+          facts.plan.dim != 1 ||
+          facts.plan.elems * storageBits(tile.getElementType()) != 128 ||
+          !padding || !padding.getValue().isZero())
+        continue;
+      bool clobbered = false;
+      for (Operation *op = load->getNextNode(); op != dot && !clobbered;
+           op = op->getNextNode())
+        clobbered = op->walk([&](Operation *nested) {
+                        return scratchBytes(nested, state) > 0
+                                   ? WalkResult::interrupt()
+                                   : WalkResult::advance();
+                      }).wasInterrupted();
+      if (!clobbered)
+        copies.push_back({load, operand});
+    }
+    if (copies.empty())
+      return;
+    llvm::sort(copies, [](auto &a, auto &b) {
+      return a.first->isBeforeInBlock(b.first);
+    });
+    unsigned mask = 0;
+    for (auto [i, copy] : llvm::enumerate(copies)) {
+      state.asyncCopies[copy.first] = {dot, copy.second, /*barrier=*/i == 0};
+      mask |= 1u << copy.second;
+    }
+    state.asyncOperands[dot] = mask;
+  });
 }
 
 struct ConvertTileToNVVM
@@ -2578,6 +2925,7 @@ struct ConvertTileToNVVM
                     builder.getUnitAttr());
 
     LoweringState state;
+    state.wgmma = hasWgmma(chip);
     state.numWarps = 0;
     for (KernelOp kernel : kernels) {
       unsigned warps = 0;
@@ -2607,6 +2955,8 @@ struct ConvertTileToNVVM
         if (std::optional<AccessOperands> access = accessOperands(op))
           state.accesses[op] = analyzeAccess(kernel, *access);
       });
+    for (KernelOp kernel : kernels)
+      planAsyncCopies(kernel, state);
 
     // Shared memory per kernel: the largest scratch any op needs. Static
     // shared memory is limited to 48 KiB on every chip.
@@ -2672,6 +3022,7 @@ struct ConvertTileToNVVM
       int64_t bytes = sharedBytes.lookup(gpuFunc.getName());
       ks.sharedMemory.setGlobalTypeAttr(TypeAttr::get(
           LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), std::max<int64_t>(bytes, 0))));
+      ks.sharedMemory.setAlignment(ks.sharedAlignment);
       gpuFunc->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(bytes));
       if (bytes == 0)
         ks.sharedMemory.erase();

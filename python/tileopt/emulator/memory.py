@@ -228,7 +228,7 @@ class SharedShadow:
     def access(self, st, ins, tids, flat, addr, size, kind: str) -> None:
         words = flat >> 2
         # all threads of the chunk: tids is the identity, no gather needed
-        me = self.me if tids.shape[0] == self.me.shape[0] else self.me[tids]
+        me = self.me if tids is st.arange else self.me[tids]
         if size > 4:
             k = size // 4
             words = (words[:, None] + np.arange(k)[None, :]).ravel()

@@ -2,7 +2,8 @@
 
 ``compile_instruction(cx, ins)`` turns one parsed instruction into one or more :class:`Op`.
 Memory instructions live in :mod:`tileopt.emulator.memops`, warp-level ones (shfl, vote, mma,
-ldmatrix...) in :mod:`tileopt.emulator.warpops`.
+ldmatrix...) in :mod:`tileopt.emulator.warpops`, Hopper's warpgroup MMA (wgmma) in
+:mod:`tileopt.emulator.warpgroup`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def compile_instruction(cx, ins: Instruction) -> list[Op]:
     base = ins.opcode.split(".")[0]
     h = HANDLERS.get(base)
     if h is None:
-        from tileopt.emulator import memops, warpops  # noqa: F401  (register their handlers)
+        from tileopt.emulator import memops, warpgroup, warpops  # noqa: F401  (their handlers)
 
         h = HANDLERS.get(base)
     if h is None:
@@ -84,6 +85,7 @@ _WARP_SYNC = {
     "stmatrix": None,
     "movmatrix": None,
     "wmma": None,
+    "wgmma": None,
 }
 
 

@@ -1,5 +1,6 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80" | FileCheck %s
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80 fp-fusion=false" | FileCheck %s --check-prefix=NOFUSE
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=WGMMA
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
@@ -147,10 +148,53 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // -----
 
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// On sm_90a an f16 dot whose warps tile rows runs on wgmma: A (64x32,
+// 64-byte rows) and B (32x64, 128-byte rows) are stored 16 bytes at a time
+// in the swizzled layout (chunk XOR row bits), fenced for the async proxy,
+// and each k16 step is one m64n64k16 on descriptors (A: 64B swizzle, stride
+// 512, leading unused (16); B: 128B swizzle, transposed, stride 1024,
+// leading 4096: Triton's), all waited for with the accumulators in place.
+// On sm_80 it is mma.sync.
+// CHECK-LABEL: gpu.func @wgmma_dot
+// CHECK: mma.sync.aligned.m16n8k16
+// WGMMA: llvm.mlir.global internal @wgmma_dot_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
+// WGMMA-LABEL: gpu.func @wgmma_dot
+// WGMMA: nvvm.barrier0
+// WGMMA: arith.xori
+// WGMMA: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA: fence.proxy.async.shared::cta;
+// WGMMA-NEXT: nvvm.barrier0
+// WGMMA: wgmma.fence.sync.aligned;
+// WGMMA: arith.constant 4611686293322072064 : i64
+// WGMMA: arith.constant -9223371899415756800 : i64
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, 1, 1, 1, 0, 1;
+// WGMMA: wgmma.commit_group.sync.aligned;
+// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA-NOT: mma.sync
+// WGMMA-LABEL: gpu.func @mma_dot_one_column_block
+tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
-// One 8-column block of B per warp: its fragment is an ldmatrix.x2.
+// One 8-column block of B per warp: its fragment is an ldmatrix.x2. Too
+// narrow for wgmma: sm_90a uses mma.sync too.
+// WGMMA: mma.sync.aligned.m16n8k16
 // CHECK-LABEL: gpu.func @mma_dot_one_column_block
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
 // CHECK-NEXT: llvm.extractvalue

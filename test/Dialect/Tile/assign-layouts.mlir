@@ -1,6 +1,7 @@
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts | FileCheck %s
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=num-warps=8 | FileCheck %s --check-prefix=WARPS8
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts --tile-remove-layout-conversions | FileCheck %s --check-prefix=CLEAN
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=target=sm_90a | FileCheck %s --check-prefix=SM90A
 
 // Loads and stores anchor 16-byte-per-thread layouts along the stride-1 dim;
 // elementwise ops inherit them; the broadcast 1-D bias meets the 2-D layout
@@ -114,6 +115,9 @@ tile.kernel @loop(%x: memref<?xf32>, %n: index, %s: f32) {
 // CHECK: tile.dot {{.*}} : tensor<16x16xf32, #{{.*}}>, tensor<16x16xf32, #{{.*}}> -> tensor<16x16xf32, #blocked
 // WARPS8: #tile.mma<warpsPerCTA = [2, 4]>
 // WARPS8-LABEL: tile.kernel @dots
+// On sm_90a (wgmma) the warps tile the rows only, a warpgroup per 64 rows.
+// SM90A: #tile.mma<warpsPerCTA = [4, 1]>
+// SM90A-LABEL: tile.kernel @dots
 tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %k: index, %s: f32) {
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
@@ -167,6 +171,9 @@ tile.kernel @while_loop(%x: memref<?xf32>, %n: index) {
 // CHECK-LABEL: tile.kernel @narrow_dot
 // CHECK: tile.dot {{.*}} -> tensor<64x8xf32, #[[NARROW]]>
 // WARPS8: #[[NARROW8:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// An 8-column accumulator is too narrow for wgmma: mma.sync's split.
+// SM90A: #tile.mma<warpsPerCTA = [4, 1]>
+// SM90A-LABEL: tile.kernel @narrow_dot
 // WARPS8-LABEL: tile.kernel @narrow_dot
 // WARPS8: tile.dot {{.*}} -> tensor<64x8xf32, #[[NARROW8]]>
 tile.kernel @narrow_dot(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) {

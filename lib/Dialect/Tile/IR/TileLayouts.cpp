@@ -254,3 +254,12 @@ Attribute tileopt::tile::permuteLayout(Attribute layout,
     order.push_back(inverse[d]);
   return BlockedLayoutAttr::get(layout.getContext(), spt, tpw, wpc, order);
 }
+
+bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
+
+bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
+                               llvm::ArrayRef<unsigned> warpsPerCTA) {
+  return warpsPerCTA.size() == 2 && warpsPerCTA[0] % 4 == 0 &&
+         warpsPerCTA[1] == 1 && m % (kMmaM * warpsPerCTA[0]) == 0 &&
+         n % 16 == 0 && n >= 16 && n <= 256;
+}

@@ -50,8 +50,10 @@ bool isCheapProducer(Value value, unsigned depth = 0) {
 
 class LayoutAssigner {
 public:
-  LayoutAssigner(MLIRContext *context, unsigned numWarps, unsigned smVersion)
-      : context(context), numWarps(numWarps), smVersion(smVersion) {}
+  LayoutAssigner(MLIRContext *context, unsigned numWarps, unsigned smVersion,
+                 bool wgmma)
+      : context(context), numWarps(numWarps), smVersion(smVersion),
+        wgmma(wgmma) {}
 
   LogicalResult run(KernelOp kernel) { return assignBlock(kernel.getBody().front()); }
 
@@ -100,6 +102,10 @@ private:
     // Triton does), so a warp's tile stays square-ish and the operand
     // fragments it loads from shared memory are few; never past the tile:
     // warps left over (a small tile) repeat the work of the first ones.
+    // On sm_90a the warps tile rows only when that fits wgmma (isWgmmaDot).
+    SmallVector<unsigned> rowsOnly{numWarps, 1};
+    if (wgmma && isWgmmaDot(m, n, rowsOnly))
+      return MmaLayoutAttr::get(context, rowsOnly);
     unsigned wm = 1, wn = 1;
     while (wm * wn < numWarps) {
       bool growM = (wm * 2) * kMmaM <= m, growN = (wn * 2) * kMmaN <= n;
@@ -336,6 +342,7 @@ private:
   MLIRContext *context;
   unsigned numWarps;
   unsigned smVersion;
+  bool wgmma; // the chip hasWgmma
 };
 
 struct TileAssignLayouts
@@ -358,7 +365,7 @@ struct TileAssignLayouts
           << target << "'";
       return signalPassFailure();
     }
-    LayoutAssigner assigner(&getContext(), numWarps, sm);
+    LayoutAssigner assigner(&getContext(), numWarps, sm, hasWgmma(target));
     for (auto kernel : getOperation().getOps<KernelOp>())
       if (failed(assigner.run(kernel)))
         return signalPassFailure();

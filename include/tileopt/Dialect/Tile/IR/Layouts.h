@@ -60,6 +60,17 @@ unsigned getNumWarps(mlir::Attribute layout);
 /// The rows and columns of one mma.sync m16n8 block.
 constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
 
+/// Whether `chip` has Hopper's warpgroup MMA (wgmma.mma_async): sm_90a, the
+/// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
+bool hasWgmma(llvm::StringRef chip);
+
+/// Whether an f16/bf16 dot of an `m` x `n` accumulator in an mma layout of
+/// `warpsPerCTA` runs on wgmma.mma_async m64nNk16 (on a chip that hasWgmma):
+/// each warpgroup (4 warps) owns whole 64-row blocks across all `n`
+/// columns, so the warps must tile rows only, and `n` must be 16..256 (a
+/// swizzled operand row is at least 32 bytes).
+bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA);
+
 /// The layout of `layout` with its dimensions permuted (dim i of the result
 /// is dim permutation[i] of the source), or null for slices.
 mlir::Attribute permuteLayout(mlir::Attribute layout,

@@ -1,0 +1,300 @@
+"""Warpgroup-level instructions of sm_90a: ``wgmma.fence``, ``wgmma.commit_group``,
+``wgmma.wait_group`` and ``wgmma.mma_async`` (Hopper's asynchronous warpgroup MMA).
+
+The emulator executes ``wgmma.mma_async`` synchronously, when a warp reaches it, so the
+fence, commit and wait instructions have nothing left to order: they are accepted and counted
+(class ``sync``). A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
+% 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator. Those rows need only the warp's
+own registers and shared memory (the matrix descriptors), so each warp computes its slice
+on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of f16/bf16
+values exact and one rounding of the sum to the accumulator type, as ``mma.sync`` does.
+
+Shared-memory operands are read through 64-bit matrix descriptors (PTX ISA, "Matrix
+Descriptor Format" and "Shared Memory Matrix Layout"): start address, leading- and
+stride-dimension byte offsets (LBO, SBO), base offset and swizzle mode, over the canonical
+K-major and MN-major layouts. See :func:`operand_addresses`.
+
+Supported: ``.m64nNk16`` (N = 8..256, step 8) with ``.f16``/``.bf16`` inputs and ``.f32``
+accumulators, or ``.f16`` inputs and ``.f16`` accumulators; A from a descriptor or from
+registers, B from a descriptor. Other shapes and types (tf32, fp8, integer, b1) and the
+sparse ``.sp`` form are refused at load time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from tileopt.emulator import numeric as nm
+from tileopt.emulator.errors import EmulatorError
+from tileopt.emulator.memops import read_elems, resolve
+from tileopt.emulator.memory import thread_ids
+from tileopt.emulator.ops import check_mods, handler, split
+from tileopt.emulator.parser import Imm, Reg, Vec
+from tileopt.emulator.warpops import _frag_reader, _frag_tables, _full, _lane, _regs_of
+
+# descriptor bits 63-62 -> swizzle width in bytes (0: no swizzle, "interleave")
+SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
+
+_SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
+
+
+@dataclass(frozen=True)
+class MatrixDescriptor:
+    """The fields of a wgmma shared-memory matrix descriptor, decoded to bytes."""
+
+    start: int  # shared-memory address of the matrix
+    lbo: int  # leading-dimension byte offset
+    sbo: int  # stride-dimension byte offset
+    base_offset: int  # 3-bit pattern start (swizzled modes only)
+    swizzle: int  # swizzle width in bytes: 0 (none), 32, 64 or 128
+
+
+def decode_descriptor(desc: int) -> MatrixDescriptor:
+    """Decode a 64-bit matrix descriptor (addresses and offsets are stored as ``(x & 0x3FFFF) >> 4``
+    in bits 13-0, 29-16 and 45-32; base offset in bits 51-49; swizzle mode in bits 63-62)."""
+    d = int(desc) & (2**64 - 1)
+    return MatrixDescriptor(
+        start=(d & 0x3FFF) << 4,
+        lbo=((d >> 16) & 0x3FFF) << 4,
+        sbo=((d >> 32) & 0x3FFF) << 4,
+        base_offset=(d >> 49) & 0x7,
+        swizzle=SWIZZLE_BYTES[(d >> 62) & 0x3],
+    )
+
+
+def operand_addresses(
+    desc: np.ndarray, mn: np.ndarray, k: np.ndarray, mn_major: bool, esize: int = 2
+) -> np.ndarray:
+    """Shared-memory byte addresses of elements ``(mn, k)`` of a wgmma operand.
+
+    *desc* holds one 64-bit descriptor per matrix; *mn* and *k* broadcast against it (the
+    A operand is M x K, B is N x K). The canonical layouts of the PTX ISA, in bytes with 16-byte
+    "core matrix rows" (T = 16 / *esize* elements) and W = swizzle bytes / 16:
+
+    * K-major, no swizzle: ``((8,m),(T,2k)):((16,SBO),(1,LBO))`` - core matrices of 8 rows
+      x 16 bytes, the next 16 bytes of K at LBO, the next 8 rows at SBO;
+    * K-major, swizzled: ``((8,m),(T,2k)):((swizzle,SBO),(1,16))`` - rows of the swizzle width,
+      the next 8 rows at SBO (LBO unused);
+    * MN-major, no swizzle: ``((T,1,m),(8,k)):((1,16,SBO),(16,LBO))`` - 16 bytes of MN per
+      K-row, the next 16 bytes of MN at SBO, the next 8 K-rows at LBO;
+    * MN-major, swizzled: ``((T,W,m),(8,k)):((1,16,LBO),(swizzle,SBO))`` - K-rows of the
+      swizzle width, the next swizzle-width of MN at LBO, the next 8 K-rows at SBO.
+
+    The address ``a = start + offset`` is then swizzled like the TMA: the 16-byte chunk bits
+    ``[4, 4+log2 W)`` are XORed with bits ``[7, 7+log2 W)``, where the row phase is counted
+    from the pattern start: ``((a >> 7) - base_offset) mod W`` (base offset 0 when the
+    pattern starts on a multiple of 8 x swizzle bytes).
+    """
+    d = np.asarray(desc, np.uint64)
+    start = ((d & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
+    lbo = (((d >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
+    sbo = (((d >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
+    base = ((d >> np.uint64(49)) & np.uint64(7)).astype(np.int64)
+    mode = (d >> np.uint64(62)).astype(np.int64)
+    sw = np.select([mode == 1, mode == 2, mode == 3], [128, 64, 32], 0)
+    mn = np.asarray(mn, np.int64)
+    k = np.asarray(k, np.int64)
+    if mn_major:
+        mb = mn * esize
+        mc, rem = mb // 16, mb % 16
+        w = np.maximum(sw // 16, 1)
+        plain = mc * sbo + (k % 8) * 16 + (k // 8) * lbo
+        swz = (mc % w) * 16 + (mc // w) * lbo + (k % 8) * sw + (k // 8) * sbo
+    else:
+        kb = k * esize
+        kc, rem = kb // 16, kb % 16
+        plain = (mn % 8) * 16 + (mn // 8) * sbo + kc * lbo
+        swz = (mn % 8) * sw + (mn // 8) * sbo + kc * 16
+    addr = start + np.where(sw == 0, plain, swz)
+    mask = np.maximum(sw // 16 - 1, 0)
+    phase = ((addr >> 7) - base) & mask
+    return (addr ^ (phase << 4)) + rem
+
+
+# ---------------------------------------------------------------- fence / commit / wait
+
+
+def _noop(st, idx) -> None:
+    return None
+
+
+@handler("wgmma")
+def h_wgmma(cx, ins):
+    """wgmma.{fence,commit_group,wait_group,mma_async}.sync.aligned."""
+    base, types, mods = split(ins)
+    kind = mods[0] if mods else ""
+    if kind in ("fence", "commit_group", "wait_group"):
+        check_mods(cx, mods, {kind, "sync", "aligned"})
+        if types or "sync" not in mods or "aligned" not in mods:
+            raise cx.unsupported()
+        want = 1 if kind == "wait_group" else 0
+        if len(ins.operands) != want:
+            raise cx.error(f"wgmma.{kind} expects {want} operand{'s' if want != 1 else ''}")
+        if want and not (isinstance(ins.operands[0], Imm) and ins.operands[0].value >= 0):
+            raise cx.error("wgmma.wait_group expects a non-negative integer constant")
+        return _noop, "sync"
+    if kind == "mma_async":
+        return _mma_async(cx, ins, types, mods)
+    raise cx.unsupported()
+
+
+# ---------------------------------------------------------------- mma_async
+
+
+def _acc_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row/col (within the warp's 16 rows) of accumulator element e of each lane, (32, N/2):
+    for each 8-column block j, d[4j..4j+3] = (g, 8j+2q), (g, 8j+2q+1), (g+8, ..), (g+8, ..)."""
+    g, q = _lane >> 2, _lane & 3
+    e = np.arange(n // 2)
+    j, r = e // 4, e % 4
+    rows = g[:, None] + 8 * (r[None, :] // 2)
+    cols = 8 * j[None, :] + 2 * q[:, None] + (r[None, :] % 2)
+    return rows, cols
+
+
+def _imm(cx, op, allowed: tuple[int, ...], what: str) -> int:
+    if not isinstance(op, Imm) or op.value not in allowed:
+        raise cx.error(f"{what} must be one of {', '.join(map(str, allowed))}")
+    return op.value
+
+
+def _decode16(raw: np.ndarray, t: str) -> np.ndarray:
+    """16-bit f16/bf16 patterns -> float64."""
+    if t == "f16":
+        return raw.view(np.float16).astype(np.float64)
+    return nm.bf16_to_f32(raw).astype(np.float64)
+
+
+def _mma_async(cx, ins, types, mods):
+    shapes = [m for m in mods if _SHAPE.fullmatch(m)]
+    if "sp" in mods:
+        raise cx.unsupported("sparse wgmma.mma_async.sp")
+    if len(shapes) != 1:
+        raise cx.unsupported("wgmma.mma_async needs one .m64nNkK shape")
+    M, N, K = map(int, _SHAPE.fullmatch(shapes[0]).groups())
+    if len(types) != 3 or types[1] not in ("f16", "bf16") or types[2] != types[1] or K != 16:
+        raise cx.unsupported(
+            f"wgmma.mma_async .{shapes[0]}.{'.'.join(types)}: only .m64nNk16 with "
+            ".f16/.bf16 A and B is emulated (not tf32, fp8, integer or b1)"
+        )
+    check_mods(cx, mods, {"mma_async", "sync", "aligned"} | set(shapes))
+    if "sync" not in mods or "aligned" not in mods:
+        raise cx.unsupported()
+    dt_, at, _ = types
+    if M != 64 or N % 8 or not 8 <= N <= 256:
+        raise cx.error(f"invalid wgmma shape .{shapes[0]}")
+    if dt_ not in ("f32", "f16") or (dt_ == "f16" and at != "f16"):
+        raise cx.unsupported(f"wgmma.mma_async accumulator .{dt_} with .{at} inputs")
+    operands = ins.operands
+    a_in_regs = isinstance(operands[1], Vec) if len(operands) > 1 else False
+    counts = (6, 7) if a_in_regs else (6, 8)
+    if len(operands) not in counts:
+        raise cx.error(f"wgmma.mma_async expects {' or '.join(map(str, counts))} operands")
+    d_op, a_op, b_op, sd_op = operands[:4]
+    scale_a = _imm(cx, operands[4], (1, -1), "imm-scale-a")
+    scale_b = _imm(cx, operands[5], (1, -1), "imm-scale-b")
+    trans = [_imm(cx, o, (0, 1), "imm-trans") for o in operands[6:]]
+    if a_in_regs:
+        trans_a, trans_b = 0, (trans[0] if trans else 0)
+    else:
+        trans_a, trans_b = trans if trans else (0, 0)
+    if not isinstance(b_op, Reg) or (not a_in_regs and not isinstance(a_op, Reg)):
+        raise cx.error("wgmma.mma_async matrix descriptors must be 64-bit registers")
+    rsd = cx.reader(sd_op, "pred")
+    rb_desc = cx.reader(b_op, "b64")
+    if a_in_regs:
+        ar, ac = _frag_tables("m16n8k16", at)[0]
+        ra, na = _frag_reader(cx, a_op, at, None)
+        if na != 8:
+            raise cx.error("wgmma.mma_async A in registers takes four .f16x2 registers")
+        ra_desc = None
+    else:
+        ra_desc = cx.reader(a_op, "b64")
+    dregs = _regs_of(d_op)
+    nd = N // 2 if dt_ == "f32" else N // 4
+    if len(dregs) != nd:
+        raise cx.error(f"wgmma.mma_async .m64n{N} with .{dt_} needs {nd} accumulator registers")
+    rc, _ = _frag_reader(cx, d_op, dt_, None)
+    wrs = [cx.writer(r, "f32" if dt_ == "f32" else "b32") for r in dregs]
+    cr, cc = _acc_tables(N)
+    sign = float(scale_a * scale_b)
+
+    def uniform(st, rd, tids, first, wi, what: str) -> np.ndarray:
+        """Per-warp value of an operand that every lane of a warp must hold alike."""
+        v = _full(rd, st)[tids]
+        per_warp = v[first]
+        bad = v != per_warp[wi]
+        if bad.any():
+            t = int(tids[np.flatnonzero(bad)[0]])
+            cta, tid = st.describe_thread(t)
+            raise EmulatorError(
+                f"kernel {st.kernel_name!r}, PTX line {ins.line}: `{ins.text}`: {what} differs "
+                f"between the lanes of a warp (CTA {cta}, thread {tid})"
+            )
+        return per_warp
+
+    def load(st, desc, warp_tid, mn, kk, mn_major: bool) -> np.ndarray:
+        """Operand elements (W, len(mn), K) as float64 from shared memory, per warp."""
+        W = desc.shape[0]
+        if mn_major:  # 16-byte chunks run along MN: 8 consecutive mn at one k
+            addr = operand_addresses(desc[:, None, None], mn[:, None, ::8], kk[None, :, None], True)
+        else:  # along K: 8 consecutive k at one mn
+            addr = operand_addresses(
+                desc[:, None, None], mn[:, :, None], kk[None, None, ::8], False
+            )
+        flat = addr.reshape(W, -1)
+        tids_rep = np.repeat(warp_tid, flat.shape[1])
+        parts = resolve(st, ins, tids_rep, "shared", flat.ravel(), 16, None, "r")
+        raw = np.stack(read_elems(parts, tids_rep.size, 2, 8, np.uint16), axis=-1)
+        vals = _decode16(raw, at)
+        if mn_major:  # (W, K, MN/8, 8) -> (W, MN, K)
+            return vals.reshape(W, K, -1).transpose(0, 2, 1)
+        return vals.reshape(W, mn.shape[1], K)  # (W, MN, K/8, 8)
+
+    kidx = np.arange(K)
+
+    def run(st, idx):
+        if st.tpc_real % 128:
+            raise EmulatorError(
+                f"kernel {st.kernel_name!r}, PTX line {ins.line}: `{ins.text}` needs whole "
+                f"warpgroups (4 warps), but the CTA has {st.tpc_real} threads"
+            )
+        tids = thread_ids(st, idx)
+        warps, first = np.unique(tids >> 5, return_index=True)
+        W = warps.size
+        wi = np.searchsorted(warps, tids >> 5)
+        warp_tid = tids[first]
+        rank = (warps % (st.tpc // 32)) % 4
+        lanes = (warps[:, None] * 32 + _lane[None, :]).ravel()
+        rows = 16 * rank[:, None] + np.arange(16)[None, :]  # (W, 16) rows of A and D
+        scale_d = uniform(st, rsd, tids, first, wi, "scale-d")
+        b_desc = uniform(st, rb_desc, tids, first, wi, "the B descriptor").astype(np.uint64)
+        nidx = np.broadcast_to(np.arange(N), (W, N))
+        B = load(st, b_desc, warp_tid, nidx, kidx, bool(trans_b))  # (W, N, K)
+        if ra_desc is None:
+            A = np.zeros((W, 16, K))
+            A[:, ar, ac] = ra(st, lanes).reshape(W, 32, -1)
+        else:
+            a_desc = uniform(st, ra_desc, tids, first, wi, "the A descriptor").astype(np.uint64)
+            A = load(st, a_desc, warp_tid, rows, kidx, bool(trans_a))  # (W, 16, K)
+        D = np.matmul(A, B.transpose(0, 2, 1))
+        if sign < 0:
+            D = -D
+        if scale_d.any():
+            C = np.zeros((W, 16, N))
+            C[:, cr, cc] = rc(st, lanes).reshape(W, 32, -1)
+            D = D + np.where(scale_d[:, None, None], C, 0.0)
+        lane = tids & 31
+        vals = D[wi[:, None], cr[lane], cc[lane]]  # (n, N/2)
+        if dt_ == "f32":
+            for k, wr in enumerate(wrs):
+                wr(st, idx, vals[:, k].astype(np.float32))
+        else:
+            h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
+            for k, wr in enumerate(wrs):
+                wr(st, idx, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)))
+
+    return run, "mma"
