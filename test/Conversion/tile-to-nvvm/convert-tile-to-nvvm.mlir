@@ -175,11 +175,64 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // WGMMA: wgmma.commit_group.sync.aligned;
 // WGMMA: wgmma.wait_group.sync.aligned 0;
 // WGMMA-NOT: mma.sync
-// WGMMA-LABEL: gpu.func @mma_dot_one_column_block
 tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
   %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// Operands loaded from views promised aligned with sizes divisible by 16
+// go global -> shared with cp.async (zero-filled where out of bounds)
+// after one barrier, and the dot waits for them instead of storing them.
+// A load with a shared-memory user between it and the dot (a reduction)
+// keeps the register path (A below); B, loaded after it, is copied.
+// WGMMA-LABEL: gpu.func @wgmma_async_copies
+// WGMMA: nvvm.barrier0
+// WGMMA-NOT: nvvm.barrier0
+// WGMMA: arith.select %{{.*}}, %{{.*}}, %{{.*}} : i32
+// WGMMA: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
+// WGMMA-NOT: llvm.store
+// WGMMA: nvvm.cp.async.commit.group
+// WGMMA-NEXT: nvvm.cp.async.wait.group 0
+// WGMMA: fence.proxy.async.shared::cta;
+// WGMMA-COUNT-2: wgmma.mma_async
+// WGMMA-LABEL: gpu.func @wgmma_async_copy_clobbered
+// WGMMA: nvvm.shfl.sync
+// WGMMA-COUNT-2: nvvm.cp.async.shared.global
+// WGMMA-NOT: nvvm.cp.async.shared.global
+// WGMMA: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA-NOT: nvvm.cp.async.shared.global
+// WGMMA: wgmma.mma_async
+tile.kernel @wgmma_async_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+tile.kernel @wgmma_async_copy_clobbered(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+  %o = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+  %r = tile.reduce %o {axis = 1 : i64} : tensor<64x32xf16, #a> -> tensor<64xf16, #tile.slice<dim = 1, parent = #a>> {
+  ^bb0(%p: f16, %q: f16):
+    %t = arith.addf %p, %q : f16
+    tile.yield %t : f16
+  }
+  tile.store %r, %s[%c0] : tensor<64xf16, #tile.slice<dim = 1, parent = #a>>, memref<?xf16, strided<[1], offset: ?>>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
   %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
   tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
@@ -194,6 +247,7 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 
 // One 8-column block of B per warp: its fragment is an ldmatrix.x2. Too
 // narrow for wgmma: sm_90a uses mma.sync too.
+// WGMMA-LABEL: gpu.func @mma_dot_one_column_block
 // WGMMA: mma.sync.aligned.m16n8k16
 // CHECK-LABEL: gpu.func @mma_dot_one_column_block
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32

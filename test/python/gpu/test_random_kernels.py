@@ -43,7 +43,7 @@ def tile_cases(seed: int, count: int) -> list[TileCase]:
             rng.choice(["f32", "f16", "i32"]), (bm, bn), rng.choice([1, 2, 4, 8]),
             rng.choice(OPS), rng.choice([True, False]),
             (rng.randint(1, 3 * bm + 2), rng.randint(1, 3 * bn + 2)),
-            rng.choice(["sm_80", "sm_90"]), rng.choice([False, True]),
+            rng.choice(["sm_80", "sm_90", "sm_90a"]), rng.choice([False, True]),
         ))
     return cases
 
@@ -131,7 +131,7 @@ def dot_cases(seed: int, count: int) -> list[DotCase]:
             rng.choice(["f32", "f16", "bf16"]), (bm, bn, bk), rng.choice([1, 2, 4, 8]),
             rng.choice([False, True]),
             (rng.randint(1, 2 * bm + 3), rng.randint(1, 2 * bn + 3), rng.randint(1, 3 * bk)),
-            rng.choice(["sm_80", "sm_90"]), rng.choice([False, True]),
+            rng.choice(["sm_80", "sm_90", "sm_90a"]), rng.choice([False, True]),
         ))
     # The configuration that once went wrong: 8 columns, 8 warps.
     cases.append(DotCase("f16", (64, 8, 16), 8, True, (60, 12, 15), "sm_80"))
