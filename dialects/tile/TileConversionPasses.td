@@ -20,6 +20,10 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     reductions combine in registers, then with warp shuffles, then through
     shared memory; layout conversions, reshapes and (CUDA-core) dots stage
     tiles in shared memory, whose size is the kernel's `tile.shared_bytes`.
+    f16/bf16 dots with an mma accumulator use ldmatrix + mma.sync, or on
+    sm_90a (whose PTX has them) wgmma.mma_async on swizzled shared-memory
+    operands, copied there with cp.async where the loads allow it. Index
+    loops with 32-bit bounds count in i32.
     Host functions' `tile.launch` ops become `gpu.launch_func` with the same
     expanded arguments (from `memref.extract_strided_metadata`). The output
     holds gpu, nvvm, llvm, vector, scf, arith, math and memref ops for the
@@ -27,7 +31,7 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
-           "the target chip, e.g. sm_80 or sm_90">,
+           "the target chip, e.g. sm_80, sm_90 or sm_90a (wgmma)">,
     Option<"features", "features", "std::string", /*default=*/"\"\"",
            "PTX features, e.g. +ptx86 (default: the oldest PTX version that "
            "supports the chip, at least 8.0)">,

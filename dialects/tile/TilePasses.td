@@ -15,13 +15,15 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
     (reductions the slice of theirs, expand_dims the parent, permute the
     permuted layout); where two layouts meet, a `tile.convert_layout` goes
     in. `tile-remove-layout-conversions` then removes the conversions that
-    are not needed.
+    are not needed. f16/bf16 dots on sm_80 and newer accumulate in
+    `#tile.mma` (warps split as Triton's mma.sync does; on sm_90a along the
+    rows only, a warpgroup per 64 rows, where wgmma fits).
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
            "warps per program (a power of two)">,
     Option<"target", "target", "std::string", /*default=*/"\"sm_90\"",
-           "the target chip, e.g. sm_80 or sm_90">,
+           "the target chip, e.g. sm_80, sm_90 or sm_90a (wgmma)">,
   ];
   let dependentDialects = ["::tileopt::tile::TileDialect"];
 }

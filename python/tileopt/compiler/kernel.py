@@ -377,7 +377,8 @@ def compile(
         module: IR text, a ``tileopt.ir.Module`` (not modified: it is copied into a context of
             the compilation's own) or a ``tileopt.builder.KernelBuilder``; PTX text when
             ``start="ptx"``.
-        target: ``sm_XX``.
+        target: ``sm_XX`` (``sm_90a``: Hopper's arch-specific instructions, f16/bf16 dots on
+            wgmma; ``sm_90`` keeps portable mma.sync).
         num_warps: warps per program (block = ``32 * num_warps`` threads).
         kernel: which kernel, when the module has several.
         start: the stage the module is already at: ``"tile"`` (tile IR, the default),
