@@ -90,6 +90,8 @@ struct AccessFacts {
 struct AsyncCopy {
   Operation *dot;
   unsigned operand;
+  /// The dot runs on wgmma (its staging layout is wgmma's).
+  bool wgmma;
   /// The first async copy before its dot: waits for every warp to be done
   /// with the shared memory it overwrites.
   bool barrier;
@@ -639,6 +641,39 @@ int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
   RankedTensorType lhs = dot.getLhs().getType();
   return llvm::alignTo(
       wgmmaOperandBytes(lhs.getDimSize(0), lhs.getDimSize(1) * 2), 1024);
+}
+
+/// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
+/// 16-byte aligned for ldmatrix and hit different banks.
+constexpr int64_t kMmaSmemPad = 8;
+
+/// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
+/// mma.sync dot in its staging area: row-major rows padded by kMmaSmemPad.
+int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
+  RankedTensorType lhs = dot.getLhs().getType();
+  return operand == 0
+             ? 0
+             : llvm::alignTo(lhs.getDimSize(0) * (lhs.getDimSize(1) + kMmaSmemPad) * 2,
+                             16);
+}
+
+/// Where element (row, col) of operand `operand` of a tensor-core dot goes in
+/// its staging area (a byte offset into shared memory): wgmma's swizzled
+/// layout or mma.sync's padded rows.
+Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot, unsigned operand,
+                          bool wgmma, Value row, Value col) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  if (wgmma)
+    return arith::AddIOp::create(
+        b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
+        i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
+  Value index = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, row, i32Const(b, loc, cols + kMmaSmemPad)),
+      col);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, index, i32Const(b, loc, 2)),
+      i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 
 /// The addresses and in-bounds predicates of a tile's registers for a load
@@ -1567,18 +1602,15 @@ struct LoadLowering : TilePattern<LoadOp> {
                     vectorView(rewriter, loc, view, plan, plan.elems), offsets,
                     element, ks, /*ownersOnly=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
-      int64_t byteOffset =
-          wgmmaOperandOffset(cast<DotOp>(copy->second.dot), copy->second.operand);
+      const AsyncCopy &to = copy->second;
       for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
                                     plan.elems)) {
         if (run.count * bits != 128)
           return op.emitOpError("internal error: cp.async run is not 16 bytes");
         ArrayRef<Value> at = coords.coords[run.first];
-        Value dst = sharedPtr(
-            rewriter, loc, ks, rewriter.getI8Type(),
-            wgmmaOffset(rewriter, loc, at[0], at[1], tile.getDimSize(0),
-                        tile.getDimSize(1) * 2),
-            byteOffset);
+        Value dst = sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
+                              stagedOperandOffset(rewriter, loc, cast<DotOp>(to.dot),
+                                                  to.operand, to.wgmma, at[0], at[1]));
         RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
         Value size = bounds.full
                          ? arith::SelectOp::create(rewriter, loc, bounds.full,
@@ -2142,10 +2174,6 @@ bool usesWgmma(DotOp dot, const LoweringState &state) {
          isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
 }
 
-/// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
-/// 16-byte aligned for ldmatrix and hit different banks.
-constexpr int64_t kMmaSmemPad = 8;
-
 /// `ldmatrix` of `count` 8x8 b16 matrices; lane l supplies the row address of
 /// matrix l / 8. Returns the b32 registers.
 SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
@@ -2221,6 +2249,14 @@ void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks,
   }
 }
 
+/// Waits for this thread's cp.async copies of a dot's operands, if any.
+void waitForAsyncCopies(OpBuilder &b, Location loc, unsigned asyncOperands) {
+  if (!asyncOperands)
+    return;
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+}
+
 /// A PTX statement with no operands and no results, kept in place.
 void emitPtx(OpBuilder &b, Location loc, StringRef text) {
   MLIRContext *ctx = b.getContext();
@@ -2294,10 +2330,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     storeWgmmaOperand(b, loc, ks, lhsType, lhs, 0);
   if (!(asyncOperands & 2))
     storeWgmmaOperand(b, loc, ks, rhsType, rhs, bOffset);
-  if (asyncOperands) {
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
-    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
-  }
+  waitForAsyncCopies(b, loc, asyncOperands);
   // wgmma reads shared memory through the async proxy.
   emitPtx(b, loc, "fence.proxy.async.shared::cta;");
   barrier(b, loc);
@@ -2367,18 +2400,23 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
 LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                           MmaLayoutAttr mma, KernelState &ks,
                           ConversionPatternRewriter &rewriter,
-                          VectorType accVecType) {
+                          VectorType accVecType, unsigned asyncOperands) {
   Location loc = op.getLoc();
   RankedTensorType lhsType = op.getLhs().getType();
   RankedTensorType rhsType = op.getRhs().getType();
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
-  int64_t lhsBytes = llvm::alignTo(m * (k + kMmaSmemPad) * 2, 16);
-  barrier(rewriter, loc);
-  storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
-  storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
-                    lhsBytes);
+  int64_t lhsBytes = mmaOperandOffset(op, 1);
+  // Operands that planAsyncCopies sent with cp.async are there already.
+  if (asyncOperands != 3)
+    barrier(rewriter, loc);
+  if (!(asyncOperands & 1))
+    storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
+  if (!(asyncOperands & 2))
+    storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
+                      lhsBytes);
+  waitForAsyncCopies(rewriter, loc, asyncOperands);
   barrier(rewriter, loc);
 
   unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
@@ -2462,7 +2500,8 @@ struct DotLowering : TilePattern<DotOp> {
                              vectorType(op.getAcc().getType()),
                              state.asyncOperands.lookup(op));
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(),
-                         mma, ks, rewriter, vectorType(op.getAcc().getType()));
+                         mma, ks, rewriter, vectorType(op.getAcc().getType()),
+                         state.asyncOperands.lookup(op));
     }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();
@@ -2792,8 +2831,9 @@ std::optional<unsigned> minimumPtxVersion(StringRef chip) {
   }
 }
 
-/// Picks the wgmma dot operands that a tile.load copies from global memory
-/// straight into the dot's staging area with cp.async (as Triton does): no
+/// Picks the tensor-core dot operands (mma.sync or wgmma) that a tile.load
+/// copies from global memory straight into the dot's staging area with
+/// cp.async (as Triton does): no
 /// registers hold them on the way and one instruction moves 16 bytes. The
 /// load must be the operand's only producer in the dot's block, proven
 /// aligned with whole 16-byte runs along the rows (no scalar tail or
@@ -2802,8 +2842,9 @@ std::optional<unsigned> minimumPtxVersion(StringRef chip) {
 /// staging area).
 void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
-    if (!usesWgmma(dot, state))
+    if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return;
+    bool wgmma = usesWgmma(dot, state);
     SmallVector<std::pair<LoadOp, unsigned>> copies;
     for (unsigned operand = 0; operand < 2; ++operand) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
@@ -2835,7 +2876,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     });
     unsigned mask = 0;
     for (auto [i, copy] : llvm::enumerate(copies)) {
-      state.asyncCopies[copy.first] = {dot, copy.second, /*barrier=*/i == 0};
+      state.asyncCopies[copy.first] = {dot, copy.second, wgmma, /*barrier=*/i == 0};
       mask |= 1u << copy.second;
     }
     state.asyncOperands[dot] = mask;

@@ -193,10 +193,17 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 
 // Operands loaded from views promised aligned with sizes divisible by 16
 // go global -> shared with cp.async (zero-filled where out of bounds)
-// after one barrier, and the dot waits for them instead of storing them.
+// after one barrier, and the dot waits for them instead of storing them:
+// into wgmma's swizzled layout on sm_90a, mma.sync's padded rows on sm_80.
 // A load with a shared-memory user between it and the dot (a reduction)
 // keeps the register path (A below); B, loaded after it, is copied.
-// WGMMA-LABEL: gpu.func @wgmma_async_copies
+// CHECK-LABEL: gpu.func @dot_async_copies
+// CHECK-COUNT-4: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: nvvm.ldmatrix
+// WGMMA-LABEL: gpu.func @dot_async_copies
 // WGMMA: nvvm.barrier0
 // WGMMA-NOT: nvvm.barrier0
 // WGMMA: arith.select %{{.*}}, %{{.*}}, %{{.*}} : i32
@@ -206,14 +213,14 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // WGMMA-NEXT: nvvm.cp.async.wait.group 0
 // WGMMA: fence.proxy.async.shared::cta;
 // WGMMA-COUNT-2: wgmma.mma_async
-// WGMMA-LABEL: gpu.func @wgmma_async_copy_clobbered
+// WGMMA-LABEL: gpu.func @dot_async_copy_clobbered
 // WGMMA: nvvm.shfl.sync
 // WGMMA-COUNT-2: nvvm.cp.async.shared.global
 // WGMMA-NOT: nvvm.cp.async.shared.global
 // WGMMA: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
 // WGMMA-NOT: nvvm.cp.async.shared.global
 // WGMMA: wgmma.mma_async
-tile.kernel @wgmma_async_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>) {
+tile.kernel @dot_async_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
   %b = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
@@ -222,7 +229,7 @@ tile.kernel @wgmma_async_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> 
   tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
-tile.kernel @wgmma_async_copy_clobbered(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) {
+tile.kernel @dot_async_copy_clobbered(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
   %o = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
