@@ -202,6 +202,7 @@ def test_kernels_with_every_promise_match_torch(target: str) -> None:
 
     a, bb = torch.randn(64, 96).half(), torch.randn(96, 80).half()
     k = tileopt.compile(kernels.matmul("f16"), target, **promises)
+    assert "cp.async.cg.shared.global" in str(k.asm["ptx"])  # operands straight to shared
     c = torch.zeros(64, 80)
     k.launch(kernels.matmul_grid((64, 96), (96, 80)), a, bb, c)
     torch.testing.assert_close(c, a.float() @ bb.float(), atol=1e-2, rtol=1e-3)
