@@ -30,7 +30,7 @@ void tileopt::registerAllDialects(mlir::DialectRegistry &registry) {
 /// target machine. 64-bit shared addresses cost a register pair and a widening
 /// multiply per address.
 static void useShortSharedPointers() {
-  auto options = llvm::cl::getRegisteredOptions();
+  auto &options = llvm::cl::getRegisteredOptions();
   auto it = options.find("nvptx-short-ptr");
   if (it != options.end())
     static_cast<llvm::cl::opt<bool> *>(it->second)->setValue(true);

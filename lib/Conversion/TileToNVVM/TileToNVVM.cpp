@@ -88,10 +88,8 @@ struct AccessFacts {
 /// A tile.load lowered to cp.async into the staging area of the dot that
 /// uses it (planAsyncCopies).
 struct AsyncCopy {
-  Operation *dot;
+  DotOp dot;
   unsigned operand;
-  /// The dot runs on wgmma (its staging layout is wgmma's).
-  bool wgmma;
   /// The first async copy before its dot: waits for every warp to be done
   /// with the shared memory it overwrites.
   bool barrier;
@@ -552,7 +550,6 @@ struct Run {
   unsigned first, count;
 };
 
-
 /// Splits a thread's registers into runs of at most `maxElems` contiguous
 /// elements along `dim` (registers are contiguous along order[0]).
 SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
@@ -591,6 +588,15 @@ std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
 //===----------------------------------------------------------------------===//
 // wgmma operands in shared memory
 //===----------------------------------------------------------------------===//
+
+/// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
+/// fits (isWgmmaDot).
+bool usesWgmma(DotOp dot, const LoweringState &state) {
+  RankedTensorType acc = dot.getAcc().getType();
+  auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
+  return state.wgmma && mma &&
+         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
+}
 
 /// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
 /// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
@@ -668,9 +674,7 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot, unsigned operan
     return arith::AddIOp::create(
         b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
-  Value index = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, row, i32Const(b, loc, cols + kMmaSmemPad)),
-      col);
+  Value index = linearIndex(b, loc, {row, col}, {rows, cols}, kMmaSmemPad);
   return arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, index, i32Const(b, loc, 2)),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
@@ -1160,6 +1164,15 @@ int64_t powerOfTwoDivisor(int64_t v) {
   return std::min<int64_t>(kMax, int64_t(1) << llvm::countr_zero(uint64_t(std::abs(v))));
 }
 
+/// The argument attribute `name` of the tile.kernel argument `view` is; null
+/// when `view` is no kernel argument or has no such attribute.
+template <typename AttrT>
+AttrT kernelArgAttr(Value view, StringRef name) {
+  auto arg = dyn_cast<BlockArgument>(view);
+  auto kernel = arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : nullptr;
+  return kernel ? kernel.getArgAttrOfType<AttrT>(arg.getArgNumber(), name) : AttrT();
+}
+
 /// The largest power of two that divides the size `dim` reads: a static size
 /// or a kernel view's tile.size_divisibility.
 int64_t sizeDivisor(memref::DimOp dim) {
@@ -1169,12 +1182,8 @@ int64_t sizeDivisor(memref::DimOp dim) {
     return 1;
   if (!type.isDynamicDim(*index))
     return powerOfTwoDivisor(type.getDimSize(*index));
-  auto arg = dyn_cast<BlockArgument>(dim.getSource());
-  auto kernel = arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : nullptr;
-  if (!kernel)
-    return 1;
-  auto divisors = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
-      arg.getArgNumber(), KernelOp::getSizeDivisibilityAttrName());
+  auto divisors = kernelArgAttr<DenseI64ArrayAttr>(
+      dim.getSource(), KernelOp::getSizeDivisibilityAttrName());
   if (!divisors || *index >= divisors.size())
     return 1;
   return powerOfTwoDivisor(divisors[*index]);
@@ -1248,24 +1257,25 @@ constexpr StringLiteral kNarrowLoopAttr = "tile.narrow_loop";
 /// Whether an index value is provably in [0, 2^31): a constant, a size of a
 /// view that promises 32-bit indices (its launcher checks that), or the
 /// minimum of such a value and a non-negative one.
-bool isNarrowIndex(KernelOp kernel, Value value, unsigned depth = 0) {
+/// Whether `view` is a kernel argument with 32-bit indices
+/// (tile.index_bitwidth = 32).
+bool hasNarrowIndices(Value view) {
+  auto bits = kernelArgAttr<IntegerAttr>(view, KernelOp::getIndexBitwidthAttrName());
+  return bits && bits.getInt() == 32;
+}
+
+bool isNarrowIndex(Value value, unsigned depth = 0) {
   if (depth > 8)
     return false;
   if (std::optional<int64_t> constant = getConstantIntValue(value))
     return *constant >= 0 && *constant <= std::numeric_limits<int32_t>::max();
-  if (auto dim = value.getDefiningOp<memref::DimOp>()) {
-    auto arg = dyn_cast<BlockArgument>(dim.getSource());
-    if (!arg || arg.getOwner() != &kernel.getBody().front())
-      return false;
-    auto bits = kernel.getArgAttrOfType<IntegerAttr>(
-        arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
-    return bits && bits.getInt() == 32;
-  }
+  if (auto dim = value.getDefiningOp<memref::DimOp>())
+    return hasNarrowIndices(dim.getSource());
   Operation *op = value.getDefiningOp();
   if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op)) {
     Value a = op->getOperand(0), b = op->getOperand(1);
-    return (isNarrowIndex(kernel, a, depth + 1) && knownNonNegative(b)) ||
-           (isNarrowIndex(kernel, b, depth + 1) && knownNonNegative(a));
+    return (isNarrowIndex(a, depth + 1) && knownNonNegative(b)) ||
+           (isNarrowIndex(b, depth + 1) && knownNonNegative(a));
   }
   return false;
 }
@@ -1282,10 +1292,10 @@ void markNarrowLoops(KernelOp kernel) {
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
     if (!loop.getInductionVar().getType().isIndex() || !step || *step <= 0 ||
         *step > std::numeric_limits<int32_t>::max() || loop.getUnsignedCmp() ||
-        !isNarrowIndex(kernel, loop.getUpperBound()) ||
+        !isNarrowIndex(loop.getUpperBound()) ||
         !knownNonNegative(loop.getLowerBound()))
       return;
-    bool clamp = !isNarrowIndex(kernel, loop.getLowerBound());
+    bool clamp = !isNarrowIndex(loop.getLowerBound());
     loop->setAttr(kNarrowLoopAttr, BoolAttr::get(loop.getContext(), clamp));
   });
 }
@@ -1344,9 +1354,9 @@ bool provenInBounds(Value offset, Value view, int64_t dim) {
   return boundedBySize(loop.getUpperBound(), 0);
 }
 
-/// What a load or store of `kernel` may assume (see AccessFacts): from its
-/// tile offsets, the loops around it and its view's argument attributes.
-AccessFacts analyzeAccess(KernelOp kernel, const AccessOperands &access) {
+/// What a load or store may assume (see AccessFacts): from its tile offsets,
+/// the loops around it and its view's kernel argument attributes.
+AccessFacts analyzeAccess(const AccessOperands &access) {
   auto [view, tile, offsets] = access;
   auto viewType = cast<MemRefType>(view.getType());
   AccessFacts facts;
@@ -1356,24 +1366,20 @@ AccessFacts analyzeAccess(KernelOp kernel, const AccessOperands &access) {
   if (!llvm::is_contained(facts.inBounds, true))
     facts.inBounds.clear();
   auto arg = dyn_cast<BlockArgument>(view);
-  if (arg && arg.getOwner() == &kernel.getBody().front()) {
-    unsigned index = arg.getArgNumber();
-    if (auto shapeOf = kernel.getArgAttrOfType<IntegerAttr>(
-            index, KernelOp::getSameShapeAsAttrName()))
+  if (arg && isa<KernelOp>(arg.getOwner()->getParentOp())) {
+    if (auto shapeOf = kernelArgAttr<IntegerAttr>(view, KernelOp::getSameShapeAsAttrName()))
       facts.sameShapeAs = shapeOf.getInt();
-    auto indexBits = kernel.getArgAttrOfType<IntegerAttr>(
-        index, KernelOp::getIndexBitwidthAttrName());
-    facts.narrow = indexBits && indexBits.getInt() == 32;
+    facts.narrow = hasNarrowIndices(view);
     const VectorPlan &plan = facts.plan;
     if (plan.elems > 1) {
-      auto sizeDivisibility = kernel.getArgAttrOfType<DenseI64ArrayAttr>(
-          index, KernelOp::getSizeDivisibilityAttrName());
+      auto sizeDivisibility = kernelArgAttr<DenseI64ArrayAttr>(
+          view, KernelOp::getSizeDivisibilityAttrName());
       int64_t size = viewType.getDimSize(plan.dim);
       if (ShapedType::isDynamic(size) && sizeDivisibility)
         size = sizeDivisibility[plan.dim];
       facts.wholeRuns = !ShapedType::isDynamic(size) && size % plan.elems == 0;
-      auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
-          index, KernelOp::getDivisibilityAttrName());
+      auto divisibility =
+          kernelArgAttr<IntegerAttr>(view, KernelOp::getDivisibilityAttrName());
       int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
       facts.aligned = divisibility && divisibility.getInt() % bytes == 0 &&
                       staticStride(viewType, plan.dim) == std::optional<int64_t>(1) &&
@@ -1506,32 +1512,23 @@ emitVersioned(OpBuilder &b, Location loc, const View &view, ValueRange offsets,
   return SmallVector<Value>(ifOp.getResults());
 }
 
-/// Writes a tile's registers into shared memory at their (padded) row-major
-/// positions; returns nothing. Callers put barriers around.
-void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
-                       RankedTensorType type, Value vector,
-                       ArrayRef<int64_t> logicalShape, int64_t pad,
-                       int64_t byteOffset = 0) {
+/// Stores a tile's registers to shared memory, each replicated register
+/// once, as runs of at most `maxElems` registers contiguous along the
+/// layout's fastest dimension: one (vector) store per run at
+/// `pointerOf(coordinates of the run's first register)`.
+void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
+                       RankedTensorType type, Value vector, unsigned maxElems,
+                       function_ref<Value(ArrayRef<Value>)> pointerOf) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
-  Type element = type.getElementType();
-  Type stored = storageType(b, element);
+  Type stored = storageType(b, type.getElementType());
+  int64_t bytes = storageBits(type.getElementType()) / 8;
   WriteOnce once(coords.offsets, type.getShape());
-  // Registers contiguous along the row go out as one vector store when rows
-  // (with their padding) keep 16-byte alignment; else one store each.
-  int64_t bytes = storageBits(element) / 8;
-  int64_t rank = logicalShape.size();
-  auto [dim, contiguous] = contiguity(type.getEncoding());
-  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
-  unsigned maxElems = 1;
-  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
-      logicalShape == type.getShape())
-    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  int64_t dim = contiguity(type.getEncoding()).first;
   for (Run run : contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
     if (!once.claim(run))
       continue;
-    Value index = linearIndex(b, loc, coords.coords[run.first], logicalShape, pad);
-    Value ptr = sharedPtr(b, loc, ks, stored, index, byteOffset);
+    Value ptr = pointerOf(coords.coords[run.first]);
     if (run.count == 1) {
       LLVM::StoreOp::create(b, loc, toStorage(b, loc, values[run.first]), ptr);
       continue;
@@ -1543,6 +1540,29 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
         b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
     LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);
   }
+}
+
+/// Writes a tile's registers into shared memory at their (padded) row-major
+/// positions; returns nothing. Callers put barriers around.
+void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
+                       RankedTensorType type, Value vector,
+                       ArrayRef<int64_t> logicalShape, int64_t pad,
+                       int64_t byteOffset = 0) {
+  // Registers contiguous along the row go out as one vector store when rows
+  // (with their padding) keep 16-byte alignment; else one store each.
+  Type stored = storageType(b, type.getElementType());
+  int64_t bytes = storageBits(type.getElementType()) / 8;
+  int64_t rank = logicalShape.size();
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
+  unsigned maxElems = 1;
+  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
+      logicalShape == type.getShape())
+    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  storeRunsToShared(b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> coord) {
+    Value index = linearIndex(b, loc, coord, logicalShape, pad);
+    return sharedPtr(b, loc, ks, stored, index, byteOffset);
+  });
 }
 
 SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
@@ -1592,9 +1612,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     TypedAttr padAttr = op.getPaddingOrZero();
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     VectorType resultType = vectorType(tile);
-    if (auto copy = state.accesses.count(op) ? state.asyncCopies.find(op)
-                                             : state.asyncCopies.end();
-        copy != state.asyncCopies.end()) {
+    if (auto copy = state.asyncCopies.find(op); copy != state.asyncCopies.end()) {
       // Straight into the dot's staging area; the dot reads it from there.
       if (copy->second.barrier)
         barrier(rewriter, loc);
@@ -1609,8 +1627,8 @@ struct LoadLowering : TilePattern<LoadOp> {
           return op.emitOpError("internal error: cp.async run is not 16 bytes");
         ArrayRef<Value> at = coords.coords[run.first];
         Value dst = sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
-                              stagedOperandOffset(rewriter, loc, cast<DotOp>(to.dot),
-                                                  to.operand, to.wgmma, at[0], at[1]));
+                              stagedOperandOffset(rewriter, loc, to.dot, to.operand,
+                                                  usesWgmma(to.dot, state), at[0], at[1]));
         RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
         Value size = bounds.full
                          ? arith::SelectOp::create(rewriter, loc, bounds.full,
@@ -2165,15 +2183,6 @@ struct ReduceLowering : TilePattern<ReduceOp> {
   }
 };
 
-/// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
-/// fits (isWgmmaDot).
-bool usesWgmma(DotOp dot, const LoweringState &state) {
-  RankedTensorType acc = dot.getAcc().getType();
-  auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
-  return state.wgmma && mma &&
-         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
-}
-
 /// `ldmatrix` of `count` 8x8 b16 matrices; lane l supplies the row address of
 /// matrix l / 8. Returns the b32 registers.
 SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
@@ -2220,37 +2229,32 @@ SmallVector<Value> emitMma(OpBuilder &b, Location loc, bool bf16,
   return d;
 }
 
-/// Stores a 2-D b16 tile to shared memory at `byteOffset` in the layout of
-/// wgmmaOffset (rows along dim 0, contiguous along dim 1); runs of a
-/// thread's registers along dim 1 stay inside one 16-byte chunk.
-void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks,
-                       RankedTensorType type, Value vector, int64_t byteOffset) {
-  TileCoords coords = emitCoords(b, loc, type, ks);
-  SmallVector<Value> values = unpack(b, loc, vector);
-  Type element = type.getElementType();
-  int64_t rows = type.getDimSize(0), rowBytes = type.getDimSize(1) * 2;
-  WriteOnce once(coords.offsets, type.getShape());
+/// Stores operand `operand` (registers `vector`) of a wgmma dot into its
+/// staging area (stagedOperandOffset), 16 bytes at a time where the layout
+/// holds 8 contiguous elements along the rows (a 16-byte swizzle chunk).
+void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
+                       unsigned operand, Value vector) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
   auto [dim, contiguous] = contiguity(type.getEncoding());
   unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, 8) : 1;
-  for (Run run : contiguousRuns(coords.offsets, type.getShape(), 1, maxElems)) {
-    if (!once.claim(run))
-      continue;
-    ArrayRef<Value> at = coords.coords[run.first];
-    Value offset = wgmmaOffset(b, loc, at[0], at[1], rows, rowBytes);
-    Value ptr = sharedPtr(b, loc, ks, b.getI8Type(), offset, byteOffset);
-    if (run.count == 1) {
-      LLVM::StoreOp::create(b, loc, values[run.first], ptr);
-      continue;
-    }
-    Value vec = vector::FromElementsOp::create(
-        b, loc, VectorType::get({int64_t(run.count)}, element),
-        ArrayRef<Value>(values).slice(run.first, run.count));
-    LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * 2);
-  }
+  storeRunsToShared(b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
+    return sharedPtr(b, loc, ks, b.getI8Type(),
+                     stagedOperandOffset(b, loc, dot, operand, /*wgmma=*/true,
+                                         at[0], at[1]));
+  });
 }
 
-/// Waits for this thread's cp.async copies of a dot's operands, if any.
-void waitForAsyncCopies(OpBuilder &b, Location loc, unsigned asyncOperands) {
+/// Puts both operands of a tensor-core dot into its staging area: those
+/// that planAsyncCopies did not send there with cp.async (bit i of
+/// `asyncOperands` for operand i) with `store(i)` after a barrier, then waits
+/// for this thread's copies. The caller's barrier follows.
+void stageDotOperands(OpBuilder &b, Location loc, unsigned asyncOperands,
+                      function_ref<void(unsigned)> store) {
+  if (asyncOperands != 3)
+    barrier(b, loc);
+  for (unsigned operand = 0; operand < 2; ++operand)
+    if (!(asyncOperands & (1u << operand)))
+      store(operand);
   if (!asyncOperands)
     return;
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -2323,14 +2327,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
-  // Operands that planAsyncCopies sent with cp.async are there already.
-  if (asyncOperands != 3)
-    barrier(b, loc);
-  if (!(asyncOperands & 1))
-    storeWgmmaOperand(b, loc, ks, lhsType, lhs, 0);
-  if (!(asyncOperands & 2))
-    storeWgmmaOperand(b, loc, ks, rhsType, rhs, bOffset);
-  waitForAsyncCopies(b, loc, asyncOperands);
+  stageDotOperands(b, loc, asyncOperands, [&](unsigned operand) {
+    storeWgmmaOperand(b, loc, ks, op, operand, operand ? rhs : lhs);
+  });
   // wgmma reads shared memory through the async proxy.
   emitPtx(b, loc, "fence.proxy.async.shared::cta;");
   barrier(b, loc);
@@ -2408,15 +2407,13 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
   int64_t lhsBytes = mmaOperandOffset(op, 1);
-  // Operands that planAsyncCopies sent with cp.async are there already.
-  if (asyncOperands != 3)
-    barrier(rewriter, loc);
-  if (!(asyncOperands & 1))
-    storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
-  if (!(asyncOperands & 2))
-    storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
-                      lhsBytes);
-  waitForAsyncCopies(rewriter, loc, asyncOperands);
+  stageDotOperands(rewriter, loc, asyncOperands, [&](unsigned operand) {
+    if (operand == 0)
+      storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
+    else
+      storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
+                        lhsBytes);
+  });
   barrier(rewriter, loc);
 
   unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
@@ -2777,12 +2774,11 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
     if (usesWgmma(dot, state))
-      return llvm::alignTo(wgmmaOperandBytes(l.getDimSize(0), l.getDimSize(1) * 2),
-                           1024) +
+      return wgmmaOperandOffset(dot, 1) +
              wgmmaOperandBytes(r.getDimSize(0), r.getDimSize(1) * 2);
-    int64_t pad = isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType()))
-                      ? kMmaSmemPad
-                      : smemPad(l.getElementType());
+    if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
+      return mmaOperandOffset(dot, 1) + bytesOf(r, kMmaSmemPad);
+    int64_t pad = smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
@@ -2844,7 +2840,6 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return;
-    bool wgmma = usesWgmma(dot, state);
     SmallVector<std::pair<LoadOp, unsigned>> copies;
     for (unsigned operand = 0; operand < 2; ++operand) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
@@ -2876,7 +2871,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     });
     unsigned mask = 0;
     for (auto [i, copy] : llvm::enumerate(copies)) {
-      state.asyncCopies[copy.first] = {dot, copy.second, wgmma, /*barrier=*/i == 0};
+      state.asyncCopies[copy.first] = {dot, copy.second, /*barrier=*/i == 0};
       mask |= 1u << copy.second;
     }
     state.asyncOperands[dot] = mask;
@@ -2994,7 +2989,7 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
         if (std::optional<AccessOperands> access = accessOperands(op))
-          state.accesses[op] = analyzeAccess(kernel, *access);
+          state.accesses[op] = analyzeAccess(*access);
       });
     for (KernelOp kernel : kernels)
       planAsyncCopies(kernel, state);

@@ -35,9 +35,6 @@ from tileopt.emulator.ops import check_mods, handler, split
 from tileopt.emulator.parser import Imm, Reg, Vec
 from tileopt.emulator.warpops import _frag_reader, _frag_tables, _full, _lane, _regs_of
 
-# descriptor bits 63-62 -> swizzle width in bytes (0: no swizzle, "interleave")
-SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
-
 _SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
 
 
@@ -52,17 +49,24 @@ class MatrixDescriptor:
     swizzle: int  # swizzle width in bytes: 0 (none), 32, 64 or 128
 
 
+def _descriptor_fields(desc: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The fields of :class:`MatrixDescriptor`, elementwise over 64-bit descriptors: addresses
+    and offsets are stored as ``(x & 0x3FFFF) >> 4`` in bits 13-0, 29-16 and 45-32, the base
+    offset in bits 51-49 and the swizzle mode (0 none, 1 128B, 2 64B, 3 32B) in bits 63-62."""
+    d = np.asarray(desc, np.uint64)
+
+    def field(shift: int, mask: int) -> np.ndarray:
+        return ((d >> np.uint64(shift)) & np.uint64(mask)).astype(np.int64)
+
+    mode = field(62, 3)
+    swizzle = np.select([mode == 1, mode == 2, mode == 3], [128, 64, 32], 0)
+    start, lbo, sbo = (field(shift, 0x3FFF) << 4 for shift in (0, 16, 32))
+    return start, lbo, sbo, field(49, 7), swizzle
+
+
 def decode_descriptor(desc: int) -> MatrixDescriptor:
-    """Decode a 64-bit matrix descriptor (addresses and offsets are stored as ``(x & 0x3FFFF) >> 4``
-    in bits 13-0, 29-16 and 45-32; base offset in bits 51-49; swizzle mode in bits 63-62)."""
-    d = int(desc) & (2**64 - 1)
-    return MatrixDescriptor(
-        start=(d & 0x3FFF) << 4,
-        lbo=((d >> 16) & 0x3FFF) << 4,
-        sbo=((d >> 32) & 0x3FFF) << 4,
-        base_offset=(d >> 49) & 0x7,
-        swizzle=SWIZZLE_BYTES[(d >> 62) & 0x3],
-    )
+    """Decode one 64-bit matrix descriptor (see :func:`_descriptor_fields`)."""
+    return MatrixDescriptor(*(int(f) for f in _descriptor_fields(int(desc) & (2**64 - 1))))
 
 
 def operand_addresses(
@@ -88,13 +92,7 @@ def operand_addresses(
     from the pattern start: ``((a >> 7) - base_offset) mod W`` (base offset 0 when the
     pattern starts on a multiple of 8 x swizzle bytes).
     """
-    d = np.asarray(desc, np.uint64)
-    start = ((d & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
-    lbo = (((d >> np.uint64(16)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
-    sbo = (((d >> np.uint64(32)) & np.uint64(0x3FFF)) << np.uint64(4)).astype(np.int64)
-    base = ((d >> np.uint64(49)) & np.uint64(7)).astype(np.int64)
-    mode = (d >> np.uint64(62)).astype(np.int64)
-    sw = np.select([mode == 1, mode == 2, mode == 3], [128, 64, 32], 0)
+    start, lbo, sbo, base, sw = _descriptor_fields(desc)
     mn = np.asarray(mn, np.int64)
     k = np.asarray(k, np.int64)
     if mn_major:

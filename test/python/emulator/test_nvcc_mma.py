@@ -16,7 +16,9 @@ Loader = Callable[..., "LoadedPTX"]
 F32_EPS = float(np.finfo(np.float32).eps)
 
 
-def _operands(dtype: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
+def random_operands(
+    dtype: str, shape: tuple[int, int], seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Random matrix as (raw 16-bit patterns for the kernel, float64 values for the reference)."""
     rng = np.random.default_rng(seed)
     vals = rng.standard_normal(shape).astype(np.float32)
@@ -52,8 +54,8 @@ def test_mma_sync_m16n8k16_ldmatrix(
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
         "ldmatrix.sync.aligned.m8n8.x2.shared.b16",
     )
-    a_bits, a64 = _operands(dtype, (m, k), m + k)
-    bt_bits, bt64 = _operands(dtype, (n, k), n * k)
+    a_bits, a64 = random_operands(dtype, (m, k), m + k)
+    bt_bits, bt64 = random_operands(dtype, (n, k), n * k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         f"mma_ldmatrix_{dtype}",
@@ -68,8 +70,8 @@ def test_mma_sync_m16n8k16_ldmatrix(
 def test_mma_sync_ldmatrix_trans(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> None:
     mod = load_kernels("mma.cu", arch)
     mod.require("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16")
-    a_bits, a64 = _operands("f16", (m, k), 3 * m + k)
-    b_bits, b64 = _operands("f16", (k, n), 5 * n + k)
+    a_bits, a64 = random_operands("f16", (m, k), 3 * m + k)
+    b_bits, b64 = random_operands("f16", (k, n), 5 * n + k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         "mma_ldmatrix_trans_f16",
@@ -87,8 +89,8 @@ def test_mma_sync_m16n8k8_direct_fragments(
     """Fragments assembled from global memory exactly as the PTX ISA lays them out (no ldmatrix)."""
     mod = load_kernels("mma.cu", arch)
     mod.require("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32")
-    a_bits, a64 = _operands("f16", (m, k), m * 7 + k)
-    bt_bits, bt64 = _operands("f16", (n, k), n * 11 + k)
+    a_bits, a64 = random_operands("f16", (m, k), m * 7 + k)
+    bt_bits, bt64 = random_operands("f16", (n, k), n * 11 + k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         "mma_m16n8k8_f16",
@@ -118,8 +120,8 @@ def test_mma_sync_single_tile_identity(load_kernels: Loader, arch: str) -> None:
 def test_wmma_f16(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> None:
     mod = load_kernels("wmma.cu", arch)
     mod.require("wmma.mma.sync.aligned", "wmma.load.a.sync.aligned", "wmma.store.d.sync.aligned")
-    a_bits, a64 = _operands("f16", (m, k), m + 2 * k)
-    b_bits, b64 = _operands("f16", (k, n), n + 3 * k)
+    a_bits, a64 = random_operands("f16", (m, k), m + 2 * k)
+    b_bits, b64 = random_operands("f16", (k, n), n + 3 * k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         "wmma_f16",
@@ -133,8 +135,8 @@ def test_wmma_f16(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> No
 @pytest.mark.parametrize("m,n,k", [(16, 16, 16), (48, 32, 96)])
 def test_wmma_bf16(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> None:
     mod = load_kernels("wmma.cu", arch)
-    a_bits, a64 = _operands("bf16", (m, k), m + 5 * k)
-    bt_bits, bt64 = _operands("bf16", (n, k), n + 7 * k)
+    a_bits, a64 = random_operands("bf16", (m, k), m + 5 * k)
+    bt_bits, bt64 = random_operands("bf16", (n, k), n + 7 * k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         "wmma_bf16",
@@ -175,8 +177,8 @@ def test_ldmatrix_fragment_layouts(load_kernels: Loader, arch: str, seed: int) -
 def test_mma_sync_m16n8k8_bf16(load_kernels: Loader, arch: str, m: int, n: int, k: int) -> None:
     mod = load_kernels("ldmatrix.cu", arch)
     mod.require("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32")
-    a_bits, a64 = _operands("bf16", (m, k), m * 3 + k)
-    bt_bits, bt64 = _operands("bf16", (n, k), n * 5 + k)
+    a_bits, a64 = random_operands("bf16", (m, k), m * 3 + k)
+    bt_bits, bt64 = random_operands("bf16", (n, k), n * 5 + k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     mod.module.launch(
         "mma_m16n8k8_bf16",
@@ -195,8 +197,8 @@ def test_gemm_sm80_pipeline(load_kernels: Loader, arch: str, m: int, n: int, k: 
         "cp.async.cg.shared.global", "cp.async.wait_group 1", "ldmatrix.sync.aligned.m8n8.x4"
     )
     mod.require("ldmatrix.sync.aligned.m8n8.x2.trans", "mma.sync.aligned.m16n8k16.row.col.f32.f16")
-    a_bits, a64 = _operands("f16", (m, k), m + k)
-    b_bits, b64 = _operands("f16", (k, n), n + 2 * k)
+    a_bits, a64 = random_operands("f16", (m, k), m + k)
+    b_bits, b64 = random_operands("f16", (k, n), n + 2 * k)
     c = np.full((m, n), np.nan, dtype=np.float32)
     stats = mod.module.launch(
         "gemm_f16_sm80",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pytest
-import torch
+from test_nvcc_mma import random_operands
 
 if TYPE_CHECKING:
     from conftest import LoadedPTX
@@ -65,17 +65,6 @@ KERNELS: dict[str, Spec] = {
 }
 
 
-def _operands(dtype: str, shape: tuple[int, int], seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Random matrix as (raw 16-bit patterns for the kernel, float64 values for the reference)."""
-    rng = np.random.default_rng(seed)
-    vals = rng.standard_normal(shape).astype(np.float32)
-    if dtype == "f16":
-        h = vals.astype(np.float16)
-        return h.view(np.uint16).copy(), h.astype(np.float64)
-    t = torch.from_numpy(vals).to(torch.bfloat16)
-    return t.view(torch.int16).numpy().view(np.uint16).copy(), t.to(torch.float64).numpy()
-
-
 def _run(
     mod: LoadedPTX, name: str, k: int, ctas: int, scale_d: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -84,8 +73,8 @@ def _run(
     spec = KERNELS[name]
     m = 64 * spec.warpgroups * ctas
     seed = sum(map(ord, name)) + k
-    a_bits, a64 = _operands(spec.dtype, (m, k), seed)
-    b_bits, b64 = _operands(spec.dtype, (k, spec.n), seed + 1)
+    a_bits, a64 = random_operands(spec.dtype, (m, k), seed)
+    b_bits, b64 = random_operands(spec.dtype, (k, spec.n), seed + 1)
     rng = np.random.default_rng(seed + 2)
     cin = rng.standard_normal((m, spec.n)).astype(np.float32)
     if spec.acc16:
