@@ -8,7 +8,7 @@ BUILD_DIR := build/release
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
 
-.PHONY: venv build test lit pytest lint demo docs clean
+.PHONY: venv build test lit pytest lint demo docs clean fuzz
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,19 @@ test: build
 
 demo: build
 	$(PY) examples/demo.py
+
+# A long run of the tile-program fuzzer (test/python/fuzz): fails on any crash, hang, raw
+# exception or wrong answer; reproducers go to $(FUZZ_OUT).
+FUZZ_SEED ?= 1
+FUZZ_COUNT ?= 3000
+FUZZ_JOBS ?= $(shell nproc)
+FUZZ_TIMEOUT ?= 120
+FUZZ_OUT ?= $(or $(TMPDIR),/tmp)/tileopt-fuzz-$(FUZZ_SEED)
+FUZZ_AVOID ?=
+fuzz: build
+	$(PY) test/python/fuzz/fuzzrun.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) \
+	  --jobs $(FUZZ_JOBS) --timeout $(FUZZ_TIMEOUT) --out $(FUZZ_OUT) \
+	  $(if $(FUZZ_AVOID),--avoid $(FUZZ_AVOID))
 
 # The dialect reference, generated from ODS into docs/generated/.
 docs: build

@@ -10,6 +10,7 @@
 include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
+include "mlir/IR/TensorEncoding.td"
 
 def Tile_Dialect : Dialect {
   let name = "tile";
@@ -22,8 +23,10 @@ def Tile_Dialect : Dialect {
 
     * A *tile* is a builtin ranked tensor with a static shape whose dimensions
       are powers of two, e.g. `tensor<64x128xf32>`; element types are i1, i8,
-      i16, i32, i64, f16, bf16, f32 and f64. `arith` and `math` ops apply to
-      tiles elementwise and `scf.for` carries tiles through loops.
+      i16, i32, i64, f16, bf16, f32 and f64, and at most 2^20 elements (as
+      Triton's limit; kernels verify it). `arith` and `math` ops apply to
+      tiles elementwise and `scf.for` carries tiles through loops. A rank-0
+      tile (`tensor<f32>`) holds one element.
     * Global memory is seen through *views*: kernel arguments of memref type,
       usually with dynamic sizes and strides
       (`memref<?x?xf32, strided<[?, ?], offset: ?>>`). A view's sizes are the
@@ -64,7 +67,8 @@ def Tile_InputPrecisionAttr : EnumAttr<Tile_Dialect, Tile_InputPrecision,
 // lowering's encoding on tile tensor types, following Triton's layouts).
 //===----------------------------------------------------------------------===//
 
-def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
+def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "blocked";
   let summary = "a blocked distributed layout";
   let description = [{
@@ -76,7 +80,9 @@ def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
     to cover larger tiles (smaller tiles replicate it). `order` lists the
     dimensions from fastest to slowest varying: it orders lanes within a
     warp, warps, and the elements of a thread's registers. The products of
-    `threadsPerWarp` and `warpsPerCTA` are 32 and the number of warps.
+    `threadsPerWarp` and `warpsPerCTA` are 32 and the number of warps. The
+    layout's rank is that of the tiles it encodes (tensor types verify it);
+    a rank-0 tile takes a `#tile.slice` of a 1-D layout.
 
     ```mlir
     #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8],
@@ -100,7 +106,8 @@ def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
   }];
 }
 
-def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout"> {
+def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "mma";
   let summary = "the accumulator layout of tensor-core mma.sync";
   let description = [{
@@ -125,7 +132,8 @@ def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout"> {
   }];
 }
 
-def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout"> {
+def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout",
+    [DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "slice";
   let summary = "a parent layout with one dimension removed";
   let description = [{

@@ -46,6 +46,12 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     a promise of its own): its bounds checks use that view's sizes, so
     accesses to the two share them.
 
+    Once layouts are assigned, the kernel attribute `tile.num_warps = N`
+    gives the number of warps of a program: the GPU lowering makes the block
+    32 * N threads, and no layout in the body may spread its tile over more
+    warps (the verifier checks it; a layout over fewer warps is replicated by
+    the others).
+
     Example:
 
     ```mlir
@@ -102,6 +108,15 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     static ::llvm::StringRef getSameShapeAsAttrName() {
       return "tile.same_shape_as";
     }
+
+    /// The kernel attribute `tile.num_warps = N` (set by
+    /// tile-assign-layouts): the program is a block of 32 * N threads, and
+    /// every layout in the body spreads its tile over at most N warps.
+    static ::llvm::StringRef getNumWarpsAttrName() { return "tile.num_warps"; }
+
+    /// The number of warps of a program: the kernel's `tile.num_warps`, else
+    /// the most of any layout in its body, else none (no layouts yet).
+    std::optional<unsigned> getNumWarps();
 
     /// FunctionOpInterface: the body, or null for a declaration.
     ::mlir::Region *getCallableRegion() {

@@ -10,19 +10,23 @@ from __future__ import annotations
 
 from tileopt.errors import (
     ArgumentError,
+    BuilderError,
     CompilationError,
     DeviceError,
     EmulatorError,
+    OptionError,
     PTXAssemblyError,
     TileoptError,
 )
 
 __all__ = [
     "ArgumentError",
+    "BuilderError",
     "CompilationError",
     "DeviceError",
     "EmulatorError",
     "Kernel",
+    "OptionError",
     "PTXAssemblyError",
     "TileoptError",
     "compile",

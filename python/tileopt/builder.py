@@ -26,20 +26,32 @@ Views are dynamic in sizes and strides; ``View("f32", 2, contiguous=True)`` make
 innermost stride statically 1 (``strided<[?, 1], offset: ?>``), which lets the GPU
 lowering move 16 contiguous bytes per thread.
 
+Every op carries the file, line and column of the call that made it as its MLIR
+location (as Triton's ops do), and is verified at once: a mistake (a tile shape that
+is not a power of two, an axis out of range, operands the op cannot take) raises
+:class:`~tileopt.errors.BuilderError` at that call, naming the op and the shapes, and a
+diagnostic of a later pass points at the user's line.
+
 Everything built is ordinary MLIR (``tileopt.ir``): ``kb.module`` can be
 printed, verified, canonicalized and compiled.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import math
+import numbers
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from tileopt import ir
 from tileopt.dialects import arith, memref, scf, tile
 from tileopt.dialects import math as math_d
+from tileopt.errors import BuilderError
 
 Number: TypeAlias = int | float | bool
 Operand: TypeAlias = "Value | Number"
@@ -57,15 +69,33 @@ _ELEMENT_TYPES: dict[str, Callable[[], ir.Type]] = {
     "f64": lambda: ir.F64Type.get(),
 }
 
+#: Element types of tiles and views (``index`` is for scalars only).
+TILE_ELEMENT_TYPES: tuple[str, ...] = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32",
+                                       "f64")
+
+
+def _check_dtype(name: object, allowed: Sequence[str], what: str = "element type") -> str:
+    if not isinstance(name, str) or name not in allowed:
+        raise BuilderError(f"unknown {what} {name!r}; expected one of {', '.join(allowed)}")
+    return name
+
 
 def element_type(name: str) -> ir.Type:
     """The MLIR type named ``name`` (``"f32"``, ``"i32"``, ``"index"``, ...)."""
-    try:
-        return _ELEMENT_TYPES[name]()
-    except KeyError:
-        raise ValueError(
-            f"unknown element type {name!r}; expected one of {sorted(_ELEMENT_TYPES)}"
-        ) from None
+    return _ELEMENT_TYPES[_check_dtype(name, list(_ELEMENT_TYPES))]()
+
+
+def _is_int(x: object) -> bool:
+    """An integer that is not a bool (Python or numpy)."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, numbers.Real)
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
 
 
 @dataclass(frozen=True)
@@ -77,7 +107,7 @@ class View:
     (``memref<?x?xf32, strided<[?, 1], offset: ?>>``): the GPU lowering can then
     vectorise loads and stores along it, and a launch rejects tensors whose
     innermost stride is not 1. The default (all strides dynamic) accepts any
-    strides.
+    strides. ``dtype`` is a tile element type (:data:`TILE_ELEMENT_TYPES`); ``rank`` may be 0.
     """
 
     dtype: str
@@ -85,12 +115,25 @@ class View:
     shape: tuple[int, ...] | None = None
     contiguous: bool = False
 
+    def __post_init__(self) -> None:
+        _check_dtype(self.dtype, TILE_ELEMENT_TYPES, "View element type")
+        if not _is_int(self.rank) or self.rank < 0:
+            raise BuilderError(f"View rank must be an int >= 0, got {self.rank!r}")
+        if self.shape is not None and (
+            isinstance(self.shape, str) or not isinstance(self.shape, Sequence)
+            or len(self.shape) != self.rank or not all(_is_int(d) and d >= 0 for d in self.shape)
+        ):
+            raise BuilderError(
+                f"View shape must be {self.rank} sizes >= 0 (one per dimension) or None, got "
+                f"{self.shape!r}"
+            )
+        if not isinstance(self.contiguous, bool):
+            raise BuilderError(f"View contiguous must be True or False, got {self.contiguous!r}")
+
     def mlir_type(self) -> ir.Type:
         """The memref type, e.g. ``memref<?x?xf32, strided<[?, ?], offset: ?>>``."""
         dyn = ir.ShapedType.get_dynamic_size()
-        shape = list(self.shape) if self.shape is not None else [dyn] * self.rank
-        if len(shape) != self.rank:
-            raise ValueError(f"View shape {self.shape} does not have rank {self.rank}")
+        shape = [int(d) for d in self.shape] if self.shape is not None else [dyn] * self.rank
         stride = ir.ShapedType.get_dynamic_stride_or_offset()
         strides = [stride] * self.rank
         if self.contiguous and self.rank:
@@ -105,6 +148,9 @@ class Scalar:
 
     dtype: str
 
+    def __post_init__(self) -> None:
+        _check_dtype(self.dtype, list(_ELEMENT_TYPES), "Scalar type")
+
     def mlir_type(self) -> ir.Type:
         """The scalar's MLIR type."""
         return element_type(self.dtype)
@@ -114,8 +160,99 @@ def _is_float(type_: ir.Type) -> bool:
     return isinstance(type_, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type))
 
 
+def _is_bool(type_: ir.Type) -> bool:
+    return isinstance(type_, ir.IntegerType) and type_.width == 1
+
+
+def _float_width(type_: ir.Type) -> int:
+    return {ir.F16Type: 16, ir.BF16Type: 16, ir.F32Type: 32, ir.F64Type: 64}[type(type_)]
+
+
+def _broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """The shape two tiles of one rank broadcast to (size-1 dims expand)."""
+    if len(a) != len(b) or any(x != y and 1 not in (x, y) for x, y in zip(a, b, strict=True)):
+        raise BuilderError(f"cannot broadcast shapes {tuple(a)} and {tuple(b)}")
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+
+
+# -- source locations and errors ---------------------------------------------------------------
+
+#: The builder's methods as a user writes them, for error messages.
+_OPERATORS = {"__add__": "+", "__radd__": "+", "__sub__": "-", "__rsub__": "-", "__mul__": "*",
+              "__rmul__": "*", "__truediv__": "/", "__rtruediv__": "/", "__floordiv__": "//",
+              "__rfloordiv__": "//", "__mod__": "%", "__rmod__": "%", "__neg__": "unary -",
+              "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__eq__": "==",
+              "__ne__": "!=", "__and__": "&", "__rand__": "&", "__or__": "|", "__ror__": "|",
+              "__xor__": "^", "__rxor__": "^"}
+
+
+def _caller_location(context: ir.Context) -> ir.Location:
+    """``file:line:column`` of the innermost frame outside this module: the user's call."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return ir.Location.unknown(context)
+    line, column = frame.f_lineno, 0
+    position = next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None),
+                    None)
+    if position is not None and position[0] is not None:
+        line, column = position[0], (position[2] or 0)
+    return ir.Location.file(frame.f_code.co_filename, line, column + 1, context=context)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _located(method: F) -> F:
+    """Makes a builder method create its ops at the user's source location (as Triton does),
+    so that a diagnostic of a later pass names the user's line, and prefixes a BuilderError
+    it raises with the call the user made (``KernelBuilder.dot``, ``operator +``)."""
+    label = _OPERATORS.get(method.__name__)
+    label = f"operator {label}" if label else method.__qualname__
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        builder: KernelBuilder = self if isinstance(self, KernelBuilder) else self.builder
+        if not builder._scopes:
+            raise BuilderError(
+                f"{label}: ops are built inside `with kb as k:` of their KernelBuilder; this "
+                f"call is outside it"
+            )
+        builder._depth += 1
+        try:
+            with _caller_location(builder.context):
+                return method(self, *args, **kwargs)
+        except BuilderError as e:
+            if builder._depth == 1 and e.args and not getattr(e, "labelled", False):
+                e.args = (f"{label}: {e.args[0]}", *e.args[1:])
+                e.labelled = True  # type: ignore[attr-defined]
+            raise
+        finally:
+            builder._depth -= 1
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _verify(op: ir.OpView | ir.Operation) -> None:
+    """Runs ``op``'s verifier now, at the call that made it: BuilderError with its messages
+    (the op is erased again, so that the kernel stays valid)."""
+    try:
+        op.verify()
+    except ir.MLIRError as e:
+        messages = "; ".join(d.message for d in e.error_diagnostics) or str(e)
+        op.operation.erase()
+        raise BuilderError(messages) from None
+
+
 class Value:
-    """An SSA value (tile or scalar) with arithmetic operators."""
+    """An SSA value (tile or scalar) with arithmetic operators.
+
+    Operators follow torch's rules for Python numbers: an integer tile with a float number
+    becomes f32, a boolean (i1) tile with an int becomes i32; two values must have one
+    element type (cast one with :meth:`KernelBuilder.cast`). ``//`` and ``%`` round toward
+    minus infinity like Python's and torch's; ``/`` of integers truncates (C's, Triton's
+    ``//`` on ints)."""
 
     def __init__(self, value: ir.Value, builder: KernelBuilder) -> None:
         self.value = value
@@ -143,11 +280,23 @@ class Value:
     def __repr__(self) -> str:
         return f"Value({self.value})"
 
+    def __bool__(self) -> bool:
+        raise BuilderError(
+            f"a Value ({self.type}) has no Python truth value while the kernel is built (`if`, "
+            f"`and`, `or`, `not`, chained comparisons): use k.where(cond, a, b), & | ^, or a loop"
+        )
+
     # Arithmetic: float ops for float element types, signed integer ops else.
-    def _binary(self, other: Operand, fop, iop, reverse: bool = False) -> Value:
+    def _binary(self, other: Operand, fop: Callable, iop: Callable,
+                reverse: bool = False) -> Value:
         a, b = self.builder._promote(self, other)
         if reverse:
             a, b = b, a
+        if _is_bool(a.dtype):
+            raise BuilderError(
+                f"no arithmetic on booleans (i1): cast to an integer type first, or use & | ^ "
+                f"(shapes {a.shape}, {b.shape})"
+            )
         op = fop if _is_float(a.dtype) else iop
         return self.builder._wrap(op(a.value, b.value))
 
@@ -176,10 +325,16 @@ class Value:
         return self._binary(o, arith.divf, arith.divsi, reverse=True)
 
     def __floordiv__(self, o: Operand) -> Value:
-        return self._binary(o, arith.divf, arith.floordivsi)
+        return self._binary(o, self.builder._floordivf, arith.floordivsi)
+
+    def __rfloordiv__(self, o: Operand) -> Value:
+        return self._binary(o, self.builder._floordivf, arith.floordivsi, reverse=True)
 
     def __mod__(self, o: Operand) -> Value:
-        return self._binary(o, arith.remf, arith.remsi)
+        return self._binary(o, self.builder._modf, self.builder._modi)
+
+    def __rmod__(self, o: Operand) -> Value:
+        return self._binary(o, self.builder._modf, self.builder._modi, reverse=True)
 
     def __neg__(self) -> Value:
         if _is_float(self.dtype):
@@ -191,6 +346,8 @@ class Value:
         if _is_float(a.dtype):
             pred = getattr(arith.CmpFPredicate, fpred)
             return self.builder._wrap(arith.cmpf(pred, a.value, b.value))
+        if _is_bool(a.dtype) and ipred[0] == "s":
+            ipred = "u" + ipred[1:]  # False < True, as torch orders booleans
         pred = getattr(arith.CmpIPredicate, ipred)
         return self.builder._wrap(arith.cmpi(pred, a.value, b.value))
 
@@ -213,7 +370,9 @@ class KernelBuilder:
     Arguments are :class:`View` or :class:`Scalar` specs (or MLIR types), in
     keyword order. The kernel goes into ``module`` (a new module, with a new
     context, by default). Use ``with kb as k:`` to add ops; the kernel's
-    arguments are ``k.args.<name>``.
+    arguments are ``k.args.<name>``. Each op carries the source location of the
+    call that made it, and is verified there: a mistake raises
+    :class:`~tileopt.errors.BuilderError` at that call, naming the op and shapes.
     """
 
     def __init__(
@@ -222,6 +381,18 @@ class KernelBuilder:
         module: ir.Module | None = None,
         **arguments: View | Scalar | ir.Type,
     ) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise BuilderError(f"KernelBuilder: the kernel's name must be an identifier, got "
+                               f"{name!r}")
+        if module is not None and not isinstance(module, ir.Module):
+            raise BuilderError(f"KernelBuilder: module must be a tileopt.ir.Module or None, got "
+                               f"{type(module).__name__}")
+        for key, spec in arguments.items():
+            if not isinstance(spec, View | Scalar | ir.Type):
+                raise BuilderError(
+                    f"KernelBuilder: argument {key!r} must be a View, a Scalar or an MLIR type, "
+                    f"got {spec!r}"
+                )
         if module is None:
             self.context = ir.Context()
             with self.context, ir.Location.unknown():
@@ -230,7 +401,7 @@ class KernelBuilder:
             self.context = module.context
         self.module = module
         self.name = name
-        with self.context, ir.Location.unknown():
+        with self.context, _caller_location(self.context):
             types = [a if isinstance(a, ir.Type) else a.mlir_type() for a in arguments.values()]
             with ir.InsertionPoint(module.body):
                 self.op = tile.KernelOp(name, ir.TypeAttr.get(ir.FunctionType.get(types, [])))
@@ -244,6 +415,7 @@ class KernelBuilder:
             }
         )
         self._scopes: list = []
+        self._depth = 0
 
     def __enter__(self) -> KernelBuilder:
         scopes = [
@@ -263,39 +435,117 @@ class KernelBuilder:
     # -- values ------------------------------------------------------------
 
     def _wrap(self, value: ir.Value | ir.OpView) -> Value:
+        """A Value of ``value``; an op (OpView) is verified first (:func:`_verify`)."""
         if isinstance(value, ir.OpView):
+            _verify(value)
             value = value.result
+        elif isinstance(value.owner, ir.OpView | ir.Operation):
+            _verify(value.owner)
         return Value(value, self)
 
+    def _value(self, x: object, what: str, view: bool = False) -> Value:
+        """``x`` if it is a tile or scalar (or with ``view``, any) Value of this kernel, else a
+        BuilderError naming ``what``."""
+        if not isinstance(x, Value):
+            raise BuilderError(f"{what} must be a tile or scalar Value of this kernel, got {x!r}")
+        if x.builder is not self:
+            raise BuilderError(f"{what} is a Value of another KernelBuilder ({x.builder.name})")
+        if not view and isinstance(x.type, ir.MemRefType):
+            raise BuilderError(f"{what} is a view ({x.type}), not a tile: read a tile of it with "
+                               f"k.load")
+        return x
+
+    def _tile(self, x: object, what: str) -> Value:
+        """``x`` if it is a tile Value of this kernel."""
+        x = self._value(x, what)
+        if x.shape is None:
+            raise BuilderError(f"{what} must be a tile, got a scalar of type {x.type}")
+        return x
+
+    def _view(self, x: object, what: str = "view") -> Value:
+        """``x`` if it is a view (memref) argument of this kernel."""
+        x = self._value(x, what, view=True)
+        if not isinstance(x.type, ir.MemRefType):
+            raise BuilderError(f"{what} must be a View argument (k.args.<name>), got {x.type}")
+        return x
+
+    def _shape(self, shape: object, what: str) -> list[int]:
+        """``shape`` as a list if it is a tile shape: powers of two (rank 0 allowed)."""
+        if (isinstance(shape, str) or not isinstance(shape, Sequence)
+                or not all(_is_int(d) and _is_pow2(int(d)) for d in shape)):
+            raise BuilderError(
+                f"{what} shape must be a list of positive powers of two (e.g. [16, 64]), got "
+                f"{shape!r}"
+            )
+        return [int(d) for d in shape]
+
+    def _axis(self, axis: object, rank: int, what: str = "axis") -> int:
+        """``axis`` in ``[-rank, rank)`` as an index in ``[0, rank)``."""
+        if not _is_int(axis) or not -rank <= int(axis) < rank:  # type: ignore[operator]
+            raise BuilderError(f"{what} {axis!r} is out of range for rank {rank}: expected an "
+                               f"int in [{-rank}, {rank - 1}]")
+        return int(axis) % rank  # type: ignore[call-overload]
+
+    def _attr(self, value: object, type_: ir.Type, what: str) -> ir.Attribute:
+        """The constant ``value`` as an attribute of ``type_``; BuilderError if it is not a
+        number, or does not fit (an int out of range, a fraction, inf or NaN for an integer)."""
+        if not _is_number(value):
+            raise BuilderError(f"{what} must be a Python number, got {value!r}")
+        if _is_float(type_):
+            return ir.FloatAttr.get(type_, float(value))  # type: ignore[arg-type]
+        if isinstance(type_, ir.IndexType):
+            bits, name = 64, "index"
+        else:
+            bits, name = ir.IntegerType(type_).width, str(type_)
+        if not isinstance(value, numbers.Integral):
+            if not math.isfinite(value) or value != int(value):  # type: ignore[arg-type]
+                raise BuilderError(f"{what} {value!r} is not an integer, so not a value of "
+                                   f"{name}")
+        number = int(value)  # type: ignore[arg-type]
+        if not (0 if bits == 1 else -(1 << (bits - 1))) <= number < (1 << bits):
+            raise BuilderError(f"{what} {value!r} does not fit in {name}")
+        if bits == 1:
+            return ir.BoolAttr.get(bool(number))
+        return ir.IntegerAttr.get(type_, number)
+
+    @_located
     def constant(self, value: Number, dtype: str | ir.Type) -> Value:
         """A scalar constant of ``dtype``."""
-        type_ = element_type(dtype) if isinstance(dtype, str) else dtype
-        if _is_float(type_):
-            attr = ir.FloatAttr.get(type_, float(value))
-        else:
-            attr = ir.IntegerAttr.get(type_, int(value))
-        return self._wrap(arith.constant(type_, attr))
+        type_ = element_type(dtype) if not isinstance(dtype, ir.Type) else dtype
+        return self._wrap(arith.constant(type_, self._attr(value, type_, "constant")))
 
     def _constant_like(self, value: Number, like: Value) -> Value:
         scalar = self.constant(value, like.dtype)
         return self.splat(scalar, like.shape) if like.shape is not None else scalar
 
-    def _as_value(self, x: Operand, like: Value) -> Value:
-        if isinstance(x, Value):
-            return x
-        return self.constant(x, like.dtype)
-
-    def _promote(self, a: Operand, b: Operand) -> tuple[Value, Value]:
-        """Brings two operands to one type: constants, splats, broadcasts."""
+    def _promote(self, a: object, b: object) -> tuple[Value, Value]:
+        """Brings two operands to one type: Python numbers become constants (an integer
+        operand with a float number is cast to f32, an i1 one with an int to i32, as torch
+        and Triton promote), scalars become splats, size-1 dims broadcast."""
         if not isinstance(a, Value):
             if not isinstance(b, Value):
-                raise TypeError(
+                raise BuilderError(
                     f"two Python numbers ({a!r}, {b!r}) have no tile type: make one of them a "
                     f"tile (KernelBuilder.full) or a constant (KernelBuilder.constant)"
                 )
             b_, a_ = self._promote(b, a)
             return a_, b_
-        b = self._as_value(b, a)
+        a = self._value(a, "operand")
+        if isinstance(b, Value):
+            b = self._value(b, "operand")
+            if a.dtype != b.dtype:
+                raise BuilderError(
+                    f"operands of different element types ({a.dtype} {a.shape or 'scalar'} and "
+                    f"{b.dtype} {b.shape or 'scalar'}): cast one with k.cast(x, dtype)"
+                )
+        elif not _is_number(b):
+            raise BuilderError(f"operand must be a Value or a Python number, got {b!r}")
+        else:
+            if not _is_float(a.dtype) and not isinstance(b, numbers.Integral):
+                a = self.cast(a, "f32")
+            elif _is_bool(a.dtype) and not isinstance(b, bool):
+                a = self.cast(a, "i32")
+            b = self.constant(b, a.dtype)
         if a.shape is None and b.shape is None:
             return a, b
         if a.shape is None:
@@ -303,13 +553,7 @@ class KernelBuilder:
         elif b.shape is None:
             b = self.splat(b, a.shape)
         if a.shape != b.shape:
-            if len(a.shape) != len(b.shape):
-                raise ValueError(f"cannot broadcast shapes {a.shape} and {b.shape}")
-            shape = []
-            for x, y in zip(a.shape, b.shape, strict=True):
-                if x != y and 1 not in (x, y):
-                    raise ValueError(f"cannot broadcast shapes {a.shape} and {b.shape}")
-                shape.append(max(x, y))
+            shape = _broadcast_shape(a.shape, b.shape)  # type: ignore[arg-type]
             a, b = self.broadcast(a, shape), self.broadcast(b, shape)
         return a, b
 
@@ -318,36 +562,45 @@ class KernelBuilder:
 
     # -- grid --------------------------------------------------------------
 
+    @_located
     def program_id(self, dim: int = 0) -> Value:
-        """This program's index along grid dimension ``dim``."""
-        return self._wrap(tile.program_id(dim))
+        """This program's index along grid dimension ``dim`` (0, 1 or 2)."""
+        return self._wrap(tile.program_id(self._axis(dim, 3, "dim")))
 
+    @_located
     def num_programs(self, dim: int = 0) -> Value:
-        """The grid's size along ``dim``."""
-        return self._wrap(tile.num_programs(dim))
+        """The grid's size along ``dim`` (0, 1 or 2)."""
+        return self._wrap(tile.num_programs(self._axis(dim, 3, "dim")))
 
+    @_located
     def index(self, value: int) -> Value:
         """An ``index`` constant."""
         return self.constant(value, "index")
 
+    @_located
     def size(self, view: Value, axis: int) -> Value:
         """The size of ``view`` along ``axis`` (``memref.dim``), as ``index``."""
+        view = self._view(view)
         rank = ir.MemRefType(view.type).rank
-        if not 0 <= axis < rank:
-            raise ValueError(f"axis {axis} is out of range for a view of rank {rank}")
+        if not _is_int(axis) or not 0 <= axis < rank:
+            raise BuilderError(f"axis {axis!r} is out of range for a view of rank {rank}")
         return self._wrap(memref.dim(view.value, self.index(axis).value))
 
-    def _as_index(self, x: Value | int) -> Value:
+    def _as_index(self, x: object) -> Value:
         if not isinstance(x, Value):
-            return self.index(x)
+            if not _is_int(x):
+                raise BuilderError(f"expected an int or an integer scalar Value, got {x!r}")
+            return self.index(x)  # type: ignore[arg-type]
+        x = self._value(x, "index")
         if isinstance(x.type, ir.IndexType):
             return x
         if isinstance(x.type, ir.IntegerType):
             return self.cast(x, "index")
-        raise ValueError(f"expected an integer or index scalar, got a value of type {x.type}")
+        raise BuilderError(f"expected an integer or index scalar, got a value of type {x.type}")
 
     # -- loops -------------------------------------------------------------
 
+    @_located
     def loop(
         self,
         start: Value | int,
@@ -369,6 +622,8 @@ class KernelBuilder:
         Use the loop only as a ``with`` context: the ``scf.for`` is created
         here, and a body that raises is removed again.
         """
+        if isinstance(carried, Value) or not isinstance(carried, Sequence):
+            raise BuilderError(f"carried must be a list of Values, got {carried!r}")
         return Loop(
             self,
             self._as_index(start),
@@ -379,9 +634,16 @@ class KernelBuilder:
 
     # -- memory ------------------------------------------------------------
 
-    def _offsets(self, offsets: Sequence[Value | int]) -> list[ir.Value]:
-        return [(o if isinstance(o, Value) else self.index(o)).value for o in offsets]
+    def _offsets(self, view: Value, offsets: object) -> list[ir.Value]:
+        rank = ir.MemRefType(view.type).rank
+        if isinstance(offsets, str) or not isinstance(offsets, Sequence) or len(offsets) != rank:
+            raise BuilderError(
+                f"offsets must be {rank} ints or integer scalars (one per dimension of the "
+                f"view {view.type}), got {offsets!r}"
+            )
+        return [self._as_index(o).value for o in offsets]
 
+    @_located
     def load(
         self,
         view: Value,
@@ -390,83 +652,128 @@ class KernelBuilder:
         padding: Number | None = None,
     ) -> Value:
         """Reads a tile of ``shape`` at ``offsets``; out-of-bounds take ``padding``."""
+        view = self._view(view)
         dtype = view.type.element_type
-        pad = None
-        if padding is not None:
-            if _is_float(dtype):
-                pad = ir.FloatAttr.get(dtype, float(padding))
-            else:
-                pad = ir.IntegerAttr.get(dtype, int(padding))
-        result = self._tile_type(shape, dtype)
-        return self._wrap(tile.load(result, view.value, self._offsets(offsets), padding=pad))
+        pad = None if padding is None else self._attr(padding, dtype, "padding")
+        result = self._tile_type(self._shape(shape, "load"), dtype)
+        return self._wrap(tile.load(result, view.value, self._offsets(view, offsets),
+                                    padding=pad))
 
+    @_located
     def store(self, value: Value, view: Value, offsets: Sequence[Value | int]) -> None:
         """Writes ``value`` at ``offsets``; out-of-bounds elements are dropped."""
-        tile.StoreOp(value.value, view.value, self._offsets(offsets))
+        value, view = self._value(value, "stored value"), self._view(view)
+        if value.shape is None:
+            rank = ir.MemRefType(view.type).rank
+            if rank:
+                raise BuilderError(f"stored value is a scalar ({value.type}), the view has rank "
+                                   f"{rank}: store a tile (k.splat(x, [1] * {rank}))")
+            value = self.splat(value, [])
+        _verify(tile.StoreOp(value.value, view.value, self._offsets(view, offsets)))
 
     # -- making and reshaping tiles ----------------------------------------
 
+    @_located
     def splat(self, scalar: Operand, shape: Sequence[int], dtype: str | None = None) -> Value:
-        """A tile of ``shape`` filled with ``scalar``."""
+        """A tile of ``shape`` filled with ``scalar`` (a Python number becomes ``dtype``,
+        f32 by default)."""
         if not isinstance(scalar, Value):
             scalar = self.constant(scalar, dtype or "f32")
-        return self._wrap(tile.splat(self._tile_type(shape, scalar.type), scalar.value))
+        elif self._value(scalar, "splat value").shape is not None:
+            raise BuilderError(f"splat takes a scalar, got a tile of shape {scalar.shape}: use "
+                               f"k.broadcast")
+        result = self._tile_type(self._shape(shape, "splat"), scalar.type)
+        return self._wrap(tile.splat(result, scalar.value))
 
+    @_located
     def full(self, shape: Sequence[int], value: Number, dtype: str) -> Value:
         """A tile of ``shape`` and ``dtype`` filled with a constant."""
         return self.splat(self.constant(value, dtype), shape)
 
+    @_located
     def iota(self, n: int) -> Value:
         """The i32 tile ``0, 1, ..., n-1``."""
-        return self._wrap(tile.iota(self._tile_type([n], element_type("i32"))))
+        shape = self._shape([n] if _is_int(n) else n, "iota")
+        return self._wrap(tile.iota(self._tile_type(shape, element_type("i32"))))
 
+    @_located
     def broadcast(self, x: Value, shape: Sequence[int]) -> Value:
-        """Expands the size-1 dims of ``x`` to ``shape``."""
+        """Expands the size-1 dims of ``x`` to ``shape`` (a scalar is splat)."""
+        x, shape = self._value(x, "broadcast operand"), self._shape(shape, "broadcast")
+        if x.shape is None:
+            return self.splat(x, shape)
         if x.shape == tuple(shape):
             return x
         return self._wrap(tile.broadcast(self._tile_type(shape, x.dtype), x.value))
 
+    @_located
     def expand_dims(self, x: Value, axis: int) -> Value:
-        """Inserts a dim of size 1 at ``axis``."""
-        shape = list(x.shape or ())
+        """Inserts a dim of size 1 at ``axis`` (in ``[-rank - 1, rank]``)."""
+        x = self._tile(x, "expand_dims operand")
+        shape = list(x.shape)  # type: ignore[arg-type]
+        axis = self._axis(axis, len(shape) + 1)
         shape.insert(axis, 1)
         return self._wrap(tile.expand_dims(self._tile_type(shape, x.dtype), x.value, axis))
 
+    @_located
     def reshape(self, x: Value, shape: Sequence[int]) -> Value:
-        """The elements of ``x``, row-major, with ``shape``."""
+        """The elements of ``x``, row-major, with ``shape`` (as many elements)."""
+        x, shape = self._tile(x, "reshape operand"), self._shape(shape, "reshape")
         return self._wrap(tile.reshape(self._tile_type(shape, x.dtype), x.value))
 
+    @_located
     def permute(self, x: Value, permutation: Sequence[int]) -> Value:
         """Dim ``i`` of the result is dim ``permutation[i]`` of ``x``."""
-        shape = [x.shape[d] for d in permutation]
-        return self._wrap(tile.permute(self._tile_type(shape, x.dtype), x.value, list(permutation)))
+        x = self._tile(x, "permute operand")
+        rank = len(x.shape)  # type: ignore[arg-type]
+        if (isinstance(permutation, str) or not isinstance(permutation, Sequence)
+                or not all(_is_int(d) for d in permutation)
+                or sorted(int(d) for d in permutation) != list(range(rank))):
+            raise BuilderError(f"permutation {permutation!r} is not a permutation of "
+                               f"{list(range(rank))} (x has shape {x.shape})")
+        perm = [int(d) for d in permutation]
+        shape = [x.shape[d] for d in perm]  # type: ignore[index]
+        return self._wrap(tile.permute(self._tile_type(shape, x.dtype), x.value, perm))
 
+    @_located
     def trans(self, x: Value) -> Value:
         """Transposes a 2-D tile."""
         return self.permute(x, [1, 0])
 
     # -- elementwise -------------------------------------------------------
 
+    def _math(self, op: Callable, x: object, what: str) -> Value:
+        x = self._value(x, f"{what} operand")
+        if not _is_float(x.dtype):
+            raise BuilderError(f"{what} takes floats, got {x.dtype}: cast with k.cast(x, 'f32')")
+        return self._wrap(op(x.value))
+
+    @_located
     def exp(self, x: Value) -> Value:
         """Elementwise e**x."""
-        return self._wrap(math_d.exp(x.value))
+        return self._math(math_d.exp, x, "exp")
 
+    @_located
     def sqrt(self, x: Value) -> Value:
         """Elementwise square root."""
-        return self._wrap(math_d.sqrt(x.value))
+        return self._math(math_d.sqrt, x, "sqrt")
 
+    @_located
     def rsqrt(self, x: Value) -> Value:
         """Elementwise 1/sqrt(x)."""
-        return self._wrap(math_d.rsqrt(x.value))
+        return self._math(math_d.rsqrt, x, "rsqrt")
 
+    @_located
     def tanh(self, x: Value) -> Value:
         """Elementwise tanh."""
-        return self._wrap(math_d.tanh(x.value))
+        return self._math(math_d.tanh, x, "tanh")
 
+    @_located
     def erf(self, x: Value) -> Value:
         """Elementwise error function."""
-        return self._wrap(math_d.erf(x.value))
+        return self._math(math_d.erf, x, "erf")
 
+    @_located
     def fdiv(self, a: Operand, b: Operand, ieee_rounding: bool = True) -> Value:
         """Elementwise float division ``a / b`` (what ``/`` does with the default).
 
@@ -476,59 +783,100 @@ class KernelBuilder:
         """
         a, b = self._promote(a, b)
         if not _is_float(a.dtype):
-            raise TypeError(f"fdiv divides floats, got {a.dtype}")
+            raise BuilderError(f"fdiv divides floats, got {a.dtype}")
         fastmath = None if ieee_rounding else ir.Attribute.parse("#arith.fastmath<afn>")
         return self._wrap(arith.divf(a.value, b.value, fastmath=fastmath))
 
+    def _floordivf(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        """``floor(a / b)`` for floats (``//``)."""
+        return self._wrap(math_d.floor(self._wrap(arith.divf(a, b)).value)).value
+
+    def _mod(self, r: Value, b: Value) -> ir.Value:
+        """A truncated remainder ``r`` of ``a / b`` made Python's (the sign of ``b``)."""
+        zero = self._constant_like(0, r)
+        adjust = (r != zero) & ((r < zero) != (b < zero))
+        return self._wrap(arith.select(adjust.value, (r + b).value, r.value)).value
+
+    def _modi(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Python's ``a % b`` for integers (the result has the sign of ``b``, as torch's)."""
+        return self._mod(self._wrap(arith.remsi(a, b)), Value(b, self))
+
+    def _modf(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        """Python's ``a % b`` for floats (the result has the sign of ``b``, as torch's)."""
+        return self._mod(self._wrap(arith.remf(a, b)), Value(b, self))
+
+    @_located
     def maximum(self, a: Operand, b: Operand) -> Value:
         """Elementwise max (NaN-propagating for floats)."""
         a, b = self._promote(a, b)
-        op = arith.maximumf if _is_float(a.dtype) else arith.maxsi
+        op = arith.maximumf if _is_float(a.dtype) else arith.maxui if _is_bool(
+            a.dtype) else arith.maxsi
         return self._wrap(op(a.value, b.value))
 
+    @_located
     def minimum(self, a: Operand, b: Operand) -> Value:
         """Elementwise min (NaN-propagating for floats)."""
         a, b = self._promote(a, b)
-        op = arith.minimumf if _is_float(a.dtype) else arith.minsi
+        op = arith.minimumf if _is_float(a.dtype) else arith.minui if _is_bool(
+            a.dtype) else arith.minsi
         return self._wrap(op(a.value, b.value))
 
+    @_located
     def where(self, cond: Value, a: Operand, b: Operand) -> Value:
-        """``a`` where ``cond`` is true, else ``b``. With two Python numbers, the result has
-        ``cond``'s shape and is f32 if either is a float, else i32."""
+        """``a`` where ``cond`` (i1) is true, else ``b``; the three broadcast together, and a
+        scalar ``cond`` picks whole tiles. With two Python numbers the result is f32 if either
+        is a float, else i32."""
+        cond = self._value(cond, "where's condition")
+        if not _is_bool(cond.dtype):
+            raise BuilderError(f"the condition must be i1 (a comparison), got {cond.dtype}: "
+                               f"compare it, e.g. x != 0")
         if not isinstance(a, Value) and not isinstance(b, Value):
-            dtype = "f32" if isinstance(a, float) or isinstance(b, float) else "i32"
+            dtype = ("i1" if all(isinstance(v, bool) for v in (a, b)) else
+                     "i32" if all(isinstance(v, numbers.Integral) for v in (a, b)) else "f32")
             a = self.constant(a, dtype)
         a, b = self._promote(a, b)
-        if a.shape is None and cond.shape is not None:
-            a, b = self.splat(a, cond.shape), self.splat(b, cond.shape)
-        if cond.shape != a.shape and a.shape is not None:
-            cond = self.broadcast(cond, a.shape)
+        if cond.shape is not None or a.shape is not None:
+            shape = (_broadcast_shape(cond.shape, a.shape)
+                     if cond.shape is not None and a.shape is not None
+                     else cond.shape or a.shape)
+            cond, a, b = (self.broadcast(v, shape) for v in (cond, a, b))  # type: ignore[arg-type]
         return self._wrap(arith.select(cond.value, a.value, b.value))
 
+    @_located
     def cast(self, x: Value, dtype: str) -> Value:
-        """Converts the element type of ``x`` (float/int widths and kinds)."""
+        """Converts the element type of ``x`` (float/int widths and kinds), as torch's ``to``:
+        booleans (i1) become 0 or 1, a cast to i1 is ``x != 0``, floats to integers truncate
+        toward zero."""
+        x = self._value(x, "cast operand")
         target = element_type(dtype)
-        result = self._tile_type(x.shape, target) if x.shape is not None else target
         src = x.dtype
         if src == target:
             return x
+        if _is_bool(target):
+            return x != self._constant_like(0, x)
+        result = self._tile_type(x.shape, target) if x.shape is not None else target
+        if isinstance(src, ir.IndexType) and _is_float(target):
+            return self.cast(self.cast(x, "i64"), dtype)
+        if _is_float(src) and isinstance(target, ir.IndexType):
+            return self.cast(self.cast(x, "i64"), dtype)
         if _is_float(src) and _is_float(target):
-            width = {ir.F16Type: 16, ir.BF16Type: 16, ir.F32Type: 32, ir.F64Type: 64}
-            wide = width[type(target)] > width[type(src)]
-            op = arith.extf if wide else arith.truncf
+            if _float_width(target) == _float_width(src):  # f16 <-> bf16: through f32
+                return self.cast(self.cast(x, "f32"), dtype)
+            op = arith.extf if _float_width(target) > _float_width(src) else arith.truncf
         elif _is_float(src):
             op = arith.fptosi
         elif _is_float(target):
-            op = arith.sitofp
+            op = arith.uitofp if _is_bool(src) else arith.sitofp
         elif isinstance(target, ir.IndexType) or isinstance(src, ir.IndexType):
-            op = arith.index_cast
+            op = arith.index_castui if _is_bool(src) else arith.index_cast
         else:
             wide = ir.IntegerType(target).width > ir.IntegerType(src).width
-            op = arith.extsi if wide else arith.trunci
+            op = (arith.extui if _is_bool(src) else arith.extsi) if wide else arith.trunci
         return self._wrap(op(result, x.value))
 
     # -- reductions and dot ------------------------------------------------
 
+    @_located
     def reduce(
         self,
         operands: Sequence[Value],
@@ -536,19 +884,35 @@ class KernelBuilder:
         combine: Callable[..., Sequence[Value]],
         keepdims: bool = False,
     ) -> list[Value]:
-        """Reduces ``operands`` along ``axis`` with ``combine``.
+        """Reduces ``operands`` (tiles of one shape) along ``axis`` with ``combine``.
 
         ``combine(acc_0, ..., acc_n-1, new_0, ..., new_n-1)`` gets scalar values
         and returns the n combined scalars.
         """
-        shape = list(operands[0].shape)
+        if isinstance(operands, Value) or not isinstance(operands, Sequence) or not operands:
+            raise BuilderError(f"operands must be a non-empty list of tiles, got {operands!r}")
+        operands = [self._tile(o, f"operand {i}") for i, o in enumerate(operands)]
+        if not callable(combine):
+            raise BuilderError(f"combine must be a function of scalars, got {combine!r}")
+        shape = list(operands[0].shape)  # type: ignore[arg-type]
+        axis = self._axis(axis, len(shape))
         del shape[axis]
         result_types = [self._tile_type(shape, o.dtype) if shape else o.dtype for o in operands]
         op = tile.ReduceOp(result_types, [o.value for o in operands], axis)
-        block = op.combiner.blocks.append(*([o.dtype for o in operands] * 2))
-        with ir.InsertionPoint(block):
-            combined = combine(*(Value(a, self) for a in block.arguments))
-            tile.YieldOp([c.value for c in combined])
+        try:
+            block = op.combiner.blocks.append(*([o.dtype for o in operands] * 2))
+            with ir.InsertionPoint(block):
+                combined = combine(*(Value(a, self) for a in block.arguments))
+                if isinstance(combined, Value) or not isinstance(combined, Sequence) or not all(
+                        isinstance(c, Value) for c in combined):
+                    raise BuilderError(
+                        f"combine must return a list of {len(operands)} scalar Values, got "
+                        f"{combined!r}"
+                    )
+                tile.YieldOp([c.value for c in combined])
+        except BaseException:
+            op.operation.erase()
+            raise
         results = [self._wrap(r) for r in op.results]
         if keepdims:
             results = [
@@ -557,26 +921,32 @@ class KernelBuilder:
             ]
         return results
 
+    @_located
     def sum(self, x: Value, axis: int, keepdims: bool = False) -> Value:
         """Sum along ``axis``."""
         return self.reduce([x], axis, lambda a, b: [a + b], keepdims)[0]
 
+    @_located
     def max(self, x: Value, axis: int, keepdims: bool = False) -> Value:
         """Maximum along ``axis`` (NaN-propagating for floats)."""
         return self.reduce([x], axis, lambda a, b: [self.maximum(a, b)], keepdims)[0]
 
+    @_located
     def min(self, x: Value, axis: int, keepdims: bool = False) -> Value:
         """Minimum along ``axis`` (NaN-propagating for floats)."""
         return self.reduce([x], axis, lambda a, b: [self.minimum(a, b)], keepdims)[0]
 
+    @_located
     def argmax(self, x: Value, axis: int) -> tuple[Value, Value]:
         """(max, first index of the max) along ``axis``, indices as i32."""
-        n = x.shape[axis]
+        x = self._tile(x, "argmax operand")
+        axis = self._axis(axis, len(x.shape))  # type: ignore[arg-type]
+        n = x.shape[axis]  # type: ignore[index]
         idx = self.iota(n)
-        for d in range(len(x.shape)):
+        for d in range(len(x.shape)):  # type: ignore[arg-type]
             if d != axis:
                 idx = self.expand_dims(idx, d)
-        idx = self.broadcast(idx, x.shape)
+        idx = self.broadcast(idx, x.shape)  # type: ignore[arg-type]
 
         def combine(a: Value, ai: Value, b: Value, bi: Value) -> list[Value]:
             take_b = (b > a) | ((b == a) & (bi < ai))
@@ -585,10 +955,15 @@ class KernelBuilder:
         m, i = self.reduce([x, idx], axis, combine)
         return m, i
 
+    @_located
     def dot(self, a: Value, b: Value, acc: Value | None = None, tf32: bool = False) -> Value:
-        """``acc + a @ b``; ``acc`` defaults to f32 zeros."""
+        """``acc + a @ b`` of 2-D tiles (M x K, K x N); ``acc`` defaults to f32 zeros."""
+        a, b = self._tile(a, "dot lhs"), self._tile(b, "dot rhs")
+        if len(a.shape) != 2 or len(b.shape) != 2:  # type: ignore[arg-type]
+            raise BuilderError(f"dot takes 2-D tiles, got lhs {a.shape} and rhs {b.shape}")
         if acc is None:
-            acc = self.full([a.shape[0], b.shape[1]], 0.0, "f32")
+            acc = self.full([a.shape[0], b.shape[1]], 0.0, "f32")  # type: ignore[index]
+        acc = self._tile(acc, "dot acc")
         precision = tile.InputPrecision.tf32 if tf32 else None
         return self._wrap(tile.dot(a.value, b.value, acc.value, input_precision=precision))
 
@@ -602,7 +977,7 @@ class Loop:
     ) -> None:
         for i, c in enumerate(carried):
             if not isinstance(c, Value):
-                raise TypeError(
+                raise BuilderError(
                     f"carried value {i} must be a builder Value (make constants with "
                     f"k.full or k.constant), got {type(c).__name__}"
                 )
@@ -617,29 +992,30 @@ class Loop:
     def results(self) -> list[Value]:
         """The carried values after the loop (its results)."""
         if self._ip is not None or not self._yielded:
-            raise RuntimeError("loop.results are known once the loop's body is built")
+            raise BuilderError("loop.results are known once the loop's body is built")
         return [Value(r, self.builder) for r in self.op.results]
 
     def __enter__(self) -> Loop:
         if self._ip is not None or self._yielded:
-            raise RuntimeError("a loop's body is built once")
+            raise BuilderError("a loop's body is built once")
         self._ip = ir.InsertionPoint(self.op.body)
         self._ip.__enter__()
         return self
 
+    @_located
     def yield_(self, *values: Value) -> None:
         """Ends the iteration with the next iteration's carried values."""
         if self._ip is None or self._yielded:
-            raise RuntimeError("loop.yield_ is called once, inside the loop's `with` block")
+            raise BuilderError("loop.yield_ is called once, inside the loop's `with` block")
         if len(values) != len(self.carried):
-            raise ValueError(
+            raise BuilderError(
                 f"loop.yield_ takes {len(self.carried)} values (one per carried value), "
                 f"got {len(values)}"
             )
         for i, (v, c) in enumerate(zip(values, self.carried, strict=True)):
             if not isinstance(v, Value) or v.type != c.type:
                 got = v.type if isinstance(v, Value) else type(v).__name__
-                raise ValueError(f"loop.yield_ value {i} has type {got}, expected {c.type}")
+                raise BuilderError(f"loop.yield_ value {i} has type {got}, expected {c.type}")
         scf.YieldOp([v.value for v in values])
         self._yielded = True
 
@@ -649,12 +1025,12 @@ class Loop:
         self._ip = None
         if exc_type is None and not self._yielded:
             if not self.carried:
-                with ir.InsertionPoint(self.op.body):
+                with ir.InsertionPoint(self.op.body), _caller_location(self.builder.context):
                     scf.YieldOp([])
                 self._yielded = True
                 return
             self._erase()
-            raise RuntimeError(
+            raise BuilderError(
                 f"the loop carries {len(self.carried)} values: end its body with "
                 f"loop.yield_(...)"
             )
@@ -670,6 +1046,9 @@ class Loop:
 def _logical(op_name: str) -> Callable[[Value, Operand], Value]:
     def method(self: Value, other: Operand) -> Value:
         a, b = self.builder._promote(self, other)
+        if _is_float(a.dtype):
+            raise BuilderError(f"bitwise/logical operators take integers or booleans, got "
+                               f"{a.dtype}")
         return self.builder._wrap(getattr(arith, op_name)(a.value, b.value))
 
     return method
@@ -685,8 +1064,17 @@ def _equality(fpred: str, ipred: str) -> Callable[[Value, object], Value]:
 Value.__and__ = _logical("andi")  # type: ignore[assignment]
 Value.__or__ = _logical("ori")  # type: ignore[assignment]
 Value.__xor__ = _logical("xori")  # type: ignore[assignment]
+Value.__rand__ = Value.__and__  # type: ignore[assignment]
+Value.__ror__ = Value.__or__  # type: ignore[assignment]
+Value.__rxor__ = Value.__xor__  # type: ignore[assignment]
 Value.__eq__ = _equality("OEQ", "eq")  # type: ignore[assignment]
 Value.__ne__ = _equality("UNE", "ne")  # type: ignore[assignment]
 Value.__hash__ = object.__hash__  # type: ignore[assignment]
+for _name, _symbol in _OPERATORS.items():
+    # Every operator creates its ops at the user's line and reports mistakes there.
+    if _name in vars(Value):
+        _method = vars(Value)[_name]
+        _method.__name__ = _name
+        setattr(Value, _name, _located(_method))
 
 __all__ = ["KernelBuilder", "Loop", "Scalar", "Value", "View", "element_type"]

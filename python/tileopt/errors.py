@@ -16,8 +16,19 @@ class CompilationError(TileoptError):
     """IR failed to parse, verify or lower; the message holds MLIR's diagnostics."""
 
 
+class OptionError(CompilationError):
+    """An argument of ``tileopt.compile`` (an option, or the module's type), of
+    ``python -m tileopt.compiler``, or a ``TILEOPT_*`` environment variable has a wrong type or
+    value; the message names it and the values it takes."""
+
+
 class PTXAssemblyError(CompilationError):
     """ptxas (or nvJitLink's ptxas) rejected the PTX; the message quotes the offending line."""
+
+
+class BuilderError(TileoptError):
+    """A ``tileopt.builder`` call got operands, shapes or axes its op cannot take; raised at
+    that call, the message names the op and the shapes."""
 
 
 class ArgumentError(TileoptError):

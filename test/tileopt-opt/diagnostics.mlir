@@ -9,6 +9,8 @@
 // RUN: not tileopt-opt %t/ok.mlir --pass-pipeline='builtin.module(func.func(canonicalize' 2>&1 | FileCheck %s --check-prefix=PIPELINE-SYNTAX
 // RUN: not tileopt-opt %t/generic.mlir 2>&1 | FileCheck %s --check-prefix=GENERIC
 // RUN: tileopt-opt %t/ok.mlir --canonicalize --cse | FileCheck %s --check-prefix=OK
+// RUN: not tileopt-opt %t/index-array.mlir 2>&1 | FileCheck %s --check-prefix=INDEX-ARRAY
+// RUN: not tileopt-opt %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
 //--- syntax.mlir
 tile.kernel @k(%x: memref<?xf32>) {
@@ -38,6 +40,15 @@ tile.kernel @k(%s: f32) {
   "tile.return"() : () -> ()
 }) {function_type = (f32, f32) -> (), sym_name = "k"} : () -> ()
 // GENERIC: generic.mlir:1:1: error: 'tile.kernel' op entry block must have 2 arguments to match function signature
+
+//--- index-array.mlir
+// MLIR 22's parser asserts on index-typed dense arrays: refused before parsing.
+func.func @f() attributes {a = array<index: 1, 2>} {
+  return
+}
+// INDEX-ARRAY: index-array.mlir:2:32: error: array<index: ...> attributes abort MLIR 22's parser; write array<i64: ...> instead
+
+// MISSING: cannot open input file '{{.*}}missing.mlir'
 
 //--- ok.mlir
 tile.kernel @k(%x: memref<?xf32>) {

@@ -53,7 +53,6 @@ struct KernelState {
   LLVM::GlobalOp sharedMemory;
   /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
   int64_t sharedAlignment = 16;
-  unsigned numWarps = 4;
   /// The kernel's parameters, per tile.kernel argument.
   SmallVector<ValueRange> arguments;
 };
@@ -79,6 +78,8 @@ struct AccessFacts {
   /// Dimensions whose index is provably inside the view (provenInBounds): no
   /// bounds check there. Empty: every dimension is checked.
   SmallVector<bool> inBounds;
+  /// Dimensions whose tile offset is provably non-negative (knownNonNegative).
+  SmallVector<bool> nonNegativeStarts;
   /// The kernel argument whose shape the view has (tile.same_shape_as).
   std::optional<unsigned> sameShapeAs;
   /// The tile type of the scalar fallback (scalarFallbackTile), or null.
@@ -97,7 +98,8 @@ struct AsyncCopy {
 
 struct LoweringState {
   llvm::DenseMap<Operation *, KernelState> kernels;
-  unsigned numWarps = 4;
+  /// Warps per program of each kernel, by name (KernelOp::getNumWarps).
+  llvm::StringMap<unsigned> numWarps;
   /// The chip has wgmma (hasWgmma: sm_90a).
   bool wgmma = false;
   /// Loads that copy straight into their dot's shared-memory staging area
@@ -385,6 +387,10 @@ struct View {
   Type indexType;
   /// Dimensions whose indices need no bounds check (empty: all need one).
   SmallVector<bool> inBounds;
+  /// Dimensions whose tile offset is provably non-negative (empty: none);
+  /// elsewhere an index may be negative (out of bounds) and its arithmetic
+  /// may wrap unsigned.
+  SmallVector<bool> nonNegativeStarts;
   int64_t rank() const { return sizes.size(); }
 };
 
@@ -716,7 +722,7 @@ public:
       Value threadBase = base[d];
       if (indexType != threadBase.getType())
         threadBase = arith::ExtUIOp::create(b, loc, indexType, threadBase);
-      first[d] = arith::AddIOp::create(b, loc, starts[d], threadBase, kNoWrap);
+      first[d] = arith::AddIOp::create(b, loc, starts[d], threadBase, startFlags(d));
       if (!wraps[d])
         baseLinear = arith::AddIOp::create(
             b, loc, baseLinear,
@@ -765,6 +771,13 @@ private:
                                         : arith::IntegerOverflowFlags::none;
   }
 
+  /// Tile offset + thread coordinate along `d` never wraps signed; unsigned
+  /// only when the offset is non-negative (a negative one reads padding).
+  arith::IntegerOverflowFlags startFlags(int64_t d) const {
+    bool nonNegative = !view.nonNegativeStarts.empty() && view.nonNegativeStarts[d];
+    return nonNegative ? kNoWrap : arith::IntegerOverflowFlags::nsw;
+  }
+
   /// The index of register `r` along `d` (the view's index type).
   Value index(OpBuilder &b, unsigned r, int64_t d) {
     int64_t offset = offsets[r][d];
@@ -775,7 +788,7 @@ private:
       c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
       if (view.indexType != c.getType())
         c = arith::ExtUIOp::create(b, loc, view.indexType, c);
-      return arith::AddIOp::create(b, loc, starts[d], c, kNoWrap);
+      return arith::AddIOp::create(b, loc, starts[d], c, startFlags(d));
     }
     if (!offset)
       return first[d];
@@ -924,6 +937,7 @@ struct TilePattern : OpConversionPattern<Op> {
     }
     View view = unpackView(b, loc, values, type, facts.narrow, sizes);
     view.inBounds = facts.inBounds;
+    view.nonNegativeStarts = facts.nonNegativeStarts;
     return view;
   }
 };
@@ -950,7 +964,7 @@ struct KernelLowering : TilePattern<KernelOp> {
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
     func.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
-        {int32_t(kWarpSize * state.numWarps), 1, 1}));
+        {int32_t(kWarpSize * state.numWarps.lookup(kernel.getSymName())), 1, 1}));
     rewriter.eraseBlock(&func.getBody().front());
     rewriter.inlineRegionBefore(kernel.getBody(), func.getBody(),
                                 func.getBody().end());
@@ -960,7 +974,6 @@ struct KernelLowering : TilePattern<KernelOp> {
     // Thread ids and the kernel's shared memory (sized after conversion).
     rewriter.setInsertionPointToStart(entry);
     KernelState &ks = state.kernels[func];
-    ks.numWarps = state.numWarps;
     for (unsigned i = 0; i < kernel.getNumArguments(); ++i) {
       auto mapping = signature.getInputMapping(i);
       ks.arguments.push_back(
@@ -1040,7 +1053,8 @@ struct LaunchLowering : TilePattern<LaunchOp> {
     SmallVector<Value> grid(op.getGrid());
     grid.resize(3, one);
     Value threads =
-        arith::ConstantIndexOp::create(rewriter, loc, kWarpSize * state.numWarps);
+        arith::ConstantIndexOp::create(rewriter, loc,
+                                       kWarpSize * state.numWarps.lookup(op.getKernel()));
     auto kernel = SymbolRefAttr::get(
         rewriter.getStringAttr(kGpuModuleName),
         {FlatSymbolRefAttr::get(rewriter.getStringAttr(op.getKernel()))});
@@ -1059,12 +1073,52 @@ struct DimLowering : TilePattern<memref::DimOp> {
   matchAndRewrite(memref::DimOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     std::optional<int64_t> dim = op.getConstantIndex();
-    if (!dim)
+    if (!dim) // runOnOperation reports it
       return rewriter.notifyMatchFailure(op, "dynamic dimension index");
     View view = unpackView(rewriter, op.getLoc(), adaptor.getSource(),
                            cast<MemRefType>(op.getSource().getType()));
     rewriter.replaceOpWithNewOp<arith::IndexCastOp>(
         op, rewriter.getIndexType(), view.sizes[*dim]);
+    return success();
+  }
+};
+
+/// memref.load and memref.store of one element of a view: its address from
+/// the view's pointer and strides, with no bounds check (as upstream's
+/// semantics: out of bounds is undefined). i1 is a byte in memory, as in
+/// tile.load and tile.store (upstream's lowering asserts on i1).
+template <typename Op>
+struct ElementAccessLowering : TilePattern<Op> {
+  using TilePattern<Op>::TilePattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename TilePattern<Op>::OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType type = op.getMemRefType();
+    ValueRange values = adaptor.getMemref();
+    if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
+      return op.emitOpError("in a tile.kernel must access a view argument");
+    View view = unpackView(rewriter, loc, values, type);
+    Value offset = i64Const(rewriter, loc, 0);
+    for (auto [index, stride] : llvm::zip(adaptor.getIndices(), view.strides)) {
+      Value i = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                           index.front());
+      offset = arith::AddIOp::create(
+          rewriter, loc, offset, arith::MulIOp::create(rewriter, loc, i, stride));
+    }
+    Type element = type.getElementType();
+    Value ptr = LLVM::GEPOp::create(
+        rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1),
+        storageType(rewriter, element), view.ptr, ValueRange{offset});
+    if constexpr (std::is_same_v<Op, memref::LoadOp>) {
+      Value loaded =
+          LLVM::LoadOp::create(rewriter, loc, storageType(rewriter, element), ptr);
+      rewriter.replaceOp(op, fromStorage(rewriter, loc, loaded, element));
+    } else {
+      LLVM::StoreOp::create(rewriter, loc,
+                            toStorage(rewriter, loc, adaptor.getValue().front()), ptr);
+      rewriter.eraseOp(op);
+    }
     return success();
   }
 };
@@ -1361,8 +1415,10 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
   auto viewType = cast<MemRefType>(view.getType());
   AccessFacts facts;
   facts.plan = planVector(tile, viewType);
-  for (auto [d, extent] : llvm::enumerate(tile.getShape()))
+  for (auto [d, extent] : llvm::enumerate(tile.getShape())) {
     facts.inBounds.push_back(extent == 1 && provenInBounds(offsets[d], view, d));
+    facts.nonNegativeStarts.push_back(knownNonNegative(offsets[d]));
+  }
   if (!llvm::is_contained(facts.inBounds, true))
     facts.inBounds.clear();
   auto arg = dyn_cast<BlockArgument>(view);
@@ -1554,10 +1610,10 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
   int64_t bytes = storageBits(type.getElementType()) / 8;
   int64_t rank = logicalShape.size();
   auto [dim, contiguous] = contiguity(type.getEncoding());
-  int64_t rowBytes = (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes;
   unsigned maxElems = 1;
-  if (rank > 0 && dim == rank - 1 && rowBytes % 16 == 0 && byteOffset % 16 == 0 &&
-      logicalShape == type.getShape())
+  if (rank > 0 && dim == rank - 1 &&
+      (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes % 16 == 0 &&
+      byteOffset % 16 == 0 && logicalShape == type.getShape())
     maxElems = std::min<unsigned>(contiguous, 16 / bytes);
   storeRunsToShared(b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> coord) {
     Value index = linearIndex(b, loc, coord, logicalShape, pad);
@@ -2916,8 +2972,13 @@ struct ConvertTileToNVVM
     if (kernels.empty())
       return;
 
-    // Every tile must have a layout.
+    // Every tile must have a layout; sizes are read from constant dimensions.
     WalkResult missing = module.walk([&](Operation *op) -> WalkResult {
+      if (auto dim = dyn_cast<memref::DimOp>(op);
+          dim && !dim.getConstantIndex() && op->getParentOfType<KernelOp>()) {
+        op->emitOpError("needs a constant dimension index in a tile.kernel");
+        return WalkResult::interrupt();
+      }
       for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
                                              op->getResultTypes()))
         if (auto tensor = dyn_cast<RankedTensorType>(t))
@@ -2962,18 +3023,28 @@ struct ConvertTileToNVVM
 
     LoweringState state;
     state.wgmma = hasWgmma(chip);
-    state.numWarps = 0;
-    for (KernelOp kernel : kernels) {
-      unsigned warps = 0;
+    for (KernelOp kernel : kernels)
+      state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
+
+    // LLVM's NVPTX back end miscompiles a float -> i1 conversion (it tests
+    // the float's bits for zero): convert to i32, then truncate.
+    for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
-        for (Type t : op->getResultTypes())
-          if (auto tensor = dyn_cast<RankedTensorType>(t))
-            warps = getNumWarps(tensor.getEncoding());
+        if (!isa<arith::FPToUIOp, arith::FPToSIOp>(op) ||
+            !getElementTypeOrSelf(op->getResult(0).getType()).isInteger(1))
+          return;
+        OpBuilder b(op);
+        Type i1Type = op->getResult(0).getType();
+        Type i32Type = b.getI32Type();
+        if (auto tile = dyn_cast<RankedTensorType>(i1Type))
+          i32Type = tile.clone(i32Type);
+        OperationState state(op->getLoc(), op->getName(), op->getOperands(),
+                             {i32Type}, op->getAttrs());
+        Value wide = b.create(state)->getResult(0);
+        op->getResult(0).replaceAllUsesWith(
+            arith::TruncIOp::create(b, op->getLoc(), i1Type, wide));
+        op->erase();
       });
-      state.numWarps = std::max(state.numWarps, warps);
-    }
-    if (state.numWarps == 0)
-      state.numWarps = 4;
 
     // Masks compared once per run of equal elements.
     for (KernelOp kernel : kernels)
@@ -3025,6 +3096,9 @@ struct ConvertTileToNVVM
     target.addIllegalDialect<TileDialect>();
     target.addLegalDialect<memref::MemRefDialect>();
     target.addIllegalOp<memref::DimOp>();
+    target.addDynamicallyLegalOp<memref::LoadOp, memref::StoreOp>([](Operation *op) {
+      return !op->getParentOfType<KernelOp>() && !op->getParentOfType<gpu::GPUFuncOp>();
+    });
     auto legalTypes = [&](Operation *op) {
       return converter.isLegal(op) && !isApproxDivision(op);
     };
@@ -3034,6 +3108,8 @@ struct ConvertTileToNVVM
     patterns.add<KernelLowering, ReturnLowering,
                  GridLowering<ProgramIdOp, gpu::BlockIdOp>,
                  GridLowering<NumProgramsOp, gpu::GridDimOp>, DimLowering,
+                 ElementAccessLowering<memref::LoadOp>,
+                 ElementAccessLowering<memref::StoreOp>,
                  LoadLowering, StoreLowering, SplatLowering, IotaLowering,
                  ConstantLowering, BroadcastLowering, ExpandDimsLowering,
                  PermuteLowering, StageThroughShared<ConvertLayoutOp>,

@@ -15,17 +15,36 @@ from pathlib import Path
 
 from tileopt.compiler.kernel import START_STAGES, compile
 from tileopt.compiler.nvidia import STAGES
-from tileopt.errors import TileoptError
-from tileopt.runtime.abi import KernelParam
+from tileopt.errors import ArgumentError, OptionError, TileoptError
+
+
+def split_signature(text: str) -> list[str]:
+    """``"x: view<?xf32, strides [1]>, n: i32"`` -> one string per parameter (commas inside
+    ``<...>`` and ``[...]`` do not split)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c in "<[") - (c in ">]")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs the command line; returns the exit status."""
+    """Runs the command line; returns the exit status: 0, 1 when the module does not compile,
+    2 for a bad command line (an unreadable input, a bad option)."""
     ap = argparse.ArgumentParser(prog="python -m tileopt.compiler", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("input", help="the module (MLIR text; PTX with --start ptx); '-' for stdin")
     ap.add_argument("--target", default="sm_90")
-    ap.add_argument("--num-warps", type=int, default=4)
+    ap.add_argument("--num-warps", type=int, default=None,
+                    help="warps per program (default: 4 at --start tile, else the kernel's)")
     ap.add_argument("--kernel", help="the kernel to compile when the module has several")
     ap.add_argument("--start", default="tile", choices=START_STAGES)
     ap.add_argument("--signature", help="the ABI after the tile stages, e.g. 'x: view<?xf32>, "
@@ -37,32 +56,37 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     args = ap.parse_args(argv)
 
-    text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
     try:
-        signature = None
-        if args.signature:
-            signature = [KernelParam.parse(p) for p in args.signature.split(",")]
+        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        reason = (f"it is not UTF-8 text ({e.reason} at byte {e.start})"
+                  if isinstance(e, UnicodeDecodeError) else e.strerror or str(e))
+        return _fail(f"cannot read {args.input}: {reason}", 2)
+    try:
+        signature = split_signature(args.signature) if args.signature else None
         kernel = compile(text, args.target, args.num_warps, kernel=args.kernel, start=args.start,
                          signature=signature, assembler=args.assembler,
                          contiguous=args.contiguous)
+    except (OptionError, ArgumentError) as e:
+        return _fail(str(e), 2)
     except TileoptError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return _fail(str(e), 1)
     if args.emit == "summary":
         out: str | bytes = kernel.summary() + "\n"
     elif args.emit not in kernel.asm:
-        print(f"error: stage {args.emit} was not produced (stages: {', '.join(kernel.asm)})",
-              file=sys.stderr)
-        return 1
+        return _fail(f"stage {args.emit} was not produced (stages: {', '.join(kernel.asm)})", 1)
     else:
         out = kernel.asm[args.emit]
-    if args.output:
-        path = Path(args.output)
-        path.write_bytes(out) if isinstance(out, bytes) else path.write_text(out)
-    elif isinstance(out, bytes):
-        sys.stdout.buffer.write(out)
-    else:
-        sys.stdout.write(out)
+    try:
+        if args.output:
+            path = Path(args.output)
+            path.write_bytes(out) if isinstance(out, bytes) else path.write_text(out)
+        elif isinstance(out, bytes):
+            sys.stdout.buffer.write(out)
+        else:
+            sys.stdout.write(out)
+    except OSError as e:
+        return _fail(f"cannot write {args.output or 'stdout'}: {e.strerror or e}", 2)
     return 0
 
 

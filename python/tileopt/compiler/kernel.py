@@ -11,14 +11,16 @@ import operator
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tileopt import ir
+from tileopt._mlir_libs._site_initialize_0 import find_unsupported_syntax
+from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import nvidia
-from tileopt.errors import CompilationError
+from tileopt.errors import CompilationError, OptionError
 from tileopt.runtime import DEVICES
 from tileopt.runtime.abi import ArgumentError, KernelParam
 
@@ -65,14 +67,25 @@ class KernelMetadata:
         return self.spill_store_bytes + self.spill_load_bytes
 
 
+#: The largest grid CUDA launches: 2**31 - 1 programs along x, 65535 along y and z.
+MAX_GRID: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+
+
 def _dim3(grid: int | Sequence[int]) -> tuple[int, int, int]:
+    """``grid`` as three dimensions; ArgumentError naming it unless it is 1 to 3 positive
+    integers within :data:`MAX_GRID`."""
+    items = grid if isinstance(grid, Sequence) and not isinstance(grid, str) else (grid,)
     try:
-        dims = (operator.index(grid),) if not isinstance(grid, Sequence) else tuple(
-            operator.index(d) for d in grid)
+        if any(isinstance(d, bool) for d in items):
+            raise TypeError
+        dims = tuple(operator.index(d) for d in items)
     except TypeError:
         dims = ()
-    if not 1 <= len(dims) <= 3 or not all(d >= 1 for d in dims):
-        raise ArgumentError(f"grid must be 1 to 3 positive integers, got {grid!r}")
+    if not 1 <= len(dims) <= 3 or not all(
+            1 <= d <= m for d, m in zip(dims, MAX_GRID, strict=False)):
+        raise ArgumentError(
+            f"grid must be 1 to 3 positive integers (at most {MAX_GRID} programs), got {grid!r}"
+        )
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
@@ -181,23 +194,39 @@ class Kernel:
 
 
 def _signature(signature: Any) -> list[KernelParam]:
-    """KernelParams from a sequence of KernelParam or a mapping name -> View/Scalar/KernelParam."""
+    """KernelParams from a sequence of KernelParam (or their text, ``"x: view<?xf32>"``) or a
+    mapping name -> View/Scalar/KernelParam; OptionError naming the bad entry."""
+    hint = ("pass signature= as a list of KernelParam (or 'name: view<?xf32>' strings) or a "
+            "mapping name -> View/Scalar")
     if isinstance(signature, Mapping):
         params = []
         for name, spec in signature.items():
+            if not isinstance(name, str):
+                raise OptionError(f"signature entry {name!r}: names must be strings; {hint}")
             if isinstance(spec, KernelParam):
                 params.append(KernelParam(name, spec.kind, spec.dtype, spec.rank))
-            elif hasattr(spec, "rank"):  # tileopt.builder.View
+            elif isinstance(spec, View):
                 params.append(KernelParam.view(name, spec.dtype, spec.rank))
-            elif hasattr(spec, "dtype"):  # tileopt.builder.Scalar
+            elif isinstance(spec, Scalar):
                 params.append(KernelParam.scalar(name, spec.dtype))
             else:
-                raise CompilationError(f"signature entry {name!r}: expected a View or a Scalar")
+                raise OptionError(
+                    f"signature entry {name!r}: expected a View, a Scalar or a KernelParam, got "
+                    f"{spec!r}"
+                )
         return params
-    params = list(signature)
-    for p in params:
+    if isinstance(signature, str | bytes) or not isinstance(signature, Iterable):
+        raise OptionError(f"signature= got {signature!r}; {hint}")
+    params = []
+    for p in signature:
+        if isinstance(p, str):
+            try:
+                p = KernelParam.parse(p)
+            except ArgumentError as e:
+                raise OptionError(f"signature= entry {p!r}: {e}") from None
         if not isinstance(p, KernelParam):
-            raise CompilationError(f"signature entries must be KernelParam, got {p!r}")
+            raise OptionError(f"signature entries must be KernelParam, got {p!r}; {hint}")
+        params.append(p)
     return params
 
 
@@ -231,7 +260,7 @@ def _apply_to_views(
         by_name = {p.name: i for i, p in enumerate(derived)}
         unknown = [n for n in value if n not in by_name]
         if unknown:
-            raise CompilationError(
+            raise OptionError(
                 f"{option}= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
                 f"are {', '.join(by_name)}"
             )
@@ -255,20 +284,15 @@ def _apply_same_shapes(
     by_name = {p.name: i for i, p in enumerate(derived)}
     seen: set[str] = set()
     for group in groups:
-        if isinstance(group, str) or len(group) < 2:
-            raise CompilationError(
-                f"same_shapes= takes groups of two or more view names, e.g. "
-                f"[('x', 'y', 'out')], got {group!r}"
-            )
         unknown = [n for n in group if n not in by_name]
         if unknown:
-            raise CompilationError(
+            raise OptionError(
                 f"same_shapes= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
                 f"are {', '.join(by_name)}"
             )
         repeated = seen.intersection(group)
         if repeated or len(set(group)) != len(group):
-            raise CompilationError(
+            raise OptionError(
                 f"same_shapes= names {', '.join(map(repr, sorted(repeated) or group))} more "
                 f"than once; put views of one shape in one group"
             )
@@ -310,10 +334,17 @@ def _parse(module: Any) -> ir.Module:
     elif isinstance(module, str):
         text = module
     else:
-        raise CompilationError(
-            f"compile takes IR text, a tileopt.ir.Module or a KernelBuilder, "
+        raise OptionError(
+            f"compile takes as module= IR text, a tileopt.ir.Module or a KernelBuilder, "
             f"got {type(module).__name__}"
         )
+    unsupported = find_unsupported_syntax(text)
+    if unsupported is not None:  # upstream MLIR would abort the process on it
+        offset, message = unsupported
+        before = text.encode()[:offset].decode(errors="replace")  # a byte offset
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        raise CompilationError(f"the input module does not parse: {line}:{column}: {message}")
     try:
         mod = ir.Module.parse(text)
         mod.operation.verify()
@@ -325,7 +356,7 @@ def _parse(module: Any) -> ir.Module:
 def _choose(kernels: Sequence[str], kernel: str | None, where: str) -> str:
     if kernel is not None:
         if kernel not in kernels:
-            raise CompilationError(
+            raise OptionError(
                 f"no kernel {kernel!r} in the {where}; kernels: {', '.join(kernels) or 'none'}"
             )
         return kernel
@@ -340,22 +371,57 @@ def _choose(kernels: Sequence[str], kernel: str | None, where: str) -> str:
 
 
 def _dump(name: str, stage: str, content: str | bytes) -> None:
+    """Writes a stage to ``$TILEOPT_DUMP_DIR/<kernel>.<stage>.<suffix>`` when that is set."""
     directory = os.environ.get("TILEOPT_DUMP_DIR")
     if not directory:
         return
     suffix = {"ptx": "ptx", "cubin": "cubin"}.get(stage, "mlir")
     path = Path(directory) / f"{name}.{stage}.{suffix}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(content, bytes):
-        path.write_bytes(content)
-    else:
-        path.write_text(content)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    except OSError as e:
+        raise OptionError(
+            f"TILEOPT_DUMP_DIR={directory!r}: cannot write {path} ({e.strerror or e}); set it "
+            f"to a writable directory, or unset it to dump nothing"
+        ) from e
+
+
+def _view_names(option: str, value: object) -> bool | list[str]:
+    """The value of ``contiguous=``, ``aligned=``, ...: True/False, or a list of view names."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        names = list(value)
+        if all(isinstance(n, str) for n in names):
+            return names
+    raise OptionError(
+        f"{option}= takes True (every view), False, or a list of view names such as ['x', 'y'], "
+        f"got {value!r}"
+    )
+
+
+def _groups(value: object) -> list[list[str]]:
+    """The value of ``same_shapes=``: groups of view names."""
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+        groups = [list(g) if isinstance(g, Iterable) and not isinstance(g, str | bytes) else g
+                  for g in value]
+        if all(isinstance(g, list) and len(g) >= 2 and all(isinstance(n, str) for n in g)
+               for g in groups):
+            return groups  # type: ignore[return-value]
+    raise OptionError(
+        f"same_shapes= takes groups of two or more view names, e.g. [('x', 'y', 'out')], "
+        f"got {value!r}"
+    )
 
 
 def compile(
     module: Any,
     target: str = "sm_90",
-    num_warps: int = 4,
+    num_warps: int | None = None,
     *,
     kernel: str | None = None,
     start: str = "tile",
@@ -379,7 +445,11 @@ def compile(
             ``start="ptx"``.
         target: ``sm_XX`` (``sm_90a``: Hopper's arch-specific instructions, f16/bf16 dots on
             wgmma; ``sm_90`` keeps portable mma.sync).
-        num_warps: warps per program (block = ``32 * num_warps`` threads).
+        num_warps: warps per program (block = ``32 * num_warps`` threads), a power of two in
+            1..32. None: 4 with ``start="tile"``; at a later stage the number the layouts were
+            made for, which the kernel's PTX ``.reqntid`` (or ``.maxntid``) directive records
+            (4 for PTX without one). A number that disagrees with the directive is an error:
+            the block would not be the one the code was made for.
         kernel: which kernel, when the module has several.
         start: the stage the module is already at: ``"tile"`` (tile IR, the default),
             ``"tilegpu"`` (layout-annotated tile IR), ``"llvm"`` (a ``gpu.module`` in the
@@ -422,34 +492,42 @@ def compile(
         A :class:`Kernel`.
 
     Raises:
+        OptionError: an argument has a wrong type or value (a CompilationError naming it), or
+            ``$TILEOPT_DUMP_DIR`` cannot be written.
         CompilationError: MLIR failed to parse, verify or lower (the message holds MLIR's
-            diagnostics) or the PTX does not follow the kernel ABI.
+            diagnostics and the locations, for a KernelBuilder the lines that built the ops),
+            the PTX does not follow the kernel ABI, or ``num_warps`` disagrees with the PTX.
         PTXAssemblyError: ptxas rejected the PTX (a CompilationError quoting the PTX line).
     """
-    options = nvidia.Options(target, num_warps, opt_level, ptx_version, libdevice, assembler,
-                             fp_fusion)
-    if start not in START_STAGES:
-        raise CompilationError(f"start must be one of {', '.join(START_STAGES)}, got {start!r}")
+    options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
+                             ptx_version, libdevice, assembler, fp_fusion)
+    nvidia.check_choice("start", start, START_STAGES)
+    if kernel is not None and not isinstance(kernel, str):
+        raise OptionError(f"kernel= takes the kernel's name (a str) or None, got {kernel!r}")
+    if start == "ptx" and not isinstance(module, str):
+        raise OptionError(f"start='ptx' takes the PTX text, got {type(module).__name__}")
     names: list[str] | None = None
-    if hasattr(module, "args") and hasattr(module, "module") and hasattr(module, "op"):
-        names = list(vars(module.args))  # a KernelBuilder: its argument names
+    if isinstance(module, KernelBuilder):
+        names = list(vars(module.args))
         module = module.module
     given = _signature(signature) if signature is not None else None
     asm: dict[str, str | bytes] = {}
     times: dict[str, float] = {}
 
-    view_options = {"contiguous": (contiguous, nvidia.make_contiguous),
-                    "aligned": (aligned, nvidia.make_aligned),
-                    "divisible_sizes": (divisible_sizes, nvidia.make_size_divisible),
-                    "int32_indexing": (int32_indexing, nvidia.make_int32_indexed)}
-    if start != "tile" and (same_shapes or any(v for v, _ in view_options.values())):
-        raise CompilationError(
+    view_options = {"contiguous": (_view_names("contiguous", contiguous),
+                                   nvidia.make_contiguous),
+                    "aligned": (_view_names("aligned", aligned), nvidia.make_aligned),
+                    "divisible_sizes": (_view_names("divisible_sizes", divisible_sizes),
+                                        nvidia.make_size_divisible),
+                    "int32_indexing": (_view_names("int32_indexing", int32_indexing),
+                                       nvidia.make_int32_indexed)}
+    groups = _groups(same_shapes)
+    if start != "tile" and (groups or any(v for v, _ in view_options.values())):
+        raise OptionError(
             "contiguous=, aligned=, divisible_sizes=, int32_indexing= and same_shapes= need "
             "start='tile' (the memref types)"
         )
     if start == "ptx":
-        if not isinstance(module, str):
-            raise CompilationError("start='ptx' takes the PTX text")
         ptx = module
         name = _choose(list(nvidia.ptx_entries(ptx)), kernel, "PTX")
         params = given
@@ -463,8 +541,8 @@ def compile(
                 for option, (value, apply) in view_options.items():
                     if value:
                         _apply_to_views(mod, ops[name], option, value, names, apply)
-                if same_shapes:
-                    _apply_same_shapes(mod, ops[name], same_shapes, names)
+                if groups:
+                    _apply_same_shapes(mod, ops[name], groups, names)
                 params = _check_given(nvidia.tile_signature(ops[name], names), given)
             else:
                 kernels = [nvidia.sym_name(op) for op in nvidia.gpu_kernels(mod)]
@@ -491,6 +569,15 @@ def compile(
             f"stage {start!r}; memref types are gone by then"
         )
     nvidia.check_ptx_abi(ptx, name, params)
+    warps = nvidia.ptx_num_warps(ptx, name)
+    if warps is not None and warps != options.num_warps:
+        if num_warps is not None or start == "tile":
+            raise CompilationError(
+                f"kernel {name}: num_warps={options.num_warps}, but its code is made for {warps} "
+                f"warps (its PTX's block is {32 * warps} threads): pass num_warps={warps}, or "
+                f"None to take it from the kernel, or recompile from start='tile'"
+            )
+        options = replace(options, num_warps=warps)
 
     asm["ptx"] = ptx
     result = nvidia.make_cubin(ptx, options, name)

@@ -31,6 +31,9 @@ prints any stage.
 from __future__ import annotations
 
 import functools
+import numbers
+import operator
+import os
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +42,7 @@ from typing import Any
 
 from tileopt import ir, passmanager
 from tileopt.compiler import tools
-from tileopt.errors import CompilationError
+from tileopt.errors import CompilationError, OptionError
 from tileopt.runtime.abi import KernelParam
 
 #: Stage names, in order; ``Kernel.asm`` has one entry per stage that ran.
@@ -72,6 +75,21 @@ UPSTREAM_TO_LLVM: tuple[str, ...] = (
 TO_PTX: tuple[str, ...] = ("gpu-module-to-binary{format=isa}",)
 
 
+#: The GPUs LLVM 22's NVPTX back end knows (``llc -march=nvptx64 -mcpu=help``); it would take
+#: another ``sm_XX`` with a warning and emit PTX for no chip, which ptxas rejects.
+CHIPS: tuple[str, ...] = tuple(
+    "sm_20 sm_21 sm_30 sm_32 sm_35 sm_37 sm_50 sm_52 sm_53 sm_60 sm_61 sm_62 sm_70 sm_72 sm_75 "
+    "sm_80 sm_86 sm_87 sm_88 sm_89 sm_90 sm_90a sm_100 sm_100a sm_100f sm_101 sm_101a sm_101f "
+    "sm_103 sm_103a sm_103f sm_110 sm_110a sm_110f sm_120 sm_120a sm_120f sm_121 sm_121a "
+    "sm_121f".split()
+)
+
+#: The PTX ISA versions (x10) that LLVM 22's NVPTX back end can emit: its ``+ptxNN`` features
+#: (``llc -march=nvptx64 -mattr=help``) from :func:`minimum_ptx_version`'s floor of 8.0 on.
+#: LLVM ignores an unknown ``+ptxNN`` with a warning, so :class:`Options` rejects the others.
+PTX_VERSIONS: tuple[int, ...] = (80, 81, 82, 83, 84, 85, 86, 87, 88, 90)
+
+
 def minimum_ptx_version(target: str) -> int:
     """The oldest PTX ISA version (x10) that supports ``target``, at least 80: the same table
     as ``minimumPtxVersion`` in lib/Conversion/TileToNVVM/TileToNVVM.cpp, which picks the
@@ -80,15 +98,41 @@ def minimum_ptx_version(target: str) -> int:
     return {100: 86, 101: 86, 103: 88, 110: 90, 120: 87, 121: 88}.get(sm, 88 if sm > 90 else 80)
 
 
+def _version(v: int) -> str:
+    return f"{v // 10}.{v % 10}"
+
+
+def check_int(option: str, value: object, allowed: Sequence[int], hint: str) -> int:
+    """``value`` as an int if it is an integer (not a bool) in ``allowed``, else an
+    :class:`OptionError` naming ``option`` and ``hint`` (what values it takes)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionError(f"{option} must be an int, {hint}; got {value!r} "
+                          f"({type(value).__name__})")
+    if int(value) not in allowed:
+        raise OptionError(f"{option} must be {hint}, got {value!r}")
+    return int(value)
+
+
+def check_choice(option: str, value: object, choices: Sequence[str]) -> str:
+    """``value`` if it is one of the strings ``choices``, else an :class:`OptionError`."""
+    if not isinstance(value, str) or value not in choices:
+        raise OptionError(
+            f"{option} must be one of {', '.join(map(repr, choices))}, got {value!r}"
+        )
+    return value
+
+
 @dataclass(frozen=True)
 class Options:
-    """Options of one NVIDIA compilation.
+    """Options of one NVIDIA compilation; each is checked here (:class:`OptionError` names it).
 
     Attributes:
         target: the GPU, ``sm_XX`` (``sm_80``, ``sm_90``, ``sm_90a``, ...).
-        num_warps: warps per program; the block is ``(32 * num_warps, 1, 1)``.
+        num_warps: warps per program, a power of two in 1..32; the block is
+            ``(32 * num_warps, 1, 1)``.
         opt_level: LLVM's -O level for the NVPTX back end (0-3).
-        ptx_version: the PTX ISA version to emit, e.g. ``80`` for 8.0; None lets LLVM pick the
+        ptx_version: the PTX ISA version to emit, e.g. ``80`` for 8.0 (one of
+            :data:`PTX_VERSIONS`, not older than ``target`` needs); None lets LLVM pick the
             lowest one that ``target`` needs.
         libdevice: path of ``libdevice.10.bc`` to link for math functions; None finds the one
             of the ``nvidia-nvvm`` wheel (or ``$TILEOPT_LIBDEVICE``).
@@ -107,27 +151,48 @@ class Options:
     fp_fusion: bool = True
 
     def __post_init__(self) -> None:
-        if not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
-            raise CompilationError(
-                f"target {self.target!r} is not an NVIDIA GPU name like 'sm_80' or 'sm_90a'"
+        if not isinstance(self.target, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
+            raise OptionError(
+                f"target {self.target!r} is not an NVIDIA GPU name like 'sm_80' or 'sm_90a': "
+                f"pass target='sm_XX'"
             )
-        if self.num_warps < 1 or self.num_warps & (self.num_warps - 1) or self.num_warps > 32:
-            raise CompilationError(
-                f"num_warps must be a power of two in 1..32, got {self.num_warps}"
+        if self.target not in CHIPS:
+            raise OptionError(
+                f"target {self.target!r} is not a GPU that LLVM 22's NVPTX back end knows; "
+                f"known: {', '.join(CHIPS[CHIPS.index('sm_70'):])} (and older)"
             )
-        if self.ptx_version is not None and self.ptx_version < minimum_ptx_version(self.target):
-            # LLVM aborts the process on a PTX version too old for the chip.
+        set_ = functools.partial(object.__setattr__, self)  # frozen: normalise numpy ints
+        set_("num_warps", check_int("num_warps", self.num_warps, (1, 2, 4, 8, 16, 32),
+                                    "a power of two in 1..32"))
+        set_("opt_level", check_int("opt_level", self.opt_level, range(4), "0, 1, 2 or 3"))
+        if self.ptx_version is not None:
             need = minimum_ptx_version(self.target)
-            raise CompilationError(
-                f"ptx_version={self.ptx_version} cannot target {self.target}, which needs PTX "
-                f"{need // 10}.{need % 10} or newer"
-            )
-        if not 0 <= self.opt_level <= 3:
-            raise CompilationError(f"opt_level must be 0..3, got {self.opt_level}")
-        if self.assembler not in ("auto", "ptxas", "nvjitlink"):
-            raise CompilationError(
-                f"assembler must be 'auto', 'ptxas' or 'nvjitlink', got {self.assembler!r}"
-            )
+            versions = [v for v in PTX_VERSIONS if v >= need]
+            shown = ", ".join(map(str, versions))
+            hint = f"one of {shown} (PTX {_version(versions[0])} to {_version(versions[-1])})"
+            ptx = check_int("ptx_version", self.ptx_version, PTX_VERSIONS,
+                            f"a PTX ISA version LLVM 22 can emit, x10: {hint}, or None")
+            if ptx < need:  # LLVM aborts the process on a PTX version too old for the chip.
+                raise OptionError(
+                    f"ptx_version={ptx} cannot target {self.target}, which needs PTX "
+                    f"{_version(need)} or newer: pass one of {shown}, or None"
+                )
+            set_("ptx_version", ptx)
+        if self.libdevice is not None:
+            if not isinstance(self.libdevice, str | os.PathLike):
+                raise OptionError(
+                    f"libdevice must be the path of libdevice.10.bc (a str or Path) or None, "
+                    f"got {self.libdevice!r}"
+                )
+            if not os.path.isfile(self.libdevice):
+                raise OptionError(
+                    f"libdevice={str(self.libdevice)!r} is not a file: pass the path of "
+                    f"libdevice.10.bc (from the nvidia-nvvm wheel), or None to find it"
+                )
+            set_("libdevice", os.fspath(self.libdevice))
+        check_choice("assembler", self.assembler, ("auto", "ptxas", "nvjitlink"))
+        if not isinstance(self.fp_fusion, bool):
+            raise OptionError(f"fp_fusion must be True or False, got {self.fp_fusion!r}")
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
@@ -149,7 +214,8 @@ class Options:
             fields.append(f'features = "{features}"')
         libdevice = (self.libdevice or tools.find_libdevice()) if link_libdevice else None
         if libdevice is not None:
-            fields.append(f'link = ["{libdevice}"]')
+            quoted = str(libdevice).replace("\\", "\\\\").replace('"', '\\"')
+            fields.append(f'link = ["{quoted}"]')
         return f"#nvvm.target<{', '.join(fields)}>"
 
 
@@ -380,7 +446,8 @@ def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:
 # ---------------------------------------------------------------------------------------------
 # reading PTX
 
-_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)\s*(?:\.[^{]*)?\{", re.S)
+_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)\s*((?:\.[^{]*)?)\{", re.S)
+_NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
 _PARAM = re.compile(
     r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\b[^,]*?(?:\[(\d+)\])?\s*(?:,|$)"
 )
@@ -424,6 +491,26 @@ def ptx_instruction_count(ptx: str, kernel: str) -> int:
             continue
         count += 1
     return count
+
+
+def ptx_num_warps(ptx: str, kernel: str) -> int | None:
+    """The warps per block that ``kernel``'s ``.reqntid`` (else ``.maxntid``) directive sets,
+    None without one. The lowering sets ``.reqntid`` from the layouts' warp count, so this is
+    the one number a launch of the PTX may use; CompilationError if it is not whole warps."""
+    for m in _ENTRY.finditer(ptx):
+        if m.group(1) != kernel:
+            continue
+        found = {d.group(1): d for d in _NTID.finditer(m.group(3))}
+        d = found.get("reqntid") or found.get("maxntid")
+        if d is None:
+            return None
+        threads = functools.reduce(operator.mul, (int(x) for x in d.groups()[1:] if x), 1)
+        if threads % 32:
+            raise CompilationError(
+                f"kernel {kernel}: its PTX's .{d.group(1)} is {threads} threads, not whole warps"
+            )
+        return threads // 32
+    return None
 
 
 def shared_bytes(ptx: str, kernel: str) -> int:

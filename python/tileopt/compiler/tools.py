@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tileopt.errors import PTXAssemblyError
+from tileopt.errors import OptionError, PTXAssemblyError
 
 
 def _nvidia_roots() -> list[Path]:
@@ -32,11 +32,25 @@ def _nvidia_roots() -> list[Path]:
     return roots
 
 
+def _env_file(variable: str, what: str) -> Path | None:
+    """The file that the environment variable ``variable`` names, None when it is unset;
+    OptionError when it names no file (``what`` says which file it should name)."""
+    env = os.environ.get(variable)
+    if not env:
+        return None
+    if not Path(env).is_file():
+        raise OptionError(
+            f"{variable}={env!r} is not a file: set it to the path of {what}, or unset it to use "
+            f"the pip wheel's"
+        )
+    return Path(env)
+
+
 def find_ptxas() -> Path | None:
     """ptxas: ``$TILEOPT_PTXAS``, else the ``nvidia-cuda-nvcc`` wheel's, else ``PATH``'s."""
-    env = os.environ.get("TILEOPT_PTXAS")
+    env = _env_file("TILEOPT_PTXAS", "a ptxas executable")
     if env:
-        return Path(env)
+        return env
     for root in _nvidia_roots():
         exe = root / "bin" / "ptxas"
         if exe.is_file():
@@ -47,9 +61,9 @@ def find_ptxas() -> Path | None:
 
 def find_libdevice() -> Path | None:
     """libdevice.10.bc: ``$TILEOPT_LIBDEVICE``, else the ``nvidia-nvvm`` wheel's."""
-    env = os.environ.get("TILEOPT_LIBDEVICE")
+    env = _env_file("TILEOPT_LIBDEVICE", "libdevice.10.bc")
     if env:
-        return Path(env)
+        return env
     for root in _nvidia_roots():
         bc = root / "nvvm" / "libdevice" / "libdevice.10.bc"
         if bc.is_file():
@@ -137,7 +151,15 @@ def run_ptxas(ptx: str, target: str, *, cubin: bool) -> tuple[bytes | None, str]
         out = Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
         cmd = [str(exe), "-v", "--gpu-name", target, str(src), "-o", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        except OSError as e:
+            if isinstance(e, FileNotFoundError):
+                raise
+            raise OptionError(
+                f"cannot run ptxas {exe} ({e.strerror or e}); set TILEOPT_PTXAS to an executable "
+                f"ptxas, or unset it to use the pip wheel's"
+            ) from e
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:
             raise PTXAssemblyError(

@@ -70,18 +70,76 @@ def _is_buffer(a) -> bool:
     return isinstance(a, np.ndarray) or _is_torch(a)
 
 
-def _buffer_bytes(a) -> tuple[np.ndarray, int]:
-    """(a contiguous uint8 copy of the buffer's elements, identity key)."""
+def _describe_buffer(i: int, p: Param, a) -> str:
+    return f"argument {i} ({p.name}, {type(a).__name__} {tuple(a.shape)} {a.dtype})"
+
+
+def _check_buffer(i: int, p: Param, a) -> None:
+    """Raises LaunchError for buffers whose bytes the kernel cannot read as they are meant."""
+    what = _describe_buffer(i, p, a)
     if isinstance(a, np.ndarray):
-        data = np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy()
-        return data, a.__array_interface__["data"][0]
+        if not a.dtype.isnative:
+            raise LaunchError(
+                f"{what} is in non-native (big-endian) byte order; the GPU reads little-endian "
+                f"values: pass a.astype(a.dtype.newbyteorder('='))"
+            )
+        return
     if a.device.type != "cpu":
-        raise LaunchError(f"tensor on device {a.device} given to the emulator: pass CPU tensors")
+        raise LaunchError(f"{what} is on device {a.device}; the emulator takes CPU tensors "
+                          f"(pass tensor.cpu())")
+    if a.layout != _torch().strided:
+        raise LaunchError(f"{what} has layout {a.layout}; pass a dense tensor (tensor.to_dense())")
+
+
+def _torch():
     import torch
 
+    return torch
+
+
+def _host_span(a) -> tuple[int, int]:
+    """[lo, hi): the host bytes an array or tensor reaches (any strides)."""
+    if isinstance(a, np.ndarray):
+        ptr, item, strides = a.__array_interface__["data"][0], a.itemsize, a.strides
+    else:
+        ptr, item = a.data_ptr(), a.element_size()
+        strides = tuple(s * item for s in a.stride())
+    if any(n == 0 for n in a.shape):
+        return ptr, ptr
+    lo = ptr + sum((n - 1) * s for n, s in zip(a.shape, strides, strict=True) if s < 0)
+    hi = ptr + sum((n - 1) * s for n, s in zip(a.shape, strides, strict=True) if s > 0) + item
+    return lo, hi
+
+
+def _allocation_start(a) -> int:
+    """Host address where the allocation holding ``a`` starts: the torch storage, or the numpy
+    array that owns the memory (through views, ``as_strided`` and ``Tensor.numpy()``)."""
+    b = a
+    while not _is_torch(b):
+        nxt = getattr(b, "base", None)
+        if nxt is not None and not (isinstance(nxt, np.ndarray) or _is_torch(nxt)):
+            nxt = getattr(nxt, "base", None)  # numpy's as_strided wraps its array in a DummyArray
+        if not (isinstance(nxt, np.ndarray) or _is_torch(nxt)):
+            return b.__array_interface__["data"][0]
+        b = nxt
+    return b.untyped_storage().data_ptr()
+
+
+def _is_dense(a) -> bool:
+    """True when the elements fill the host span in order (C-contiguous)."""
+    return bool(a.flags.c_contiguous) if isinstance(a, np.ndarray) else bool(a.is_contiguous())
+
+
+def _buffer_bytes(a) -> np.ndarray:
+    """A contiguous uint8 copy of the buffer's elements (in index order)."""
+    if isinstance(a, np.ndarray):
+        return np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy()
     t = a.detach().reshape(-1).contiguous()
-    data = t.view(torch.uint8).numpy().copy() if t.numel() else np.zeros(0, np.uint8)
-    return data, a.data_ptr()
+    return t.view(_torch().uint8).numpy().copy() if t.numel() else np.zeros(0, np.uint8)
+
+
+def _writable(a) -> bool:
+    return bool(a.flags.writeable) if isinstance(a, np.ndarray) else True
 
 
 def _write_back(a, data: np.ndarray) -> None:
@@ -91,11 +149,127 @@ def _write_back(a, data: np.ndarray) -> None:
         except ValueError as e:
             raise LaunchError(f"cannot write a kernel's result back into a numpy array: {e}") from e
         return
-    import torch
-
+    torch = _torch()
     src = torch.from_numpy(data.copy()).view(a.dtype).reshape(a.shape)
-    with torch.no_grad():
-        a.copy_(src)
+    try:
+        with torch.no_grad():
+            a.copy_(src)
+    except RuntimeError as e:
+        raise LaunchError(f"cannot write a kernel's result back into a torch tensor: {e}") from e
+
+
+@dataclass
+class _Member:
+    """A buffer argument inside a :class:`_Region`: ``size`` bytes at ``rel`` bytes into it."""
+
+    index: int
+    param: Param
+    array: object
+    rel: int
+    size: int
+
+
+@dataclass
+class _Region:
+    """Emulated global memory shared by the buffer arguments whose host bytes overlap.
+
+    Arguments that are views of one storage (slices of one array, torch views of one tensor)
+    share one region laid out as on the host, so a write through one is seen through the
+    others and nothing stale is written back. ``host`` is the host address of the region's
+    first byte (None for the packed copy of a non-contiguous array); ``phase`` is its offset
+    from the start of its allocation modulo :data:`BUFFER_ALIGN`.
+    """
+
+    host: int | None
+    phase: int
+    data: np.ndarray
+    members: list[_Member]
+    buffer: Buffer | None = None
+
+    def label(self) -> str:
+        names = [_describe_buffer(m.index, m.param, m.array) for m in self.members]
+        unique = list(dict.fromkeys(names))
+        if len(unique) == 1:
+            return unique[0]
+        return "one memory shared by " + ", ".join(unique)
+
+
+def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_Region, int]]]:
+    """The regions of a launch's buffer arguments and, per argument index, (region, byte
+    offset of the argument's first byte in it)."""
+    dense: list[tuple[int, int, int, Param, object]] = []
+    packed: list[_Region] = []
+    spans: dict[int, tuple[int, int]] = {}
+    for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
+        if isinstance(a, Pointer):
+            a = a.buffer
+        if not _is_buffer(a):
+            continue
+        _check_buffer(i, p, a)
+        lo, hi = spans[i] = _host_span(a)
+        if _is_dense(a):
+            dense.append((lo, hi, i, p, a))
+        else:
+            data = _buffer_bytes(a)
+            packed.append(_Region(None, 0, data, [_Member(i, p, a, 0, data.size)]))
+    # A non-contiguous array is packed into a copy: refuse it when it shares memory.
+    for r in packed:
+        m = r.members[0]
+        lo, hi = spans[m.index]
+        for j, (olo, ohi) in spans.items():
+            if j != m.index and lo < ohi and olo < hi:
+                raise LaunchError(
+                    f"{_describe_buffer(m.index, m.param, m.array)} is not contiguous and "
+                    f"shares memory with argument {j} ({fn.params[j].name}): the emulator "
+                    f"packs a non-contiguous array into a copy of its own, so writes through "
+                    f"one would be lost to the other; pass contiguous arrays or "
+                    f"tileopt.emulator.Pointer into one buffer"
+                )
+    # Dense buffers whose host bytes overlap share one region laid out as on the host.
+    groups: list[list[tuple[int, int, int, Param, object]]] = []
+    for item in sorted(dense, key=lambda d: (d[0], d[1])):
+        if groups and item[0] < max(g[1] for g in groups[-1]) and item[0] < item[1]:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    regions: list[_Region] = []
+    where: dict[int, tuple[_Region, int]] = {}
+    for group in groups:
+        lo = group[0][0]
+        hi = max(g[1] for g in group)
+        data = np.zeros(hi - lo, np.uint8)
+        members = []
+        for glo, ghi, i, p, a in group:
+            data[glo - lo : ghi - lo] = _buffer_bytes(a)
+            members.append(_Member(i, p, a, glo - lo, ghi - glo))
+        phase = (lo - _allocation_start(group[0][4])) % BUFFER_ALIGN
+        regions.append(_Region(lo, phase, data, members))
+    regions += packed
+    for r in regions:
+        for m in r.members:
+            where[m.index] = (r, m.rel)
+    return regions, where
+
+
+def _check_writes(name: str, region: _Region, new: np.ndarray) -> np.ndarray | None:
+    """The changed bytes of a region (None if none); raises if the kernel wrote into a
+    read-only array."""
+    changed = new != region.data
+    if not changed.any():
+        return None
+    covered = np.zeros(changed.shape, bool)
+    for m in region.members:
+        if _writable(m.array):
+            covered[m.rel : m.rel + m.size] = True
+    stray = changed & ~covered
+    if stray.any():
+        at = int(np.flatnonzero(stray)[0])
+        m = next(m for m in region.members if m.rel <= at < m.rel + m.size)
+        raise LaunchError(
+            f"kernel {name} wrote into {_describe_buffer(m.index, m.param, m.array)}, a "
+            f"read-only array (writeable=False); pass a writable array (a.copy())"
+        )
+    return changed
 
 
 def _pack_scalar(p: Param, v, i: int) -> bytes:
@@ -156,6 +330,24 @@ def _dim3(v, what: str) -> tuple[int, int, int]:
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise LaunchError(f"{what} must be 1-3 positive integers, got {v}")
     return v + (1,) * (3 - len(v))  # type: ignore[return-value]
+
+
+LAUNCH_OPTIONS = ("max_threads_per_chunk", "max_steps", "shared_checks")
+
+
+def check_launch_options(
+    max_threads_per_chunk: int = DEFAULT_CHUNK_THREADS,
+    max_steps: int = 10**8,
+    shared_checks: str = "raise",
+) -> None:
+    """Raises :class:`LaunchError` unless the options of :meth:`Module.launch` are valid."""
+    for what, v in (("max_threads_per_chunk", max_threads_per_chunk), ("max_steps", max_steps)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise LaunchError(f"{what} must be a positive integer, got {v!r}")
+    if shared_checks not in ("raise", "count", "off"):
+        raise LaunchError(
+            f"shared_checks must be 'raise', 'count' or 'off', not {shared_checks!r}"
+        )
 
 
 class Module:
@@ -223,6 +415,12 @@ class Module:
                 parameters (copied to emulated global memory and written back after the launch),
                 or a :class:`Pointer` into one, Python or numpy numbers for scalar parameters
                 (typed by the .param declaration), bytes for .param .b8 arrays (structs by value).
+                Contiguous arrays whose memory overlaps (views of one storage) share one
+                emulated buffer laid out as on the host; every allocation starts 256-byte
+                aligned and a view keeps its byte offset into its allocation (torch storage,
+                owning numpy array) modulo 256, so alignment-dependent paths run as on a GPU. A
+                non-contiguous array is packed into a contiguous copy of its own (and must not
+                share memory with another argument).
             shared_bytes: dynamic shared memory (extern .shared) in bytes.
             max_threads_per_chunk: CTAs are executed in chunks of about this many threads
                 (all CTAs of a chunk at once); bounds memory use.
@@ -236,15 +434,13 @@ class Module:
             A :class:`LaunchStats` with the launch's counters.
 
         Raises:
-            LaunchError: bad kernel name, arguments, grid or block.
+            LaunchError: bad kernel name, arguments, grid or block, or a write into a
+                read-only array.
             MemoryAccessError: an out-of-bounds or misaligned access (buffers are not written back).
         """
         t0 = time.perf_counter()
         _warm_malloc()
-        if shared_checks not in ("raise", "count", "off"):
-            raise LaunchError(
-                f"shared_checks must be 'raise', 'count' or 'off', not {shared_checks!r}"
-            )
+        check_launch_options(max_threads_per_chunk, max_steps, shared_checks)
         ck = self.kernel_info(name)
         fn = ck.function
         grid = _dim3(grid, "grid")
@@ -292,10 +488,18 @@ class Module:
             b = Buffer(f".{v.space} variable {v.name}", off, v.size)
             buffers.append(b)
             contents.append((b, np.frombuffer(bytes(data), np.uint8)))
-        off = (self._globals_end + BUFFER_GAP + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+        off = self._globals_end + BUFFER_GAP
+        regions, where = _regions(fn, args)
+        for r in regions:
+            # Allocations start 256-byte aligned (as cudaMalloc's do) and a view keeps its
+            # offset into its allocation modulo 256, so that code paths that depend on
+            # alignment (vector accesses, misaligned fallbacks) are taken as on a GPU.
+            off = (off + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN + r.phase
+            r.buffer = Buffer(r.label(), off, r.data.size)
+            buffers.append(r.buffer)
+            contents.append((r.buffer, r.data))
+            off += r.data.size + BUFFER_GAP
         kparams = bytearray(lay.kparam_size)
-        seen: dict[tuple[int, int], Buffer] = {}
-        arg_bufs: list[tuple[object, Buffer, np.ndarray]] = []
         for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
             poff = lay.kparam_offsets[i]
             byte_offset = 0
@@ -307,27 +511,10 @@ class Module:
                         f"argument {i} ({p.name}, .{p.type}) is not a 64-bit pointer parameter; "
                         f"got a {type(a).__name__}"
                     )
-                data, key = _buffer_bytes(a)
-                k = (key, data.size)
-                if k in seen and key != 0:
-                    buf = seen[k]
-                else:
-                    shape = tuple(a.shape)
-                    buf = Buffer(
-                        f"argument {i} ({p.name}, {type(a).__name__} {shape} {a.dtype})",
-                        off,
-                        data.size,
-                    )
-                    seen[k] = buf
-                    buffers.append(buf)
-                    contents.append((buf, data))
-                    arg_bufs.append((a, buf, data))
-                    off = (
-                        (off + data.size + BUFFER_GAP + BUFFER_ALIGN - 1)
-                        // BUFFER_ALIGN
-                        * BUFFER_ALIGN
-                    )
-                kparams[poff : poff + 8] = struct.pack("<Q", GLOBAL_BASE + buf.start + byte_offset)
+                r, rel = where[i]
+                assert r.buffer is not None
+                address = GLOBAL_BASE + r.buffer.start + rel + byte_offset
+                kparams[poff : poff + 8] = struct.pack("<Q", address)
             else:
                 kparams[poff : poff + p.size] = _pack_scalar(p, a, i)
         gm = GlobalMemory(buffers, off + 64)
@@ -373,10 +560,17 @@ class Module:
         # ---- write back
         for v, goff, data in self._globals:
             data[:] = gm.mem.u8[goff : goff + v.size].tobytes()
-        for a, buf, orig in arg_bufs:
-            new = gm.mem.u8[buf.start : buf.start + buf.size]
-            if not np.array_equal(new, orig):
-                _write_back(a, new.copy())
+        writes = []
+        for r in regions:
+            assert r.buffer is not None
+            new = gm.mem.u8[r.buffer.start : r.buffer.end]
+            changed = _check_writes(name, r, new)
+            if changed is not None:
+                writes.append((r, new, changed))
+        for r, new, changed in writes:
+            for m in r.members:  # read-only members: their changes come through others
+                if _writable(m.array) and changed[m.rel : m.rel + m.size].any():
+                    _write_back(m.array, new[m.rel : m.rel + m.size].copy())
         stats.wall_time = time.perf_counter() - t0
         return stats
 

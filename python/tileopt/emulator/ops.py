@@ -268,9 +268,54 @@ def widen_t(t):
 # ---------------------------------------------------------------- arithmetic
 
 
+# Packed integer SIMD types: lanes of a 32-bit register -> (lane bits, signed).
+_PACKED_INT = {"u16x2": (16, False), "s16x2": (16, True), "u8x4": (8, False), "s8x4": (8, True)}
+
+
+def _packed_int_op(cx, ins, base, mods):
+    """add/sub/min/max on packed integer lanes of .b32 registers (lane 0 in the low bits).
+
+    ``add``/``min``/``max`` on .u16x2/.s16x2 (sm_90), and add/sub/min/max on .u8x4/.s8x4 plus
+    ``add.sat`` on every packed type (sm_120): add and sub wrap around in each lane unless
+    ``.sat`` clamps them to the lane's range; ``.relu`` (signed min/max only) clamps negative
+    lanes to 0.
+    """
+    t = next(m for m in mods if m in _PACKED_INT)
+    rest = [m for m in mods if m != t]
+    bits, signed = _PACKED_INT[t]
+    allowed = {"add": {"sat"}, "sub": {"sat"}}.get(base, {"relu"} if signed else set())
+    if base == "sub" and bits == 16:
+        raise cx.unsupported(f"sub has no .{t} form (PTX has add.{t} only)")
+    check_mods(cx, rest, allowed)
+    nops(cx, ins, 3)
+    a, b = (cx.reader(o, "b32") for o in ins.operands[1:])
+    wr = cx.writer(ins.operands[0], "b32")
+    lane = nm.SINT[bits] if signed else nm.UINT[bits]
+    info = np.iinfo(lane)
+    sat = "sat" in rest
+    relu = "relu" in rest
+    f = {"add": np.add, "sub": np.subtract, "min": np.minimum, "max": np.maximum}[base]
+
+    def run(st, idx):
+        x, y = (
+            np.ascontiguousarray(np.atleast_1d(v), np.uint32).view(lane).astype(np.int32)
+            for v in _bcast_packed([a(st, idx), b(st, idx)])
+        )
+        r = f(x, y)
+        if sat:
+            r = np.clip(r, info.min, info.max)
+        if relu:
+            r = np.maximum(r, 0)
+        wr(st, idx, np.ascontiguousarray(r.astype(lane)).view(np.uint32))
+
+    return run, "alu"
+
+
 @handler("add", "sub")
 def h_addsub(cx, ins):
     base, types, mods = split(ins)
+    if any(m in _PACKED_INT for m in mods):
+        return _packed_int_op(cx, ins, base, mods)
     t = one_type(cx, types)
     sub = base == "sub"
     if is_float(t):
@@ -580,6 +625,8 @@ def h_absneg(cx, ins):
 @handler("min", "max")
 def h_minmax(cx, ins):
     base, types, mods = split(ins)
+    if any(m in _PACKED_INT for m in mods):
+        return _packed_int_op(cx, ins, base, mods)
     t = one_type(cx, types)
     is_min = base == "min"
     if is_float(t):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -265,6 +266,7 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
             f"{_describe(i, p)} is a view: pass a numpy array or torch tensor, "
             f"got {type(a).__name__}"
         )
+    _check_memory_format(i, p, a)
     dt = dtype(p.dtype)
     name = _dtype_name_of(a)
     accepted = dt.numpy if isinstance(a, np.ndarray) else dt.torch
@@ -303,6 +305,41 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
                     f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
                     f"{got if got is not None else a.strides} (pass a contiguous copy)"
                 )
+
+
+def _check_memory_format(i: int, p: KernelParam, a: Any) -> None:
+    """Raises unless the elements of ``a`` lie in memory as the kernel reads them: dense,
+    native byte order, aligned to their size, no pending torch conjugate/negative bit."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise ArgumentError(
+            f"{_describe(i, p)} is a masked array; kernels see no mask: pass a.filled(value)"
+        )
+    if isinstance(a, np.ndarray):
+        if not a.dtype.isnative:
+            native = a.dtype.newbyteorder("=")
+            raise ArgumentError(
+                f"{_describe(i, p)} has elements in non-native byte order ({a.dtype.str}); "
+                f"kernels read {sys.byteorder}-endian values: pass a.astype({native.str!r})"
+            )
+        if not a.flags.aligned:
+            raise ArgumentError(
+                f"{_describe(i, p)} is not aligned to its {a.itemsize}-byte elements (address "
+                f"0x{a.ctypes.data:x}, strides {a.strides}); pass an aligned copy (a.copy())"
+            )
+        return
+    layout = str(getattr(a, "layout", "torch.strided")).removeprefix("torch.")
+    if layout != "strided":
+        raise ArgumentError(
+            f"{_describe(i, p)} is a {layout} tensor; views are dense strided memory: pass "
+            f"tensor.to_dense()"
+        )
+    for bit in ("conj", "neg"):
+        pending = getattr(a, f"is_{bit}", None)
+        if pending is not None and pending():
+            raise ArgumentError(
+                f"{_describe(i, p)} has a pending {bit} bit (its memory does not hold its "
+                f"values): pass tensor.resolve_{bit}()"
+            )
 
 
 def _check_int32_indices(
@@ -352,7 +389,12 @@ def _element_strides(a: Any) -> tuple[int, ...] | None:
 
 
 def _scalar_value(i: int, p: KernelParam, v: Any) -> int | float:
-    if (isinstance(v, np.ndarray) or _is_torch(v)) and v.ndim == 0:
+    if isinstance(v, np.ndarray) or _is_torch(v):
+        if v.ndim != 0:
+            raise ArgumentError(
+                f"{_describe(i, p)} is a scalar: pass a number or a 0-d array, got "
+                f"{type(v).__name__} of shape {tuple(v.shape)}"
+            )
         v = v.item()
     if isinstance(v, np.generic):
         v = v.item()

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tileopt.errors import DeviceError, EmulatorError
+from tileopt.errors import ArgumentError, DeviceError, EmulatorError
 from tileopt.runtime.abi import KernelParam, describe_ptx_param, emulator_args
 
 
@@ -29,15 +29,30 @@ def launch(
     grid: tuple[int, int, int],
     block: tuple[int, int, int],
     args: Sequence[Any],
+    /,
     **options: Any,
 ) -> Any:
     """Runs kernel ``name`` of an emulator module over ``grid`` x ``block`` threads.
 
     ``args`` follow the kernel ABI (numpy arrays / CPU torch tensors for views, numbers for
     scalars); results are written back into the arrays. Returns the emulator's
-    ``LaunchStats``. ``options`` go to ``Module.launch`` (e.g. ``max_threads_per_chunk``).
+    ``LaunchStats``. ``options`` go to ``Module.launch``: ``max_threads_per_chunk``,
+    ``max_steps``, ``shared_checks``; any other name, or a bad value, raises
+    :class:`ArgumentError`.
     Static shared memory is declared in the PTX, so no dynamic shared memory is passed.
     """
+    from tileopt.emulator.module import LAUNCH_OPTIONS, check_launch_options
+
+    unknown = sorted(set(options) - set(LAUNCH_OPTIONS))
+    if unknown:
+        raise ArgumentError(
+            f"unknown emulator option{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; the emulator takes {', '.join(LAUNCH_OPTIONS)}"
+        )
+    try:
+        check_launch_options(**options)
+    except EmulatorError as e:
+        raise ArgumentError(f"emulator option {e}") from None
     flat = emulator_args(params, args, name)
     try:
         return module.launch(name, grid=grid, block=block, args=flat, shared_bytes=0, **options)

@@ -680,3 +680,122 @@ tile.kernel @same_shapes(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisi
   tile.store %s, %z[%off] : tensor<512xf32, #row4>, memref<?xf32, strided<[1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#one = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+#scalar = #tile.slice<dim = 0, parent = #one>
+#row128 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Rank-0 tiles: a full reduction to tensor<f32> reshaped to one element,
+// and a rank-0 view loaded and stored whole.
+// CHECK-LABEL: gpu.func @scalar_tiles
+// CHECK: nvvm.shfl.sync bfly
+// CHECK: nvvm.barrier0
+// CHECK: gpu.return
+tile.kernel @scalar_tiles(%x: memref<?xf32>, %y: memref<?xf32>, %s: memref<f32>, %t: memref<f32>) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %v = tile.load %x[%c0] : memref<?xf32> -> tensor<128xf32, #row128>
+  %sum = tile.reduce %v {axis = 0} : tensor<128xf32, #row128> -> tensor<f32, #scalar> {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.addf %a, %b : f32
+    tile.yield %r : f32
+  }
+  %one = tile.reshape %sum : tensor<f32, #scalar> -> tensor<1xf32, #one>
+  tile.store %one, %y[%c0] : tensor<1xf32, #one>, memref<?xf32>
+  %e = tile.load %s[] : memref<f32> -> tensor<f32, #scalar>
+  tile.store %e, %t[] : tensor<f32, #scalar>, memref<f32>
+  tile.return
+}
+
+// -----
+
+// memref.load and memref.store of a view element address it through the
+// view's strides; i1 is a byte in memory (upstream's lowering asserts on i1).
+// CHECK-LABEL: gpu.func @element_access
+// CHECK: %[[B:.*]] = llvm.load %{{.*}} : !llvm.ptr<1> -> i8
+// CHECK: %[[I1:.*]] = arith.trunci %[[B]] : i8 to i1
+// CHECK: %[[I8:.*]] = arith.extui %[[I1]] : i1 to i8
+// CHECK: llvm.store %[[I8]], %{{.*}} : i8, !llvm.ptr<1>
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+tile.kernel @element_access(%x: memref<?xi1, strided<[?], offset: ?>>, %y: memref<?x?xi1, strided<[?, ?], offset: ?>>, %f: memref<?xf32>, %i: index) attributes {tile.num_warps = 4 : i32} {
+  %c1 = arith.constant 1 : index
+  %v = memref.load %x[%i] : memref<?xi1, strided<[?], offset: ?>>
+  memref.store %v, %y[%i, %c1] : memref<?x?xi1, strided<[?, ?], offset: ?>>
+  %g = memref.load %f[%i] : memref<?xf32>
+  memref.store %g, %f[%c1] : memref<?xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @dynamic_dim(%x: memref<?x?xf32>, %d: index) {
+  // expected-error @+1 {{'memref.dim' op needs a constant dimension index in a tile.kernel}}
+  %n = memref.dim %x, %d : memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#w2 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [2], order = [0]>
+#w8 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [8], order = [0]>
+
+// Each kernel's block is its own tile.num_warps (or its widest layout's).
+// CHECK-LABEL: gpu.func @two_warps
+// CHECK-SAME: known_block_size = array<i32: 64, 1, 1>
+// CHECK-LABEL: gpu.func @eight_warps
+// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+tile.kernel @two_warps(%x: memref<?xf32>) attributes {tile.num_warps = 2 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32, #w2>
+  tile.store %t, %x[%c0] : tensor<64xf32, #w2>, memref<?xf32>
+  tile.return
+}
+tile.kernel @eight_warps(%x: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<256xf32, #w8>
+  tile.store %t, %x[%c0] : tensor<256xf32, #w8>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#warp = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// A tile offset that may be negative (a tile partly before the view) adds
+// the thread's coordinate without `nuw`: the index may wrap unsigned, and the
+// unsigned bounds check must see it (nuw let LLVM fold the check to false).
+// A non-negative offset keeps nuw.
+// CHECK-LABEL: gpu.func @negative_offset
+// CHECK: %[[FIRST:.*]] = arith.addi %{{.*}}, %{{.*}} overflow<nsw> : i64
+// CHECK: arith.cmpi ult, %[[FIRST]], %{{.*}} : i64
+// CHECK: %[[STORE:.*]] = arith.addi %{{.*}}, %{{.*}} overflow<nsw, nuw> : i64
+// CHECK: arith.cmpi ult, %[[STORE]], %{{.*}} : i64
+tile.kernel @negative_offset(%x: memref<?xf32>, %y: memref<?xf32>) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %cm1 = arith.constant -1 : index
+  %t = tile.load %x[%cm1] : memref<?xf32> -> tensor<32xf32, #warp>
+  tile.store %t, %y[%c0] : tensor<32xf32, #warp>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#cast = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// Float -> i1 goes through i32 (NVPTX miscompiles fptoui/fptosi to i1).
+// CHECK-LABEL: gpu.func @float_to_bool
+// CHECK-NOT: arith.fptoui {{.*}} to i1
+// CHECK: %[[U:.*]] = arith.fptoui %{{.*}} : vector<1xf32> to vector<1xi32>
+// CHECK: arith.trunci %[[U]] : vector<1xi32> to vector<1xi1>
+// CHECK: %[[S:.*]] = arith.fptosi %{{.*}} : f32 to i32
+// CHECK: arith.trunci %[[S]] : i32 to i1
+tile.kernel @float_to_bool(%x: memref<?xf32>, %y: memref<?xi1>, %f: f32) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<32xf32, #cast>
+  %b = arith.fptoui %t : tensor<32xf32, #cast> to tensor<32xi1, #cast>
+  tile.store %b, %y[%c0] : tensor<32xi1, #cast>, memref<?xi1>
+  %s = arith.fptosi %f : f32 to i1
+  memref.store %s, %y[%c0] : memref<?xi1>
+  tile.return
+}

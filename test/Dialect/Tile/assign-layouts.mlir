@@ -211,3 +211,25 @@ tile.kernel @iota_mask(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %y: memr
   tile.store %m, %y[%row, %c0] : tensor<1x1024xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
+
+// -----
+
+// A rank-0 tile takes a slice of a one-element 1-D layout; the kernel records
+// its warp count.
+// CHECK-DAG: #[[ONE:.*]] = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+// CHECK-DAG: #[[SCALAR:.*]] = #tile.slice<dim = 0, parent = #[[ONE]]>
+// CHECK-LABEL: tile.kernel @scalar_tile
+// CHECK-SAME: attributes {tile.num_warps = 4 : i32}
+// CHECK: tile.load {{.*}} -> tensor<f32, #[[SCALAR]]>
+// CHECK: tile.permute {{.*}} : tensor<f32, #[[SCALAR]]> -> tensor<f32, #[[SCALAR]]>
+// CHECK: tile.reshape {{.*}} -> tensor<1xf32, #{{.*}}>
+// WARPS8-LABEL: tile.kernel @scalar_tile
+// WARPS8-SAME: attributes {tile.num_warps = 8 : i32}
+tile.kernel @scalar_tile(%x: memref<f32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[] : memref<f32> -> tensor<f32>
+  %p = tile.permute %t {permutation = array<i64>} : tensor<f32> -> tensor<f32>
+  %r = tile.reshape %p : tensor<f32> -> tensor<1xf32>
+  tile.store %r, %y[%c0] : tensor<1xf32>, memref<?xf32>
+  tile.return
+}

@@ -606,3 +606,86 @@ tile.kernel @k(%x: memref<?xf32> {tile.same_shape_as = 2}, %y: memref<?xf32> {ti
 tile.kernel @k(%x: memref<?xf32> {tile.same_shape_as = 3}, %n: index) {
   tile.return
 }
+
+// -----
+
+// A layout must have the rank of the tile it encodes (every pass relies on it).
+#b1 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+tile.kernel @k(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{expected a layout of rank 2 for a tile of shape [32, 32], got a layout of rank 1}}
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<32x32xf32, #b1>
+  tile.return
+}
+
+// -----
+
+#b2 = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected a layout of rank 1 for a tile of shape [32], got a layout of rank 0: #tile.slice<dim = 0, parent = #tile.slice}}
+  %t = tile.splat %s : f32 -> tensor<32xf32, #tile.slice<dim = 0, parent = #tile.slice<dim = 0, parent = #b2>>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected a layout of rank 1 for a tile of shape [64], got a layout of rank 2: #tile.mma<warpsPerCTA = [2, 2]>}}
+  %t = tile.splat %s : f32 -> tensor<64xf32, #tile.mma<warpsPerCTA = [2, 2]>>
+  tile.return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.kernel' op tile.num_warps must be a power of two in [1, 32], got 3 : i32}}
+tile.kernel @k() attributes {tile.num_warps = 3 : i32} {
+  tile.return
+}
+
+// -----
+
+// Layouts for more warps than the program has would leave part of the tile
+// without an owner.
+#w8 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [8], order = [0]>
+tile.kernel @k(%s: f32) attributes {tile.num_warps = 4 : i32} {
+  // expected-error @+1 {{'tile.splat' op result #0 has a layout for 8 warps, more than the kernel's tile.num_warps (4)}}
+  %t = tile.splat %s : f32 -> tensor<256xf32, #w8>
+  tile.return
+}
+
+// -----
+
+// Tiles hold at most 2^20 elements (Triton's limit).
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 2097152 elements (2048x1024), more than the limit of 1048576 (2^20) elements per tile; use smaller tiles}}
+  %t = tile.splat %s : f32 -> tensor<2048x1024xf32>
+  tile.return
+}
+
+// -----
+
+// A tile that cannot fit the registers of its warps even spread evenly.
+#one = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 16384 'f32' elements (16384) that needs at least 512 32-bit registers per thread on 1 warp(s) (32 threads), more than the 255 a thread has; use smaller tiles or more warps}}
+  %t = tile.splat %s : f32 -> tensor<16384xf32, #one>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>) {
+  %c1 = arith.constant 1 : index
+  // expected-error @+1 {{'memref.dim' op index 1 is out of range for a view of rank 1}}
+  %d = memref.dim %x, %c1 : memref<?xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>) {
+  %cm1 = arith.constant -1 : index
+  // expected-error @+1 {{'memref.dim' op index -1 is out of range for a view of rank 1}}
+  %d = memref.dim %x, %cm1 : memref<?xf32>
+  tile.return
+}

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tileopt.emulator as emu
@@ -89,3 +93,36 @@ def test_cli_lists_kernels(tmp_path, capsys) -> None:
     bad.write_text(PTX.replace("add.f32 %f3, %f1, %f2;", "frobnicate.f32 %f3, %f1;"))
     assert cli_main([str(bad)]) == 1
     assert "unsupported instruction `frobnicate.f32" in capsys.readouterr().err
+
+
+def test_cli_bad_input_is_one_line_and_status_2(tmp_path, capsys) -> None:
+    """A missing or unreadable file, a binary file and an unknown kernel: status 2 (as argparse)
+    and one line on stderr that names the problem, never a traceback."""
+    f = tmp_path / "k.ptx"
+    f.write_text(PTX)
+    binary = tmp_path / "k.cubin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\xbe\xef" * 4)
+    cases = [
+        ([str(tmp_path / "missing.ptx")], "cannot read PTX file '.*missing.ptx': No such file"),
+        ([str(tmp_path)], "cannot read PTX file .*: Is a directory"),
+        ([str(binary)], "is not a PTX text file .*not a cubin"),
+        ([str(f), "--kernel", "nope"], "no kernel 'nope' in .*; its kernels: scale"),
+    ]
+    for argv, message in cases:
+        assert cli_main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1, err
+        assert err.startswith("python -m tileopt.emulator: error: "), err
+        assert re.search(message, err), err
+    assert cli_main([str(f), "--kernel", "scale"]) == 0
+    assert "scale(.u64 out" in capsys.readouterr().out
+
+
+def test_cli_runs_as_a_module(tmp_path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tileopt.emulator", str(tmp_path / "missing.ptx")],
+        capture_output=True, text=True, check=False, timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().endswith("No such file or directory")

@@ -142,7 +142,8 @@ PARAMS = [V("x", "f32", 1), V("y", "f32", 2), S("n", "i32")]
         ((np.zeros(4, np.float32), np.zeros((2, 2), np.float32), 1 << 40),
          r"argument 2 \(n: i32\): 1099511627776 does not fit in 32 bits"),
         ((np.zeros(4, np.float32), np.zeros((2, 2), np.float32), np.zeros(3)),
-         r"argument 2 \(n: i32\) expects an integer, got ndarray"),
+         r"argument 2 \(n: i32\) is a scalar: pass a number or a 0-d array, got ndarray of "
+         r"shape \(3,\)"),
     ],
 )
 def test_mismatches_name_the_argument(args, message) -> None:

@@ -47,6 +47,36 @@ BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+/// The check every layout makes of the tile it encodes: one rank.
+static LogicalResult verifyLayoutRank(Attribute layout, ArrayRef<int64_t> shape,
+                                      function_ref<InFlightDiagnostic()> emitError) {
+  if (getLayoutRank(layout) == shape.size())
+    return success();
+  InFlightDiagnostic diag = emitError();
+  diag << "expected a layout of rank " << shape.size() << " for a tile of shape [";
+  llvm::interleaveComma(shape, diag);
+  return diag << "], got a layout of rank " << getLayoutRank(layout) << ": "
+              << layout;
+}
+
+LogicalResult BlockedLayoutAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyLayoutRank(*this, shape, emitError);
+}
+
+LogicalResult
+MmaLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
+                              function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyLayoutRank(*this, shape, emitError);
+}
+
+LogicalResult SliceLayoutAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyLayoutRank(*this, shape, emitError);
+}
+
 unsigned BlockedLayoutAttr::getNumWarps() const {
   return product(getWarpsPerCTA());
 }
@@ -142,9 +172,8 @@ BlockedLayoutAttr tileopt::tile::getDefaultBlockedLayout(
   if (dims.empty())
     for (unsigned d = 0; d < rank; ++d)
       dims.push_back(rank - 1 - d);
+  assert(rank > 0 && "a blocked layout needs a rank; see getDefaultLayout");
   SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
-  if (rank == 0)
-    return BlockedLayoutAttr::get(context, {}, {}, {}, {});
   unsigned fastest = dims[0];
   // A tile too small for every thread to move a full vector moves smaller
   // ones rather than replicate data across threads.
@@ -171,6 +200,17 @@ BlockedLayoutAttr tileopt::tile::getDefaultBlockedLayout(
   }
   wpc[dims.back()] *= warps;
   return BlockedLayoutAttr::get(context, spt, tpw, wpc, dims);
+}
+
+Attribute tileopt::tile::getDefaultLayout(MLIRContext *context,
+                                          ArrayRef<int64_t> shape,
+                                          unsigned vectorElems,
+                                          unsigned numWarps,
+                                          ArrayRef<unsigned> order) {
+  if (shape.empty())
+    return SliceLayoutAttr::get(
+        context, 0, getDefaultBlockedLayout(context, {1}, 1, numWarps));
+  return getDefaultBlockedLayout(context, shape, vectorElems, numWarps, order);
 }
 
 /// Register offsets of a blocked layout: registers enumerate the elements of

@@ -1,6 +1,7 @@
 //===- TileOps.cpp - tile dialect operations ------------------------------===//
 
 #include "tileopt/Dialect/Tile/IR/Tile.h"
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -106,6 +107,14 @@ LogicalResult KernelOp::verify() {
     return emitOpError("expected no results, kernel @")
            << getSymName() << " returns " << type.getNumResults()
            << " value(s) of type(s) (" << type.getResults() << ")";
+  if (Attribute warps = (*this)->getAttr(getNumWarpsAttrName())) {
+    auto value = dyn_cast<IntegerAttr>(warps);
+    if (!value || value.getInt() <= 0 || value.getInt() > 32 ||
+        !llvm::isPowerOf2_64(value.getInt()))
+      return emitOpError() << getNumWarpsAttrName()
+                           << " must be a power of two in [1, 32], got "
+                           << warps;
+  }
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     bool isScalar = argType.isIntOrIndexOrFloat();
     if (!isScalar && !isViewType(argType))
@@ -161,10 +170,94 @@ LogicalResult KernelOp::verify() {
   return success();
 }
 
+/// Triton's limit on the elements of a tile (TRITON_MAX_TENSOR_NUMEL): larger
+/// tiles take minutes to compile and never fit a program's registers.
+static constexpr int64_t kMaxTileElements = int64_t(1) << 20;
+
+std::optional<unsigned> KernelOp::getNumWarps() {
+  if (auto warps = (*this)->getAttrOfType<IntegerAttr>(getNumWarpsAttrName()))
+    return warps.getInt();
+  std::optional<unsigned> most;
+  walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (isLayout(getLayout(type)))
+        most = std::max(most.value_or(0), tile::getNumWarps(getLayout(type)));
+  });
+  return most;
+}
+
+LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
+                                                     unsigned numWarps,
+                                                     const llvm::Twine &what) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isIntOrFloat())
+    return success();
+  // Each element takes at least one 32-bit register (narrow integers are
+  // not packed; f64 and i64 take two).
+  int64_t threads = int64_t(kWarpSize) * numWarps;
+  int64_t words = tensor.getNumElements() *
+                  llvm::divideCeil(tensor.getElementTypeBitWidth(), 32);
+  int64_t perThread = llvm::divideCeil(words, threads);
+  if (perThread <= kMaxRegistersPerThread)
+    return success();
+  return op->emitOpError()
+         << what << " is a tile of " << tensor.getNumElements() << " "
+         << tensor.getElementType() << " elements ("
+         << shapeStr(tensor.getShape()) << ") that needs at least " << perThread
+         << " 32-bit registers per thread on " << numWarps << " warp(s) ("
+         << threads << " threads), more than the " << kMaxRegistersPerThread
+         << " a thread has; use smaller tiles or more warps";
+}
+
+/// Checks what the body's ops can only get wrong together: every tile is
+/// within kMaxTileElements, laid out for at most the kernel's
+/// `tile.num_warps` (fewer replicate, as a dot narrower than the warps does)
+/// and fits their registers, and every memref.dim of a constant index names
+/// a dimension of its view.
 LogicalResult KernelOp::verifyRegions() {
   if (getBody().empty())
     return emitOpError("expected a body");
-  return success();
+  auto declared = (*this)->getAttrOfType<IntegerAttr>(getNumWarpsAttrName());
+  auto checkTile = [&](Operation *op, Type type, const llvm::Twine &what) -> LogicalResult {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      return success();
+    if (tensor.getNumElements() > kMaxTileElements)
+      return op->emitOpError()
+             << what << " is a tile of " << tensor.getNumElements()
+             << " elements (" << shapeStr(tensor.getShape())
+             << "), more than the limit of " << kMaxTileElements
+             << " (2^20) elements per tile; use smaller tiles";
+    Attribute layout = tensor.getEncoding();
+    if (!isLayout(layout))
+      return success();
+    unsigned layoutWarps = tile::getNumWarps(layout);
+    if (failed(verifyTileFitsRegisters(op, type, layoutWarps, what)))
+      return failure();
+    if (declared && layoutWarps > declared.getInt())
+      return op->emitOpError()
+             << what << " has a layout for " << layoutWarps
+             << " warps, more than the kernel's " << getNumWarpsAttrName()
+             << " (" << declared.getInt() << ")";
+    return success();
+  };
+  WalkResult result = walk([&](Operation *op) {
+    for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
+      if (failed(checkTile(op, type, "result #" + llvm::Twine(i))))
+        return WalkResult::interrupt();
+    if (auto dim = dyn_cast<memref::DimOp>(op)) {
+      std::optional<int64_t> index = dim.getConstantIndex();
+      auto source = dyn_cast<MemRefType>(dim.getSource().getType());
+      if (index && source && (*index < 0 || *index >= source.getRank())) {
+        dim.emitOpError("index ")
+            << *index << " is out of range for a view of rank "
+            << source.getRank();
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//

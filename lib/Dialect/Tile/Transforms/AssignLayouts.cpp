@@ -58,19 +58,22 @@ public:
   LogicalResult run(KernelOp kernel) { return assignBlock(kernel.getBody().front()); }
 
 private:
-  /// The default layout for a tile of `type`: 16 bytes per thread along the
-  /// last dimension.
-  BlockedLayoutAttr defaultLayout(RankedTensorType type,
-                                  ArrayRef<unsigned> order = {}) {
+  /// The default layout for a tile of `type` (rank 0 included): 16 bytes
+  /// per thread along the last dimension.
+  Attribute defaultLayout(RankedTensorType type, ArrayRef<unsigned> order = {}) {
     unsigned bits = std::max(8u, type.getElementTypeBitWidth());
     unsigned vector = std::max(1u, 128 / bits);
-    return getDefaultBlockedLayout(context, type.getShape(), vector, numWarps,
-                                   order);
+    return getDefaultLayout(context, type.getShape(), vector, numWarps, order);
+  }
+
+  /// defaultLayout of a tile of rank 1 or more.
+  BlockedLayoutAttr defaultBlockedLayout(RankedTensorType type) {
+    return cast<BlockedLayoutAttr>(defaultLayout(type));
   }
 
   /// The layout that moves 16 contiguous bytes per thread along the view's
   /// dimension of stride 1 (the last dimension when strides are dynamic).
-  BlockedLayoutAttr accessLayout(RankedTensorType tile, MemRefType view) {
+  Attribute accessLayout(RankedTensorType tile, MemRefType view) {
     if (tile.getRank() == 0)
       return defaultLayout(tile);
     auto [strides, offset] = view.getStridesAndOffset();
@@ -211,7 +214,7 @@ private:
         setLayout(expand.getResult(), slice.getParent());
         return success();
       }
-      BlockedLayoutAttr parent = defaultLayout(resultType);
+      BlockedLayoutAttr parent = defaultBlockedLayout(resultType);
       convertOperand(expand.getSourceMutable(),
                      SliceLayoutAttr::get(context, expand.getAxis(), parent));
       setLayout(expand.getResult(), parent);
@@ -219,8 +222,12 @@ private:
     }
     if (auto permute = dyn_cast<PermuteOp>(op)) {
       Attribute source = getLayout(permute.getSource().getType());
+      if (permute.getSource().getType().getRank() == 0) {
+        setLayout(permute.getResult(), source);
+        return success();
+      }
       if (!isa<BlockedLayoutAttr>(source)) {
-        source = defaultLayout(permute.getSource().getType());
+        source = defaultBlockedLayout(permute.getSource().getType());
         convertOperand(permute.getSourceMutable(), source);
       }
       setLayout(permute.getResult(),
@@ -235,7 +242,7 @@ private:
       // Reductions run on blocked layouts.
       Attribute layout = pickOperandLayout(op);
       if (!isa<BlockedLayoutAttr>(layout))
-        layout = defaultLayout(cast<RankedTensorType>(op->getOperand(0).getType()));
+        layout = defaultBlockedLayout(cast<RankedTensorType>(op->getOperand(0).getType()));
       for (OpOperand &operand : reduce->getOpOperands())
         convertOperand(operand, layout);
       for (Value result : reduce.getResults())
@@ -248,8 +255,8 @@ private:
       // memory); the accumulator takes the tensor-core layout when it can.
       for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()})
         if (!isa<BlockedLayoutAttr>(getLayout(operand->get().getType())))
-          convertOperand(*operand,
-                         defaultLayout(cast<RankedTensorType>(operand->get().getType())));
+          convertOperand(*operand, defaultBlockedLayout(
+                                       cast<RankedTensorType>(operand->get().getType())));
       Attribute layout = dotLayout(dot);
       convertOperand(dot.getAccMutable(), layout);
       setLayout(dot.getResult(), layout);
@@ -366,9 +373,28 @@ struct TileAssignLayouts
       return signalPassFailure();
     }
     LayoutAssigner assigner(&getContext(), numWarps, sm, hasWgmma(target));
-    for (auto kernel : getOperation().getOps<KernelOp>())
-      if (failed(assigner.run(kernel)))
+    for (auto kernel : getOperation().getOps<KernelOp>()) {
+      if (auto given = kernel->getAttrOfType<IntegerAttr>(
+              KernelOp::getNumWarpsAttrName());
+          given && given.getInt() != numWarps) {
+        kernel.emitOpError("is laid out for ")
+            << given.getInt() << " warps, not the " << unsigned(numWarps)
+            << " of tile-assign-layouts";
         return signalPassFailure();
+      }
+      WalkResult tooLarge = kernel.walk([&](Operation *op) {
+        for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
+          if (failed(verifyTileFitsRegisters(op, type, numWarps,
+                                             "result #" + llvm::Twine(i))))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (tooLarge.wasInterrupted() || failed(assigner.run(kernel)))
+        return signalPassFailure();
+      kernel->setAttr(KernelOp::getNumWarpsAttrName(),
+                      IntegerAttr::get(IntegerType::get(&getContext(), 32),
+                                       numWarps));
+    }
   }
 };
 

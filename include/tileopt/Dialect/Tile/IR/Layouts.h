@@ -33,14 +33,23 @@ bool isLayout(mlir::Attribute attr);
 /// The rank of the tiles a layout applies to.
 unsigned getLayoutRank(mlir::Attribute layout);
 
-/// A blocked layout for `shape` where each thread holds `vectorElems`
-/// contiguous elements of the fastest dimension (`order[0]`), lanes then warps
-/// fill the dimensions from the fastest, and what is left replicates.
+/// A blocked layout for `shape` (rank 1 or more) where each thread holds
+/// `vectorElems` contiguous elements of the fastest dimension (`order[0]`),
+/// lanes then warps fill the dimensions from the fastest, and what is left
+/// replicates.
 BlockedLayoutAttr getDefaultBlockedLayout(mlir::MLIRContext *context,
                                           llvm::ArrayRef<int64_t> shape,
                                           unsigned vectorElems,
                                           unsigned numWarps,
                                           llvm::ArrayRef<unsigned> order = {});
+
+/// The default layout of a tile of any rank: getDefaultBlockedLayout, and
+/// for a rank-0 tile a slice of a one-element 1-D layout (every thread holds
+/// the element, as after a full reduction).
+mlir::Attribute getDefaultLayout(mlir::MLIRContext *context,
+                                 llvm::ArrayRef<int64_t> shape,
+                                 unsigned vectorElems, unsigned numWarps,
+                                 llvm::ArrayRef<unsigned> order = {});
 
 /// The register offsets of every thread's elements for a tile of `shape`:
 /// element i of a thread sits at (threadBase + offsets[i]) mod shape.

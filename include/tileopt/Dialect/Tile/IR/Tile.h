@@ -14,6 +14,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/IR/TensorEncoding.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -43,6 +44,17 @@ bool isViewType(mlir::Type type);
 mlir::DenseI64ArrayAttr composePermutations(mlir::OpBuilder &builder,
                                             mlir::DenseI64ArrayAttr inner,
                                             mlir::DenseI64ArrayAttr outer);
+
+/// The registers a thread has (PTX allows 255 per thread).
+constexpr int64_t kMaxRegistersPerThread = 255;
+
+/// Fails with a diagnostic on `op` when a tile of `type` (its `what`, e.g.
+/// "result #0") cannot fit the registers of `numWarps` warps even spread
+/// evenly over every thread, one or more registers an element: its
+/// compilation would only spill, for minutes.
+llvm::LogicalResult verifyTileFitsRegisters(mlir::Operation *op, mlir::Type type,
+                                            unsigned numWarps,
+                                            const llvm::Twine &what);
 
 } // namespace tileopt::tile
 

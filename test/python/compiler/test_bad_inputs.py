@@ -1,0 +1,276 @@
+"""Bad inputs to ``tileopt.compile``, ``Kernel.launch`` and ``python -m tileopt.compiler``.
+
+Every one raises a TileoptError whose message names the argument (issue 9): compile options
+an :class:`OptionError` (a CompilationError), launch arguments an :class:`ArgumentError`, and
+the command line exits with status 2 and one line on stderr.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tileopt
+from tileopt.builder import KernelBuilder, View
+from tileopt.compiler import KernelParam, compile, nvidia
+from tileopt.compiler.__main__ import main, split_signature
+from tileopt.errors import ArgumentError, CompilationError, OptionError, TileoptError
+
+torch = pytest.importorskip("torch")
+
+
+def double(block: int = 64) -> KernelBuilder:
+    """y = 2 x over (M x block) views, one row block of 64 rows per program."""
+    kb = KernelBuilder("double", x=View("f32", 2), y=View("f32", 2))
+    with kb as k:
+        row = k.program_id(0) * 64
+        k.store(k.load(k.args.x, [row, 0], [64, block]) * 2.0, k.args.y, [row, 0])
+    return kb
+
+
+# ---------------------------------------------------------------------------------------------
+# compile's options
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"target": None}, r"target None is not an NVIDIA GPU name"),
+        ({"target": 90}, r"target 90 is not an NVIDIA GPU name"),
+        ({"target": "sm_99"}, r"target 'sm_99' is not a GPU that LLVM 22's NVPTX back end"),
+        ({"num_warps": "4"}, r"num_warps must be an int, a power of two in 1\.\.32; got '4'"),
+        ({"num_warps": 4.0}, r"num_warps must be an int.*got 4\.0 \(float\)"),
+        ({"num_warps": True}, r"num_warps must be an int.*got True \(bool\)"),
+        ({"num_warps": 64}, r"num_warps must be a power of two in 1\.\.32, got 64"),
+        ({"num_warps": 0}, r"num_warps must be a power of two"),
+        ({"opt_level": 4}, r"opt_level must be 0, 1, 2 or 3, got 4"),
+        ({"opt_level": -1}, r"opt_level must be 0, 1, 2 or 3"),
+        ({"opt_level": "3"}, r"opt_level must be an int"),
+        ({"opt_level": None}, r"opt_level must be an int"),
+        ({"ptx_version": 999}, r"ptx_version must be a PTX ISA version LLVM 22 can emit.*90 "
+                               r"\(PTX 8\.0 to 9\.0\), or None, got 999"),
+        ({"ptx_version": 89}, r"ptx_version must be a PTX ISA version"),
+        ({"ptx_version": "8.0"}, r"ptx_version must be an int"),
+        ({"ptx_version": 80, "target": "sm_100"}, r"ptx_version=80 cannot target sm_100, which "
+                                                  r"needs PTX 8\.6 or newer"),
+        ({"assembler": "foo"}, r"assembler must be one of 'auto', 'ptxas', 'nvjitlink', got "
+                               r"'foo'"),
+        ({"assembler": None}, r"assembler must be one of"),
+        ({"libdevice": "/no/such/libdevice.10.bc"}, r"libdevice='/no/such/libdevice\.10\.bc' is "
+                                                    r"not a file"),
+        ({"libdevice": 5}, r"libdevice must be the path of libdevice\.10\.bc"),
+        ({"fp_fusion": "yes"}, r"fp_fusion must be True or False"),
+        ({"kernel": 5}, r"kernel= takes the kernel's name"),
+        ({"kernel": "nope"}, r"no kernel 'nope' in the module; kernels: double"),
+        ({"start": None}, r"start must be one of 'tile', 'tilegpu', 'llvm', 'ptx', got None"),
+        ({"start": "cubin"}, r"start must be one of"),
+        ({"contiguous": "x"}, r"contiguous= takes True \(every view\), False, or a list of view "
+                              r"names"),
+        ({"aligned": 1}, r"aligned= takes True"),
+        ({"divisible_sizes": [0]}, r"divisible_sizes= takes True"),
+        ({"int32_indexing": ["z"]}, r"int32_indexing= names 'z', but the kernel's arguments are "
+                                    r"x, y"),
+        ({"same_shapes": 5}, r"same_shapes= takes groups of two or more view names"),
+        ({"same_shapes": [("x",)]}, r"same_shapes= takes groups"),
+        ({"same_shapes": [("x", 1)]}, r"same_shapes= takes groups"),
+        ({"same_shapes": "xy"}, r"same_shapes= takes groups"),
+        ({"signature": 5}, r"signature= got 5; pass signature= as a list"),
+        ({"signature": {"x": 5}}, r"signature entry 'x': expected a View, a Scalar"),
+        ({"signature": ["x: view<?xf32"]}, r"signature= entry 'x: view<\?xf32': cannot read"),
+        ({"signature": [5]}, r"signature entries must be KernelParam, got 5"),
+    ],
+)
+def test_bad_compile_options_name_the_option(kwargs, message) -> None:
+    with pytest.raises(OptionError, match=message) as info:
+        compile(double(), **kwargs)
+    assert isinstance(info.value, CompilationError)  # one `except` catches every failure
+
+
+def test_bad_module_types() -> None:
+    with pytest.raises(OptionError, match="compile takes as module= IR text, a tileopt.ir.Module "
+                                          "or a KernelBuilder, got int"):
+        compile(5)
+    with pytest.raises(OptionError, match="start='ptx' takes the PTX text, got KernelBuilder"):
+        compile(double(), start="ptx")
+
+
+def test_every_known_ptx_version_compiles() -> None:
+    """The newest PTX version LLVM 22 emits is accepted (ptxas assembles it); LLVM knows no
+    newer one (its `+ptxNN` features end at 90)."""
+    newest = nvidia.PTX_VERSIONS[-1]
+    k = compile(double(), "sm_90", ptx_version=newest)
+    assert f".version {newest // 10}.{newest % 10}" in k.asm["ptx"]
+    assert newest == 90
+
+
+def test_numpy_integers_are_options() -> None:
+    np = pytest.importorskip("numpy")
+    k = compile(double(), "sm_80", num_warps=np.int64(2), opt_level=np.int32(2))
+    assert k.metadata.num_warps == 2 and type(k.metadata.num_warps) is int
+
+
+# ---------------------------------------------------------------------------------------------
+# environment variables
+
+
+def test_dump_dir_naming_a_file(tmp_path: Path, monkeypatch) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    for bad in (not_a_dir, not_a_dir / "sub"):
+        monkeypatch.setenv("TILEOPT_DUMP_DIR", str(bad))
+        with pytest.raises(OptionError, match=rf"TILEOPT_DUMP_DIR='{bad}': cannot write .*set it "
+                                              rf"to a writable directory"):
+            compile(double())
+    monkeypatch.setenv("TILEOPT_DUMP_DIR", str(tmp_path / "dumps"))
+    compile(double())
+    assert (tmp_path / "dumps" / "double.ptx.ptx").is_file()
+
+
+@pytest.mark.parametrize("variable", ["TILEOPT_LIBDEVICE", "TILEOPT_PTXAS"])
+def test_tool_variables_naming_no_file(variable: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(variable, str(tmp_path / "missing"))
+    from tileopt import kernels
+
+    with pytest.raises(OptionError, match=rf"{variable}='.*missing' is not a file"):
+        compile(kernels.bias_gelu("f32"), "sm_80")  # calls libdevice's erf
+
+
+# ---------------------------------------------------------------------------------------------
+# num_warps comes from one place
+
+
+def test_num_warps_of_a_later_stage_comes_from_the_kernel() -> None:
+    """Layouts made for 8 warps, compiled again from stage "tilegpu": the launch uses the 8
+    warps the code is made for (it used to take the default 4, leaving half the output
+    unwritten), and a num_warps that disagrees is an error naming both numbers."""
+    k8 = compile(double(), num_warps=8)
+    assert k8.metadata.num_warps == 8 and nvidia.ptx_num_warps(k8.asm["ptx"], "double") == 8
+    for start in ("tilegpu", "llvm", "ptx"):
+        source = k8.asm[start]
+        kw = {} if start == "tilegpu" else {"signature": k8.metadata.abi}
+        k = compile(source, start=start, **kw)
+        assert k.metadata.num_warps == 8 and k.metadata.block == (256, 1, 1)
+        assert compile(source, start=start, num_warps=8, **kw).metadata.num_warps == 8
+        with pytest.raises(CompilationError, match=r"kernel double: num_warps=4, but its code is "
+                                                   r"made for 8 warps .*pass num_warps=8"):
+            compile(source, start=start, num_warps=4, **kw)
+        x = torch.randn(200, 64)
+        y = torch.zeros_like(x)
+        k.launch(4, x, y, device="emulator")
+        torch.testing.assert_close(y, x * 2)
+
+
+def test_ptx_num_warps_reads_the_directives() -> None:
+    body = ".visible .entry k(\n.param .u64 k_param_0\n)\n{directive}\n{{\n\tret;\n}}\n"
+    assert nvidia.ptx_num_warps(body.format(directive=".maxntid 256, 1, 1"), "k") == 8
+    assert nvidia.ptx_num_warps(body.format(directive=".reqntid 64"), "k") == 2
+    assert nvidia.ptx_num_warps(body.format(directive=""), "k") is None
+    with pytest.raises(CompilationError, match=r"\.reqntid is 48 threads, not whole warps"):
+        nvidia.ptx_num_warps(body.format(directive=".reqntid 48, 1, 1"), "k")
+
+
+# ---------------------------------------------------------------------------------------------
+# source locations
+
+
+def test_a_late_diagnostic_names_the_users_line() -> None:
+    """A mistake that only a pass finds (a transpose too large for shared memory) is reported
+    at the file and line of the builder call that made the op."""
+    kb = KernelBuilder("t", x=View("f32", 2), y=View("f32", 2))
+    with kb as k:
+        x = k.load(k.args.x, [0, 0], [128, 128])
+        line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
+        k.store(k.trans(x), k.args.y, [0, 0])
+    with pytest.raises(CompilationError) as info:
+        compile(kb)
+    assert f'"{__file__}":{line}:' in str(info.value)
+    assert "needs 66048 bytes of shared memory" in str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# launch
+
+
+@pytest.mark.parametrize(
+    ("grid", "options", "message"),
+    [
+        ("4", {}, r"grid must be 1 to 3 positive integers"),
+        (True, {}, r"grid must be"),
+        ((1, 2, 3, 4), {}, r"grid must be"),
+        ((0,), {}, r"grid must be"),
+        (2.0, {}, r"grid must be"),
+        ((1, 70000), {}, r"grid must be"),
+        (1, {"max_thread": 4},
+         r"unknown emulator option 'max_thread'; the emulator takes max_threads_per_chunk"),
+    ],
+)
+def test_bad_launch_arguments(grid, options, message) -> None:
+    k = compile(double())
+    x = torch.zeros(64, 64)
+    with pytest.raises(ArgumentError, match=message):
+        k.launch(grid, x, x.clone(), **options)
+    with pytest.raises(ArgumentError, match="unknown device"):
+        k.launch(1, x, x.clone(), device=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+
+
+@pytest.fixture
+def vector_add_mlir() -> Path:
+    return Path(__file__).parent / "kernels" / "vector_add.mlir"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["missing.mlir"], "error: cannot read missing.mlir: No such file or directory"),
+        ([str(Path(__file__).parent)], "error: cannot read .*: Is a directory"),
+        (["{kernel}", "--start", "llvm", "--signature", "x:view<?xf32"],
+         "error: signature= entry 'x:view<\\?xf32': cannot read a kernel parameter"),
+        (["{kernel}", "--start", "llvm", "--num-warps", "3"],
+         "error: num_warps must be a power of two in 1..32, got 3"),
+        (["{kernel}", "--target", "sm_99", "--start", "llvm"], "error: target 'sm_99'"),
+        (["{kernel}", "--start", "llvm", "--signature",
+          "x: view<?xf32>, y: view<?xf32>, z: view<?xf32>", "-o", "/"],
+         "error: cannot write /: Is a directory"),
+    ],
+)
+def test_command_line_errors_exit_2(argv, message, vector_add_mlir, capsys) -> None:
+    argv = [a.replace("{kernel}", str(vector_add_mlir)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert re.match(message, err), err
+
+
+def test_command_line_in_a_process(tmp_path: Path) -> None:
+    """No traceback from the real entry point: status 2 for a missing file, 1 for IR that does
+    not compile."""
+    run = [sys.executable, "-m", "tileopt.compiler"]
+    out = subprocess.run([*run, str(tmp_path / "missing.mlir")], capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: cannot read")
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("this is not IR")
+    out = subprocess.run([*run, str(bad)], capture_output=True, text=True, check=False)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: the input module does not parse or verify")
+
+
+def test_signature_with_commas_inside_types() -> None:
+    text = "x: view<?x?xf32, strides [?, 1]>, n: i32, y: view<?xf16, size_divisibility [16]>"
+    params = [KernelParam.parse(p) for p in split_signature(text)]
+    assert [p.name for p in params] == ["x", "n", "y"]
+    assert params[0].strides == (None, 1)
+
+
+def test_errors_are_exported() -> None:
+    assert issubclass(tileopt.OptionError, tileopt.CompilationError)
+    assert issubclass(tileopt.BuilderError, TileoptError)

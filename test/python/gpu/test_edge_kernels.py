@@ -1,0 +1,176 @@
+"""Kernels at the edges of the tile dialect, compiled and run in the emulator against torch:
+rank-0 tiles and views (a full reduction to one number, as a loss is), element accesses of
+i1 views (bytes in memory), and the limits that make a compilation a diagnostic instead of
+an abort or a compilation of minutes (issue 9)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tileopt
+import torch
+from tileopt.builder import KernelBuilder, View
+
+
+@pytest.mark.parametrize("n", [1, 37, 1000])
+def test_full_reduction_to_rank0(target: str, n: int) -> None:
+    """sum(x) as a rank-0 tile, stored to a rank-0 view and, reshaped, to a 1-element view."""
+    kb = KernelBuilder("total", x=View("f32", 1), s=View("f32", 0), v=View("f32", 1))
+    with kb as k:
+        x = k.load(k.args.x, [0], [1024])
+        total = k.splat(k.sum(x, axis=0), [])  # tensor<f32>
+        assert total.shape == ()
+        k.store(total, k.args.s, [])
+        k.store(k.reshape(total, [1]), k.args.v, [0])
+    kernel = tileopt.compile(kb, target=target)
+    x = torch.randn(n)
+    s, v = torch.zeros(()), torch.zeros(1)
+    kernel.launch(1, x, s, v)
+    torch.testing.assert_close(s, x.sum(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(v, x.sum().reshape(1), rtol=1e-5, atol=1e-5)
+
+
+RANK0_REDUCE = """
+tile.kernel @rowmax(%x: memref<?xf32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] {padding = 0xFF800000 : f32} : memref<?xf32> -> tensor<512xf32>
+  %m = tile.reduce %t {axis = 0} : tensor<512xf32> -> tensor<f32> {
+  ^bb0(%a: f32, %b: f32):
+    %r = arith.maximumf %a, %b : f32
+    tile.yield %r : f32
+  }
+  %one = tile.reshape %m : tensor<f32> -> tensor<1xf32>
+  tile.store %one, %y[%c0] : tensor<1xf32>, memref<?xf32>
+  tile.return
+}
+"""
+
+
+@pytest.mark.parametrize("num_warps", [1, 4, 8])
+def test_reduce_to_rank0_then_reshape(target: str, num_warps: int) -> None:
+    """tile.reduce to tensor<f32>, reshaped to tensor<1xf32> (it aborted in the lowering)."""
+    kernel = tileopt.compile(RANK0_REDUCE, target=target, num_warps=num_warps)
+    x = torch.randn(300)
+    y = torch.zeros(1)
+    kernel.launch(1, x, y)
+    assert y.item() == x.max().item()
+
+
+def test_rank0_view_roundtrip(target: str) -> None:
+    """A rank-0 view loaded whole, scaled and stored: every thread holds the element."""
+    kb = KernelBuilder("scale", x=View("f32", 0), y=View("f32", 0))
+    with kb as k:
+        k.store(k.load(k.args.x, [], []) * 3.0, k.args.y, [])
+    kernel = tileopt.compile(kb, target=target, num_warps=2)
+    x, y = torch.tensor(1.25), torch.zeros(())
+    kernel.launch(1, x, y)
+    assert y.item() == 3.75
+
+
+I1_COPY = """
+tile.kernel @flags(%x: memref<?xi1, strided<[?], offset: ?>>,
+                   %y: memref<?xi1, strided<[?], offset: ?>>, %n: index) {
+  %pid = tile.program_id {dim = 0}
+  %in = arith.cmpi ult, %pid, %n : index
+  scf.if %in {
+    %v = memref.load %x[%pid] : memref<?xi1, strided<[?], offset: ?>>
+    %true = arith.constant true
+    %w = arith.xori %v, %true : i1
+    memref.store %w, %y[%pid] : memref<?xi1, strided<[?], offset: ?>>
+  }
+  tile.return
+}
+"""
+
+
+def test_i1_element_accesses(target: str) -> None:
+    """memref.load/store of bool views (upstream's lowering asserts on i1): bytes, as Triton."""
+    kernel = tileopt.compile(I1_COPY, target=target, num_warps=1)
+    x = torch.rand(45) > 0.5
+    y = torch.zeros(45, dtype=torch.bool)
+    kernel.launch(45, x, y[:: 1], 45)
+    assert torch.equal(y, ~x)
+
+
+def test_index_arrays_are_refused() -> None:
+    """array<index: ...> aborts MLIR 22's parser: a CompilationError with the position."""
+    text = "tile.kernel @k() attributes {a = array<index: 1>} {\n  tile.return\n}\n"
+    with pytest.raises(tileopt.CompilationError, match=r"1:34: array<index: \.\.\.> attributes"):
+        tileopt.compile(text)
+
+
+def test_tile_limits_are_diagnostics() -> None:
+    """Tiles over 2^20 elements, or over the registers of their warps, are refused up front
+    with a message naming the op (they took minutes and gigabytes before)."""
+    for shape, warps, message in [
+        ([2048, 1024], 4, r"tile of 2097152 elements \(2048x1024\), more than the limit"),
+        ([128, 128], 1, r"needs at least 512 32-bit registers per thread on 1 warp"),
+    ]:
+        kb = KernelBuilder("big", y=View("f32", 2))
+        with kb as k:
+            k.store(k.full(shape, 1.0, "f32"), k.args.y, [0, 0])
+        with pytest.raises(tileopt.CompilationError, match=message):
+            tileopt.compile(kb, num_warps=warps)
+
+
+def test_layouts_for_more_warps_than_launched() -> None:
+    """Layouts made for 8 warps cannot be compiled for 4 (half the tile had no owner)."""
+    kb = KernelBuilder("copy", x=View("f32", 1), y=View("f32", 1))
+    with kb as k:
+        k.store(k.load(k.args.x, [0], [1024]), k.args.y, [0])
+    tilegpu = tileopt.compile(kb, num_warps=8).asm["tilegpu"]
+    assert "tile.num_warps = 8" in tilegpu
+    with pytest.raises(tileopt.CompilationError, match="8"):
+        tileopt.compile(tilegpu, start="tilegpu", num_warps=4)
+    kernel = tileopt.compile(tilegpu, start="tilegpu")
+    assert kernel.metadata.num_warps == 8
+    x = np.arange(1000, dtype=np.float32)
+    y = np.zeros_like(x)
+    kernel.launch(1, x, y)
+    np.testing.assert_array_equal(y, x)
+
+
+@pytest.mark.parametrize("offset", [-1, -2, -5, -33])
+def test_negative_tile_offsets(target: str, offset: int) -> None:
+    """Tiles partly before the view's start read padding and store nothing there (an index
+    add marked no-unsigned-wrap once let LLVM fold every bounds check to false)."""
+    kb = KernelBuilder("shift", x=View("f32", 2), y=View("f32", 2))
+    with kb as k:
+        t = k.load(k.args.x, [offset, offset], [16, 64], padding=-7.0)
+        k.store(t, k.args.y, [0, 0])
+        k.store(t + 1.0, k.args.y, [offset, 32 + offset])
+    kernel = tileopt.compile(kb, target=target)
+    x = torch.randn(20, 70)
+    y = torch.zeros(20, 70)
+    kernel.launch(1, x, y)
+    tile = torch.full((16, 64), -7.0)
+    expected = torch.zeros(20, 70)
+    for i in range(16):
+        for j in range(64):
+            if 0 <= i + offset < 20 and 0 <= j + offset < 70:
+                tile[i, j] = x[i + offset, j + offset]
+    expected[:16, :64] = tile
+    for i in range(16):
+        for j in range(64):
+            r, c = i + offset, j + 32 + offset
+            if 0 <= r < 20 and 0 <= c < 70:
+                expected[r, c] = tile[i, j] + 1.0
+    torch.testing.assert_close(y, expected)
+
+
+def test_float_to_bool_casts(target: str) -> None:
+    """fptoui/fptosi to i1 truncate toward zero like torch's float -> bool of an integer-valued
+    float (NVPTX once tested the float's bits for zero: 0.0 gave 1, 1.0 gave 0)."""
+    text = """
+    tile.kernel @to_bool(%x: memref<?xf32>, %y: memref<?xi1>) {
+      %c0 = arith.constant 0 : index
+      %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32>
+      %b = arith.fptoui %t : tensor<64xf32> to tensor<64xi1>
+      tile.store %b, %y[%c0] : tensor<64xi1>, memref<?xi1>
+      tile.return
+    }"""
+    kernel = tileopt.compile(text, target=target, num_warps=1)
+    x = torch.tensor([0.0, 0.5, 1.0, 1.5, 0.25, 1.75] * 10)
+    y = torch.zeros(60, dtype=torch.bool)
+    kernel.launch(1, x, y)
+    assert torch.equal(y, x.trunc().bool())
