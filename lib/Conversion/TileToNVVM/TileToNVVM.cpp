@@ -28,7 +28,13 @@
 #include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/TargetParser/Triple.h"
+
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
 
 namespace tileopt {
 #define GEN_PASS_DEF_CONVERTTILETONVVM
@@ -2934,18 +2940,50 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   });
 }
 
+/// LLVM's description of the NVPTX target (its chips and features), or
+/// null if the back end is not linked in.
+std::unique_ptr<llvm::MCSubtargetInfo> nvptxSubtargetInfo() {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  return std::unique_ptr<llvm::MCSubtargetInfo>(
+      target->createMCSubtargetInfo(triple, "", ""));
+}
+
 struct ConvertTileToNVVM
     : tileopt::impl::ConvertTileToNVVMBase<ConvertTileToNVVM> {
   using Base::Base;
 
   /// The PTX features to target: the option, or the chip's minimum version.
+  /// The chip and every feature must be ones LLVM's NVPTX back end knows (it
+  /// ignores unknown ones with a warning, or asserts on malformed ones).
   FailureOr<std::string> ptxFeatures(ModuleOp module) {
     std::optional<unsigned> minimum = minimumPtxVersion(chip);
-    if (!minimum) {
-      module.emitError("convert-tile-to-nvvm: chip must be an NVIDIA GPU name "
-                       "like sm_80 or sm_90a, got '")
+    std::unique_ptr<llvm::MCSubtargetInfo> nvptx = nvptxSubtargetInfo();
+    if (!minimum || (nvptx && !nvptx->isCPUStringValid(chip))) {
+      module.emitError("convert-tile-to-nvvm: chip must be an NVIDIA GPU that "
+                       "LLVM knows, like sm_80 or sm_90a, got '")
           << chip << "'";
       return failure();
+    }
+    for (StringRef feature : llvm::split(StringRef(features), ',')) {
+      if (feature.empty())
+        continue;
+      StringRef name = feature.drop_front();
+      bool known = nvptx && llvm::any_of(nvptx->getAllProcessorFeatures(),
+                                         [&](const llvm::SubtargetFeatureKV &kv) {
+                                           return name == kv.Key;
+                                         });
+      if ((feature.front() != '+' && feature.front() != '-') || !known) {
+        module.emitError("convert-tile-to-nvvm: '")
+            << feature << "' in features '" << features
+            << "' is not an NVPTX feature like +ptx80 (PTX 8.0)";
+        return failure();
+      }
     }
     if (features.empty())
       return "+ptx" + std::to_string(*minimum);
@@ -2971,6 +3009,8 @@ struct ConvertTileToNVVM
     SmallVector<KernelOp> kernels(module.getOps<KernelOp>());
     if (kernels.empty())
       return;
+    if (failed(verifyDimIndices(module)))
+      return signalPassFailure();
 
     // Every tile must have a layout; sizes are read from constant dimensions.
     WalkResult missing = module.walk([&](Operation *op) -> WalkResult {

@@ -12,6 +12,16 @@
 // RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_100 features=+ptx80" 2>&1 | FileCheck %s --check-prefix=OLD
 // RUN: not tileopt-opt %s --tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not tileopt-opt %s --tile-assign-layouts --convert-tile-to-nvvm="chip=gfx90a" 2>&1 | FileCheck %s --check-prefix=CHIP2
+// Chips and features LLVM does not know are diagnostics too (it would ignore
+// them with a warning, or assert on a malformed feature).
+// RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_9000" 2>&1 | FileCheck %s --check-prefix=UNKNOWN-CHIP
+// RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_90 features=garbage" 2>&1 | FileCheck %s --check-prefix=FEATURE
+// RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_90 features=+ptx999" 2>&1 | FileCheck %s --check-prefix=PTX999
+// RUN: not tileopt-opt %s --tile-to-ptx="chip=sm_90 num-warps=3" 2>&1 | FileCheck %s --check-prefix=WARPS
+// UNKNOWN-CHIP: error: convert-tile-to-nvvm: chip must be an NVIDIA GPU that LLVM knows, like sm_80 or sm_90a, got 'sm_9000'
+// FEATURE: error: convert-tile-to-nvvm: 'garbage' in features 'garbage' is not an NVPTX feature like +ptx80 (PTX 8.0)
+// PTX999: error: convert-tile-to-nvvm: '+ptx999' in features '+ptx999' is not an NVPTX feature
+// WARPS: error: tile-assign-layouts: num-warps must be a power of two in [1, 32], got 3
 
 // SM100: .version 8.6
 // SM100: .target sm_100
@@ -41,4 +51,4 @@ tile.kernel @bias_relu(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %b: memr
   tile.store %r, %y[%m, %n] : tensor<32x64xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
-// CHIP2: error: convert-tile-to-nvvm: chip must be an NVIDIA GPU name like sm_80 or sm_90a, got 'gfx90a'
+// CHIP2: error: convert-tile-to-nvvm: chip must be an NVIDIA GPU that LLVM knows, like sm_80 or sm_90a, got 'gfx90a'

@@ -15,3 +15,17 @@ tile.kernel @registers(%x: memref<?xf32>) {
 tile.kernel @relaid(%x: memref<?xf32>) attributes {tile.num_warps = 4 : i32} {
   tile.return
 }
+
+// -----
+
+// Out of range anywhere in the module (upstream canonicalization patterns
+// assert on it later in the pipeline).
+tile.kernel @k(%x: memref<?xf32>) {
+  tile.return
+}
+func.func @host(%x: memref<?xf32>) -> index {
+  %c = arith.constant -1 : index
+  // expected-error @+1 {{'memref.dim' op index -1 is out of range for a memref of rank 1}}
+  %d = memref.dim %x, %c : memref<?xf32>
+  return %d : index
+}

@@ -676,7 +676,7 @@ tile.kernel @k(%s: f32) {
 
 tile.kernel @k(%x: memref<?xf32>) {
   %c1 = arith.constant 1 : index
-  // expected-error @+1 {{'memref.dim' op index 1 is out of range for a view of rank 1}}
+  // expected-error @+1 {{'memref.dim' op index 1 is out of range for a memref of rank 1}}
   %d = memref.dim %x, %c1 : memref<?xf32>
   tile.return
 }
@@ -685,7 +685,7 @@ tile.kernel @k(%x: memref<?xf32>) {
 
 tile.kernel @k(%x: memref<?xf32>) {
   %cm1 = arith.constant -1 : index
-  // expected-error @+1 {{'memref.dim' op index -1 is out of range for a view of rank 1}}
+  // expected-error @+1 {{'memref.dim' op index -1 is out of range for a memref of rank 1}}
   %d = memref.dim %x, %cm1 : memref<?xf32>
   tile.return
 }

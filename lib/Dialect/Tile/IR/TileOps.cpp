@@ -213,7 +213,7 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
 /// within kMaxTileElements, laid out for at most the kernel's
 /// `tile.num_warps` (fewer replicate, as a dot narrower than the warps does)
 /// and fits their registers, and every memref.dim of a constant index names
-/// a dimension of its view.
+/// a dimension of its view (verifyDimIndices).
 LogicalResult KernelOp::verifyRegions() {
   if (getBody().empty())
     return emitOpError("expected a body");
@@ -245,17 +245,20 @@ LogicalResult KernelOp::verifyRegions() {
     for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
       if (failed(checkTile(op, type, "result #" + llvm::Twine(i))))
         return WalkResult::interrupt();
-    if (auto dim = dyn_cast<memref::DimOp>(op)) {
-      std::optional<int64_t> index = dim.getConstantIndex();
-      auto source = dyn_cast<MemRefType>(dim.getSource().getType());
-      if (index && source && (*index < 0 || *index >= source.getRank())) {
-        dim.emitOpError("index ")
-            << *index << " is out of range for a view of rank "
-            << source.getRank();
-        return WalkResult::interrupt();
-      }
-    }
     return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted() || failed(verifyDimIndices(*this)));
+}
+
+LogicalResult tileopt::tile::verifyDimIndices(Operation *root) {
+  WalkResult result = root->walk([](memref::DimOp dim) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto source = dyn_cast<MemRefType>(dim.getSource().getType());
+    if (!index || !source || (*index >= 0 && *index < source.getRank()))
+      return WalkResult::advance();
+    dim.emitOpError("index ") << *index << " is out of range for a memref of rank "
+                              << source.getRank();
+    return WalkResult::interrupt();
   });
   return failure(result.wasInterrupted());
 }

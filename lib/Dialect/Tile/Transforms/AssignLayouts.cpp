@@ -360,7 +360,7 @@ struct TileAssignLayouts
     if (numWarps == 0 || !llvm::isPowerOf2_32(numWarps) || numWarps > 32) {
       getOperation().emitError("tile-assign-layouts: num-warps must be a power "
                                "of two in [1, 32], got ")
-          << numWarps;
+          << unsigned(numWarps);
       return signalPassFailure();
     }
     unsigned sm = 0;
@@ -372,6 +372,8 @@ struct TileAssignLayouts
           << target << "'";
       return signalPassFailure();
     }
+    if (failed(verifyDimIndices(getOperation())))
+      return signalPassFailure();
     LayoutAssigner assigner(&getContext(), numWarps, sm, hasWgmma(target));
     for (auto kernel : getOperation().getOps<KernelOp>()) {
       if (auto given = kernel->getAttrOfType<IntegerAttr>(

@@ -56,6 +56,12 @@ llvm::LogicalResult verifyTileFitsRegisters(mlir::Operation *op, mlir::Type type
                                             unsigned numWarps,
                                             const llvm::Twine &what);
 
+/// Fails with a diagnostic on the first memref.dim under `root` whose
+/// constant index is negative or not below its memref's rank: valid upstream
+/// IR (undefined behaviour) that upstream patterns assert on. tile.kernel
+/// verifies its body with it; tileopt's pipelines check whole modules first.
+llvm::LogicalResult verifyDimIndices(mlir::Operation *root);
+
 } // namespace tileopt::tile
 
 #define GET_OP_CLASSES
