@@ -81,7 +81,8 @@ def _check_dtype(name: object, allowed: Sequence[str], what: str = "element type
 
 
 def element_type(name: str) -> ir.Type:
-    """The MLIR type named ``name`` (``"f32"``, ``"i32"``, ``"index"``, ...)."""
+    """The MLIR type named ``name`` (``"f32"``, ``"i32"``, ``"index"``, ...); BuilderError
+    for any other name."""
     return _ELEMENT_TYPES[_check_dtype(name, list(_ELEMENT_TYPES))]()
 
 
@@ -805,27 +806,28 @@ class KernelBuilder:
         """Python's ``a % b`` for floats (the result has the sign of ``b``, as torch's)."""
         return self._mod(self._wrap(arith.remf(a, b)), Value(b, self))
 
+    def _extremum(self, a: Operand, b: Operand, fop: Callable, uop: Callable,
+                  sop: Callable) -> Value:
+        """``fop`` for floats, ``uop`` for booleans (False < True), else ``sop``."""
+        a, b = self._promote(a, b)
+        op = fop if _is_float(a.dtype) else uop if _is_bool(a.dtype) else sop
+        return self._wrap(op(a.value, b.value))
+
     @_located
     def maximum(self, a: Operand, b: Operand) -> Value:
         """Elementwise max (NaN-propagating for floats)."""
-        a, b = self._promote(a, b)
-        op = arith.maximumf if _is_float(a.dtype) else arith.maxui if _is_bool(
-            a.dtype) else arith.maxsi
-        return self._wrap(op(a.value, b.value))
+        return self._extremum(a, b, arith.maximumf, arith.maxui, arith.maxsi)
 
     @_located
     def minimum(self, a: Operand, b: Operand) -> Value:
         """Elementwise min (NaN-propagating for floats)."""
-        a, b = self._promote(a, b)
-        op = arith.minimumf if _is_float(a.dtype) else arith.minui if _is_bool(
-            a.dtype) else arith.minsi
-        return self._wrap(op(a.value, b.value))
+        return self._extremum(a, b, arith.minimumf, arith.minui, arith.minsi)
 
     @_located
     def where(self, cond: Value, a: Operand, b: Operand) -> Value:
         """``a`` where ``cond`` (i1) is true, else ``b``; the three broadcast together, and a
-        scalar ``cond`` picks whole tiles. With two Python numbers the result is f32 if either
-        is a float, else i32."""
+        scalar ``cond`` picks whole tiles. With two Python numbers the result is i1 if both are
+        bools, i32 if both are integers, else f32."""
         cond = self._value(cond, "where's condition")
         if not _is_bool(cond.dtype):
             raise BuilderError(f"the condition must be i1 (a comparison), got {cond.dtype}: "
@@ -836,9 +838,12 @@ class KernelBuilder:
             a = self.constant(a, dtype)
         a, b = self._promote(a, b)
         if cond.shape is not None or a.shape is not None:
-            shape = (_broadcast_shape(cond.shape, a.shape)
-                     if cond.shape is not None and a.shape is not None
-                     else cond.shape or a.shape)
+            if a.shape is None:
+                shape = cond.shape
+            elif cond.shape is None:
+                shape = a.shape
+            else:
+                shape = _broadcast_shape(cond.shape, a.shape)
             cond, a, b = (self.broadcast(v, shape) for v in (cond, a, b))  # type: ignore[arg-type]
         return self._wrap(arith.select(cond.value, a.value, b.value))
 
@@ -855,9 +860,8 @@ class KernelBuilder:
         if _is_bool(target):
             return x != self._constant_like(0, x)
         result = self._tile_type(x.shape, target) if x.shape is not None else target
-        if isinstance(src, ir.IndexType) and _is_float(target):
-            return self.cast(self.cast(x, "i64"), dtype)
-        if _is_float(src) and isinstance(target, ir.IndexType):
+        if (isinstance(src, ir.IndexType) and _is_float(target)) or (
+                _is_float(src) and isinstance(target, ir.IndexType)):  # no index <-> float op
             return self.cast(self.cast(x, "i64"), dtype)
         if _is_float(src) and _is_float(target):
             if _float_width(target) == _float_width(src):  # f16 <-> bf16: through f32
@@ -1070,7 +1074,7 @@ Value.__rxor__ = Value.__xor__  # type: ignore[assignment]
 Value.__eq__ = _equality("OEQ", "eq")  # type: ignore[assignment]
 Value.__ne__ = _equality("UNE", "ne")  # type: ignore[assignment]
 Value.__hash__ = object.__hash__  # type: ignore[assignment]
-for _name, _symbol in _OPERATORS.items():
+for _name in _OPERATORS:
     # Every operator creates its ops at the user's line and reports mistakes there.
     if _name in vars(Value):
         _method = vars(Value)[_name]

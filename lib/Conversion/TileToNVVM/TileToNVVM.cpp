@@ -2940,6 +2940,27 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   });
 }
 
+/// LLVM's NVPTX back end miscompiles fptoui/fptosi to i1 (it tests the
+/// float's bits for zero, even at -O0): they convert to i32, then truncate.
+void widenFloatToBoolCasts(KernelOp kernel) {
+  kernel.walk([](Operation *op) {
+    if (!isa<arith::FPToUIOp, arith::FPToSIOp>(op) ||
+        !getElementTypeOrSelf(op->getResult(0).getType()).isInteger(1))
+      return;
+    OpBuilder b(op);
+    Type boolType = op->getResult(0).getType();
+    Type wideType = b.getI32Type();
+    if (auto tile = dyn_cast<RankedTensorType>(boolType))
+      wideType = tile.clone(wideType);
+    OperationState state(op->getLoc(), op->getName(), op->getOperands(),
+                         {wideType}, op->getAttrs());
+    Value wide = b.create(state)->getResult(0);
+    op->getResult(0).replaceAllUsesWith(
+        arith::TruncIOp::create(b, op->getLoc(), boolType, wide));
+    op->erase();
+  });
+}
+
 /// LLVM's description of the NVPTX target (its chips and features), or
 /// null if the back end is not linked in.
 std::unique_ptr<llvm::MCSubtargetInfo> nvptxSubtargetInfo() {
@@ -3066,25 +3087,8 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
-    // LLVM's NVPTX back end miscompiles a float -> i1 conversion (it tests
-    // the float's bits for zero): convert to i32, then truncate.
     for (KernelOp kernel : kernels)
-      kernel.walk([&](Operation *op) {
-        if (!isa<arith::FPToUIOp, arith::FPToSIOp>(op) ||
-            !getElementTypeOrSelf(op->getResult(0).getType()).isInteger(1))
-          return;
-        OpBuilder b(op);
-        Type i1Type = op->getResult(0).getType();
-        Type i32Type = b.getI32Type();
-        if (auto tile = dyn_cast<RankedTensorType>(i1Type))
-          i32Type = tile.clone(i32Type);
-        OperationState state(op->getLoc(), op->getName(), op->getOperands(),
-                             {i32Type}, op->getAttrs());
-        Value wide = b.create(state)->getResult(0);
-        op->getResult(0).replaceAllUsesWith(
-            arith::TruncIOp::create(b, op->getLoc(), i1Type, wide));
-        op->erase();
-      });
+      widenFloatToBoolCasts(kernel);
 
     // Masks compared once per run of equal elements.
     for (KernelOp kernel : kernels)

@@ -57,11 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     try:
-        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = (f"it is not UTF-8 text ({e.reason} at byte {e.start})"
-                  if isinstance(e, UnicodeDecodeError) else e.strerror or str(e))
-        return _fail(f"cannot read {args.input}: {reason}", 2)
+        text = (sys.stdin.read() if args.input == "-"
+                else Path(args.input).read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        return _fail(f"cannot read {args.input}: it is not UTF-8 text ({e.reason} at byte "
+                     f"{e.start})", 2)
+    except OSError as e:
+        return _fail(f"cannot read {args.input}: {e.strerror or e}", 2)
     try:
         signature = split_signature(args.signature) if args.signature else None
         kernel = compile(text, args.target, args.num_warps, kernel=args.kernel, start=args.start,

@@ -193,6 +193,11 @@ class Kernel:
 # compile
 
 
+def _is_collection(value: object) -> bool:
+    """An iterable of items, not a string (whose items would be its characters)."""
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes)
+
+
 def _signature(signature: Any) -> list[KernelParam]:
     """KernelParams from a sequence of KernelParam (or their text, ``"x: view<?xf32>"``) or a
     mapping name -> View/Scalar/KernelParam; OptionError naming the bad entry."""
@@ -215,7 +220,7 @@ def _signature(signature: Any) -> list[KernelParam]:
                     f"{spec!r}"
                 )
         return params
-    if isinstance(signature, str | bytes) or not isinstance(signature, Iterable):
+    if not _is_collection(signature):
         raise OptionError(f"signature= got {signature!r}; {hint}")
     params = []
     for p in signature:
@@ -243,6 +248,18 @@ def _check_given(derived: list[KernelParam], given: list[KernelParam] | None) ->
     return given
 
 
+def _indices(option: str, by_name: Mapping[str, int], wanted: Sequence[str]) -> list[int]:
+    """The argument indices of the views ``wanted`` names; OptionError naming ``option`` and
+    the unknown names."""
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise OptionError(
+            f"{option}= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
+            f"are {', '.join(by_name)}"
+        )
+    return [by_name[n] for n in wanted]
+
+
 def _apply_to_views(
     module: ir.Module,
     kernel: ir.Operation,
@@ -257,14 +274,7 @@ def _apply_to_views(
     if value is True:
         indices = [i for i, p in enumerate(derived) if p.kind == "view" and p.rank > 0]
     else:
-        by_name = {p.name: i for i, p in enumerate(derived)}
-        unknown = [n for n in value if n not in by_name]
-        if unknown:
-            raise OptionError(
-                f"{option}= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
-                f"are {', '.join(by_name)}"
-            )
-        indices = [by_name[n] for n in value]
+        indices = _indices(option, {p.name: i for i, p in enumerate(derived)}, value)
     apply(kernel, indices)
     try:
         module.operation.verify()
@@ -284,12 +294,7 @@ def _apply_same_shapes(
     by_name = {p.name: i for i, p in enumerate(derived)}
     seen: set[str] = set()
     for group in groups:
-        unknown = [n for n in group if n not in by_name]
-        if unknown:
-            raise OptionError(
-                f"same_shapes= names {', '.join(map(repr, unknown))}, but the kernel's arguments "
-                f"are {', '.join(by_name)}"
-            )
+        indices = _indices("same_shapes", by_name, group)
         repeated = seen.intersection(group)
         if repeated or len(set(group)) != len(group):
             raise OptionError(
@@ -297,7 +302,6 @@ def _apply_same_shapes(
                 f"than once; put views of one shape in one group"
             )
         seen.update(group)
-        indices = [by_name[n] for n in group]
         nvidia.make_same_shape(kernel, indices[0], indices[1:])
     try:
         module.operation.verify()
@@ -394,7 +398,7 @@ def _view_names(option: str, value: object) -> bool | list[str]:
     """The value of ``contiguous=``, ``aligned=``, ...: True/False, or a list of view names."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
+    if _is_collection(value):
         names = list(value)
         if all(isinstance(n, str) for n in names):
             return names
@@ -406,9 +410,8 @@ def _view_names(option: str, value: object) -> bool | list[str]:
 
 def _groups(value: object) -> list[list[str]]:
     """The value of ``same_shapes=``: groups of view names."""
-    if isinstance(value, Iterable) and not isinstance(value, str | bytes):
-        groups = [list(g) if isinstance(g, Iterable) and not isinstance(g, str | bytes) else g
-                  for g in value]
+    if _is_collection(value):
+        groups = [list(g) if _is_collection(g) else g for g in value]
         if all(isinstance(g, list) and len(g) >= 2 and all(isinstance(n, str) for n in g)
                for g in groups):
             return groups  # type: ignore[return-value]
@@ -514,13 +517,15 @@ def compile(
     asm: dict[str, str | bytes] = {}
     times: dict[str, float] = {}
 
-    view_options = {"contiguous": (_view_names("contiguous", contiguous),
-                                   nvidia.make_contiguous),
-                    "aligned": (_view_names("aligned", aligned), nvidia.make_aligned),
-                    "divisible_sizes": (_view_names("divisible_sizes", divisible_sizes),
-                                        nvidia.make_size_divisible),
-                    "int32_indexing": (_view_names("int32_indexing", int32_indexing),
-                                       nvidia.make_int32_indexed)}
+    view_options = {
+        option: (_view_names(option, value), apply)
+        for option, value, apply in (
+            ("contiguous", contiguous, nvidia.make_contiguous),
+            ("aligned", aligned, nvidia.make_aligned),
+            ("divisible_sizes", divisible_sizes, nvidia.make_size_divisible),
+            ("int32_indexing", int32_indexing, nvidia.make_int32_indexed),
+        )
+    }
     groups = _groups(same_shapes)
     if start != "tile" and (groups or any(v for v, _ in view_options.values())):
         raise OptionError(

@@ -47,9 +47,10 @@ def _env_file(variable: str, what: str) -> Path | None:
 
 
 def find_ptxas() -> Path | None:
-    """ptxas: ``$TILEOPT_PTXAS``, else the ``nvidia-cuda-nvcc`` wheel's, else ``PATH``'s."""
+    """ptxas: ``$TILEOPT_PTXAS``, else the ``nvidia-cuda-nvcc`` wheel's, else ``PATH``'s;
+    :class:`OptionError` when ``$TILEOPT_PTXAS`` names no file."""
     env = _env_file("TILEOPT_PTXAS", "a ptxas executable")
-    if env:
+    if env is not None:
         return env
     for root in _nvidia_roots():
         exe = root / "bin" / "ptxas"
@@ -60,9 +61,10 @@ def find_ptxas() -> Path | None:
 
 
 def find_libdevice() -> Path | None:
-    """libdevice.10.bc: ``$TILEOPT_LIBDEVICE``, else the ``nvidia-nvvm`` wheel's."""
+    """libdevice.10.bc: ``$TILEOPT_LIBDEVICE``, else the ``nvidia-nvvm`` wheel's;
+    :class:`OptionError` when ``$TILEOPT_LIBDEVICE`` names no file."""
     env = _env_file("TILEOPT_LIBDEVICE", "libdevice.10.bc")
-    if env:
+    if env is not None:
         return env
     for root in _nvidia_roots():
         bc = root / "nvvm" / "libdevice" / "libdevice.10.bc"
@@ -139,7 +141,8 @@ def run_ptxas(ptx: str, target: str, *, cubin: bool) -> tuple[bytes | None, str]
     """Runs ``ptxas -v --gpu-name target``; returns (the cubin if asked, ptxas' log).
 
     Raises :class:`PTXAssemblyError` with ptxas' message and the offending PTX line when
-    ptxas rejects the PTX, :class:`FileNotFoundError` when there is no ptxas.
+    ptxas rejects the PTX, :class:`FileNotFoundError` when there is no ptxas,
+    :class:`OptionError` when the ptxas found (``$TILEOPT_PTXAS``) cannot be run.
     """
     exe = find_ptxas()
     if exe is None:
@@ -153,9 +156,9 @@ def run_ptxas(ptx: str, target: str, *, cubin: bool) -> tuple[bytes | None, str]
         cmd = [str(exe), "-v", "--gpu-name", target, str(src), "-o", str(out)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        except OSError as e:
-            if isinstance(e, FileNotFoundError):
-                raise
+        except FileNotFoundError:
+            raise
+        except OSError as e:  # not executable, not a program
             raise OptionError(
                 f"cannot run ptxas {exe} ({e.strerror or e}); set TILEOPT_PTXAS to an executable "
                 f"ptxas, or unset it to use the pip wheel's"

@@ -117,9 +117,9 @@ def _allocation_start(a) -> int:
     b = a
     while not _is_torch(b):
         nxt = getattr(b, "base", None)
-        if nxt is not None and not (isinstance(nxt, np.ndarray) or _is_torch(nxt)):
+        if nxt is not None and not _is_buffer(nxt):
             nxt = getattr(nxt, "base", None)  # numpy's as_strided wraps its array in a DummyArray
-        if not (isinstance(nxt, np.ndarray) or _is_torch(nxt)):
+        if not _is_buffer(nxt):
             return b.__array_interface__["data"][0]
         b = nxt
     return b.untyped_storage().data_ptr()
@@ -175,12 +175,11 @@ class _Region:
 
     Arguments that are views of one storage (slices of one array, torch views of one tensor)
     share one region laid out as on the host, so a write through one is seen through the
-    others and nothing stale is written back. ``host`` is the host address of the region's
-    first byte (None for the packed copy of a non-contiguous array); ``phase`` is its offset
-    from the start of its allocation modulo :data:`BUFFER_ALIGN`.
+    others and nothing stale is written back. ``phase`` is the offset of the region's first
+    byte from the start of its host allocation modulo :data:`BUFFER_ALIGN` (0 for the packed
+    copy of a non-contiguous array).
     """
 
-    host: int | None
     phase: int
     data: np.ndarray
     members: list[_Member]
@@ -211,7 +210,7 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
             dense.append((lo, hi, i, p, a))
         else:
             data = _buffer_bytes(a)
-            packed.append(_Region(None, 0, data, [_Member(i, p, a, 0, data.size)]))
+            packed.append(_Region(0, data, [_Member(i, p, a, 0, data.size)]))
     # A non-contiguous array is packed into a copy: refuse it when it shares memory.
     for r in packed:
         m = r.members[0]
@@ -233,7 +232,6 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
         else:
             groups.append([item])
     regions: list[_Region] = []
-    where: dict[int, tuple[_Region, int]] = {}
     for group in groups:
         lo = group[0][0]
         hi = max(g[1] for g in group)
@@ -243,12 +241,9 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
             data[glo - lo : ghi - lo] = _buffer_bytes(a)
             members.append(_Member(i, p, a, glo - lo, ghi - glo))
         phase = (lo - _allocation_start(group[0][4])) % BUFFER_ALIGN
-        regions.append(_Region(lo, phase, data, members))
+        regions.append(_Region(phase, data, members))
     regions += packed
-    for r in regions:
-        for m in r.members:
-            where[m.index] = (r, m.rel)
-    return regions, where
+    return regions, {m.index: (r, m.rel) for r in regions for m in r.members}
 
 
 def _check_writes(name: str, region: _Region, new: np.ndarray) -> np.ndarray | None:

@@ -174,3 +174,17 @@ def test_float_to_bool_casts(target: str) -> None:
     y = torch.zeros(60, dtype=torch.bool)
     kernel.launch(1, x, y)
     assert torch.equal(y, x.trunc().bool())
+
+
+@pytest.mark.parametrize("value", [-1.5, 2.0])
+def test_where_on_rank0_tiles(target: str, value: float) -> None:
+    """where() of a rank-0 condition and two numbers is a rank-0 tile (its shape () once read
+    as 'no shape')."""
+    kb = KernelBuilder("sign", x=View("f32", 0), y=View("f32", 0))
+    with kb as k:
+        x = k.load(k.args.x, [], [])
+        k.store(k.where(x > 0.0, 1.0, -1.0), k.args.y, [])
+    kernel = tileopt.compile(kb, target=target, num_warps=1)
+    y = torch.zeros(())
+    kernel.launch(1, torch.tensor(value), y)
+    assert y.item() == (1.0 if value > 0 else -1.0)

@@ -170,6 +170,16 @@ LogicalResult KernelOp::verify() {
   return success();
 }
 
+/// A constant index of a memref.dim must name a dimension of its memref.
+static LogicalResult verifyDimIndex(memref::DimOp dim) {
+  std::optional<int64_t> index = dim.getConstantIndex();
+  auto source = dyn_cast<MemRefType>(dim.getSource().getType());
+  if (!index || !source || (*index >= 0 && *index < source.getRank()))
+    return success();
+  return dim.emitOpError("index ")
+         << *index << " is out of range for a memref of rank " << source.getRank();
+}
+
 /// Triton's limit on the elements of a tile (TRITON_MAX_TENSOR_NUMEL): larger
 /// tiles take minutes to compile and never fit a program's registers.
 static constexpr int64_t kMaxTileElements = int64_t(1) << 20;
@@ -245,22 +255,18 @@ LogicalResult KernelOp::verifyRegions() {
     for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
       if (failed(checkTile(op, type, "result #" + llvm::Twine(i))))
         return WalkResult::interrupt();
+    if (auto dim = dyn_cast<memref::DimOp>(op); dim && failed(verifyDimIndex(dim)))
+      return WalkResult::interrupt();
     return WalkResult::advance();
   });
-  return failure(result.wasInterrupted() || failed(verifyDimIndices(*this)));
+  return failure(result.wasInterrupted());
 }
 
 LogicalResult tileopt::tile::verifyDimIndices(Operation *root) {
-  WalkResult result = root->walk([](memref::DimOp dim) {
-    std::optional<int64_t> index = dim.getConstantIndex();
-    auto source = dyn_cast<MemRefType>(dim.getSource().getType());
-    if (!index || !source || (*index >= 0 && *index < source.getRank()))
-      return WalkResult::advance();
-    dim.emitOpError("index ") << *index << " is out of range for a memref of rank "
-                              << source.getRank();
-    return WalkResult::interrupt();
-  });
-  return failure(result.wasInterrupted());
+  return failure(root->walk([](memref::DimOp dim) {
+                       return failed(verifyDimIndex(dim)) ? WalkResult::interrupt()
+                                                          : WalkResult::advance();
+                     }).wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//
