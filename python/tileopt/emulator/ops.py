@@ -1215,6 +1215,10 @@ def h_setp(cx, ins):
         if len(types) != 2:
             raise cx.unsupported()
         dtype_out, t = types
+    if bops and len(ins.operands) != 4:
+        raise cx.error("boolean setp needs a predicate operand c")
+    if not bops and len(ins.operands) != 3:
+        raise cx.error("wrong number of operands")
     if t in ("f16x2", "bf16x2"):
         return _packed_compare(cx, ins, base, cmps[0], t, dtype_out, bops)
     cmpf = comparator(cx, cmps[0], t)
@@ -1223,12 +1227,8 @@ def h_setp(cx, ins):
     a, b = (cx.reader(o, t) for o in ins.operands[1:3])
     c = None
     if bops:
-        if len(ins.operands) != 4:
-            raise cx.error("boolean setp needs a predicate operand c")
         c = cx.reader(ins.operands[3], "pred")
         bop = _BOOL[bops[0]]
-    elif len(ins.operands) != 3:
-        raise cx.error("wrong number of operands")
     if isinstance(dst, Pair):
         w1 = cx.writer(dst.first, dtype_out)
         w2 = cx.writer(dst.second, dtype_out) if not isinstance(dst.second, Sink) else None

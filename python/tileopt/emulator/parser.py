@@ -691,13 +691,18 @@ def parse_ptx(text: str) -> Module:
             continue
         # statements
         if s.startswith("."):
-            head = s.split()[0][1:]
+            words = s.split()
+            head = words[0][1:]
+            if head in ("version", "target", "address_size") and len(words) < 2:
+                raise PTXLoadError(f"line {line}: .{head} needs a value: {s!r}")
             if head == "version":
-                mod.version = s.split()[1]
+                mod.version = words[1]
             elif head == "target":
                 mod.target = s.split(None, 1)[1].strip()
             elif head == "address_size":
-                mod.address_size = int(s.split()[1])
+                if not words[1].isdigit():
+                    raise PTXLoadError(f"line {line}: .address_size takes a number: {s!r}")
+                mod.address_size = int(words[1])
                 if mod.address_size != 64:
                     raise UnsupportedInstructionError(
                         f"line {line}: only .address_size 64 is supported"

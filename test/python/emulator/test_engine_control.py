@@ -86,6 +86,25 @@ def test_unsupported_instruction_fails_at_load_with_line() -> None:
     assert issubclass(emu.UnsupportedInstructionError, emu.EmulatorError)
 
 
+@pytest.mark.parametrize(
+    ("ptx", "message"),
+    [
+        (".version\n.target sm_90\n.address_size 64\n", r"line 1: \.version needs a value"),
+        (".version 8.0\n.target sm_90\n.address_size sixty\n",
+         r"line 3: \.address_size takes a number"),
+        (HEAD + ".visible .entry k()\n{\n .reg .pred %p<2>;\n .reg .b32 %r<3>;\n"
+         " setp.lt.s32 %p1, %r1;\n ret;\n}\n", r"wrong number of operands"),
+        (HEAD + ".visible .entry k()\n{\n .reg .pred %p<2>;\n .reg .b32 %r<3>;\n"
+         " setp.lt.and.s32 %p1, %r1, %r2;\n ret;\n}\n", r"needs a predicate operand c"),
+    ],
+)
+def test_malformed_ptx_is_a_load_error(ptx: str, message: str) -> None:
+    """Malformed directives and operand lists (found by mutating compiled PTX) are load
+    errors that name the line, not raw IndexError/ValueError."""
+    with pytest.raises(emu.PTXLoadError, match=message):
+        emu.load_ptx(ptx)
+
+
 def test_divergent_loop_reconverges_before_shuffle() -> None:
     # each thread loops tid % 7 times, then the warp reduces with shfl: requires reconvergence
     ptx = (
