@@ -50,7 +50,8 @@ demo: build
 	$(PY) examples/demo.py
 
 # A long run of the tile-program fuzzer (test/python/fuzz): fails on any crash, hang, raw
-# exception or wrong answer; reproducers go to $(FUZZ_OUT).
+# exception or wrong answer (reproducers go to $(FUZZ_OUT)); then as many mutants of compiled
+# PTX through the emulator, which fails on any raw exception.
 FUZZ_SEED ?= 1
 FUZZ_COUNT ?= 3000
 FUZZ_JOBS ?= $(shell nproc)
@@ -61,6 +62,7 @@ fuzz: build
 	$(PY) test/python/fuzz/fuzzrun.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) \
 	  --jobs $(FUZZ_JOBS) --timeout $(FUZZ_TIMEOUT) --out $(FUZZ_OUT) \
 	  $(if $(FUZZ_AVOID),--avoid $(FUZZ_AVOID))
+	$(PY) test/python/fuzz/ptxmutate.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
 # The dialect reference, generated from ODS into docs/generated/.
 docs: build

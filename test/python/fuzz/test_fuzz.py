@@ -21,6 +21,7 @@ pytest.importorskip("torch", reason="the fuzz harness lays out arrays with torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fuzzgen  # noqa: E402
 import fuzzrun  # noqa: E402
+import ptxmutate  # noqa: E402
 
 SEED = 20261123
 COUNT = int(os.environ.get("TILEOPT_FUZZ_TEST_COUNT", "120"))
@@ -44,3 +45,10 @@ def test_fixed_seed_batch() -> None:
     if batch.failures:
         pytest.fail(f"{len(batch.failures)} of {COUNT} fuzz programs failed; reproducers in "
                     f"{out}\n{batch.summary()}", pytrace=False)
+
+
+def test_ptx_mutants() -> None:
+    """Mutated PTX loads and runs, or is refused with a TileoptError: no raw exception."""
+    report = ptxmutate.run(SEED, int(os.environ.get("TILEOPT_FUZZ_TEST_PTX_COUNT", "300")))
+    print(report.summary())
+    assert not report.raw, report.summary()
