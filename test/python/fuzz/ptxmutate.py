@@ -80,7 +80,6 @@ def _arguments(kernel: Any) -> list[Any]:
     """Small tensors for each view of the kernel's ABI (64 x 64, 256, or one element) and 64
     for each scalar."""
     import torch
-
     from tileopt.runtime.abi import DTYPES
 
     args: list[Any] = []
