@@ -1778,9 +1778,11 @@ def h_call(cx, ins):
         for s, d in zip(srcs, dsts, strict=True):
             if not isinstance(s, Sym):
                 raise cx.unsupported("call arguments must be .param variables")
-            ss = cx.func_syms[src_fn][s.name]
-            ds = cx.func_syms[dst_fn][d.name]
-            if ss.space != "tparam" or ds.space != "tparam":
+            ss = cx.func_syms[src_fn].get(s.name)
+            ds = cx.func_syms[dst_fn].get(d.name)
+            if ss is None:
+                raise cx.error(f"call argument {s.name} is not declared")
+            if ds is None or ss.space != "tparam" or ds.space != "tparam":
                 raise cx.unsupported("call arguments must be .param variables")
             pairs.append((ss.addr, ds.addr, max(ds.size, 1)))
         return pairs

@@ -462,6 +462,8 @@ def _mods_info(mods: list[str], line: int):
     while i < len(mods):
         m = mods[i]
         if m == ".align":
+            if i + 1 == len(mods):
+                raise PTXLoadError(f"line {line}: .align needs a number of bytes")
             align = parse_int(mods[i + 1]) or 0
             i += 2
             continue

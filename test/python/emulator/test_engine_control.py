@@ -229,10 +229,8 @@ def test_bar_red_popc_and_vote_after_divergence() -> None:
     assert (out == 1020).all()
 
 
-def test_device_function_call_with_struct_return() -> None:
-    ptx = (
-        HEAD
-        + """
+#: A device function returning a struct, called from a kernel.
+CALL_PTX = HEAD + """
 .func (.param .align 8 .b8 func_retval0[8]) pair(.param .b32 pair_param_0, .param .b32 pair_param_1)
 {
   .reg .b32 %r<5>;
@@ -271,12 +269,30 @@ SKIP:
   ret;
 }
 """
-    )
-    mod = emu.load_ptx(ptx)
+
+
+def test_device_function_call_with_struct_return() -> None:
+    mod = emu.load_ptx(CALL_PTX)
     out = np.zeros(40, np.int32)
     mod.launch("k", grid=1, block=40, args=[out])
     t = np.arange(40)
     np.testing.assert_array_equal(out, np.where(t < 5, 0, (t + 3) + 3 * t))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("call.uni (retval0), pair, (param0, param1);",
+          "call.uni (retval0), pair, (param0, param7);"), "call argument param7 is not declared"),
+        ((".param .align 8 .b8 retval0[8];", ".shared .align;"), r"\.align needs a number"),
+    ],
+)
+def test_malformed_calls_are_load_errors(edit: tuple[str, str], message: str) -> None:
+    """A call with an undeclared .param argument, and a bare .align (found by mutating
+    nvcc's PTX), are load errors, not KeyError/IndexError."""
+    assert edit[0] in CALL_PTX
+    with pytest.raises(emu.PTXLoadError, match=message):
+        emu.load_ptx(CALL_PTX.replace(*edit))
 
 
 def test_brx_idx_jump_table() -> None:
