@@ -1328,6 +1328,20 @@ def gen_layout(seed: int, index: int, rng: random.Random) -> Program:
 # ---------------------------------------------------------------------------------------------
 # mutants
 
+#: Lines a mutant may edit, besides result types: (edit, whether line `s` offers it).
+_MUTATION_SITES: tuple[tuple[str, Any], ...] = (
+    ("axis", lambda s: "{axis = " in s),
+    ("perm", lambda s: "permutation = array<i64:" in s),
+    ("operand-type", lambda s: s.startswith("%") and "arith.add" in s and ": tensor<" in s),
+    ("pid-dim", lambda s: "tile.program_id {dim" in s),
+    ("dim-index", lambda s: "memref.dim" in s),
+    ("store-rank", lambda s: "tile.store" in s),
+    ("dot-type", lambda s: "tile.dot" in s),
+    ("splat-type", lambda s: "tile.splat" in s),
+    ("padding-type", lambda s: "padding = " in s),
+    ("iota-type", lambda s: "tile.iota" in s),
+)
+
 
 def mutate(text: str, rng: random.Random) -> tuple[str, str] | None:
     """A copy of ``text`` made invalid by one edit (and what the edit was), or None."""
@@ -1346,26 +1360,7 @@ def mutate(text: str, rng: random.Random) -> tuple[str, str] | None:
             for _ in range(3 if unused else 1):
                 edits.append(("result-rank", i))
                 edits.append(("result-dtype", i))
-        if "{axis = " in s:
-            edits.append(("axis", i))
-        if "permutation = array<i64:" in s:
-            edits.append(("perm", i))
-        if s.startswith("%") and "arith.add" in s and ": tensor<" in s:
-            edits.append(("operand-type", i))
-        if "tile.program_id {dim" in s:
-            edits.append(("pid-dim", i))
-        if "memref.dim" in s:
-            edits.append(("dim-index", i))
-        if "tile.store" in s:
-            edits.append(("store-rank", i))
-        if "tile.dot" in s:
-            edits.append(("dot-type", i))
-        if "tile.splat" in s:
-            edits.append(("splat-type", i))
-        if "padding = " in s:
-            edits.append(("padding-type", i))
-        if "tile.iota" in s:
-            edits.append(("iota-type", i))
+        edits += [(what, i) for what, applies in _MUTATION_SITES if applies(s)]
     if not edits:
         return None
     what, i = rng.choice(edits)
