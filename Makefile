@@ -8,7 +8,7 @@ BUILD_DIR := build/release
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
 
-.PHONY: venv build test lit pytest lint demo docs clean fuzz
+.PHONY: venv build test lit pytest lint demo docs clean fuzz bench-graphs
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test: build
 
 demo: build
 	$(PY) examples/demo.py
+
+# Per model: aten ops, kernels, emulated bytes against the minimum, compile time by stage.
+bench-graphs: build
+	$(PY) benchmarks/graphs.py
 
 # A long run of the tile-program fuzzer (test/python/fuzz): fails on any crash, hang, raw
 # exception or wrong answer (reproducers go to $(FUZZ_OUT)); then as many mutants of compiled

@@ -42,4 +42,5 @@ void tileopt::registerAllPasses() {
   tile::registerTilePasses();
   registerTileConversionPasses();
   registerTileToNVVMPipelines();
+  registerLinalgToTilePipeline();
 }

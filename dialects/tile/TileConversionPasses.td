@@ -5,6 +5,77 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
+  let summary = "group linalg ops on tensors into kernels (fusion groups)";
+  let description = [{
+    Decides which ops of each function on tensors become one kernel, and
+    over which iteration space, for `convert-linalg-to-tile`:
+
+    - Views cost nothing: a `linalg.generic` that only reads its input
+      through a projected permutation (a transpose, broadcast or copy) is
+      folded into the indexing maps of the generics that read it; one that
+      is read by a reshape or returned stays a strided view of its input's
+      buffer. A `tensor.collapse_shape` of dimensions that are not contiguous
+      (a reshape after a head transpose) reads a copy instead.
+    - A fill (`linalg.fill`, generalized) read only by generics is a splat
+      in their kernels, not a kernel of its own.
+    - In program order, each generic joins the fusion group of an operand it
+      reads in registers when its loops line up with the group's iteration
+      space (a value of the group read through the same dimensions; loops no
+      such operand decides run over an unused dimension of their size), or
+      starts a group. Chains of elementwise ops, reductions over the same
+      row with their producers and consumers (softmax, layer norm), and a
+      contraction with its elementwise epilogue become one kernel each. A
+      contraction never takes producers (that would recompute them for every
+      output tile), and an op joins no group whose outputs it also reads
+      through another kernel (that would be a cycle). Reductions keep their
+      rows in registers: at most 16384 elements (rounded up to powers of
+      two) are reduced per program.
+
+    Each generic of a group gets `tile.group = N` and `tile.space =
+    array<i64: ...>`: for each of its loops, the dimension of the group's
+    space it runs over (-1 for a loop of size 1). Ops tileopt cannot form
+    kernels of (gathers, windows, control flow, ...) are reported as errors
+    that start with "unsupported:", at the op's location.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
+  let summary = "write the kernels that tile-form-kernels chose, and a host "
+                "function that launches them";
+  let description = [{
+    Each fusion group (`tile.group`) becomes a `tile.kernel` whose arguments
+    are strided views; each function on tensors becomes a host function on
+    memrefs (arguments with the identity layout): `memref.alloc` for every
+    value that leaves a kernel, `memref.reinterpret_cast` views of the
+    buffers for each launch operand (stride 0 for broadcast dimensions, the
+    buffer's strides permuted for transposes), reshapes and slices as views,
+    non-splat constants as `memref.global`s, and a `tile.launch` per kernel,
+    in an order that respects the kernels' dependences.
+
+    In a kernel, a value is a tile over the group's space: the block size
+    along the dimensions it spans, 1 elsewhere; linalg bodies' scalar ops
+    apply to whole tiles after `tile.broadcast`s. A program owns one block
+    of the parallel dimensions (the grid is one-dimensional; the kernel
+    splits the program id) and the whole of the reduced ones, whose padding
+    takes the combiner's identity. Contractions loop over k with `tile.dot`
+    (f32 accumulation) and apply their epilogue to the accumulator tile.
+    Block sizes follow Inductor's heuristics: up to 1024 elements for an
+    elementwise kernel, whole rows and up to 2048 elements for reductions,
+    16..64 x 16..64 output tiles (k by 16..32) for contractions; the kernel's
+    `tile.num_warps` gives about 8 elements a thread. `tile.fused` lists
+    what each kernel computes.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::tileopt::tile::TileDialect",
+  ];
+}
+
 def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
   let summary = "lower tile kernels with layouts to per-thread GPU code";
   let description = [{

@@ -235,6 +235,39 @@ def Tile_StoreOp : Tile_Op<"store"> {
   let hasVerifier = 1;
 }
 
+def Tile_GatherOp : Tile_Op<"gather"> {
+  let summary = "read a tile from data-dependent positions of a view";
+  let description = [{
+    Element `e` of the result is `view[indices#0[e], ..., indices#(r-1)[e]]`:
+    one integer index tile per dimension of the view (i32 or i64), each of
+    the result's shape. An element whose indices lie outside the view's sizes
+    (negative or past the end) takes `padding` (default zero of the element
+    type) and memory is not touched, so a gather never reads out of bounds.
+    Embedding lookups, cross-entropy's target and concatenations read with
+    it; unlike `tile.load`, each element computes its own address (no
+    vector accesses).
+    ```mlir
+    // Rows `ids` of an embedding table, columns 0..63.
+    %rows = tile.gather %table[%ids, %cols]
+        : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<16x64xi64>,
+          tensor<16x64xi64> -> tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Arg<Tile_View, "the view to read", [MemRead]>:$view,
+                       Variadic<Tile_Tile>:$indices,
+                       OptionalAttr<TypedAttrInterface>:$padding);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $view `[` $indices `]` attr-dict `:` type($view) `,` type($indices) `->`
+    type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The padding value: the attribute, or zero of the element type.
+    ::mlir::TypedAttr getPaddingOrZero();
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Making and reshaping tiles
 //===----------------------------------------------------------------------===//

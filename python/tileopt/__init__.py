@@ -14,21 +14,26 @@ from tileopt.errors import (
     CompilationError,
     DeviceError,
     EmulatorError,
+    ExportError,
     OptionError,
     PTXAssemblyError,
     TileoptError,
+    UnsupportedOperatorError,
 )
 
 __all__ = [
     "ArgumentError",
     "BuilderError",
     "CompilationError",
+    "CompiledGraph",
     "DeviceError",
     "EmulatorError",
+    "ExportError",
     "Kernel",
     "OptionError",
     "PTXAssemblyError",
     "TileoptError",
+    "UnsupportedOperatorError",
     "compile",
 ]
 
@@ -36,7 +41,7 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # `compile` and `Kernel` need the native MLIR bindings: import them on first use only,
     # so that `import tileopt` (and the emulator) work without the native build.
-    if name in ("compile", "Kernel"):
+    if name in ("compile", "Kernel", "CompiledGraph"):
         try:
             from tileopt import compiler
         except ImportError as e:

@@ -26,6 +26,25 @@ class PTXAssemblyError(CompilationError):
     """ptxas (or nvJitLink's ptxas) rejected the PTX; the message quotes the offending line."""
 
 
+class UnsupportedOperatorError(CompilationError):
+    """An operator of the model that tileopt cannot lower; the message names the aten op and
+    the user's source line.
+
+    Attributes:
+        op: the operator, ``"aten.median"`` (a custom op: ``"mylib.op"``); None if unknown.
+        source: the line of the user's code it came from, ``"model.py:12"``; None if unknown.
+    """
+
+    def __init__(self, message: str, op: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+        self.source = source
+
+
+class ExportError(CompilationError):
+    """torch.export (or torch-mlir's import) rejected the model; the message holds its reason."""
+
+
 class BuilderError(TileoptError):
     """A ``tileopt.builder`` call got operands, shapes or axes its op cannot take; raised at
     that call, the message names the op and the shapes."""

@@ -1756,6 +1756,58 @@ struct LoadLowering : TilePattern<LoadOp> {
   }
 };
 
+/// tile.gather: each element a bounds-checked scalar load at the address
+/// its indices give (unsigned compares reject negative indices too).
+struct GatherLowering : TilePattern<GatherOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType type = op.getView().getType();
+    ValueRange values = adaptor.getView();
+    if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
+      return op.emitOpError("in a tile.kernel must gather from a view argument");
+    View view = unpackView(rewriter, loc, values, type);
+    RankedTensorType tile = op.getResult().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    Type i64 = rewriter.getI64Type();
+    SmallVector<SmallVector<Value>> indices;
+    for (ValueRange index : adaptor.getIndices())
+      indices.push_back(unpack(rewriter, loc, index.front()));
+    Value padding = elementToWord(
+        rewriter, loc,
+        arith::ConstantOp::create(rewriter, loc, op.getPaddingOrZero()), bits);
+    auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext(), 1);
+    SmallVector<Value> results;
+    for (size_t e = 0, n = indices.front().size(); e < n; ++e) {
+      Value offset = i64Const(rewriter, loc, 0);
+      Value inBounds;
+      for (auto [k, index] : llvm::enumerate(indices)) {
+        Value i = index[e];
+        if (i.getType() != i64)
+          i = arith::ExtSIOp::create(rewriter, loc, i64, i);
+        Value in = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult,
+                                         i, view.sizes[k]);
+        inBounds = inBounds ? arith::AndIOp::create(rewriter, loc, inBounds, in)
+                            : in;
+        offset = arith::AddIOp::create(
+            rewriter, loc, offset,
+            arith::MulIOp::create(rewriter, loc, i, view.strides[k]));
+      }
+      Value ptr = LLVM::GEPOp::create(rewriter, loc, ptrType,
+                                      storageType(rewriter, element), view.ptr,
+                                      ValueRange{offset});
+      Value word =
+          emitPredicatedLoad(rewriter, loc, ptr, inBounds, bits, 1, {padding})[0];
+      results.push_back(wordToElement(rewriter, loc, word, element, bits));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType(tile), results));
+    return success();
+  }
+};
+
 struct StoreLowering : TilePattern<StoreOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -3154,7 +3206,8 @@ struct ConvertTileToNVVM
                  GridLowering<NumProgramsOp, gpu::GridDimOp>, DimLowering,
                  ElementAccessLowering<memref::LoadOp>,
                  ElementAccessLowering<memref::StoreOp>,
-                 LoadLowering, StoreLowering, SplatLowering, IotaLowering,
+                 LoadLowering, StoreLowering, GatherLowering, SplatLowering,
+                 IotaLowering,
                  ConstantLowering, BroadcastLowering, ExpandDimsLowering,
                  PermuteLowering, StageThroughShared<ConvertLayoutOp>,
                  StageThroughShared<ReshapeOp>, ReduceLowering, DotLowering,

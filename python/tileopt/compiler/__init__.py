@@ -7,8 +7,17 @@ This package needs tileopt's native MLIR bindings.
 
 from __future__ import annotations
 
+from tileopt.compiler.graph import CompiledGraph, compile_graph
 from tileopt.compiler.kernel import Kernel, KernelMetadata, compile
 from tileopt.compiler.tools import PTXAssemblyError
 from tileopt.runtime.abi import KernelParam
 
-__all__ = ["Kernel", "KernelMetadata", "KernelParam", "PTXAssemblyError", "compile"]
+__all__ = [
+    "CompiledGraph",
+    "Kernel",
+    "KernelMetadata",
+    "KernelParam",
+    "PTXAssemblyError",
+    "compile",
+    "compile_graph",
+]

@@ -421,11 +421,24 @@ def _groups(value: object) -> list[list[str]]:
     )
 
 
+#: ``compile``'s target when none is given (a sentinel tells it from an explicit None).
+_DEFAULT_TARGET: Any = type("DefaultTarget", (), {"__repr__": lambda self: "'sm_90'"})()
+
+
+def _is_model(source: Any) -> bool:
+    """A PyTorch model (an ``nn.Module`` or a function of tensors), not tile IR."""
+    if isinstance(source, str | bytes | KernelBuilder | ir.Module):
+        return False
+    return callable(source)
+
+
 def compile(
     module: Any,
-    target: str = "sm_90",
+    example_inputs: Any = None,
     num_warps: int | None = None,
     *,
+    target: str = _DEFAULT_TARGET,
+    device: str | None = None,
     kernel: str | None = None,
     start: str = "tile",
     signature: Any = None,
@@ -439,15 +452,33 @@ def compile(
     int32_indexing: bool | Sequence[str] = False,
     same_shapes: Sequence[Sequence[str]] = (),
     fp_fusion: bool = True,
-) -> Kernel:
-    """Compiles one kernel of ``module`` for an NVIDIA GPU.
+) -> Any:
+    """Compiles a PyTorch model into fused kernels, or one tile kernel, for an NVIDIA GPU.
+
+    **A model**: ``tileopt.compile(model, (x,), target="sm_90")`` takes an ``nn.Module`` or a
+    function of tensors and the example inputs to trace it with (a tuple of tensors, or one
+    tensor). It exports the model (``torch.export``), imports it with torch-mlir into linalg,
+    forms fused kernels (``tileopt-linalg-to-tile``), compiles each and returns a
+    :class:`~tileopt.compiler.graph.CompiledGraph`: call it like the model; ``device`` picks
+    where kernels run (``"cuda"``, or ``"emulator"``: each kernel's PTX in tileopt's emulator;
+    None: cuda for CUDA example inputs with a driver, else the emulator). ``target`` and the
+    kernel options below (``num_warps``, ``opt_level``, ``fp_fusion``, ...) apply to every
+    kernel. Raises ``ExportError`` when torch.export rejects the model and
+    ``UnsupportedOperatorError`` (naming the aten op and its source line) for an operator
+    tileopt cannot lower.
+
+    **A tile kernel**: ``tileopt.compile(kb, "sm_90")`` compiles one kernel of tile IR and
+    returns a :class:`Kernel`; the rest of this docstring describes that use.
 
     Args:
-        module: IR text, a ``tileopt.ir.Module`` (not modified: it is copied into a context of
-            the compilation's own) or a ``tileopt.builder.KernelBuilder``; PTX text when
-            ``start="ptx"``.
+        module: a model (above); or IR text, a ``tileopt.ir.Module`` (not modified: it is
+            copied into a context of the compilation's own) or a
+            ``tileopt.builder.KernelBuilder``; PTX text when ``start="ptx"``.
+        example_inputs: a model's example inputs; for tile IR, the target may be given here
+            instead (``compile(kb, "sm_90")``).
         target: ``sm_XX`` (``sm_90a``: Hopper's arch-specific instructions, f16/bf16 dots on
-            wgmma; ``sm_90`` keeps portable mma.sync).
+            wgmma; ``sm_90`` keeps portable mma.sync); default ``sm_90``.
+        device: a model's device (above); not used for tile IR.
         num_warps: warps per program (block = ``32 * num_warps`` threads), a power of two in
             1..32. None: 4 with ``start="tile"``; at a later stage the number the layouts were
             made for, which the kernel's PTX ``.reqntid`` (or ``.maxntid``) directive records
@@ -502,6 +533,30 @@ def compile(
             the PTX does not follow the kernel ABI, or ``num_warps`` disagrees with the PTX.
         PTXAssemblyError: ptxas rejected the PTX (a CompilationError quoting the PTX line).
     """
+    if _is_model(module):
+        from tileopt.compiler.graph import compile_graph
+
+        kernel_options = {
+            name: value for name, value in (
+                ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),
+                ("libdevice", libdevice), ("assembler", assembler), ("fp_fusion", fp_fusion),
+            ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True}.get(name)
+        }
+        if target is _DEFAULT_TARGET:
+            target = "sm_90"
+        return compile_graph(module, example_inputs, target=target, device=device,
+                             **kernel_options)
+    if isinstance(example_inputs, str):
+        if target is not _DEFAULT_TARGET:
+            raise OptionError("target given twice: as the second argument and as target=")
+        target = example_inputs
+    elif example_inputs is not None:
+        raise OptionError(
+            f"compile of tile IR takes the target as its second argument, got "
+            f"{type(example_inputs).__name__}; example inputs are for PyTorch models"
+        )
+    if target is _DEFAULT_TARGET:
+        target = "sm_90"
     options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
                              ptx_version, libdevice, assembler, fp_fusion)
     nvidia.check_choice("start", start, START_STAGES)

@@ -16,12 +16,34 @@ from tileopt.runtime.abi import KernelParam, cuda_args
 _PINS = "cuda-bindings==13.5.0 cuda-core==1.2.2 cuda-pathfinder==1.9.0"
 
 
+_API = ("Device", "launch", "LaunchConfig", "ObjectCode")
+
+
 def _cuda_core() -> Any:
+    """cuda.core's API: the top-level namespace (the pinned cuda-core 1.x), else, for the
+    older releases that GPU images still ship, ``cuda.core.experimental``, where the same
+    names lived (``import cuda.core`` works there but has no ``Device``)."""
     try:
         import cuda.core as cc
     except ImportError as e:
         raise DeviceError(f"cuda-core is not installed ({e}); pip install {_PINS}") from e
-    return cc
+    if all(hasattr(cc, n) for n in _API):
+        return cc
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from cuda.core import experimental as cc_experimental
+    except ImportError:
+        cc_experimental = None
+    if cc_experimental is not None and all(hasattr(cc_experimental, n) for n in _API):
+        return cc_experimental
+    version = getattr(cc, "__version__", "unknown")
+    raise DeviceError(
+        f"cuda-core {version} has no {', '.join(n for n in _API if not hasattr(cc, n))}; "
+        f"pip install {_PINS}"
+    )
 
 
 def device(index: int = 0) -> Any:
@@ -65,11 +87,18 @@ class CudaModule:
                 f"compile with target='{arch}'"
             )
         # A cubin runs on its own major version with an equal or higher minor; an sm_90a
-        # cubin only on sm_90. Anything newer gets the PTX, compiled by the driver.
+        # cubin only on sm_90. Anything newer gets the PTX, compiled by the driver, except
+        # arch-specific PTX (sm_90a: wgmma, setmaxnreg), which no other GPU can run.
         if target[-1].isdigit():
             cubin_fits = major == want_major
         else:
             cubin_fits = (major, minor) == (want_major, want_minor)
+            if not cubin_fits:
+                raise DeviceError(
+                    f"the kernel was compiled for {target}, whose arch-specific code runs only "
+                    f"on sm_{want_major}{want_minor}, but device {index} is {arch}; compile "
+                    f"with target='{arch}'"
+                )
         try:
             if cubin is not None and cubin_fits:
                 self.code = cc.ObjectCode.from_cubin(cubin)
@@ -77,6 +106,27 @@ class CudaModule:
                 self.code = cc.ObjectCode.from_ptx(ptx.encode())  # str would be a path
         except Exception as e:
             raise DeviceError(f"loading the kernel on {arch} failed: {e}") from e
+        self._kernels: dict[str, Any] = {}
+
+    def kernel(self, name: str) -> Any:
+        """The cuda.core ``Kernel`` ``name`` (loads the module on first use; the driver
+        compiles PTX then), cached: looking it up again on every launch costs host time."""
+        if name not in self._kernels:
+            self._kernels[name] = self.code.get_kernel(name)
+        return self._kernels[name]
+
+
+def _torch_stream(cc: Any, module: CudaModule) -> Any:
+    """The current torch stream of the module's device as a cuda.core ``Stream`` (borrowed:
+    torch keeps it alive). ``Stream.from_handle`` takes the raw handle, so no version of the
+    ``__cuda_stream__`` protocol is involved; older cuda-core wraps torch's stream object."""
+    import torch
+
+    stream = torch.cuda.current_stream(module.device.device_id)
+    from_handle = getattr(getattr(cc, "Stream", None), "from_handle", None)
+    if from_handle is not None:
+        return from_handle(int(stream.cuda_stream))
+    return module.device.create_stream(stream)
 
 
 def launch(
@@ -90,11 +140,12 @@ def launch(
     """Launches kernel ``name`` on the current torch stream of the module's device."""
     cc = _cuda_core()
     flat = cuda_args(params, args, name)
-    import torch
-
-    stream = module.device.create_stream(torch.cuda.current_stream(module.device.device_id))
     try:
-        kernel = module.code.get_kernel(name)
+        # The calling thread may have no current context (a thread torch never used): the
+        # launch needs the device's primary context, the one torch's tensors live in.
+        module.device.set_current()
+        stream = _torch_stream(cc, module)
+        kernel = module.kernel(name)
         cc.launch(stream, cc.LaunchConfig(grid=grid, block=block), kernel, *flat)
     except Exception as e:
         raise DeviceError(f"launching {name} grid={grid} block={block} failed: {e}") from e

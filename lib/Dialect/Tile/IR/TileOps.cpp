@@ -316,6 +316,45 @@ LogicalResult LoadOp::verify() {
   return success();
 }
 
+TypedAttr GatherOp::getPaddingOrZero() {
+  if (std::optional<TypedAttr> padding = getPadding())
+    return *padding;
+  Type elementType = getResult().getType().getElementType();
+  return cast<TypedAttr>(OpBuilder(getContext()).getZeroAttr(elementType));
+}
+
+LogicalResult GatherOp::verify() {
+  RankedTensorType type = getResult().getType();
+  MemRefType view = getView().getType();
+  if (view.getRank() == 0 || (int64_t)getIndices().size() != view.getRank())
+    return emitOpError("expected one index tile per dimension of the view (")
+           << view.getRank() << "), got " << getIndices().size();
+  if (type.getElementType() != view.getElementType())
+    return emitOpError("expected the result's element type to be the view's (")
+           << view.getElementType() << "), got " << type.getElementType();
+  for (auto [i, index] : llvm::enumerate(getIndices())) {
+    auto indexType = cast<RankedTensorType>(index.getType());
+    if (indexType.getShape() != type.getShape())
+      return emitOpError("expected index tile #")
+             << i << " of the result's shape " << shapeStr(type.getShape())
+             << ", got " << shapeStr(indexType.getShape());
+    if (!indexType.getElementType().isInteger(32) &&
+        !indexType.getElementType().isInteger(64))
+      return emitOpError("expected index tile #")
+             << i << " of i32 or i64, got " << indexType.getElementType();
+  }
+  if (std::optional<TypedAttr> padding = getPadding()) {
+    if (!isa<IntegerAttr, FloatAttr>(*padding))
+      return emitOpError("expected padding to be an integer or float "
+                         "constant, got ")
+             << *padding;
+    if (padding->getType() != type.getElementType())
+      return emitOpError("expected padding of the element type ")
+             << type.getElementType() << ", got " << *padding;
+  }
+  return success();
+}
+
 LogicalResult StoreOp::verify() {
   return verifyAccess(*this, "stored tile", getValue().getType(),
                       getView().getType(), getOffsets());

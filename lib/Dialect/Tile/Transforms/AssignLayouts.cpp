@@ -262,7 +262,8 @@ private:
       setLayout(dot.getResult(), layout);
       return success();
     }
-    if (op->hasTrait<OpTrait::Elementwise>() || isa<arith::SelectOp>(op)) {
+    if (op->hasTrait<OpTrait::Elementwise>() ||
+        isa<arith::SelectOp, GatherOp>(op)) {
       Attribute layout = pickOperandLayout(op);
       for (OpOperand &operand : op->getOpOperands())
         if (isTile(operand.get()))

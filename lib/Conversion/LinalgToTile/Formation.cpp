@@ -1,0 +1,407 @@
+//===- Formation.cpp - classifying linalg ops for kernel formation --------===//
+
+#include "Formation.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::linalg;
+
+namespace tileopt::formation {
+
+int64_t nextPowerOf2(int64_t n) {
+  int64_t p = 1;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
+SmallVector<Value> getCapturedTensors(GenericOp op) {
+  SmallVector<Value> captured;
+  op.getBody()->walk([&](tensor::ExtractOp extract) {
+    if (!llvm::is_contained(captured, extract.getTensor()))
+      captured.push_back(extract.getTensor());
+  });
+  return captured;
+}
+
+SmallVector<int64_t> getLoopSizes(GenericOp op) {
+  return op.getStaticLoopRanges();
+}
+
+static bool isTileElementType(Type t) {
+  if (auto i = dyn_cast<IntegerType>(t))
+    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, i.getWidth());
+  return isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(t);
+}
+
+/// True if `v`, a value of `op`'s body, depends on an output block argument.
+static bool dependsOnOutputs(Value v, GenericOp op) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == op.getBody() &&
+           arg.getArgNumber() >= op.getNumDpsInputs();
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != op.getBody())
+    return false;
+  return llvm::any_of(def->getOperands(),
+                      [&](Value o) { return dependsOnOutputs(o, op); });
+}
+
+Operation *getCombiner(GenericOp op, unsigned i) {
+  BlockArgument out = op.getRegionOutputArgs()[i];
+  auto yield = cast<YieldOp>(op.getBody()->getTerminator());
+  Operation *c = yield.getOperand(i).getDefiningOp();
+  if (!c || c->getBlock() != op.getBody() || c->getNumOperands() != 2 ||
+      c->getNumResults() != 1 || !getCombinerIdentity(c))
+    return nullptr;
+  Value other;
+  if (c->getOperand(0) == out)
+    other = c->getOperand(1);
+  else if (c->getOperand(1) == out)
+    other = c->getOperand(0);
+  else
+    return nullptr;
+  if (dependsOnOutputs(other, op))
+    return nullptr;
+  return c;
+}
+
+TypedAttr getCombinerIdentity(Operation *c) {
+  if (c->getNumResults() != 1)
+    return nullptr;
+  Type t = c->getResult(0).getType();
+  if (auto ft = dyn_cast<FloatType>(t)) {
+    const llvm::fltSemantics &sem = ft.getFloatSemantics();
+    if (isa<arith::AddFOp>(c))
+      return FloatAttr::get(ft, llvm::APFloat::getZero(sem));
+    if (isa<arith::MulFOp>(c))
+      return FloatAttr::get(ft, llvm::APFloat::getOne(sem));
+    if (isa<arith::MaximumFOp, arith::MaxNumFOp>(c))
+      return FloatAttr::get(ft, llvm::APFloat::getInf(sem, /*Negative=*/true));
+    if (isa<arith::MinimumFOp, arith::MinNumFOp>(c))
+      return FloatAttr::get(ft, llvm::APFloat::getInf(sem));
+    return nullptr;
+  }
+  auto it = dyn_cast<IntegerType>(t);
+  if (!it)
+    return nullptr;
+  unsigned w = it.getWidth();
+  if (isa<arith::AddIOp, arith::OrIOp, arith::XOrIOp, arith::MaxUIOp>(c))
+    return IntegerAttr::get(it, llvm::APInt::getZero(w));
+  if (isa<arith::MulIOp>(c))
+    return IntegerAttr::get(it, llvm::APInt(w, 1));
+  if (isa<arith::AndIOp, arith::MinUIOp>(c))
+    return IntegerAttr::get(it, llvm::APInt::getAllOnes(w));
+  if (isa<arith::MaxSIOp>(c))
+    return IntegerAttr::get(it, llvm::APInt::getSignedMinValue(w));
+  if (isa<arith::MinSIOp>(c))
+    return IntegerAttr::get(it, llvm::APInt::getSignedMaxValue(w));
+  return nullptr;
+}
+
+Value getFillValue(GenericOp op) {
+  if (op.getNumLoops() != op.getNumParallelLoops() || op.getNumDpsInits() != 1)
+    return nullptr;
+  for (OpOperand *in : op.getDpsInputOperands())
+    if (isa<ShapedType>(in->get().getType()))
+      return nullptr;
+  auto yield = cast<YieldOp>(op.getBody()->getTerminator());
+  Value v = yield.getOperand(0);
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner() != op.getBody() ||
+        arg.getArgNumber() >= op.getNumDpsInputs())
+      return nullptr;
+    return op.getDpsInputOperand(arg.getArgNumber())->get();
+  }
+  Operation *def = v.getDefiningOp();
+  if (def->getBlock() != op.getBody())
+    return v;
+  if (matchPattern(v, m_Constant()))
+    return v;
+  return nullptr;
+}
+
+/// Each result is a loop dimension (at most once) or the constant 0.
+static bool isProjectedPermutationWithZeros(AffineMap map) {
+  llvm::SmallBitVector seen(map.getNumDims());
+  for (AffineExpr e : map.getResults()) {
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      if (seen.test(d.getPosition()))
+        return false;
+      seen.set(d.getPosition());
+      continue;
+    }
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (!c || c.getValue() != 0)
+      return false;
+  }
+  return true;
+}
+
+/// `v` is the block argument of a tensor input, possibly through a float
+/// extension (f16 inputs of an f32 accumulation).
+static std::optional<unsigned> inputArgThroughExt(Value v, GenericOp op) {
+  if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+    v = ext.getIn();
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != op.getBody() ||
+      arg.getArgNumber() >= op.getNumDpsInputs())
+    return std::nullopt;
+  return arg.getArgNumber();
+}
+
+static bool isContraction(GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 1)
+    return false;
+  Operation *c = getCombiner(op, 0);
+  if (!c || !isa<arith::AddFOp>(c))
+    return false;
+  Value other = c->getOperand(0) == op.getRegionOutputArgs()[0]
+                    ? c->getOperand(1)
+                    : c->getOperand(0);
+  auto mul = other.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  std::optional<unsigned> a = inputArgThroughExt(mul.getLhs(), op);
+  std::optional<unsigned> b = inputArgThroughExt(mul.getRhs(), op);
+  if (!a || !b || *a == *b)
+    return false;
+  // Nothing else in the body: the mul, the combiner, up to two extensions.
+  if (op.getBody()->getOperations().size() > 5)
+    return false;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Type e = cast<ShapedType>(in->get().getType()).getElementType();
+    if (!isa<Float16Type, BFloat16Type, Float32Type>(e))
+      return false;
+  }
+  FailureOr<ContractionDimensions> dims = inferContractionDims(op);
+  return succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
+         dims->k.size() == 1 && op.getStaticLoopRanges()[dims->k[0]] > 1;
+}
+
+FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
+  llvm::raw_string_ostream os(why);
+  if (!op.hasPureTensorSemantics()) {
+    os << "unsupported: a linalg.generic on buffers (tileopt forms kernels "
+          "from ops on tensors)";
+    return failure();
+  }
+  for (int64_t size : op.getStaticLoopRanges())
+    if (ShapedType::isDynamic(size)) {
+      os << "unsupported: a linalg.generic with a dynamic loop size "
+            "(shapes are specialized when the graph is compiled)";
+      return failure();
+    }
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type t = operand.get().getType();
+    Type e = getElementTypeOrSelf(t);
+    if (!isTileElementType(e)) {
+      os << "unsupported: element type " << e
+         << " (tiles hold i1, i8, i16, i32, i64, f16, bf16, f32 and f64)";
+      return failure();
+    }
+    if (isa<ShapedType>(t) &&
+        !isProjectedPermutationWithZeros(op.getMatchingIndexingMap(&operand))) {
+      os << "unsupported: indexing map " << op.getMatchingIndexingMap(&operand)
+         << " (a window or convolution access, not a strided view of the "
+            "iteration space)";
+      return failure();
+    }
+  }
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+      Operation *def = extract.getTensor().getDefiningOp();
+      if (!def ? cast<BlockArgument>(extract.getTensor()).getOwner() ==
+                     op.getBody()
+               : op->isAncestor(def)) {
+        os << "unsupported: a tensor.extract from a tensor made inside the "
+              "linalg.generic";
+        return failure();
+      }
+      continue; // a gather
+    }
+    if (isa<cf::AssertOp>(inner))
+      continue; // the gather's bounds check replaces torch-mlir's asserts
+    bool elementwise = inner.hasTrait<OpTrait::Elementwise>() &&
+                       isa<arith::ArithDialect, math::MathDialect>(
+                           inner.getDialect());
+    if (!elementwise && !isa<arith::ConstantOp, IndexOp, affine::AffineApplyOp>(inner)) {
+      os << "unsupported: '" << inner.getName()
+         << "' inside a linalg.generic body";
+      return failure();
+    }
+    for (Type t : inner.getResultTypes())
+      if (!isTileElementType(t) && !t.isIndex()) {
+        os << "unsupported: element type " << t << " inside a linalg.generic";
+        return failure();
+      }
+  }
+
+  bool allParallel = op.getNumLoops() == op.getNumParallelLoops();
+  if (allParallel) {
+    if (getFillValue(op))
+      return GenericKind::Fill;
+    auto yield = cast<YieldOp>(op.getBody()->getTerminator());
+    if (op.getNumDpsInputs() == 1 && op.getNumDpsInits() == 1 &&
+        isa<ShapedType>(op.getDpsInputOperand(0)->get().getType()) &&
+        yield.getOperand(0) == op.getBody()->getArgument(0) &&
+        op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation() &&
+        getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()) ==
+            getElementTypeOrSelf(op.getResult(0).getType()) &&
+        !op->hasAttr(kCopyAttr))
+      return GenericKind::View;
+    for (OpOperand &init : op.getDpsInitsMutable())
+      if (!op.getMatchingIndexingMap(&init).isPermutation()) {
+        os << "unsupported: an output indexing map that is not a permutation";
+        return failure();
+      }
+    return GenericKind::Elementwise;
+  }
+
+  for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i) {
+    if (!getCombiner(op, i)) {
+      os << "unsupported: a reduction whose output #" << i
+         << " is not combined with one associative op (argmax-style "
+            "reductions that carry an index are not supported yet)";
+      return failure();
+    }
+  }
+  for (OpOperand &init : op.getDpsInitsMutable())
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e);
+          d && !isParallel(
+                   op.getIteratorTypesArray()[d.getPosition()])) {
+        os << "unsupported: a reduction whose output is indexed by a "
+              "reduction loop";
+        return failure();
+      }
+  // The output arguments may only feed their combiners.
+  for (BlockArgument out : op.getRegionOutputArgs())
+    for (Operation *user : out.getUsers())
+      if (llvm::none_of(llvm::seq(0u, (unsigned)op.getNumDpsInits()),
+                        [&](unsigned i) { return getCombiner(op, i) == user; })) {
+        os << "unsupported: a reduction that reads its accumulator other than "
+              "in its combiner";
+        return failure();
+      }
+  return isContraction(op) ? GenericKind::Contraction : GenericKind::Reduction;
+}
+
+} // namespace tileopt::formation
+
+namespace tileopt::formation {
+
+StridedLayout StridedLayout::contiguous(ArrayRef<int64_t> shape) {
+  StridedLayout l;
+  l.sizes.assign(shape.begin(), shape.end());
+  l.strides.assign(shape.size(), 1);
+  for (int i = (int)shape.size() - 2; i >= 0; --i)
+    l.strides[i] = l.strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+  return l;
+}
+
+bool isViewOp(Operation *op) {
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(op))
+    return true;
+  if (isa<tensor::ExtractSliceOp>(op))
+    return true;
+  if (auto generic = dyn_cast<GenericOp>(op)) {
+    std::string why;
+    FailureOr<GenericKind> kind = classify(generic, why);
+    return succeeded(kind) && *kind == GenericKind::View;
+  }
+  return false;
+}
+
+std::optional<StridedLayout> getViewLayout(Operation *view,
+                                           const StridedLayout &src) {
+  StridedLayout out;
+  out.offset = src.offset;
+  auto sourceType = dyn_cast<RankedTensorType>(view->getOperand(0).getType());
+  if (!sourceType || sourceType.getRank() != (int64_t)src.sizes.size() ||
+      src.strides.size() != src.sizes.size())
+    return std::nullopt;
+  if (isa<tensor::CastOp>(view))
+    return src;
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(view)) {
+    ArrayRef<int64_t> shape = expand.getResultType().getShape();
+    out.sizes.assign(shape.begin(), shape.end());
+    out.strides.assign(shape.size(), 0);
+    for (auto [i, group] : llvm::enumerate(expand.getReassociationIndices())) {
+      int64_t stride = src.strides[i];
+      for (int64_t d : llvm::reverse(group)) {
+        out.strides[d] = stride;
+        stride *= shape[d];
+      }
+    }
+    return out;
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(view)) {
+    for (ReassociationIndices group : collapse.getReassociationIndices()) {
+      int64_t size = 1, stride = 1;
+      std::optional<int64_t> inner; // the stride the next outer dim needs
+      for (int64_t d : llvm::reverse(group)) {
+        size *= src.sizes[d];
+        if (src.sizes[d] == 1)
+          continue;
+        if (!inner)
+          stride = src.strides[d];
+        else if (src.strides[d] != *inner)
+          return std::nullopt;
+        inner = src.strides[d] * src.sizes[d];
+      }
+      out.sizes.push_back(size);
+      out.strides.push_back(stride);
+    }
+    return out;
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(view)) {
+    if (slice.getSourceType().getRank() != (int64_t)src.sizes.size())
+      return std::nullopt;
+    ArrayRef<int64_t> offsets = slice.getStaticOffsets();
+    ArrayRef<int64_t> sizes = slice.getStaticSizes();
+    ArrayRef<int64_t> steps = slice.getStaticStrides();
+    if (llvm::any_of(offsets, ShapedType::isDynamic) ||
+        llvm::any_of(sizes, ShapedType::isDynamic) ||
+        llvm::any_of(steps, ShapedType::isDynamic))
+      return std::nullopt;
+    llvm::SmallBitVector dropped = slice.getDroppedDims();
+    for (unsigned d = 0; d < sizes.size(); ++d) {
+      out.offset += offsets[d] * src.strides[d];
+      if (dropped.test(d))
+        continue;
+      out.sizes.push_back(sizes[d]);
+      out.strides.push_back(src.strides[d] * steps[d]);
+    }
+    return out;
+  }
+  auto generic = dyn_cast<GenericOp>(view);
+  if (!generic)
+    return std::nullopt;
+  AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+  AffineMap outMap =
+      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  SmallVector<int64_t> loops = generic.getStaticLoopRanges();
+  // The stride of each loop in the source buffer (0: broadcast).
+  SmallVector<int64_t> loopStride(loops.size(), 0);
+  for (auto [k, e] : llvm::enumerate(in.getResults()))
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      loopStride[d.getPosition()] = src.strides[k];
+  for (AffineExpr e : outMap.getResults()) {
+    unsigned d = cast<AffineDimExpr>(e).getPosition();
+    out.sizes.push_back(loops[d]);
+    out.strides.push_back(loops[d] == 1 ? 0 : loopStride[d]);
+  }
+  return out;
+}
+
+} // namespace tileopt::formation

@@ -1,0 +1,104 @@
+//===- Formation.h - what kernel formation knows about linalg ops -*- C++ -*-===//
+//
+// Shared by tile-form-kernels (which groups linalg ops into kernels) and
+// convert-linalg-to-tile (which writes the kernels): the classification of a
+// linalg.generic on tensors, its reduction combiners, and the attributes
+// through which the first pass tells the second what it decided.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEOPT_LIB_CONVERSION_LINALGTOTILE_FORMATION_H
+#define TILEOPT_LIB_CONVERSION_LINALGTOTILE_FORMATION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <optional>
+#include <string>
+
+namespace tileopt::formation {
+
+/// `tile.group = N`: the kernel (fusion group) an op belongs to.
+inline constexpr llvm::StringLiteral kGroupAttr = "tile.group";
+/// `tile.space = array<i64: ...>`: for each loop of the op, the dimension of
+/// its group's iteration space it runs over (-1: a loop of size 1).
+inline constexpr llvm::StringLiteral kSpaceAttr = "tile.space";
+
+/// `tile.copy`: a copy generic that kernel formation inserted to make a
+/// buffer contiguous; a kernel, not a view.
+inline constexpr llvm::StringLiteral kCopyAttr = "tile.copy";
+
+/// The most elements a program reduces in registers (one row of a softmax,
+/// a norm, ...). Longer rows are not formed into kernels yet.
+inline constexpr int64_t kMaxRowElements = 16384;
+
+enum class GenericKind {
+  /// Reads one input through a projected permutation and yields it: a
+  /// transpose, broadcast or copy, which is a strided view, not a kernel.
+  View,
+  /// No tensor inputs; yields a scalar defined outside the body or a
+  /// constant: a `linalg.fill`, read by consumers as a splat.
+  Fill,
+  /// Every loop parallel.
+  Elementwise,
+  /// Some loops are reductions; every output is `combine(value, out)`.
+  Reduction,
+  /// A matmul-like reduction (`out + a * b` over one k loop), lowered to
+  /// `tile.dot`.
+  Contraction,
+};
+
+/// What the generic computes, or an explanation starting "unsupported:" of
+/// why tileopt cannot form a kernel of it.
+llvm::FailureOr<GenericKind> classify(mlir::linalg::GenericOp op,
+                                      std::string &why);
+
+/// For output `i` of a reduction, the op of the body that yields
+/// `combine(value, out_i)`; null if the output has no such combiner.
+mlir::Operation *getCombiner(mlir::linalg::GenericOp op, unsigned i);
+
+/// The identity of a combiner (`arith.addf` -> 0, `arith.maximumf` -> -inf,
+/// ...) for the element type, or null if the op is no known combiner.
+mlir::TypedAttr getCombinerIdentity(mlir::Operation *combiner);
+
+/// The scalar a Fill-kind generic yields (a constant or a value defined
+/// outside the body), or null.
+mlir::Value getFillValue(mlir::linalg::GenericOp op);
+
+/// A strided view of a buffer: element offset, sizes and strides (static).
+struct StridedLayout {
+  int64_t offset = 0;
+  llvm::SmallVector<int64_t> sizes;
+  llvm::SmallVector<int64_t> strides;
+
+  /// The row-major layout of a new buffer of `shape`.
+  static StridedLayout contiguous(llvm::ArrayRef<int64_t> shape);
+};
+
+/// The layout of the result of a view op (`tensor.expand_shape`,
+/// `collapse_shape`, `extract_slice`, `cast`, or a View-kind generic) whose
+/// source has layout `source`; nullopt if the result is no strided view of
+/// the source's buffer (a collapse of dimensions that are not contiguous).
+std::optional<StridedLayout> getViewLayout(mlir::Operation *view,
+                                           const StridedLayout &source);
+
+/// True for the ops getViewLayout takes (View-kind generics included).
+bool isViewOp(mlir::Operation *op);
+
+inline bool isParallel(mlir::utils::IteratorType t) {
+  return t == mlir::utils::IteratorType::parallel;
+}
+
+/// Tensors a generic's body reads with `tensor.extract` (gathers), defined
+/// outside it: operands in all but name.
+llvm::SmallVector<mlir::Value> getCapturedTensors(mlir::linalg::GenericOp op);
+
+/// Loop sizes of the op (all static after classification).
+llvm::SmallVector<int64_t> getLoopSizes(mlir::linalg::GenericOp op);
+
+/// The smallest power of two >= n (1 for n <= 1).
+int64_t nextPowerOf2(int64_t n);
+
+} // namespace tileopt::formation
+
+#endif // TILEOPT_LIB_CONVERSION_LINALGTOTILE_FORMATION_H

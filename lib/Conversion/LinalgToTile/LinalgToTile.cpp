@@ -1,0 +1,1239 @@
+//===- LinalgToTile.cpp - kernels and a host function from linalg ---------===//
+//
+// Turns each fusion group that tile-form-kernels marked (`tile.group`,
+// `tile.space`) into a `tile.kernel`, and the function into a host function
+// on memrefs: allocations for the values that leave a kernel, strided views
+// (`memref.reinterpret_cast`) for the operands of each launch, and
+// `tile.launch` ops in an order that respects the kernels' dependences.
+//
+// Inside a kernel, every value is a tile over the group's iteration space
+// (one dimension per space dimension, of the block size where the value
+// spans it, else 1), so the scalar ops of linalg bodies apply to whole tiles
+// after broadcasts. A program owns one block of the parallel dimensions and
+// the whole extent of the reduced ones; contractions loop over k with
+// `tile.dot`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Formation.h"
+#include "tileopt/Conversion/Passes.h"
+#include "tileopt/Dialect/Tile/IR/Tile.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace tileopt {
+#define GEN_PASS_DEF_CONVERTLINALGTOTILE
+#include "tileopt/Conversion/Passes.h.inc"
+} // namespace tileopt
+
+using namespace mlir;
+using namespace mlir::linalg;
+using namespace tileopt;
+using namespace tileopt::formation;
+
+namespace {
+
+/// Where a tensor value lives on the host: a buffer and a view of it.
+struct Buffer {
+  Value root; // a memref with the identity layout (argument, alloc, global)
+  StridedLayout layout;
+};
+
+/// A value in a kernel: a tile of rank S (the space's rank) spanning some
+/// space dimensions, or a scalar (spans nothing, `scalar` set).
+struct TileValue {
+  Value value;
+  llvm::SmallBitVector spans;
+  bool scalar = false;
+};
+
+Type kernelElementType(Type t) {
+  return t.isIndex() ? IntegerType::get(t.getContext(), 64) : t;
+}
+
+std::string describe(GenericOp op, GenericKind kind) {
+  std::string body;
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (isa<arith::ConstantOp, IndexOp>(inner))
+      continue;
+    StringRef name = inner.getName().stripDialect();
+    if (!body.empty())
+      body += "+";
+    body += name.str();
+  }
+  switch (kind) {
+  case GenericKind::Contraction:
+    return "matmul";
+  case GenericKind::Reduction:
+    return "reduce(" + body + ")";
+  case GenericKind::Fill:
+    return "fill";
+  default:
+    return body.empty() ? "copy" : body;
+  }
+}
+
+/// The group's schedule: block sizes, warps and programs.
+struct Tiling {
+  SmallVector<int64_t> block;
+  int64_t numWarps = 4;
+  int64_t programs = 1;
+  SmallVector<int64_t> counts; // programs along each space dimension
+};
+
+class Converter {
+public:
+  Converter(ModuleOp module, func::FuncOp func)
+      : module(module), func(func), builder(func) {}
+  LogicalResult run();
+
+private:
+  // Host.
+  ModuleOp module;
+  func::FuncOp func;
+  OpBuilder builder;
+  func::FuncOp host;
+  DenseMap<Value, Buffer> buffers;
+  int numGlobals = 0;
+
+  // The groups, in the order of their first op.
+  /// The groups' ops (generics, and reshapes of their values in registers)
+  /// in program order, by group.
+  llvm::MapVector<int64_t, SmallVector<Operation *>> groups;
+
+  LogicalResult emitGroup(int64_t id, ArrayRef<Operation *> members);
+  Value viewOf(const Buffer &buffer, const StridedLayout &layout);
+  Buffer &bufferFor(Value v);
+  bool isVirtual(Value v) const;
+  bool ready(Operation *op) const;
+};
+
+/// A splat constant or a Fill generic: kernels read it as a scalar.
+Value getScalarSource(Value v) {
+  while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  if (auto generic = v.getDefiningOp<GenericOp>()) {
+    std::string why;
+    FailureOr<GenericKind> kind = classify(generic, why);
+    if (succeeded(kind) && *kind == GenericKind::Fill &&
+        !generic->hasAttr(kGroupAttr))
+      return getFillValue(generic);
+    return nullptr;
+  }
+  DenseElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+    return v;
+  return nullptr;
+}
+
+bool Converter::isVirtual(Value v) const {
+  return static_cast<bool>(getScalarSource(v)) || v.getDefiningOp<tensor::EmptyOp>();
+}
+
+/// The buffer of `v`, a global for a constant that has none yet.
+Buffer &Converter::bufferFor(Value v) {
+  auto it = buffers.find(v);
+  if (it != buffers.end())
+    return it->second;
+  // A dense constant (or a splat read by something other than a kernel).
+  DenseElementsAttr dense;
+  auto type = cast<RankedTensorType>(v.getType());
+  auto memType = MemRefType::get(type.getShape(), type.getElementType());
+  if (!matchPattern(v, m_Constant(&dense))) {
+    Value scalar = getScalarSource(v);
+    Attribute attr;
+    if (scalar && matchPattern(scalar, m_Constant(&attr)))
+      dense = DenseElementsAttr::get(type, attr);
+  }
+  if (!dense) { // never for ops tile-form-kernels accepted
+    static Buffer none;
+    return none;
+  }
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  std::string name = "__constant_" + std::to_string(numGlobals++);
+  memref::GlobalOp::create(b, v.getLoc(), name, b.getStringAttr("private"),
+                           memType, dense, /*constant=*/true,
+                           /*alignment=*/b.getI64IntegerAttr(64));
+  Value root = memref::GetGlobalOp::create(builder, v.getLoc(), memType, name);
+  return buffers[v] = {root, StridedLayout::contiguous(type.getShape())};
+}
+
+Value Converter::viewOf(const Buffer &buffer, const StridedLayout &layout) {
+  Location loc = buffer.root.getLoc();
+  auto rootType = cast<MemRefType>(buffer.root.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(builder, loc,
+                                                       buffer.root);
+  Value offset = meta.getOffset();
+  if (layout.offset != 0)
+    offset = arith::AddIOp::create(
+        builder, loc, offset,
+        arith::ConstantIndexOp::create(builder, loc, layout.offset));
+  auto type = MemRefType::get(
+      layout.sizes, rootType.getElementType(),
+      StridedLayoutAttr::get(builder.getContext(), ShapedType::kDynamic,
+                             layout.strides));
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t s : layout.sizes)
+    sizes.push_back(builder.getIndexAttr(s));
+  for (int64_t s : layout.strides)
+    strides.push_back(builder.getIndexAttr(s));
+  return memref::ReinterpretCastOp::create(builder, loc, type,
+                                           meta.getBaseBuffer(), offset, sizes,
+                                           strides);
+}
+
+bool Converter::ready(Operation *op) const {
+  for (Value v : op->getOperands())
+    if (isa<RankedTensorType>(v.getType()) && !buffers.count(v) &&
+        !isVirtual(v) && !matchPattern(v, m_Constant()))
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel bodies
+//===----------------------------------------------------------------------===//
+
+class KernelWriter {
+public:
+  KernelWriter(tile::KernelOp kernel, ArrayRef<int64_t> space,
+               const Tiling &tiling)
+      : kernel(kernel), space(space), tiling(tiling),
+        b(OpBuilder::atBlockBegin(&kernel.getBody().front())) {}
+
+  /// Host values passed to each kernel argument, in order.
+  SmallVector<Value> launchArgs;
+  /// The tiles of the group's values.
+  DenseMap<Value, TileValue> values;
+
+  void writeProgramOffsets();
+  LogicalResult writeOp(GenericOp op, GenericKind kind,
+                        std::function<Value(Value, const StridedLayout &)> view,
+                        std::function<const Buffer *(Value)> bufferOf);
+  void store(Value result, ArrayRef<int64_t> dims, Value hostView);
+
+  RankedTensorType tileType(const llvm::SmallBitVector &spans, Type element) {
+    SmallVector<int64_t> shape;
+    for (unsigned s = 0; s < space.size(); ++s)
+      shape.push_back(spans.test(s) ? tiling.block[s] : 1);
+    return RankedTensorType::get(shape, kernelElementType(element));
+  }
+
+private:
+  tile::KernelOp kernel;
+  ArrayRef<int64_t> space;
+  const Tiling &tiling;
+  OpBuilder b;
+  SmallVector<Value> offsets; // per space dimension, index
+  IRMapping captured;         // scalars cloned from the host function
+  llvm::StringMap<TileValue> loads; // operand tiles by value and view
+  /// A host view of a value's buffer with the given layout.
+  std::function<Value(Value, const StridedLayout &)> viewFor;
+
+  Value index(int64_t v) {
+    return arith::ConstantIndexOp::create(b, kernel.getLoc(), v);
+  }
+  Value addArgument(Value hostView, unsigned rank, Type element);
+  TileValue load(Value hostView, const llvm::SmallBitVector &spans, Type elt);
+  TileValue broadcastTo(TileValue v, const llvm::SmallBitVector &spans,
+                        Location loc);
+  Value materialize(TileValue v, const llvm::SmallBitVector &spans,
+                    Location loc);
+  FailureOr<TileValue> scalarFromHost(Value v, Location loc);
+  TileValue indexTile(int64_t spaceDim, Location loc);
+  FailureOr<TileValue> operandTile(
+      GenericOp op, OpOperand &operand, ArrayRef<int64_t> opSpace,
+      std::function<Value(Value, const StridedLayout &)> view,
+      std::function<const Buffer *(Value)> bufferOf);
+  FailureOr<TileValue> applyElementwise(Operation &inner,
+                                        ArrayRef<TileValue> operands);
+  FailureOr<TileValue> applyAffine(AffineExpr e, ArrayRef<TileValue> operands,
+                                   unsigned numDims, Location loc);
+  FailureOr<TileValue>
+  gather(tensor::ExtractOp extract,
+         function_ref<FailureOr<TileValue>(Value)> lookup,
+         std::function<const Buffer *(Value)> bufferOf);
+  TileValue reduce(TileValue v, Operation *combiner,
+                   const llvm::SmallBitVector &dims, Location loc);
+  LogicalResult writeContraction(
+      GenericOp op, ArrayRef<int64_t> opSpace,
+      std::function<Value(Value, const StridedLayout &)> view,
+      std::function<const Buffer *(Value)> bufferOf);
+};
+
+void KernelWriter::writeProgramOffsets() {
+  Location loc = kernel.getLoc();
+  Value pid = tile::ProgramIdOp::create(b, loc, 0);
+  offsets.assign(space.size(), Value());
+  for (int s = (int)space.size() - 1; s >= 0; --s) {
+    if (tiling.counts[s] == 1) {
+      offsets[s] = index(0);
+      continue;
+    }
+    Value count = index(tiling.counts[s]);
+    Value i = arith::RemUIOp::create(b, loc, pid, count);
+    pid = arith::DivUIOp::create(b, loc, pid, count);
+    offsets[s] = arith::MulIOp::create(b, loc, i, index(tiling.block[s]));
+  }
+}
+
+Value KernelWriter::addArgument(Value hostView, unsigned rank, Type element) {
+  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
+  auto type = MemRefType::get(
+      dyn, element,
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn));
+  Block &body = kernel.getBody().front();
+  for (auto [i, v] : llvm::enumerate(launchArgs))
+    if (v == hostView)
+      return body.getArgument(i);
+  launchArgs.push_back(hostView);
+  return body.addArgument(type, hostView.getLoc());
+}
+
+TileValue KernelWriter::load(Value hostView, const llvm::SmallBitVector &spans,
+                             Type elt) {
+  Location loc = hostView.getLoc();
+  Value arg = addArgument(hostView, space.size(), elt);
+  SmallVector<Value> at;
+  for (unsigned s = 0; s < space.size(); ++s)
+    at.push_back(spans.test(s) ? offsets[s] : index(0));
+  Value t = tile::LoadOp::create(b, loc, tileType(spans, elt), arg, at,
+                                 /*padding=*/nullptr);
+  return {t, spans};
+}
+
+TileValue KernelWriter::broadcastTo(TileValue v,
+                                    const llvm::SmallBitVector &spans,
+                                    Location loc) {
+  if (v.scalar)
+    return v;
+  if (v.spans == spans)
+    return v;
+  Type elt = cast<RankedTensorType>(v.value.getType()).getElementType();
+  if (tileType(spans, elt) == v.value.getType())
+    return {v.value, spans}; // only dimensions with blocks of 1 differ
+  Value t = tile::BroadcastOp::create(b, loc, tileType(spans, elt), v.value);
+  return {t, spans};
+}
+
+/// A tile of `spans` holding `v` (a splat for a scalar).
+Value KernelWriter::materialize(TileValue v, const llvm::SmallBitVector &spans,
+                                Location loc) {
+  if (v.scalar)
+    return tile::SplatOp::create(b, loc, tileType(spans, v.value.getType()),
+                                 v.value);
+  return broadcastTo(v, spans, loc).value;
+}
+
+/// A scalar of the host function used in a body: cloned into the kernel.
+FailureOr<TileValue> KernelWriter::scalarFromHost(Value v, Location loc) {
+  if (Value mapped = captured.lookupOrNull(v))
+    return TileValue{mapped, llvm::SmallBitVector(space.size()), true};
+  Attribute attr;
+  if (!matchPattern(v, m_Constant(&attr)))
+    return emitError(loc) << "unsupported: a scalar that is not a constant "
+                             "(a value read from a tensor on the host)";
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&kernel.getBody().front());
+  Type type = kernelElementType(getElementTypeOrSelf(v.getType()));
+  if (auto dense = dyn_cast<DenseElementsAttr>(attr)) // a splat tensor
+    attr = dense.getSplatValue<Attribute>();
+  if (v.getType().isIndex())
+    attr = b.getI64IntegerAttr(cast<IntegerAttr>(attr).getInt());
+  Value c = arith::ConstantOp::create(b, loc, type, cast<TypedAttr>(attr));
+  captured.map(v, c);
+  return TileValue{c, llvm::SmallBitVector(space.size()), true};
+}
+
+TileValue KernelWriter::indexTile(int64_t s, Location loc) {
+  llvm::SmallBitVector spans(space.size());
+  if (s < 0) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+    return {zero, spans, true};
+  }
+  spans.set(s);
+  int64_t n = tiling.block[s];
+  Value iota = tile::IotaOp::create(
+      b, loc, RankedTensorType::get({n}, b.getI32Type()));
+  Value wide = arith::ExtSIOp::create(
+      b, loc, RankedTensorType::get({n}, b.getI64Type()), iota);
+  Value off = arith::IndexCastOp::create(b, loc, b.getI64Type(), offsets[s]);
+  Value offTile = tile::SplatOp::create(
+      b, loc, RankedTensorType::get({n}, b.getI64Type()), off);
+  Value sum = arith::AddIOp::create(b, loc, wide, offTile);
+  Value t = tile::ReshapeOp::create(b, loc, tileType(spans, b.getI64Type()),
+                                    sum);
+  return {t, spans};
+}
+
+FailureOr<TileValue> KernelWriter::operandTile(
+    GenericOp op, OpOperand &operand, ArrayRef<int64_t> opSpace,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  Value v = operand.get();
+  Location loc = op.getLoc();
+  if (!isa<RankedTensorType>(v.getType()))
+    return scalarFromHost(v, loc);
+  auto it = values.find(v);
+  if (it != values.end())
+    return it->second;
+  if (Value scalar = getScalarSource(v))
+    return scalarFromHost(scalar, loc);
+  const Buffer *buffer = bufferOf(v);
+  if (!buffer)
+    return emitError(loc) << "unsupported: a linalg.generic that reads an "
+                             "uninitialized tensor (tensor.empty)";
+  // The operand's buffer seen over the space: its dimensions where the
+  // indexing map puts them, size 1 and stride 0 elsewhere.
+  StridedLayout layout;
+  layout.offset = buffer->layout.offset;
+  layout.sizes.assign(space.size(), 1);
+  layout.strides.assign(space.size(), 0);
+  llvm::SmallBitVector spans(space.size());
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  for (auto [j, e] : llvm::enumerate(map.getResults())) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || opSpace[d.getPosition()] < 0)
+      continue;
+    int64_t s = opSpace[d.getPosition()];
+    layout.sizes[s] = buffer->layout.sizes[j];
+    layout.strides[s] = buffer->layout.strides[j];
+    spans.set(s);
+  }
+  // One load per operand and view: a value read twice (softmax's input) is
+  // read once.
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << v.getAsOpaquePointer() << ":" << layout.offset;
+  for (auto [size, stride] : llvm::zip(layout.sizes, layout.strides))
+    os << "," << size << "x" << stride;
+  auto cached = loads.find(key);
+  if (cached != loads.end())
+    return cached->second;
+  Value hostView = view(v, layout);
+  return loads[key] = load(hostView, spans, getElementTypeOrSelf(v.getType()));
+}
+
+FailureOr<TileValue>
+KernelWriter::applyElementwise(Operation &inner, ArrayRef<TileValue> operands) {
+  Location loc = inner.getLoc();
+  llvm::SmallBitVector spans(space.size());
+  bool allScalar = true;
+  for (const TileValue &v : operands) {
+    spans |= v.spans;
+    allScalar &= v.scalar;
+  }
+  SmallVector<Value> newOperands;
+  for (const TileValue &v : operands)
+    newOperands.push_back(allScalar ? v.value : materialize(v, spans, loc));
+  auto cast = dyn_cast<arith::IndexCastOp>(inner);
+  auto castUI = dyn_cast<arith::IndexCastUIOp>(inner);
+  if (cast || castUI) {
+    // Index values are i64 in kernels: an index cast is an integer cast.
+    Type to = kernelElementType(inner.getResult(0).getType());
+    Value in = newOperands[0];
+    Type from = getElementTypeOrSelf(in.getType());
+    Type resultType = allScalar ? to : Type(tileType(spans, to));
+    unsigned fw = from.getIntOrFloatBitWidth(), tw = to.getIntOrFloatBitWidth();
+    Value out = in;
+    if (tw < fw)
+      out = arith::TruncIOp::create(b, loc, resultType, in);
+    else if (tw > fw && cast)
+      out = arith::ExtSIOp::create(b, loc, resultType, in);
+    else if (tw > fw)
+      out = arith::ExtUIOp::create(b, loc, resultType, in);
+    return TileValue{out, spans, allScalar};
+  }
+  if (auto powi = dyn_cast<math::FPowIOp>(inner)) {
+    // x ** n: multiplies for small constant n (x.pow(2)), else powf.
+    APInt n;
+    Value x = newOperands[0];
+    if (matchPattern(powi.getRhs(), m_ConstantInt(&n)) && n.getSExtValue() >= 1 &&
+        n.getSExtValue() <= 4) {
+      Value r = x;
+      for (int64_t i = 1; i < n.getSExtValue(); ++i)
+        r = arith::MulFOp::create(b, loc, r, x);
+      return TileValue{r, spans, allScalar};
+    }
+    Value e = arith::SIToFPOp::create(b, loc, x.getType(), newOperands[1]);
+    return TileValue{math::PowFOp::create(b, loc, x, e), spans, allScalar};
+  }
+  OperationState state(loc, inner.getName());
+  state.addOperands(newOperands);
+  state.addAttributes(inner.getAttrs());
+  for (Type t : inner.getResultTypes()) {
+    Type elt = kernelElementType(t);
+    state.addTypes(allScalar ? elt : Type(tileType(spans, elt)));
+  }
+  Operation *created = b.create(state);
+  return TileValue{created->getResult(0), spans, allScalar};
+}
+
+FailureOr<TileValue> KernelWriter::applyAffine(AffineExpr e,
+                                               ArrayRef<TileValue> operands,
+                                               unsigned numDims, Location loc) {
+  llvm::SmallBitVector none(space.size());
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return operands[d.getPosition()];
+  if (auto sym = dyn_cast<AffineSymbolExpr>(e))
+    return operands[numDims + sym.getPosition()];
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return TileValue{arith::ConstantOp::create(
+                         b, loc, b.getI64IntegerAttr(c.getValue())),
+                     none, true};
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  FailureOr<TileValue> l = applyAffine(bin.getLHS(), operands, numDims, loc);
+  FailureOr<TileValue> r = applyAffine(bin.getRHS(), operands, numDims, loc);
+  if (failed(l) || failed(r))
+    return failure();
+  llvm::SmallBitVector spans = l->spans;
+  spans |= r->spans;
+  bool scalar = l->scalar && r->scalar;
+  Value x = scalar ? l->value : materialize(*l, spans, loc);
+  Value y = scalar ? r->value : materialize(*r, spans, loc);
+  Value v;
+  switch (e.getKind()) {
+  case AffineExprKind::Add:
+    v = arith::AddIOp::create(b, loc, x, y);
+    break;
+  case AffineExprKind::Mul:
+    v = arith::MulIOp::create(b, loc, x, y);
+    break;
+  case AffineExprKind::FloorDiv:
+    v = arith::FloorDivSIOp::create(b, loc, x, y);
+    break;
+  case AffineExprKind::CeilDiv:
+    v = arith::CeilDivSIOp::create(b, loc, x, y);
+    break;
+  case AffineExprKind::Mod:
+    v = arith::RemSIOp::create(b, loc, x, y); // indices are non-negative
+    break;
+  default:
+  {
+    std::string text;
+    llvm::raw_string_ostream(text) << e;
+    return emitError(loc) << "unsupported: affine expression " << text;
+  }
+  }
+  return TileValue{v, spans, scalar};
+}
+
+/// A tensor.extract in a body, at indices computed per element: a
+/// tile.gather from the whole tensor's buffer (out-of-bounds elements read 0
+/// rather than fail torch-mlir's assert).
+FailureOr<TileValue>
+KernelWriter::gather(tensor::ExtractOp extract,
+                     function_ref<FailureOr<TileValue>(Value)> lookup,
+                     std::function<const Buffer *(Value)> bufferOf) {
+  Location loc = extract.getLoc();
+  Value tensor = extract.getTensor();
+  const Buffer *buffer = bufferOf(tensor);
+  if (!buffer)
+    return emitError(loc) << "unsupported: a gather from an uninitialized "
+                             "tensor";
+  SmallVector<TileValue> indices;
+  llvm::SmallBitVector spans(space.size());
+  for (Value i : extract.getIndices()) {
+    FailureOr<TileValue> t = lookup(i);
+    if (failed(t))
+      return failure();
+    indices.push_back(*t);
+    spans |= t->spans;
+  }
+  auto type = cast<RankedTensorType>(tensor.getType());
+  Type elt = type.getElementType();
+  if (indices.empty()) { // a 0-d tensor: one element
+    indices.push_back({arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)),
+                       spans, true});
+    StridedLayout one;
+    one.offset = buffer->layout.offset;
+    one.sizes = {1};
+    one.strides = {1};
+    Value arg = addArgument(viewFor(tensor, one), 1, elt);
+    Value idx = materialize(indices[0], spans, loc);
+    return TileValue{tile::GatherOp::create(b, loc, tileType(spans, elt), arg,
+                                            ValueRange{idx}, nullptr),
+                     spans};
+  }
+  Value arg = addArgument(viewFor(tensor, buffer->layout), type.getRank(), elt);
+  SmallVector<Value> tiles;
+  for (const TileValue &i : indices)
+    tiles.push_back(materialize(i, spans, loc));
+  return TileValue{tile::GatherOp::create(b, loc, tileType(spans, elt), arg,
+                                          tiles, nullptr),
+                   spans};
+}
+
+TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
+                               const llvm::SmallBitVector &dims, Location loc) {
+  Type elt = combiner->getResult(0).getType();
+  llvm::SmallBitVector full = v.spans;
+  full |= dims;
+  Value t = materialize(v, full, loc);
+  // Padding along reduced dimensions takes the combiner's identity.
+  Value mask;
+  for (int s : dims.set_bits()) {
+    if (space[s] == tiling.block[s])
+      continue;
+    llvm::SmallBitVector one(space.size());
+    one.set(s);
+    int64_t n = tiling.block[s];
+    Value iota = tile::IotaOp::create(
+        b, loc, RankedTensorType::get({n}, b.getI32Type()));
+    Value limit = tile::SplatOp::create(
+        b, loc, RankedTensorType::get({n}, b.getI32Type()),
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(space[s])));
+    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iota,
+                                     limit);
+    in = tile::ReshapeOp::create(b, loc, tileType(one, b.getI1Type()), in);
+    in = tile::BroadcastOp::create(b, loc, tileType(full, b.getI1Type()), in);
+    mask = mask ? arith::AndIOp::create(b, loc, mask, in).getResult() : in;
+  }
+  if (mask) {
+    Value identity = tile::SplatOp::create(
+        b, loc, tileType(full, elt),
+        arith::ConstantOp::create(b, loc, getCombinerIdentity(combiner)));
+    t = arith::SelectOp::create(b, loc, mask, t, identity);
+  }
+  llvm::SmallBitVector spans = full;
+  for (int s : dims.set_bits()) {
+    spans.reset(s);
+    auto shape = llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
+    shape.erase(shape.begin() + s);
+    auto reducedType = RankedTensorType::get(shape, elt);
+    auto r = tile::ReduceOp::create(b, loc, TypeRange{reducedType},
+                                    ValueRange{t}, s);
+    Block *block = new Block();
+    r.getCombiner().push_back(block);
+    Value x = block->addArgument(elt, loc), y = block->addArgument(elt, loc);
+    OpBuilder rb = OpBuilder::atBlockBegin(block);
+    IRMapping m;
+    m.map(combiner->getOperand(0), x);
+    m.map(combiner->getOperand(1), y);
+    Operation *c = rb.clone(*combiner, m);
+    tile::YieldOp::create(rb, loc, c->getResults());
+    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt),
+                                   r.getResult(0), s);
+  }
+  return {t, spans};
+}
+
+LogicalResult KernelWriter::writeContraction(
+    GenericOp op, ArrayRef<int64_t> opSpace,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  Location loc = op.getLoc();
+  ContractionDimensions dims = *inferContractionDims(op);
+  unsigned m = dims.m[0], n = dims.n[0], k = dims.k[0];
+  SmallVector<int64_t> loops = getLoopSizes(op);
+  int64_t sm = opSpace[m], sn = opSpace[n], sk = opSpace[k];
+  int64_t bm = tiling.block[sm], bn = tiling.block[sn], bk = tiling.block[sk];
+  // The operand with loop m is the lhs.
+  OpOperand *lhs = op.getDpsInputOperand(0), *rhs = op.getDpsInputOperand(1);
+  auto usesLoop = [&](OpOperand *o, unsigned d) {
+    return op.getMatchingIndexingMap(o).getResultPosition(
+               getAffineDimExpr(d, op.getContext()))
+        .has_value();
+  };
+  if (!usesLoop(lhs, m))
+    std::swap(lhs, rhs);
+  // Views [batch..., rows, cols] of the operands, in their own order.
+  auto operandView = [&](OpOperand *o, ArrayRef<unsigned> order)
+      -> FailureOr<Value> {
+    if (getScalarSource(o->get()) || values.count(o->get()))
+      return emitError(loc) << "unsupported: a matmul operand computed in the "
+                               "same kernel or a constant tensor";
+    const Buffer *buffer = bufferOf(o->get());
+    if (!buffer)
+      return emitError(loc) << "unsupported: a matmul of an uninitialized "
+                               "tensor";
+    AffineMap map = op.getMatchingIndexingMap(o);
+    StridedLayout layout;
+    layout.offset = buffer->layout.offset;
+    for (unsigned d : order) {
+      std::optional<unsigned> j =
+          map.getResultPosition(getAffineDimExpr(d, op.getContext()));
+      layout.sizes.push_back(j ? buffer->layout.sizes[*j] : 1);
+      layout.strides.push_back(j ? buffer->layout.strides[*j] : 0);
+    }
+    return view(o->get(), layout);
+  };
+  SmallVector<unsigned> aOrder(dims.batch.begin(), dims.batch.end());
+  SmallVector<unsigned> bOrder = aOrder;
+  aOrder.append({m, k});
+  bOrder.append({k, n});
+  FailureOr<Value> aView = operandView(lhs, aOrder);
+  FailureOr<Value> bView = operandView(rhs, bOrder);
+  if (failed(aView) || failed(bView))
+    return failure();
+  Type aElt = getElementTypeOrSelf(lhs->get().getType());
+  Type bElt = getElementTypeOrSelf(rhs->get().getType());
+  unsigned rank = aOrder.size();
+  Value aArg = addArgument(*aView, rank, aElt);
+  Value bArg = addArgument(*bView, rank, bElt);
+  SmallVector<Value> batchOffsets;
+  for (unsigned d : dims.batch)
+    batchOffsets.push_back(opSpace[d] >= 0 ? offsets[opSpace[d]] : index(0));
+  Type f32 = b.getF32Type();
+  Type dotElt = aElt == bElt ? aElt : f32;
+  auto acc0 = tile::SplatOp::create(
+      b, loc, RankedTensorType::get({bm, bn}, f32),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
+  auto loop = scf::ForOp::create(b, loc, index(0), index(loops[k]), index(bk),
+                                 ValueRange{acc0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    auto loadOperand = [&](Value arg, Type elt, Value row, Value col,
+                           int64_t rows, int64_t cols) -> Value {
+      SmallVector<Value> at = batchOffsets;
+      at.append({row, col});
+      SmallVector<int64_t> shape(batchOffsets.size(), 1);
+      shape.append({rows, cols});
+      Value t = tile::LoadOp::create(b, loc, RankedTensorType::get(shape, elt),
+                                     arg, at, nullptr);
+      t = tile::ReshapeOp::create(b, loc,
+                                  RankedTensorType::get({rows, cols}, elt), t);
+      if (elt != dotElt)
+        t = arith::ExtFOp::create(
+            b, loc, RankedTensorType::get({rows, cols}, dotElt), t);
+      return t;
+    };
+    Value a = loadOperand(aArg, aElt, offsets[sm], kk, bm, bk);
+    Value bt = loadOperand(bArg, bElt, kk, offsets[sn], bk, bn);
+    Value acc = tile::DotOp::create(b, loc, a, bt, loop.getRegionIterArgs()[0],
+                                    /*input_precision=*/nullptr);
+    scf::YieldOp::create(b, loc, acc);
+  }
+  Value acc = loop.getResult(0);
+  Type outElt = getElementTypeOrSelf(op.getResult(0).getType());
+  if (outElt != f32)
+    acc = arith::TruncFOp::create(
+        b, loc, RankedTensorType::get({bm, bn}, outElt), acc);
+  llvm::SmallBitVector spans(space.size());
+  spans.set(sm);
+  spans.set(sn);
+  for (unsigned d : dims.batch)
+    if (opSpace[d] >= 0)
+      spans.set(opSpace[d]); // blocks of 1: offsets for the stores
+  if (sn < sm)
+    acc = tile::PermuteOp::create(
+        b, loc, RankedTensorType::get({bn, bm}, outElt), acc,
+        b.getDenseI64ArrayAttr({1, 0}));
+  TileValue result{
+      tile::ReshapeOp::create(b, loc, tileType(spans, outElt), acc), spans};
+  // An accumulator that is not zero adds in.
+  OpOperand *init = op.getDpsInitOperand(0);
+  Value scalar = getScalarSource(init->get());
+  Attribute attr;
+  bool zero = scalar && matchPattern(scalar, m_Constant(&attr)) &&
+              isa<FloatAttr>(attr) && cast<FloatAttr>(attr).getValue().isZero();
+  if (!zero) {
+    FailureOr<TileValue> initTile =
+        operandTile(op, *init, opSpace, view, bufferOf);
+    if (failed(initTile))
+      return failure();
+    FailureOr<TileValue> sum = applyElementwise(
+        *getCombiner(op, 0),
+        getCombiner(op, 0)->getOperand(0) == op.getRegionOutputArgs()[0]
+            ? SmallVector<TileValue>{*initTile, result}
+            : SmallVector<TileValue>{result, *initTile});
+    if (failed(sum))
+      return failure();
+    result = *sum;
+  }
+  values[op.getResult(0)] = result;
+  return success();
+}
+
+LogicalResult KernelWriter::writeOp(
+    GenericOp op, GenericKind kind,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+  viewFor = view;
+  if (kind == GenericKind::Contraction)
+    return writeContraction(op, opSpace, view, bufferOf);
+  Block *body = op.getBody();
+  DenseMap<Value, TileValue> local;
+  // Block arguments: the operands' tiles (outputs only where the body reads
+  // them outside a combiner).
+  llvm::SmallPtrSet<Operation *, 4> combiners;
+  if (kind == GenericKind::Reduction)
+    for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
+      combiners.insert(getCombiner(op, i));
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    bool used = llvm::any_of(arg.getUsers(), [&](Operation *u) {
+      return !op.isDpsInit(&operand) || !combiners.contains(u);
+    });
+    if (!used)
+      continue;
+    FailureOr<TileValue> t = operandTile(op, operand, opSpace, view, bufferOf);
+    if (failed(t))
+      return failure();
+    local[arg] = *t;
+  }
+  auto lookup = [&](Value v) -> FailureOr<TileValue> {
+    auto it = local.find(v);
+    if (it != local.end())
+      return it->second;
+    return scalarFromHost(v, op.getLoc());
+  };
+  for (Operation &inner : body->without_terminator()) {
+    if (combiners.contains(&inner))
+      continue;
+    if (auto c = dyn_cast<arith::ConstantOp>(inner)) {
+      FailureOr<TileValue> t = scalarFromHost(c, inner.getLoc());
+      if (failed(t))
+        return failure();
+      local[c] = *t;
+      continue;
+    }
+    if (auto idx = dyn_cast<IndexOp>(inner)) {
+      local[idx] = indexTile(opSpace[idx.getDim()], inner.getLoc());
+      continue;
+    }
+    if (isa<cf::AssertOp>(inner))
+      continue; // tile.gather checks its bounds
+    if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+      FailureOr<TileValue> t = gather(extract, lookup, bufferOf);
+      if (failed(t))
+        return failure();
+      local[extract] = *t;
+      continue;
+    }
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(inner)) {
+      // Index arithmetic (a loop split by reshape propagation), on i64.
+      SmallVector<TileValue> operands;
+      for (Value v : apply.getOperands()) {
+        FailureOr<TileValue> t = lookup(v);
+        if (failed(t))
+          return failure();
+        operands.push_back(*t);
+      }
+      FailureOr<TileValue> r =
+          applyAffine(apply.getAffineMap().getResult(0), operands,
+                      apply.getAffineMap().getNumDims(), inner.getLoc());
+      if (failed(r))
+        return failure();
+      local[apply] = *r;
+      continue;
+    }
+    SmallVector<TileValue> operands;
+    for (Value v : inner.getOperands()) {
+      FailureOr<TileValue> t = lookup(v);
+      if (failed(t))
+        return failure();
+      operands.push_back(*t);
+    }
+    FailureOr<TileValue> r = applyElementwise(inner, operands);
+    if (failed(r))
+      return failure();
+    local[inner.getResult(0)] = *r;
+  }
+  auto yield = cast<YieldOp>(body->getTerminator());
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
+    // The result's dimensions over the space.
+    llvm::SmallBitVector spans(space.size());
+    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e); d && opSpace[d.getPosition()] >= 0)
+        spans.set(opSpace[d.getPosition()]);
+    TileValue result;
+    if (kind == GenericKind::Reduction) {
+      Operation *c = getCombiner(op, i);
+      BlockArgument out = op.getRegionOutputArgs()[i];
+      Value other = c->getOperand(0) == out ? c->getOperand(1)
+                                            : c->getOperand(0);
+      FailureOr<TileValue> v = lookup(other);
+      if (failed(v))
+        return failure();
+      llvm::SmallBitVector dims(space.size());
+      for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+        if (!isParallel(it) && opSpace[d] >= 0)
+          dims.set(opSpace[d]);
+      result = reduce(*v, c, dims, op.getLoc());
+      // Combine with the initial value unless it is the identity.
+      Value scalar = getScalarSource(init.get());
+      Attribute attr;
+      bool identity = scalar && matchPattern(scalar, m_Constant(&attr)) &&
+                      attr == getCombinerIdentity(c);
+      if (!identity) {
+        FailureOr<TileValue> initTile =
+            operandTile(op, init, opSpace, view, bufferOf);
+        if (failed(initTile))
+          return failure();
+        FailureOr<TileValue> sum = applyElementwise(
+            *c, c->getOperand(0) == out
+                    ? SmallVector<TileValue>{*initTile, result}
+                    : SmallVector<TileValue>{result, *initTile});
+        if (failed(sum))
+          return failure();
+        result = *sum;
+      }
+    } else {
+      FailureOr<TileValue> v = lookup(yield.getOperand(i));
+      if (failed(v))
+        return failure();
+      result = *v;
+    }
+    result = {materialize(result, spans, op.getLoc()), spans};
+    values[op.getResult(i)] = result;
+  }
+  return success();
+}
+
+void KernelWriter::store(Value result, ArrayRef<int64_t> dims, Value hostView) {
+  Location loc = result.getLoc();
+  TileValue &t = values[result];
+  Type elt = getElementTypeOrSelf(result.getType());
+  Value arg = addArgument(hostView, space.size(), elt);
+  SmallVector<Value> at;
+  for (unsigned s = 0; s < space.size(); ++s)
+    at.push_back(t.spans.test(s) ? offsets[s] : index(0));
+  tile::StoreOp::create(b, loc, t.value, arg, at);
+}
+
+//===----------------------------------------------------------------------===//
+// Groups
+//===----------------------------------------------------------------------===//
+
+/// Block sizes and warps (Inductor's heuristics, simplified): a program
+/// covers up to 1024 elements of an elementwise kernel, whole rows of a
+/// reduction (several rows while they are short), and a 16..64 x 16..64
+/// tile of a contraction's output (k in steps of 16..32).
+Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced,
+                    GenericOp contraction) {
+  Tiling t;
+  t.block.assign(space.size(), 1);
+  if (contraction) {
+    ContractionDimensions dims = *inferContractionDims(contraction);
+    auto opSpace =
+        contraction->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
+      return std::min(std::max(nextPowerOf2(n), lo), hi);
+    };
+    int64_t sm = opSpace[dims.m[0]], sn = opSpace[dims.n[0]],
+            sk = opSpace[dims.k[0]];
+    t.block[sm] = clampPow2(space[sm], 16, 64);
+    t.block[sn] = clampPow2(space[sn], 16, 64);
+    t.block[sk] = clampPow2(space[sk], 16, 32);
+    t.numWarps = 4;
+  } else {
+    int64_t row = 1;
+    for (int s : reduced.set_bits()) {
+      t.block[s] = nextPowerOf2(space[s]);
+      row *= t.block[s];
+    }
+    int64_t budget = std::max<int64_t>(row, reduced.any() ? 2048 : 1024);
+    int64_t total = row;
+    for (int s = (int)space.size() - 1; s >= 0; --s) {
+      if (reduced.test(s))
+        continue;
+      t.block[s] = std::min(nextPowerOf2(space[s]), budget / total);
+      total *= t.block[s];
+    }
+    t.numWarps = std::clamp<int64_t>(total / 256, 1, 8);
+    t.numWarps = int64_t(1) << llvm::Log2_64(t.numWarps);
+  }
+  t.counts.assign(space.size(), 1);
+  for (unsigned s = 0; s < space.size(); ++s) {
+    if (reduced.test(s))
+      continue;
+    t.counts[s] = llvm::divideCeil(space[s], t.block[s]);
+    t.programs *= t.counts[s];
+  }
+  return t;
+}
+
+LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
+  SmallVector<GenericOp> ops;
+  for (Operation *op : members)
+    if (auto generic = dyn_cast<GenericOp>(op))
+      ops.push_back(generic);
+  // The space: each dimension's size, from the ops' loops.
+  SmallVector<int64_t> space;
+  llvm::SmallBitVector reduced;
+  GenericOp contraction;
+  SmallVector<GenericKind> kinds;
+  for (GenericOp op : ops) {
+    std::string why;
+    GenericKind kind = *classify(op, why);
+    kinds.push_back(kind);
+    if (kind == GenericKind::Contraction)
+      contraction = op;
+    auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    SmallVector<int64_t> loops = getLoopSizes(op);
+    for (auto [d, s] : llvm::enumerate(opSpace)) {
+      if (s < 0)
+        continue;
+      if ((int64_t)space.size() <= s) {
+        space.resize(s + 1, 1);
+        reduced.resize(s + 1);
+      }
+      space[s] = loops[d];
+      if (!isParallel(op.getIteratorTypesArray()[d]))
+        reduced.set(s);
+    }
+  }
+  if (space.empty()) {
+    space.push_back(1);
+    reduced.resize(1);
+  }
+  Tiling tiling = chooseTiling(space, reduced, contraction);
+
+  // The kernel.
+  std::string name = "k" + std::to_string(id) + "_" +
+                     (contraction ? "matmul"
+                      : reduced.any() ? "reduce"
+                                      : "pointwise");
+  std::string fused;
+  for (auto [op, kind] : llvm::zip(ops, kinds))
+    fused += (fused.empty() ? "" : ", ") + describe(op, kind);
+  OpBuilder mb = OpBuilder::atBlockEnd(module.getBody());
+  mb.setInsertionPoint(host);
+  auto kernel = tile::KernelOp::create(mb, ops.front()->getLoc(), name,
+                                       mb.getFunctionType({}, {}));
+  kernel->setAttr("tile.fused", mb.getStringAttr(fused));
+  kernel->setAttr(tile::KernelOp::getNumWarpsAttrName(),
+                  mb.getI64IntegerAttr(tiling.numWarps));
+
+  KernelWriter writer(kernel, space, tiling);
+  writer.writeProgramOffsets();
+  auto view = [&](Value v, const StridedLayout &layout) -> Value {
+    return viewOf(bufferFor(v), layout);
+  };
+  auto bufferOf = [&](Value v) -> const Buffer * {
+    const Buffer &buffer = bufferFor(v);
+    return buffer.root ? &buffer : nullptr; // else an uninitialized tensor
+  };
+  for (Operation *member : members) {
+    auto op = dyn_cast<GenericOp>(member);
+    if (!op) { // a reshape of unit dimensions: the same tile
+      writer.values[member->getResult(0)] =
+          writer.values.lookup(member->getOperand(0));
+      continue;
+    }
+    GenericKind kind = kinds[llvm::find(ops, op) - ops.begin()];
+    if (failed(writer.writeOp(op, kind, view, bufferOf)))
+      return failure();
+  }
+
+  // Values used outside the group are stored to new buffers; reshapes of
+  // them in the group are views of those.
+  llvm::SmallPtrSet<Operation *, 8> memberSet(members.begin(), members.end());
+  std::function<bool(Value)> escapes = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *u) {
+      if (!memberSet.contains(u))
+        return true;
+      return !isa<GenericOp>(u) && escapes(u->getResult(0));
+    });
+  };
+  for (GenericOp op : ops) {
+    auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      Value result = op.getTiedOpResult(&init);
+      if (!escapes(result))
+        continue;
+      auto type = cast<RankedTensorType>(result.getType());
+      Value alloc = memref::AllocOp::create(
+          builder, op.getLoc(),
+          MemRefType::get(type.getShape(), type.getElementType()),
+          builder.getI64IntegerAttr(64));
+      Buffer &buffer = buffers[result] = {
+          alloc, StridedLayout::contiguous(type.getShape())};
+      StridedLayout layout;
+      layout.sizes.assign(space.size(), 1);
+      layout.strides.assign(space.size(), 0);
+      SmallVector<int64_t> dims;
+      for (auto [j, e] :
+           llvm::enumerate(op.getMatchingIndexingMap(&init).getResults())) {
+        auto d = dyn_cast<AffineDimExpr>(e);
+        int64_t s = d ? opSpace[d.getPosition()] : -1;
+        dims.push_back(s);
+        if (s < 0)
+          continue;
+        layout.sizes[s] = buffer.layout.sizes[j];
+        layout.strides[s] = buffer.layout.strides[j];
+      }
+      writer.store(result, dims, viewOf(buffer, layout));
+    }
+  }
+  for (Operation *member : members)
+    if (!isa<GenericOp>(member) && buffers.count(member->getOperand(0))) {
+      Buffer source = buffers[member->getOperand(0)];
+      buffers[member->getResult(0)] = {
+          source.root, *getViewLayout(member, source.layout)};
+    }
+  SmallVector<Type> argTypes;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    argTypes.push_back(arg.getType());
+  kernel.setFunctionType(mb.getFunctionType(argTypes, {}));
+
+  Location loc = ops.front()->getLoc();
+  Value programs = arith::ConstantIndexOp::create(builder, loc, tiling.programs);
+  Value one = arith::ConstantIndexOp::create(builder, loc, 1);
+  tile::LaunchOp::create(builder, loc, name, ValueRange{programs, one, one},
+                         writer.launchArgs);
+  return success();
+}
+
+LogicalResult Converter::run() {
+  // The host function, on memrefs with the identity layout.
+  SmallVector<Type> argTypes;
+  for (Type t : func.getArgumentTypes()) {
+    auto type = dyn_cast<RankedTensorType>(t);
+    if (!type || !type.hasStaticShape())
+      return func.emitError()
+             << "unsupported: a function argument of type " << t
+             << " (tensors of static shape are supported)";
+    argTypes.push_back(MemRefType::get(type.getShape(), type.getElementType()));
+  }
+  OpBuilder mb(func);
+  host = func::FuncOp::create(mb, func.getLoc(), func.getName(),
+                              mb.getFunctionType(argTypes, {}));
+  Block *entry = host.addEntryBlock();
+  builder.setInsertionPointToStart(entry);
+  for (auto [old, arg] :
+       llvm::zip(func.getArguments(), entry->getArguments())) {
+    auto type = cast<RankedTensorType>(old.getType());
+    buffers[old] = {arg, StridedLayout::contiguous(type.getShape())};
+  }
+
+  // Work items in program order: groups (at their first op), views, return.
+  SmallVector<Operation *> pending;
+  for (Operation &op : func.getBody().front()) {
+    if (auto group = op.getAttrOfType<IntegerAttr>(kGroupAttr)) {
+      auto [it, inserted] = groups.try_emplace(group.getInt());
+      it->second.push_back(&op);
+      if (inserted)
+        pending.push_back(&op);
+      continue;
+    }
+    if (auto generic = dyn_cast<GenericOp>(op)) {
+      if (isViewOp(generic)) // else a fill read as a scalar
+        pending.push_back(&op);
+      continue;
+    }
+    if (isa<tensor::EmptyOp, arith::ConstantOp>(op))
+      continue;
+    pending.push_back(&op);
+  }
+
+  auto groupReady = [&](ArrayRef<Operation *> ops) {
+    llvm::SmallPtrSet<Operation *, 8> members(ops.begin(), ops.end());
+    for (Operation *op : ops)
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value v = operand.get();
+        if (auto generic = dyn_cast<GenericOp>(op);
+            generic && generic.isDpsInit(&operand) &&
+            !generic.payloadUsesValueFromOperand(&operand))
+          continue; // only gives the result's shape
+        Operation *def = v.getDefiningOp();
+        if (def && members.contains(def))
+          continue;
+        if (isa<RankedTensorType>(v.getType()) && !buffers.count(v) &&
+            !isVirtual(v) && !matchPattern(v, m_Constant()))
+          return false;
+      }
+    for (Operation *op : ops)
+      if (auto generic = dyn_cast<GenericOp>(op))
+        for (Value v : getCapturedTensors(generic))
+          if (!buffers.count(v) && !matchPattern(v, m_Constant()))
+            return false;
+    return true;
+  };
+
+  while (!pending.empty()) {
+    auto it = llvm::find_if(pending, [&](Operation *op) {
+      if (auto group = op->getAttrOfType<IntegerAttr>(kGroupAttr))
+        return groupReady(groups[group.getInt()]);
+      return ready(op);
+    });
+    if (it == pending.end())
+      return func.emitError("kernel formation made a cycle of kernels");
+    Operation *op = *it;
+    pending.erase(it);
+    if (auto group = op->getAttrOfType<IntegerAttr>(kGroupAttr)) {
+      if (failed(emitGroup(group.getInt(), groups[group.getInt()])))
+        return failure();
+      continue;
+    }
+    if (isViewOp(op)) {
+      if (getScalarSource(op->getResult(0)))
+        continue; // a reshaped fill, read as a scalar
+      Buffer source = bufferFor(op->getOperand(0));
+      if (!source.root)
+        continue; // a view of an uninitialized tensor: only an output's shape
+      std::optional<StridedLayout> layout = getViewLayout(op, source.layout);
+      if (!layout)
+        return op->emitError("a reshape that is no strided view of its source "
+                             "(tile-form-kernels should have copied it)");
+      buffers[op->getResult(0)] = {source.root, *layout};
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      SmallVector<Value> results;
+      for (Value v : ret.getOperands()) {
+        Buffer &buffer = bufferFor(v);
+        auto type = cast<RankedTensorType>(v.getType());
+        if (buffer.layout.offset == 0 &&
+            buffer.layout.strides ==
+                StridedLayout::contiguous(type.getShape()).strides &&
+            cast<MemRefType>(buffer.root.getType()).getShape() ==
+                type.getShape())
+          results.push_back(buffer.root);
+        else
+          results.push_back(viewOf(buffer, buffer.layout));
+      }
+      func::ReturnOp::create(builder, ret.getLoc(), results);
+      host.setFunctionType(
+          builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+      continue;
+    }
+    return op->emitError() << "unsupported: '" << op->getName()
+                           << "' has no lowering to tile kernels yet";
+  }
+  host.setFunctionType(builder.getFunctionType(
+      argTypes, entry->getTerminator()->getOperandTypes()));
+  func.erase();
+  return success();
+}
+
+struct ConvertLinalgToTilePass
+    : tileopt::impl::ConvertLinalgToTileBase<ConvertLinalgToTilePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() &&
+          llvm::any_of(func.getArgumentTypes(),
+                       [](Type t) { return isa<RankedTensorType>(t); }))
+        funcs.push_back(func);
+    for (func::FuncOp func : funcs)
+      if (failed(Converter(module, func).run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

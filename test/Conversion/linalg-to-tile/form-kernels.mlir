@@ -1,0 +1,215 @@
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --linalg-generalize-named-ops --tile-form-kernels | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// A chain of elementwise ops with a broadcast operand is one group; the
+// unused values need no output.
+// CHECK-LABEL: func.func @chain
+// CHECK: linalg.generic {{.*}}ins(%arg0, %arg1 {{.*}}tile.group = 0 : i64, tile.space = array<i64: 0, 1>}
+// CHECK: linalg.generic {{.*}}tile.group = 0 : i64, tile.space = array<i64: 0, 1>}
+// CHECK: math.exp
+// CHECK-NOT: tile.group = 1
+func.func @chain(%x: tensor<4x37xf32>, %b: tensor<37xf32>) -> tensor<4x37xf32> {
+  %e = tensor.empty() : tensor<4x37xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %b : tensor<4x37xf32>, tensor<37xf32>) outs(%e : tensor<4x37xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<4x37xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%0 : tensor<4x37xf32>) outs(%e : tensor<4x37xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x37xf32>
+  return %1 : tensor<4x37xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#rowk = affine_map<(d0, d1) -> (d0, 0)>
+
+// Softmax as torch-mlir writes it: a max with an unused argmax (dropped),
+// a reshape to keepdim (propagated into the max), then exp, sum and
+// divide: one group, whose reduced dimension is the row.
+// CHECK-LABEL: func.func @softmax
+// CHECK-COUNT-4: tile.group = 0 : i64, tile.space
+// CHECK-NOT: tile.group = 1
+func.func @softmax(%x: tensor<4x1000xf32>) -> tensor<4x1000xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : i64
+  %ei = tensor.empty() : tensor<4xi64>
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<4xi64>) -> tensor<4xi64>
+  %em = tensor.empty() : tensor<4xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<4xf32>) -> tensor<4xf32>
+  %m:2 = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x1000xf32>) outs(%fm, %fi : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%a: f32, %o: f32, %oi: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %mx = arith.maximumf %a, %o : f32
+    %gt = arith.cmpf ogt, %a, %o : f32
+    %sel = arith.select %gt, %ii, %oi : i64
+    linalg.yield %mx, %sel : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  %mk = tensor.expand_shape %m#0 [[0, 1]] output_shape [4, 1] : tensor<4xf32> into tensor<4x1xf32>
+  %e = tensor.empty() : tensor<4x1000xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #rowk, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mk : tensor<4x1000xf32>, tensor<4x1xf32>) outs(%e : tensor<4x1000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  } -> tensor<4x1000xf32>
+  %es = tensor.empty() : tensor<4x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %s = linalg.generic {indexing_maps = [#id, #rowk], iterator_types = ["parallel", "reduction"]}
+      ins(%ex : tensor<4x1000xf32>) outs(%fs : tensor<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<4x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #rowk, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %s : tensor<4x1000xf32>, tensor<4x1xf32>) outs(%e : tensor<4x1000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.divf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<4x1000xf32>
+  return %y : tensor<4x1000xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// A linear layer: the weight's transpose is folded into the matmul's map
+// (no copy), the bias and GELU join the contraction as its epilogue, and the
+// zero fill stays a splat.
+// CHECK-LABEL: func.func @linear_gelu
+// CHECK-NOT: permutation
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<37x32xf32>, tensor<64x32xf32>) {{.*}}tile.group = 0 : i64, tile.space = array<i64: 0, 1, 2>}
+// CHECK: tile.group = 0 : i64, tile.space = array<i64: 0, 1>}
+// CHECK: tile.group = 0 : i64, tile.space = array<i64: 0, 1>}
+// CHECK-NOT: tile.group = 1
+func.func @linear_gelu(%x: tensor<37x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<37x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %et = tensor.empty() : tensor<32x64xf32>
+  %wt = linalg.transpose ins(%w : tensor<64x32xf32>) outs(%et : tensor<32x64xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<37x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<37x64xf32>) -> tensor<37x64xf32>
+  %mm = linalg.matmul ins(%x, %wt : tensor<37x32xf32>, tensor<32x64xf32>) outs(%f : tensor<37x64xf32>) -> tensor<37x64xf32>
+  %h = linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b : tensor<37x64xf32>, tensor<64xf32>) outs(%e : tensor<37x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<37x64xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%h : tensor<37x64xf32>) outs(%e : tensor<37x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.tanh %a : f32
+    %s = arith.mulf %t, %half : f32
+    linalg.yield %s : f32
+  } -> tensor<37x64xf32>
+  return %g : tensor<37x64xf32>
+}
+
+// -----
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#sw = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
+
+// A reshape of a transposed value is no strided view: it reads a copy,
+// which reads the transpose through its indexing map.
+// CHECK-LABEL: func.func @reshape_after_transpose
+// CHECK: %[[COPY:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x8x16xf32>) outs(%{{.*}} : tensor<8x4x16xf32>) attrs =  {tile.copy, tile.group = 0 : i64
+// CHECK: tensor.collapse_shape %[[COPY]]
+func.func @reshape_after_transpose(%x: tensor<4x8x16xf32>) -> tensor<8x64xf32> {
+  %e = tensor.empty() : tensor<8x4x16xf32>
+  %t = linalg.generic {indexing_maps = [#sw, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x8x16xf32>) outs(%e : tensor<8x4x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<8x4x16xf32>
+  %c = tensor.collapse_shape %t [[0], [1, 2]] : tensor<8x4x16xf32> into tensor<8x64xf32>
+  return %c : tensor<8x64xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// Two reductions of one input over the same rows share a kernel (siblings).
+// CHECK-LABEL: func.func @siblings
+// CHECK: tile.group = 0
+// CHECK: tile.group = 0
+// CHECK-NOT: tile.group = 1
+func.func @siblings(%x: tensor<8x64xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<8xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %f1 = linalg.fill ins(%ninf : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x64xf32>) outs(%f0 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<8x64xf32>) outs(%f1 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  return %s, %m : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0) -> (d0)>
+
+// A gather (an embedding lookup) is a kernel reading the table it extracts
+// from (torch-mlir's bounds asserts are left to tile.gather's bounds check).
+// CHECK-LABEL: func.func @gather
+// CHECK: tile.group = 0 : i64, tile.space = array<i64: 0, 1>
+// CHECK: tensor.extract %arg1
+func.func @gather(%ids: tensor<8xi64>, %table: tensor<100x16xf32>) -> tensor<8x16xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<8xi64>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %j = linalg.index 1 : index
+    %ii = arith.index_cast %i : i64 to index
+    %v = tensor.extract %table[%ii, %j] : tensor<100x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  return %g : tensor<8x16xf32>
+}
+
+// -----
+
+// A window (a convolution's d0 + d1) is no strided view of the iteration
+// space: reported, not formed.
+func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  // expected-error @+1 {{unsupported: indexing map}}
+  %w = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0 + d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %k : tensor<10xf32>, tensor<3xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    %s = arith.addf %m, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %w : tensor<8xf32>
+}

@@ -1,0 +1,226 @@
+"""PyTorch models through ``tileopt.compile(model, inputs)``, run in the PTX emulator and
+compared with eager PyTorch on the example inputs and on a second set of inputs (nothing is
+baked into the compiled graph)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tileopt.ir", reason="tileopt's native MLIR bindings are not built")
+pytest.importorskip("torch_mlir", reason="the frontend needs torch-mlir (requirements.txt)")
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+import tileopt  # noqa: E402
+
+TOL = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+
+def _close(got: Any, want: Any, tol: float) -> None:
+    if isinstance(want, tuple | list):
+        assert type(got) is type(want) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _close(g, w, tol)
+        return
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    if want.dtype == torch.bool or not want.is_floating_point():
+        assert torch.equal(got, want)
+        return
+    scale = max(float(want.abs().max()), 1.0)
+    torch.testing.assert_close(got.float(), want.float(), atol=tol * scale * 4, rtol=tol * 4)
+
+
+def check(
+    model: Callable[..., Any],
+    make_inputs: Callable[[], Sequence[Any]],
+    *,
+    tol: float | None = None,
+    max_kernels: int | None = None,
+) -> Any:
+    """Compiles ``model`` for the inputs ``make_inputs()`` gives, runs it in the emulator on
+    those and on a second set, compares with eager PyTorch; returns the CompiledGraph."""
+    torch.manual_seed(0)
+    inputs = tuple(make_inputs())
+    graph = tileopt.compile(model, inputs)
+    with torch.no_grad():
+        for args in (inputs, tuple(make_inputs())):
+            want = model(*args)
+            got = graph(*args)
+            dtype = next(a.dtype for a in args if a.is_floating_point()) if tol is None else None
+            _close(got, want, tol if tol is not None else TOL.get(dtype, 2e-5))
+    if max_kernels is not None:
+        assert len(graph.program.host.kernel_names) <= max_kernels, graph.summary()
+    return graph
+
+
+def randn(*shape: int, dtype: Any = torch.float32) -> Any:
+    return torch.randn(*shape).to(dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise and broadcasting
+
+
+ELEMENTWISE: dict[str, Callable[..., Any]] = {
+    "arith": lambda x, y: (x + y) * (x - y) / (y.abs() + 1.0),
+    "pow": lambda x, y: x.pow(2) + x.abs().pow(1.5) + torch.pow(y.abs() + 1, 0.5),
+    "exp_log": lambda x, y: torch.exp(x) + torch.log(y.abs() + 1e-3),
+    "sqrt_rsqrt": lambda x, y: torch.sqrt(x.abs()) + torch.rsqrt(y.abs() + 0.5),
+    "tanh_sigmoid": lambda x, y: torch.tanh(x) * torch.sigmoid(y),
+    "relu_silu": lambda x, y: F.relu(x) + F.silu(y),
+    "gelu": lambda x, y: F.gelu(x) + F.gelu(y, approximate="tanh"),
+    "where": lambda x, y: torch.where(x > y, x, y * 2),
+    "masked_fill": lambda x, y: x.masked_fill(y < 0, -1e4),
+    "compare": lambda x, y: (x >= y) | (x < -1.0),
+    "casts": lambda x, y: (x * 10).to(torch.int32).to(torch.float32) + y.to(torch.float16).float(),
+}
+
+
+@pytest.mark.parametrize("shape", [(37,), (4, 37), (3, 5, 1000)], ids=str)
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_elementwise(name: str, shape: tuple[int, ...]) -> None:
+    f = ELEMENTWISE[name]
+    graph = check(f, lambda: (randn(*shape), randn(*shape[-1:])), max_kernels=1)
+    assert len(graph.kernels) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize(("shape", "dim", "keepdim"), [
+    ((37,), 0, False), ((4, 37), 1, True), ((4, 37), 0, False), ((3, 5, 1000), -1, False),
+    ((3, 5, 7), (0, 2), True),
+], ids=str)
+def test_reductions(op: str, shape: tuple[int, ...], dim: Any, keepdim: bool) -> None:
+    def f(x: Any) -> Any:
+        return getattr(torch, op)(x * 2.0, dim=dim, keepdim=keepdim)
+
+    check(f, lambda: (randn(*shape),), max_kernels=1)
+
+
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+@pytest.mark.parametrize(("shape", "dim"), [((4, 37), -1), ((3, 1000), 1), ((6, 5, 7), 0)], ids=str)
+def test_softmax(fn: str, shape: tuple[int, ...], dim: int) -> None:
+    check(lambda x: getattr(torch, fn)(x, dim=dim), lambda: (randn(*shape),), max_kernels=1)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x: Any) -> Any:
+        norm = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+        return norm * self.weight
+
+
+@pytest.mark.parametrize("shape", [(4, 37), (2, 3, 1000)], ids=str)
+def test_norms(shape: tuple[int, ...]) -> None:
+    ln = nn.LayerNorm(shape[-1])
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+        ln.bias.uniform_(-0.5, 0.5)
+    check(ln, lambda: (randn(*shape),), max_kernels=1)
+    check(RMSNorm(shape[-1]), lambda: (randn(*shape),), max_kernels=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# contractions
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize(("m", "k", "n"), [(37, 32, 64), (16, 100, 1000), (1, 64, 37)], ids=str)
+def test_matmul(dtype: Any, m: int, k: int, n: int) -> None:
+    check(torch.matmul, lambda: (randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)),
+          max_kernels=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_bmm(dtype: Any) -> None:
+    check(torch.bmm, lambda: (randn(3, 37, 40, dtype=dtype), randn(3, 40, 24, dtype=dtype)),
+          max_kernels=1)
+
+
+def test_mlp() -> None:
+    mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 16))
+    graph = check(mlp, lambda: (randn(4, 37, 32),))
+    assert len(graph.kernels) <= 3
+
+
+# ---------------------------------------------------------------------------------------------
+# attention and blocks
+
+
+def causal_attention(q: Any, k: Any, v: Any) -> Any:
+    t = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(t, t, dtype=torch.bool).tril()
+    return scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+
+
+@pytest.mark.parametrize("t", [16, 37])
+def test_attention(t: int) -> None:
+    def inputs() -> tuple[Any, ...]:
+        return tuple(randn(2, 4, t, 16) for _ in range(3))
+
+    check(causal_attention, inputs)
+    check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), inputs)
+
+
+class Block(nn.Module):
+    """A GPT-style block in plain PyTorch."""
+
+    def __init__(self, dim: int = 64, heads: int = 4) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: Any) -> Any:
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = causal_attention(q, k, v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+def test_gpt_block() -> None:
+    check(Block(), lambda: (randn(2, 37, 64),), tol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# modules, buffers, several outputs
+
+
+class WithBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 37))
+        self.bias = nn.Parameter(torch.randn(37))
+
+    def forward(self, x: Any) -> tuple[Any, Any]:
+        y = x * self.scale + self.bias
+        return y, y.sum(-1)
+
+
+def test_buffers_and_several_outputs() -> None:
+    m = WithBuffer()
+    graph = check(m, lambda: (randn(4, 37),))
+    with torch.no_grad():  # a new weight needs no recompile
+        m.bias.add_(1.0)
+    x = randn(4, 37)
+    _close(graph(x), m(x), 2e-5)
+    assert len(graph.specialisations) == 1
