@@ -29,7 +29,7 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
       contraction never takes producers (that would recompute them for every
       output tile), and an op joins no group whose outputs it also reads
       through another kernel (that would be a cycle). Reductions keep their
-      rows in registers: at most 16384 elements (rounded up to powers of
+      rows in registers: at most 65536 elements (rounded up to powers of
       two) are reduced per program.
 
     Each generic of a group gets `tile.group = N` and `tile.space =

@@ -29,8 +29,9 @@ inline constexpr llvm::StringLiteral kSpaceAttr = "tile.space";
 inline constexpr llvm::StringLiteral kCopyAttr = "tile.copy";
 
 /// The most elements a program reduces in registers (one row of a softmax,
-/// a norm, ...). Longer rows are not formed into kernels yet.
-inline constexpr int64_t kMaxRowElements = 16384;
+/// a norm, a cross-entropy over a 50257-word vocabulary, rounded up to a
+/// power of two). Longer rows are not formed into kernels yet.
+inline constexpr int64_t kMaxRowElements = 65536;
 
 enum class GenericKind {
   /// Reads one input through a projected permutation and yields it: a

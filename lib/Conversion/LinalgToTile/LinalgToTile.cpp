@@ -119,6 +119,8 @@ private:
   llvm::MapVector<int64_t, SmallVector<Operation *>> groups;
 
   LogicalResult emitGroup(int64_t id, ArrayRef<Operation *> members);
+  void promiseLayout(BlockArgument arg, Value hostView);
+  DenseMap<Value, SmallVector<NamedAttribute>> promises;
   Value viewOf(const Buffer &buffer, const StridedLayout &layout);
   Buffer &bufferFor(Value v);
   bool isVirtual(Value v) const;
@@ -177,27 +179,21 @@ Buffer &Converter::bufferFor(Value v) {
 }
 
 Value Converter::viewOf(const Buffer &buffer, const StridedLayout &layout) {
+  // Roots have the identity layout (offset 0), so views are static.
   Location loc = buffer.root.getLoc();
   auto rootType = cast<MemRefType>(buffer.root.getType());
-  auto meta = memref::ExtractStridedMetadataOp::create(builder, loc,
-                                                       buffer.root);
-  Value offset = meta.getOffset();
-  if (layout.offset != 0)
-    offset = arith::AddIOp::create(
-        builder, loc, offset,
-        arith::ConstantIndexOp::create(builder, loc, layout.offset));
   auto type = MemRefType::get(
       layout.sizes, rootType.getElementType(),
-      StridedLayoutAttr::get(builder.getContext(), ShapedType::kDynamic,
+      StridedLayoutAttr::get(builder.getContext(), layout.offset,
                              layout.strides));
   SmallVector<OpFoldResult> sizes, strides;
-  for (int64_t s : layout.sizes)
-    sizes.push_back(builder.getIndexAttr(s));
-  for (int64_t s : layout.strides)
-    strides.push_back(builder.getIndexAttr(s));
-  return memref::ReinterpretCastOp::create(builder, loc, type,
-                                           meta.getBaseBuffer(), offset, sizes,
-                                           strides);
+  for (int64_t n : layout.sizes)
+    sizes.push_back(builder.getIndexAttr(n));
+  for (int64_t n : layout.strides)
+    strides.push_back(builder.getIndexAttr(n));
+  return memref::ReinterpretCastOp::create(builder, loc, type, buffer.root,
+                                           builder.getIndexAttr(layout.offset),
+                                           sizes, strides);
 }
 
 bool Converter::ready(Operation *op) const {
@@ -953,7 +949,8 @@ Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced
       t.block[s] = std::min(nextPowerOf2(space[s]), budget / total);
       total *= t.block[s];
     }
-    t.numWarps = std::clamp<int64_t>(total / 256, 1, 8);
+    // About 8 elements a thread, up to 32 warps for the longest rows.
+    t.numWarps = std::clamp<int64_t>(total / 256, 1, total > 2048 ? 32 : 8);
     t.numWarps = int64_t(1) << llvm::Log2_64(t.numWarps);
   }
   t.counts.assign(space.size(), 1);
@@ -964,6 +961,61 @@ Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced
     t.programs *= t.counts[s];
   }
   return t;
+}
+
+/// What a view argument's static layout lets the kernel assume, as Triton's
+/// JIT specializes a launch: an innermost stride of 1 (in the type), 16-byte
+/// alignment of the first element and of the other strides
+/// (`tile.divisibility`; buffers start 16-byte aligned: the host code makes
+/// inputs contiguous with offset 0, allocations are aligned) and 32-bit
+/// indexing (`tile.index_bitwidth`). The launcher checks them on every call.
+void Converter::promiseLayout(BlockArgument arg, Value hostView) {
+  auto type = dyn_cast<MemRefType>(arg.getType());
+  auto hostType = dyn_cast<MemRefType>(hostView.getType());
+  if (!type || !hostType || type.getRank() == 0)
+    return;
+  auto [strides, offset] = hostType.getStridesAndOffset();
+  auto cast = hostView.getDefiningOp<memref::ReinterpretCastOp>();
+  std::optional<int64_t> staticOffset;
+  if (cast && cast.getStaticOffsets().size() == 1 &&
+      !ShapedType::isDynamic(cast.getStaticOffsets()[0]))
+    staticOffset = cast.getStaticOffsets()[0];
+  else if (!cast && !ShapedType::isDynamic(offset))
+    staticOffset = offset;
+  else if (!cast)
+    staticOffset = 0; // an argument or allocation itself
+  if (llvm::any_of(strides, ShapedType::isDynamic) ||
+      !hostType.hasStaticShape())
+    return;
+  Builder b(arg.getContext());
+  SmallVector<NamedAttribute> attrs;
+  int64_t rank = type.getRank();
+  if (strides[rank - 1] == 1) {
+    SmallVector<int64_t> dynamic(rank, ShapedType::kDynamic);
+    SmallVector<int64_t> layout(rank, ShapedType::kDynamic);
+    layout[rank - 1] = 1;
+    arg.setType(MemRefType::get(
+        dynamic, type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, layout)));
+  }
+  int64_t bytes = std::max<int64_t>(
+      type.getElementType().getIntOrFloatBitWidth() / 8, 1);
+  bool aligned = staticOffset && (*staticOffset * bytes) % 16 == 0 &&
+                 llvm::all_of(strides, [&](int64_t s) {
+                   return s == 1 || (s * bytes) % 16 == 0;
+                 });
+  if (aligned)
+    attrs.push_back(b.getNamedAttr(tile::KernelOp::getDivisibilityAttrName(),
+                                   b.getI64IntegerAttr(16)));
+  int64_t extent = staticOffset.value_or(INT64_MAX / 4);
+  for (auto [size, stride] : llvm::zip(hostType.getShape(), strides))
+    extent += (size - 1) * std::abs(stride);
+  if (extent < (int64_t(1) << 31) &&
+      llvm::all_of(hostType.getShape(),
+                   [](int64_t n) { return n < (int64_t(1) << 31); }))
+    attrs.push_back(b.getNamedAttr(tile::KernelOp::getIndexBitwidthAttrName(),
+                                   b.getI64IntegerAttr(32)));
+  promises[arg] = attrs;
 }
 
 LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
@@ -1086,9 +1138,15 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
           source.root, *getViewLayout(member, source.layout)};
     }
   SmallVector<Type> argTypes;
-  for (BlockArgument arg : kernel.getBody().front().getArguments())
+  for (BlockArgument arg : kernel.getBody().front().getArguments()) {
+    promiseLayout(arg, writer.launchArgs[arg.getArgNumber()]);
     argTypes.push_back(arg.getType());
+  }
   kernel.setFunctionType(mb.getFunctionType(argTypes, {}));
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    for (NamedAttribute attr : promises.lookup(arg))
+      kernel.setArgAttr(arg.getArgNumber(), attr.getName(), attr.getValue());
+  promises.clear();
 
   Location loc = ops.front()->getLoc();
   Value programs = arith::ConstantIndexOp::create(builder, loc, tiling.programs);

@@ -799,3 +799,24 @@ tile.kernel @float_to_bool(%x: memref<?xf32>, %y: memref<?xi1>, %f: f32) attribu
   memref.store %s, %y[%c0] : memref<?xi1>
   tile.return
 }
+
+// -----
+
+#g = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// A gather loads each element at the address its indices give, predicated
+// on every index lying in the view (unsigned: a negative index too).
+// CHECK-LABEL: gpu.func @gather
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i64
+// CHECK: arith.andi
+// CHECK: llvm.getelementptr
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"mov.b32 $0, $3;\0A\09@$2 ld.global.b32 $0, [$1];"
+tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %rows = tile.load %r[%c0] : memref<?xi32> -> tensor<32xi32, #g>
+  %cols = tile.iota : tensor<32xi32, #g>
+  %t = tile.gather %x[%rows, %cols] : memref<?x?xf32>, tensor<32xi32, #g>, tensor<32xi32, #g> -> tensor<32xf32, #g>
+  tile.store %t, %y[%c0] : tensor<32xf32, #g>, memref<?xf32>
+  tile.return
+}

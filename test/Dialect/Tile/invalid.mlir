@@ -689,3 +689,39 @@ tile.kernel @k(%x: memref<?xf32>) {
   %d = memref.dim %x, %cm1 : memref<?xf32>
   tile.return
 }
+
+// -----
+
+tile.kernel @k(%x: memref<?x?xf32>, %s: i64) {
+  %i = tile.splat %s : i64 -> tensor<8xi64>
+  // expected-error @+1 {{'tile.gather' op expected one index tile per dimension of the view (2), got 1}}
+  %t = tile.gather %x[%i] : memref<?x?xf32>, tensor<8xi64> -> tensor<8xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %s: i64) {
+  %i = tile.splat %s : i64 -> tensor<4xi64>
+  // expected-error @+1 {{'tile.gather' op expected index tile #0 of the result's shape 8, got 4}}
+  %t = tile.gather %x[%i] : memref<?xf32>, tensor<4xi64> -> tensor<8xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %s: f32) {
+  %i = tile.splat %s : f32 -> tensor<8xf32>
+  // expected-error @+1 {{'tile.gather' op expected index tile #0 of i32 or i64, got 'f32'}}
+  %t = tile.gather %x[%i] : memref<?xf32>, tensor<8xf32> -> tensor<8xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf32>, %s: i32) {
+  %i = tile.splat %s : i32 -> tensor<8xi32>
+  // expected-error @+1 {{'tile.gather' op expected the result's element type to be the view's ('f32'), got 'f16'}}
+  %t = tile.gather %x[%i] : memref<?xf32>, tensor<8xi32> -> tensor<8xf16>
+  tile.return
+}

@@ -128,3 +128,16 @@ func.func @host(%x: memref<?xf32, strided<[?], offset: ?>>, %s: memref<128xf32>,
   tile.launch @add grid(%g) (%s, %n) : memref<128xf32>, i32
   return
 }
+
+// CHECK-LABEL: tile.kernel @gather
+// CHECK: tile.gather %{{.*}}[%{{.*}}, %{{.*}}] : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<16x64xi64>, tensor<16x64xi32> -> tensor<16x64xf32>
+// CHECK: tile.gather %{{.*}}[%{{.*}}] {padding = -1 : i8} : memref<?xi8>, tensor<8xi32> -> tensor<8xi8>
+tile.kernel @gather(%table: memref<?x?xf32, strided<[?, ?], offset: ?>>, %b: memref<?xi8>,
+                    %id: i64, %col: i32) {
+  %ids = tile.splat %id : i64 -> tensor<16x64xi64>
+  %cols = tile.splat %col : i32 -> tensor<16x64xi32>
+  %at = tile.splat %col : i32 -> tensor<8xi32>
+  %rows = tile.gather %table[%ids, %cols] : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<16x64xi64>, tensor<16x64xi32> -> tensor<16x64xf32>
+  %bytes = tile.gather %b[%at] {padding = -1 : i8} : memref<?xi8>, tensor<8xi32> -> tensor<8xi8>
+  tile.return
+}

@@ -51,7 +51,7 @@ def check(
         for args in (inputs, tuple(make_inputs())):
             want = model(*args)
             got = graph(*args)
-            dtype = next(a.dtype for a in args if a.is_floating_point()) if tol is None else None
+            dtype = next((a.dtype for a in args if a.is_floating_point()), torch.float32)
             _close(got, want, tol if tol is not None else TOL.get(dtype, 2e-5))
     if max_kernels is not None:
         assert len(graph.program.host.kernel_names) <= max_kernels, graph.summary()
@@ -224,3 +224,73 @@ def test_buffers_and_several_outputs() -> None:
     x = randn(4, 37)
     _close(graph(x), m(x), 2e-5)
     assert len(graph.specialisations) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# gathers and concatenation
+
+
+class Embed(nn.Module):
+    """Token embedding + learned positions."""
+
+    def __init__(self, vocab: int = 100, positions: int = 16, dim: int = 32) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(positions, dim)
+
+    def forward(self, ids: Any) -> Any:
+        return self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+
+
+def test_embedding() -> None:
+    check(Embed(), lambda: (torch.randint(0, 100, (2, 16)),), max_kernels=1)
+
+
+@pytest.mark.parametrize("vocab", [37, 1000])
+def test_cross_entropy(vocab: int) -> None:
+    check(F.cross_entropy, lambda: (randn(8, vocab), torch.randint(0, vocab, (8,))))
+
+
+def test_concat() -> None:
+    check(lambda a, b: torch.cat([a * 2, b], dim=1) + 1, lambda: (randn(4, 5), randn(4, 7)))
+
+
+def rotate_half(x: Any) -> Any:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaBlock(nn.Module):
+    """A LLaMA-style block in plain PyTorch: RMSNorm, rotary embedding, causal attention,
+    SwiGLU."""
+
+    def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 128, t: int = 16) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = RMSNorm(dim)
+        self.norm2 = RMSNorm(dim)
+        self.wqkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+        d = dim // heads
+        freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
+        angles = torch.outer(torch.arange(t).float(), freqs).repeat(1, 2)
+        self.register_buffer("cos", angles.cos())
+        self.register_buffer("sin", angles.sin())
+
+    def forward(self, x: Any) -> Any:
+        b, t, c = x.shape
+        q, k, v = self.wqkv(self.norm1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        q = q * self.cos + rotate_half(q) * self.sin
+        k = k * self.cos + rotate_half(k) * self.sin
+        y = causal_attention(q, k, v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.wo(y)
+        h = self.norm2(x)
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+def test_llama_block() -> None:
+    check(LlamaBlock(), lambda: (randn(2, 16, 64),), tol=1e-4)

@@ -262,8 +262,17 @@ private:
       setLayout(dot.getResult(), layout);
       return success();
     }
-    if (op->hasTrait<OpTrait::Elementwise>() ||
-        isa<arith::SelectOp, GatherOp>(op)) {
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      // Index tiles are made from iotas and broadcasts (whose layouts may
+      // replicate them over threads): the result's default layout spreads
+      // the per-element loads over the block.
+      Attribute layout = defaultLayout(gather.getResult().getType());
+      for (OpOperand &index : gather.getIndicesMutable())
+        convertOperand(index, layout);
+      setLayout(gather.getResult(), layout);
+      return success();
+    }
+    if (op->hasTrait<OpTrait::Elementwise>() || isa<arith::SelectOp>(op)) {
       Attribute layout = pickOperandLayout(op);
       for (OpOperand &operand : op->getOpOperands())
         if (isTile(operand.get()))
