@@ -414,11 +414,11 @@ FailureOr<TileValue> KernelWriter::operandTile(
     layout.strides[s] = buffer->layout.strides[j];
     spans.set(s);
   }
-  // One load per operand and view: a value read twice (softmax's input) is
-  // read once.
+  // One load per buffer and view: a value read twice, or through two
+  // reshapes of one buffer (softmax's input), is read once.
   std::string key;
   llvm::raw_string_ostream os(key);
-  os << v.getAsOpaquePointer() << ":" << layout.offset;
+  os << buffer->root.getAsOpaquePointer() << ":" << layout.offset;
   for (auto [size, stride] : llvm::zip(layout.sizes, layout.strides))
     os << "," << size << "x" << stride;
   auto cached = loads.find(key);

@@ -292,11 +292,33 @@ static LogicalResult verifyAccess(Operation *op, StringRef tileName,
   return success();
 }
 
-TypedAttr LoadOp::getPaddingOrZero() {
-  if (std::optional<TypedAttr> padding = getPadding())
+/// A load's or gather's padding: the attribute, or zero of the element type.
+static TypedAttr paddingOrZero(std::optional<TypedAttr> padding,
+                               RankedTensorType type) {
+  if (padding)
     return *padding;
-  Type elementType = getResult().getType().getElementType();
-  return cast<TypedAttr>(OpBuilder(getContext()).getZeroAttr(elementType));
+  return cast<TypedAttr>(
+      OpBuilder(type.getContext()).getZeroAttr(type.getElementType()));
+}
+
+/// The padding attribute, if any, is an integer or float of the element type.
+static LogicalResult verifyPadding(Operation *op,
+                                   std::optional<TypedAttr> padding,
+                                   RankedTensorType type) {
+  if (!padding)
+    return success();
+  if (!isa<IntegerAttr, FloatAttr>(*padding))
+    return op->emitOpError("expected padding to be an integer or float "
+                           "constant, got ")
+           << *padding;
+  if (padding->getType() != type.getElementType())
+    return op->emitOpError("expected padding of the element type ")
+           << type.getElementType() << ", got " << *padding;
+  return success();
+}
+
+TypedAttr LoadOp::getPaddingOrZero() {
+  return paddingOrZero(getPadding(), getResult().getType());
 }
 
 LogicalResult LoadOp::verify() {
@@ -304,23 +326,11 @@ LogicalResult LoadOp::verify() {
   if (failed(verifyAccess(*this, "result tile", type, getView().getType(),
                           getOffsets())))
     return failure();
-  if (std::optional<TypedAttr> padding = getPadding()) {
-    if (!isa<IntegerAttr, FloatAttr>(*padding))
-      return emitOpError("expected padding to be an integer or float "
-                         "constant, got ")
-             << *padding;
-    if (padding->getType() != type.getElementType())
-      return emitOpError("expected padding of the element type ")
-             << type.getElementType() << ", got " << *padding;
-  }
-  return success();
+  return verifyPadding(*this, getPadding(), type);
 }
 
 TypedAttr GatherOp::getPaddingOrZero() {
-  if (std::optional<TypedAttr> padding = getPadding())
-    return *padding;
-  Type elementType = getResult().getType().getElementType();
-  return cast<TypedAttr>(OpBuilder(getContext()).getZeroAttr(elementType));
+  return paddingOrZero(getPadding(), getResult().getType());
 }
 
 LogicalResult GatherOp::verify() {
@@ -343,16 +353,7 @@ LogicalResult GatherOp::verify() {
       return emitOpError("expected index tile #")
              << i << " of i32 or i64, got " << indexType.getElementType();
   }
-  if (std::optional<TypedAttr> padding = getPadding()) {
-    if (!isa<IntegerAttr, FloatAttr>(*padding))
-      return emitOpError("expected padding to be an integer or float "
-                         "constant, got ")
-             << *padding;
-    if (padding->getType() != type.getElementType())
-      return emitOpError("expected padding of the element type ")
-             << type.getElementType() << ", got " << *padding;
-  }
-  return success();
+  return verifyPadding(*this, getPadding(), type);
 }
 
 LogicalResult StoreOp::verify() {
