@@ -1,5 +1,8 @@
 """`make demo`: a transformer block in plain PyTorch, compiled by tileopt and run in the emulator.
 
+The block is :class:`tileopt.testing.models.GPTBlock`: pre-norm LayerNorm, causal
+self-attention, LayerNorm, GELU MLP, residuals.
+
 1. `tileopt.compile(block, (x,))` exports the block (torch.export), lowers it to linalg
    (torch-mlir), forms fused kernels (tileopt-linalg-to-tile) and compiles each one to PTX
    for sm_90; prints the kernels, one line each, and the generated host code;
@@ -11,42 +14,13 @@ Exits 1 if any result differs from PyTorch.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 
 import tileopt
 import torch
-import torch.nn.functional as F
 from tileopt.builder import KernelBuilder, View
-from torch import nn
-
-
-class Block(nn.Module):
-    """A pre-norm transformer block: LayerNorm, causal self-attention, LayerNorm, GELU MLP."""
-
-    def __init__(self, dim: int = 64, heads: int = 4) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, 4 * dim)
-        self.out = nn.Linear(4 * dim, dim)
-
-    def attention(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, c = x.shape
-        q, k, v = self.qkv(x).split(c, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(c // self.heads)
-        causal = torch.ones(t, t, dtype=torch.bool).tril()
-        y = scores.masked_fill(~causal, float("-inf")).softmax(-1) @ v
-        return self.proj(y.transpose(1, 2).reshape(b, t, c))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attention(self.ln1(x))
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+from tileopt.testing.models import GPTBlock
 
 
 def check(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> bool:
@@ -59,14 +33,14 @@ def check(name: str, got: torch.Tensor, want: torch.Tensor, tol: float) -> bool:
 
 def transformer_block() -> bool:
     torch.manual_seed(0)
-    block = Block(dim=64, heads=4).eval()
+    block = GPTBlock(dim=64, heads=4).eval()
     x = torch.randn(2, 16, 64)
 
     start = time.perf_counter()
     graph = tileopt.compile(block, (x,), target="sm_90")
     seconds = time.perf_counter() - start
     t = graph.times
-    print(f"---- 1. tileopt.compile(Block(dim=64, heads=4), x[2, 16, 64]): {seconds:.1f} s "
+    print(f"---- 1. tileopt.compile(GPTBlock(dim=64, heads=4), x[2, 16, 64]): {seconds:.1f} s "
           f"(export {t['export']:.1f}, torch-mlir {t['torch-mlir']:.2f}, "
           f"formation {t['formation']:.2f}, codegen {t['codegen']:.1f}) ----")
     print(graph.summary())

@@ -28,9 +28,14 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
       contraction with its elementwise epilogue become one kernel each. A
       contraction never takes producers (that would recompute them for every
       output tile), and an op joins no group whose outputs it also reads
-      through another kernel (that would be a cycle). Reductions keep their
-      rows in registers: at most 65536 elements (rounded up to powers of
-      two) are reduced per program.
+      through another kernel (that would be a cycle). Reductions over rows
+      of up to 16384 elements (rounded up to powers of two) keep them in
+      registers; longer rows loop over chunks in `convert-linalg-to-tile`,
+      so a group with a long row holds only reductions over that row.
+    - A gather (`tensor.extract` in a body) from the result of an
+      elementwise generic reads that generic's inputs and recomputes its
+      body for the gathered elements, so the gathered tensor need not be
+      stored (cross-entropy's log-softmax).
 
     Each generic of a group gets `tile.group = N` and `tile.space =
     array<i64: ...>`: for each of its loops, the dimension of the group's
@@ -39,6 +44,7 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
     that start with "unsupported:", at the op's location.
   }];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
   ];
 }

@@ -15,14 +15,16 @@
 #include "Formation.h"
 #include "tileopt/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -55,8 +57,7 @@ void foldViewProducers(GenericOp consumer) {
       if (!isViewGeneric(view))
         break;
       AffineMap vin = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
-      AffineMap vout =
-          view.getMatchingIndexingMap(view.getDpsInitOperand(0));
+      AffineMap vout = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
       unsigned i = in->getOperandNumber();
       maps[i] = vin.compose(inversePermutation(vout)).compose(maps[i]);
       in->set(view.getDpsInputOperand(0)->get());
@@ -64,8 +65,7 @@ void foldViewProducers(GenericOp consumer) {
     }
   }
   if (changed)
-    consumer.setIndexingMapsAttr(
-        Builder(consumer).getAffineMapArrayAttr(maps));
+    consumer.setIndexingMapsAttr(Builder(consumer).getAffineMapArrayAttr(maps));
 }
 
 /// Whether a generic reading the expand_shape `fused` may collapse its
@@ -133,9 +133,20 @@ bool mayExpandLoops(OpOperand *fused) {
   FailureOr<GenericKind> kind = classify(g, why);
   if (failed(kind) || *kind == GenericKind::View || *kind == GenericKind::Fill)
     return false;
-  if (*kind != GenericKind::Contraction)
-    // An epilogue keeps the shape of the contraction it follows.
+  if (*kind != GenericKind::Contraction) {
+    // An epilogue keeps the shape of the contraction it follows, and takes
+    // it where it reads the contraction's result through a collapse (the
+    // scale of attention scores over batch x heads).
+    auto collapse = fused->get().getDefiningOp<tensor::CollapseShapeOp>();
+    auto source =
+        collapse ? collapse.getSrc().getDefiningOp<GenericOp>() : GenericOp();
+    std::string ignored;
+    if (source && isa<GenericOp>(fused->getOwner()) &&
+        succeeded(classify(source, ignored)) &&
+        *classify(source, ignored) == GenericKind::Contraction)
+      return true;
     return llvm::none_of(g.getDpsInputs(), followsContraction);
+  }
   ContractionDimensions dims = *inferContractionDims(g);
   for (auto [j, group] : llvm::enumerate(groups)) {
     if (group.size() == 1)
@@ -178,14 +189,14 @@ void rewriteConcat(tensor::ConcatOp concat) {
         for (int64_t i = concat.getInputs().size() - 1; i >= 0; --i) {
           SmallVector<Value> at = index;
           at[dim] = arith::SubIOp::create(
-              nb, l, index[dim], arith::ConstantIndexOp::create(nb, l, starts[i]));
+              nb, l, index[dim],
+              arith::ConstantIndexOp::create(nb, l, starts[i]));
           Value v = tensor::ExtractOp::create(nb, l, concat.getInputs()[i], at);
           if (!result) {
             result = v;
             continue;
           }
-          int64_t end =
-              i + 1 < (int64_t)starts.size() ? starts[i + 1] : start;
+          int64_t end = i + 1 < (int64_t)starts.size() ? starts[i + 1] : start;
           Value inside = arith::CmpIOp::create(
               nb, l, arith::CmpIPredicate::ult, index[dim],
               arith::ConstantIndexOp::create(nb, l, end));
@@ -263,20 +274,99 @@ void dropDeadResults(GenericOp op) {
   op->erase();
 }
 
+/// Reads through a gather (a `tensor.extract` in a body) into the
+/// elementwise generic that produced the gathered tensor: its body is
+/// recomputed for the gathered elements only, so a cross-entropy's target
+/// log-probability x[i, t] - logsumexp[i] is read from x and the per-row
+/// logsumexp instead of from a stored log-softmax.
+bool inlineIntoGather(tensor::ExtractOp extract) {
+  auto result = dyn_cast<OpResult>(extract.getTensor());
+  auto producer = result ? dyn_cast<GenericOp>(result.getOwner()) : GenericOp();
+  if (!producer || !isa<GenericOp>(extract->getParentOp()) ||
+      producer.getNumLoops() != producer.getNumParallelLoops() ||
+      !producer.hasPureTensorSemantics())
+    return false;
+  AffineMap out = producer.getIndexingMapMatchingResult(result);
+  if (!out.isPermutation())
+    return false;
+  for (OpOperand &init : producer.getDpsInitsMutable())
+    if (producer.payloadUsesValueFromOperand(&init))
+      return false;
+  OpBuilder b(extract);
+  Location loc = extract.getLoc();
+  SmallVector<Value> loops(producer.getNumLoops());
+  for (auto [j, e] : llvm::enumerate(out.getResults()))
+    loops[cast<AffineDimExpr>(e).getPosition()] = extract.getIndices()[j];
+  IRMapping m;
+  for (OpOperand *in : producer.getDpsInputOperands()) {
+    BlockArgument arg = producer.getMatchingBlockArgument(in);
+    if (arg.use_empty())
+      continue;
+    if (!isa<RankedTensorType>(in->get().getType())) {
+      m.map(arg, in->get()); // a scalar operand
+      continue;
+    }
+    AffineMap map = producer.getMatchingIndexingMap(in);
+    SmallVector<Value> at;
+    for (AffineExpr e : map.getResults()) {
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        at.push_back(loops[d.getPosition()]);
+      else if (auto c = dyn_cast<AffineConstantExpr>(e))
+        at.push_back(arith::ConstantIndexOp::create(b, loc, c.getValue()));
+      else
+        at.push_back(affine::AffineApplyOp::create(
+            b, loc, AffineMap::get(map.getNumDims(), 0, e), loops));
+    }
+    m.map(arg, tensor::ExtractOp::create(b, loc, in->get(), at));
+  }
+  Block *body = producer.getBody();
+  for (Operation &inner : body->without_terminator()) {
+    if (auto index = dyn_cast<IndexOp>(inner))
+      m.map(index.getResult(), loops[index.getDim()]);
+    else
+      b.clone(inner, m);
+  }
+  extract.replaceAllUsesWith(m.lookupOrDefault(
+      body->getTerminator()->getOperand(result.getResultNumber())));
+  extract.erase();
+  return true;
+}
+
+/// Inlines gathered elementwise producers (inlineIntoGather), then erases
+/// the generics nothing reads any more.
+void inlineIntoGathers(func::FuncOp func) {
+  for (int round = 0; round < 8; ++round) {
+    SmallVector<tensor::ExtractOp> extracts;
+    func.walk([&](tensor::ExtractOp op) { extracts.push_back(op); });
+    bool changed = false;
+    for (tensor::ExtractOp op : extracts)
+      changed |= inlineIntoGather(op);
+    if (!changed)
+      break;
+  }
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops))
+    if (isa<GenericOp>(op) && op->use_empty() &&
+        cast<GenericOp>(op).hasPureTensorSemantics())
+      op->erase();
+}
+
 /// A copy of `source` into a new contiguous tensor (a kernel).
 Value makeCopy(OpBuilder &b, Location loc, Value source) {
   auto type = cast<RankedTensorType>(source.getType());
   Value empty =
       tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-  auto copy = GenericOp::create(
-      b, loc, type, ValueRange{source}, ValueRange{empty},
-      ArrayRef<AffineMap>{id, id},
-      SmallVector<utils::IteratorType>(type.getRank(),
-                                       utils::IteratorType::parallel),
-      [](OpBuilder &nb, Location nloc, ValueRange args) {
-        YieldOp::create(nb, nloc, args[0]);
-      });
+  auto copy =
+      GenericOp::create(b, loc, type, ValueRange{source}, ValueRange{empty},
+                        ArrayRef<AffineMap>{id, id},
+                        SmallVector<utils::IteratorType>(
+                            type.getRank(), utils::IteratorType::parallel),
+                        [](OpBuilder &nb, Location nloc, ValueRange args) {
+                          YieldOp::create(nb, nloc, args[0]);
+                        });
   copy->setAttr(kCopyAttr, b.getUnitAttr());
   foldViewProducers(copy);
   return copy.getResult(0);
@@ -298,8 +388,7 @@ void copyNonViewableSources(func::FuncOp func) {
       continue; // results are new contiguous buffers (or no tensors)
     }
     Value source = op.getOperand(0);
-    std::optional<StridedLayout> layout =
-        getViewLayout(&op, layoutOf(source));
+    std::optional<StridedLayout> layout = getViewLayout(&op, layoutOf(source));
     if (!layout) {
       OpBuilder b(&op);
       op.setOperand(0, makeCopy(b, op.getLoc(), source));
@@ -393,8 +482,7 @@ int64_t rowElements(const Group &g, const llvm::SmallBitVector &reduced) {
   return n;
 }
 
-bool Former::dependsOn(const llvm::SmallDenseSet<int> &from,
-                       int target) const {
+bool Former::dependsOn(const llvm::SmallDenseSet<int> &from, int target) const {
   SmallVector<int> stack(from.begin(), from.end());
   llvm::SmallDenseSet<int> seen;
   while (!stack.empty()) {
@@ -499,7 +587,8 @@ bool Former::tryJoin(GenericOp op, GenericKind kind, Group &g,
     if (s != -2)
       continue;
     for (auto [t, size] : llvm::enumerate(g.space)) {
-      if (!used.test(t) && size == loops[d] && !(g.contraction && g.reduced[t])) {
+      if (!used.test(t) && size == loops[d] &&
+          !(g.contraction && g.reduced[t])) {
         s = t;
         used.set(t);
         break;
@@ -518,17 +607,25 @@ bool Former::tryJoin(GenericOp op, GenericKind kind, Group &g,
       grown.space.resize(s + 1);
       grown.space[s] = loops[d];
     }
-  llvm::SmallBitVector reduced = g.reduced;
+  llvm::SmallBitVector before = g.reduced, reduced = g.reduced;
+  before.resize(grown.space.size());
   reduced.resize(grown.space.size());
+  llvm::SmallBitVector own(grown.space.size());
   for (auto [d, s] : llvm::enumerate(space)) {
     if (s < 0)
       continue;
     if (g.contraction && g.reduced[s])
       return false; // an epilogue runs over the output tile only
-    if (!isParallel(iters[d]))
+    if (!isParallel(iters[d])) {
       reduced.set(s);
+      own.set(s);
+    }
   }
-  return rowElements(grown, reduced) <= kMaxRowElements;
+  if (rowElements(grown, reduced) <= kPersistentRowElements)
+    return true;
+  // Longer rows loop over chunks, one loop per reduction: every reduction
+  // of the group reduces the same dimensions.
+  return (before.none() || before == reduced) && (own.none() || own == reduced);
 }
 
 void Former::add(GenericOp op, Group &g, ArrayRef<int64_t> space) {
@@ -619,9 +716,10 @@ void Former::finish() {
     for (auto &[op, space] : g.members) {
       Builder b(op);
       op->setAttr(kGroupAttr, b.getI64IntegerAttr(g.id));
-      op->setAttr(kSpaceAttr,
-                  b.getDenseI64ArrayAttr(llvm::map_to_vector(
-                      space, [&](int64_t s) { return s < 0 ? s : renumber[s]; })));
+      op->setAttr(kSpaceAttr, b.getDenseI64ArrayAttr(
+                                  llvm::map_to_vector(space, [&](int64_t s) {
+                                    return s < 0 ? s : renumber[s];
+                                  })));
     }
   }
 }
@@ -648,25 +746,14 @@ LogicalResult Former::run(func::FuncOp func) {
       };
       if (*kind == GenericKind::Fill && readByGenerics(generic.getResult(0)))
         continue; // read as a splat by the ops that use it
-      if (*kind == GenericKind::Reduction) {
-        int64_t row = 1;
-        for (auto [size, it] : llvm::zip(getLoopSizes(generic),
-                                         generic.getIteratorTypesArray()))
-          if (!isParallel(it))
-            row *= nextPowerOf2(size);
-        if (row > kMaxRowElements)
-          return op.emitError()
-                 << "unsupported: a reduction over " << row
-                 << " elements per row (at most " << kMaxRowElements
-                 << " are reduced in one program yet)";
-      }
       // Join the group of an operand held in registers, latest first.
       bool joined = false;
       SmallVector<int64_t> space;
       SmallVector<int> candidates;
       for (OpOperand &operand : generic->getOpOperands()) {
         auto it = held.find(operand.get());
-        if (it != held.end() && !llvm::is_contained(candidates, it->second.group))
+        if (it != held.end() &&
+            !llvm::is_contained(candidates, it->second.group))
           candidates.push_back(it->second.group);
       }
       llvm::sort(candidates, std::greater<int>());
@@ -744,14 +831,17 @@ struct TileFormKernelsPass
       linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
                                                         mayExpandLoops);
       // Index-only values (a causal mask from iotas) are recomputed where
-      // they are read rather than stored.
+      // they are read rather than stored; gathers (a concatenation) are not:
+      // they would turn a contraction reading them into a reduction of
+      // gathered elements.
       linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *o) {
         auto producer = o->get().getDefiningOp<GenericOp>();
         return producer &&
                producer.getNumLoops() == producer.getNumParallelLoops() &&
-               llvm::none_of(producer.getDpsInputs(), [](Value v) {
-                 return isa<ShapedType>(v.getType());
-               });
+               llvm::none_of(
+                   producer.getDpsInputs(),
+                   [](Value v) { return isa<ShapedType>(v.getType()); }) &&
+               getCapturedTensors(producer).empty();
       });
       tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns,
                                                          &getContext());
@@ -765,6 +855,7 @@ struct TileFormKernelsPass
           func, std::move(patterns),
           GreedyRewriteConfig().setMaxIterations(8).setMaxNumRewrites(10000));
       func.walk([](GenericOp op) { dropDeadResults(op); });
+      inlineIntoGathers(func);
       func.walk([](GenericOp op) { foldViewProducers(op); });
       copyNonViewableSources(func);
       func.walk([](GenericOp op) {

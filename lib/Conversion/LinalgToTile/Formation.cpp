@@ -231,10 +231,11 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
     }
     if (isa<cf::AssertOp>(inner))
       continue; // the gather's bounds check replaces torch-mlir's asserts
-    bool elementwise = inner.hasTrait<OpTrait::Elementwise>() &&
-                       isa<arith::ArithDialect, math::MathDialect>(
-                           inner.getDialect());
-    if (!elementwise && !isa<arith::ConstantOp, IndexOp, affine::AffineApplyOp>(inner)) {
+    bool elementwise =
+        inner.hasTrait<OpTrait::Elementwise>() &&
+        isa<arith::ArithDialect, math::MathDialect>(inner.getDialect());
+    if (!elementwise &&
+        !isa<arith::ConstantOp, IndexOp, affine::AffineApplyOp>(inner)) {
       os << "unsupported: '" << inner.getName()
          << "' inside a linalg.generic body";
       return failure();
@@ -278,8 +279,7 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
   for (OpOperand &init : op.getDpsInitsMutable())
     for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
       if (auto d = dyn_cast<AffineDimExpr>(e);
-          d && !isParallel(
-                   op.getIteratorTypesArray()[d.getPosition()])) {
+          d && !isParallel(op.getIteratorTypesArray()[d.getPosition()])) {
         os << "unsupported: a reduction whose output is indexed by a "
               "reduction loop";
         return failure();
@@ -287,8 +287,9 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
   // The output arguments may only feed their combiners.
   for (BlockArgument out : op.getRegionOutputArgs())
     for (Operation *user : out.getUsers())
-      if (llvm::none_of(llvm::seq(0u, (unsigned)op.getNumDpsInits()),
-                        [&](unsigned i) { return getCombiner(op, i) == user; })) {
+      if (llvm::none_of(
+              llvm::seq(0u, (unsigned)op.getNumDpsInits()),
+              [&](unsigned i) { return getCombiner(op, i) == user; })) {
         os << "unsupported: a reduction that reads its accumulator other than "
               "in its combiner";
         return failure();

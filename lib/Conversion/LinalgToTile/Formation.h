@@ -28,10 +28,16 @@ inline constexpr llvm::StringLiteral kSpaceAttr = "tile.space";
 /// buffer contiguous; a kernel, not a view.
 inline constexpr llvm::StringLiteral kCopyAttr = "tile.copy";
 
-/// The most elements a program reduces in registers (one row of a softmax,
-/// a norm, a cross-entropy over a 50257-word vocabulary, rounded up to a
-/// power of two). Longer rows are not formed into kernels yet.
-inline constexpr int64_t kMaxRowElements = 65536;
+/// The most elements a program reduces in registers at once (one row of a
+/// softmax or a norm, rounded up to a power of two; Triton's softmax tutorial
+/// keeps rows this long whole). Longer rows loop over chunks of
+/// kRowChunkElements, reading their inputs once per reduction.
+inline constexpr int64_t kPersistentRowElements = 16384;
+inline constexpr int64_t kRowChunkElements = 4096;
+
+/// The most elements a program takes so that operands broadcast along its
+/// rows (a norm's weight) are read again by fewer programs.
+inline constexpr int64_t kMaxReuseElements = 8192;
 
 enum class GenericKind {
   /// Reads one input through a projected permutation and yields it: a

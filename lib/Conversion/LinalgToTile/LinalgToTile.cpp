@@ -64,6 +64,16 @@ struct TileValue {
   bool scalar = false;
 };
 
+/// A key naming a view of a buffer.
+std::string viewKey(Value root, const StridedLayout &layout) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  os << root.getAsOpaquePointer() << ":" << layout.offset;
+  for (auto [size, stride] : llvm::zip(layout.sizes, layout.strides))
+    os << "," << size << "x" << stride;
+  return key;
+}
+
 Type kernelElementType(Type t) {
   return t.isIndex() ? IntegerType::get(t.getContext(), 64) : t;
 }
@@ -96,6 +106,14 @@ struct Tiling {
   int64_t numWarps = 4;
   int64_t programs = 1;
   SmallVector<int64_t> counts; // programs along each space dimension
+  /// Reduced dimensions longer than their block: programs loop over them.
+  llvm::SmallBitVector chunked;
+};
+
+/// A value that leaves its kernel, stored through `hostView`.
+struct PendingStore {
+  Value result;
+  Value hostView;
 };
 
 class Converter {
@@ -122,6 +140,7 @@ private:
   void promiseLayout(BlockArgument arg, Value hostView);
   DenseMap<Value, SmallVector<NamedAttribute>> promises;
   Value viewOf(const Buffer &buffer, const StridedLayout &layout);
+  llvm::StringMap<Value> views; // by buffer and layout
   Buffer &bufferFor(Value v);
   bool isVirtual(Value v) const;
   bool ready(Operation *op) const;
@@ -147,7 +166,8 @@ Value getScalarSource(Value v) {
 }
 
 bool Converter::isVirtual(Value v) const {
-  return static_cast<bool>(getScalarSource(v)) || v.getDefiningOp<tensor::EmptyOp>();
+  return static_cast<bool>(getScalarSource(v)) ||
+         v.getDefiningOp<tensor::EmptyOp>();
 }
 
 /// The buffer of `v`, a global for a constant that has none yet.
@@ -179,21 +199,26 @@ Buffer &Converter::bufferFor(Value v) {
 }
 
 Value Converter::viewOf(const Buffer &buffer, const StridedLayout &layout) {
+  // One view per buffer and layout, so a kernel that reads it in several
+  // loops takes it as one argument.
+  Value &cached = views[viewKey(buffer.root, layout)];
+  if (cached)
+    return cached;
   // Roots have the identity layout (offset 0), so views are static.
   Location loc = buffer.root.getLoc();
   auto rootType = cast<MemRefType>(buffer.root.getType());
-  auto type = MemRefType::get(
-      layout.sizes, rootType.getElementType(),
-      StridedLayoutAttr::get(builder.getContext(), layout.offset,
-                             layout.strides));
+  auto type =
+      MemRefType::get(layout.sizes, rootType.getElementType(),
+                      StridedLayoutAttr::get(builder.getContext(),
+                                             layout.offset, layout.strides));
   SmallVector<OpFoldResult> sizes, strides;
   for (int64_t n : layout.sizes)
     sizes.push_back(builder.getIndexAttr(n));
   for (int64_t n : layout.strides)
     strides.push_back(builder.getIndexAttr(n));
-  return memref::ReinterpretCastOp::create(builder, loc, type, buffer.root,
-                                           builder.getIndexAttr(layout.offset),
-                                           sizes, strides);
+  return cached = memref::ReinterpretCastOp::create(
+             builder, loc, type, buffer.root,
+             builder.getIndexAttr(layout.offset), sizes, strides);
 }
 
 bool Converter::ready(Operation *op) const {
@@ -224,7 +249,13 @@ public:
   LogicalResult writeOp(GenericOp op, GenericKind kind,
                         std::function<Value(Value, const StridedLayout &)> view,
                         std::function<const Buffer *(Value)> bufferOf);
-  void store(Value result, ArrayRef<int64_t> dims, Value hostView);
+  void store(Value result, Value hostView);
+  LogicalResult
+  writeChunked(ArrayRef<Operation *> members,
+               function_ref<GenericKind(GenericOp)> kindOf,
+               ArrayRef<PendingStore> stores,
+               std::function<Value(Value, const StridedLayout &)> view,
+               std::function<const Buffer *(Value)> bufferOf);
 
   RankedTensorType tileType(const llvm::SmallBitVector &spans, Type element) {
     SmallVector<int64_t> shape;
@@ -238,11 +269,14 @@ private:
   ArrayRef<int64_t> space;
   const Tiling &tiling;
   OpBuilder b;
-  SmallVector<Value> offsets; // per space dimension, index
-  IRMapping captured;         // scalars cloned from the host function
+  SmallVector<Value> offsets;       // per space dimension, index
+  IRMapping captured;               // scalars cloned from the host function
   llvm::StringMap<TileValue> loads; // operand tiles by value and view
   /// A host view of a value's buffer with the given layout.
   std::function<Value(Value, const StridedLayout &)> viewFor;
+  /// Set while writing one chunk of a row: reductions yield the chunk's
+  /// partial result, without their initial value.
+  bool partialReductions = false;
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(b, kernel.getLoc(), v);
@@ -255,24 +289,37 @@ private:
                     Location loc);
   FailureOr<TileValue> scalarFromHost(Value v, Location loc);
   TileValue indexTile(int64_t spaceDim, Location loc);
-  FailureOr<TileValue> operandTile(
-      GenericOp op, OpOperand &operand, ArrayRef<int64_t> opSpace,
-      std::function<Value(Value, const StridedLayout &)> view,
-      std::function<const Buffer *(Value)> bufferOf);
+  FailureOr<TileValue>
+  operandTile(GenericOp op, OpOperand &operand, ArrayRef<int64_t> opSpace,
+              std::function<Value(Value, const StridedLayout &)> view,
+              std::function<const Buffer *(Value)> bufferOf);
   FailureOr<TileValue> applyElementwise(Operation &inner,
                                         ArrayRef<TileValue> operands);
   FailureOr<TileValue> applyAffine(AffineExpr e, ArrayRef<TileValue> operands,
                                    unsigned numDims, Location loc);
-  FailureOr<TileValue>
-  gather(tensor::ExtractOp extract,
-         function_ref<FailureOr<TileValue>(Value)> lookup,
-         std::function<const Buffer *(Value)> bufferOf);
+  FailureOr<TileValue> gather(tensor::ExtractOp extract,
+                              function_ref<FailureOr<TileValue>(Value)> lookup,
+                              std::function<const Buffer *(Value)> bufferOf);
   TileValue reduce(TileValue v, Operation *combiner,
                    const llvm::SmallBitVector &dims, Location loc);
-  LogicalResult writeContraction(
-      GenericOp op, ArrayRef<int64_t> opSpace,
-      std::function<Value(Value, const StridedLayout &)> view,
-      std::function<const Buffer *(Value)> bufferOf);
+  FailureOr<TileValue>
+  combineInit(GenericOp op, OpOperand &init, TileValue result,
+              ArrayRef<int64_t> opSpace,
+              std::function<Value(Value, const StridedLayout &)> view,
+              std::function<const Buffer *(Value)> bufferOf);
+  llvm::SmallBitVector resultSpans(GenericOp op, OpOperand &init,
+                                   ArrayRef<int64_t> opSpace);
+  LogicalResult
+  writeChunkLoop(ArrayRef<Operation *> members,
+                 function_ref<GenericKind(GenericOp)> kindOf,
+                 const llvm::SmallDenseSet<Operation *> &rowWide,
+                 ArrayRef<GenericOp> reductions, ArrayRef<PendingStore> stores,
+                 std::function<Value(Value, const StridedLayout &)> view,
+                 std::function<const Buffer *(Value)> bufferOf);
+  LogicalResult
+  writeContraction(GenericOp op, ArrayRef<int64_t> opSpace,
+                   std::function<Value(Value, const StridedLayout &)> view,
+                   std::function<const Buffer *(Value)> bufferOf);
 };
 
 void KernelWriter::writeProgramOffsets() {
@@ -367,16 +414,16 @@ TileValue KernelWriter::indexTile(int64_t s, Location loc) {
   }
   spans.set(s);
   int64_t n = tiling.block[s];
-  Value iota = tile::IotaOp::create(
-      b, loc, RankedTensorType::get({n}, b.getI32Type()));
+  Value iota =
+      tile::IotaOp::create(b, loc, RankedTensorType::get({n}, b.getI32Type()));
   Value wide = arith::ExtSIOp::create(
       b, loc, RankedTensorType::get({n}, b.getI64Type()), iota);
   Value off = arith::IndexCastOp::create(b, loc, b.getI64Type(), offsets[s]);
   Value offTile = tile::SplatOp::create(
       b, loc, RankedTensorType::get({n}, b.getI64Type()), off);
   Value sum = arith::AddIOp::create(b, loc, wide, offTile);
-  Value t = tile::ReshapeOp::create(b, loc, tileType(spans, b.getI64Type()),
-                                    sum);
+  Value t =
+      tile::ReshapeOp::create(b, loc, tileType(spans, b.getI64Type()), sum);
   return {t, spans};
 }
 
@@ -416,11 +463,7 @@ FailureOr<TileValue> KernelWriter::operandTile(
   }
   // One load per buffer and view: a value read twice, or through two
   // reshapes of one buffer (softmax's input), is read once.
-  std::string key;
-  llvm::raw_string_ostream os(key);
-  os << buffer->root.getAsOpaquePointer() << ":" << layout.offset;
-  for (auto [size, stride] : llvm::zip(layout.sizes, layout.strides))
-    os << "," << size << "x" << stride;
+  std::string key = viewKey(buffer->root, layout);
   auto cached = loads.find(key);
   if (cached != loads.end())
     return cached->second;
@@ -462,8 +505,8 @@ KernelWriter::applyElementwise(Operation &inner, ArrayRef<TileValue> operands) {
     // x ** n: multiplies for small constant n (x.pow(2)), else powf.
     APInt n;
     Value x = newOperands[0];
-    if (matchPattern(powi.getRhs(), m_ConstantInt(&n)) && n.getSExtValue() >= 1 &&
-        n.getSExtValue() <= 4) {
+    if (matchPattern(powi.getRhs(), m_ConstantInt(&n)) &&
+        n.getSExtValue() >= 1 && n.getSExtValue() <= 4) {
       Value r = x;
       for (int64_t i = 1; i < n.getSExtValue(); ++i)
         r = arith::MulFOp::create(b, loc, r, x);
@@ -492,9 +535,9 @@ FailureOr<TileValue> KernelWriter::applyAffine(AffineExpr e,
   if (auto sym = dyn_cast<AffineSymbolExpr>(e))
     return operands[numDims + sym.getPosition()];
   if (auto c = dyn_cast<AffineConstantExpr>(e))
-    return TileValue{arith::ConstantOp::create(
-                         b, loc, b.getI64IntegerAttr(c.getValue())),
-                     none, true};
+    return TileValue{
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(c.getValue())),
+        none, true};
   auto bin = cast<AffineBinaryOpExpr>(e);
   FailureOr<TileValue> l = applyAffine(bin.getLHS(), operands, numDims, loc);
   FailureOr<TileValue> r = applyAffine(bin.getRHS(), operands, numDims, loc);
@@ -522,8 +565,7 @@ FailureOr<TileValue> KernelWriter::applyAffine(AffineExpr e,
   case AffineExprKind::Mod:
     v = arith::RemSIOp::create(b, loc, x, y); // indices are non-negative
     break;
-  default:
-  {
+  default: {
     std::string text;
     llvm::raw_string_ostream(text) << e;
     return emitError(loc) << "unsupported: affine expression " << text;
@@ -557,8 +599,9 @@ KernelWriter::gather(tensor::ExtractOp extract,
   auto type = cast<RankedTensorType>(tensor.getType());
   Type elt = type.getElementType();
   if (indices.empty()) { // a 0-d tensor: one element
-    indices.push_back({arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)),
-                       spans, true});
+    indices.push_back(
+        {arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0)), spans,
+         true});
     StridedLayout one;
     one.offset = buffer->layout.offset;
     one.sizes = {1};
@@ -573,9 +616,9 @@ KernelWriter::gather(tensor::ExtractOp extract,
   SmallVector<Value> tiles;
   for (const TileValue &i : indices)
     tiles.push_back(materialize(i, spans, loc));
-  return TileValue{tile::GatherOp::create(b, loc, tileType(spans, elt), arg,
-                                          tiles, nullptr),
-                   spans};
+  return TileValue{
+      tile::GatherOp::create(b, loc, tileType(spans, elt), arg, tiles, nullptr),
+      spans};
 }
 
 TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
@@ -587,18 +630,24 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
   // Padding along reduced dimensions takes the combiner's identity.
   Value mask;
   for (int s : dims.set_bits()) {
-    if (space[s] == tiling.block[s])
+    if (space[s] % tiling.block[s] == 0)
       continue;
     llvm::SmallBitVector one(space.size());
     one.set(s);
     int64_t n = tiling.block[s];
     Value iota = tile::IotaOp::create(
         b, loc, RankedTensorType::get({n}, b.getI32Type()));
+    // Elements left in the row from this block on.
+    Value left =
+        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(space[s]));
+    if (tiling.chunked.test(s))
+      left = arith::SubIOp::create(
+          b, loc, left,
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), offsets[s]));
     Value limit = tile::SplatOp::create(
-        b, loc, RankedTensorType::get({n}, b.getI32Type()),
-        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(space[s])));
-    Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iota,
-                                     limit);
+        b, loc, RankedTensorType::get({n}, b.getI32Type()), left);
+    Value in =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iota, limit);
     in = tile::ReshapeOp::create(b, loc, tileType(one, b.getI1Type()), in);
     in = tile::BroadcastOp::create(b, loc, tileType(full, b.getI1Type()), in);
     mask = mask ? arith::AndIOp::create(b, loc, mask, in).getResult() : in;
@@ -612,7 +661,8 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
   llvm::SmallBitVector spans = full;
   for (int s : dims.set_bits()) {
     spans.reset(s);
-    auto shape = llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
+    auto shape =
+        llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
     shape.erase(shape.begin() + s);
     auto reducedType = RankedTensorType::get(shape, elt);
     auto r = tile::ReduceOp::create(b, loc, TypeRange{reducedType},
@@ -626,8 +676,8 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
     m.map(combiner->getOperand(1), y);
     Operation *c = rb.clone(*combiner, m);
     tile::YieldOp::create(rb, loc, c->getResults());
-    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt),
-                                   r.getResult(0), s);
+    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt), r.getResult(0),
+                                   s);
   }
   return {t, spans};
 }
@@ -645,15 +695,15 @@ LogicalResult KernelWriter::writeContraction(
   // The operand with loop m is the lhs.
   OpOperand *lhs = op.getDpsInputOperand(0), *rhs = op.getDpsInputOperand(1);
   auto usesLoop = [&](OpOperand *o, unsigned d) {
-    return op.getMatchingIndexingMap(o).getResultPosition(
-               getAffineDimExpr(d, op.getContext()))
+    return op.getMatchingIndexingMap(o)
+        .getResultPosition(getAffineDimExpr(d, op.getContext()))
         .has_value();
   };
   if (!usesLoop(lhs, m))
     std::swap(lhs, rhs);
   // Views [batch..., rows, cols] of the operands, in their own order.
-  auto operandView = [&](OpOperand *o, ArrayRef<unsigned> order)
-      -> FailureOr<Value> {
+  auto operandView = [&](OpOperand *o,
+                         ArrayRef<unsigned> order) -> FailureOr<Value> {
     if (getScalarSource(o->get()) || values.count(o->get()))
       return emitError(loc) << "unsupported: a matmul operand computed in the "
                                "same kernel or a constant tensor";
@@ -723,8 +773,8 @@ LogicalResult KernelWriter::writeContraction(
   Value acc = loop.getResult(0);
   Type outElt = getElementTypeOrSelf(op.getResult(0).getType());
   if (outElt != f32)
-    acc = arith::TruncFOp::create(
-        b, loc, RankedTensorType::get({bm, bn}, outElt), acc);
+    acc = arith::TruncFOp::create(b, loc,
+                                  RankedTensorType::get({bm, bn}, outElt), acc);
   llvm::SmallBitVector spans(space.size());
   spans.set(sm);
   spans.set(sn);
@@ -732,9 +782,9 @@ LogicalResult KernelWriter::writeContraction(
     if (opSpace[d] >= 0)
       spans.set(opSpace[d]); // blocks of 1: offsets for the stores
   if (sn < sm)
-    acc = tile::PermuteOp::create(
-        b, loc, RankedTensorType::get({bn, bm}, outElt), acc,
-        b.getDenseI64ArrayAttr({1, 0}));
+    acc =
+        tile::PermuteOp::create(b, loc, RankedTensorType::get({bn, bm}, outElt),
+                                acc, b.getDenseI64ArrayAttr({1, 0}));
   TileValue result{
       tile::ReshapeOp::create(b, loc, tileType(spans, outElt), acc), spans};
   // An accumulator that is not zero adds in.
@@ -761,10 +811,10 @@ LogicalResult KernelWriter::writeContraction(
   return success();
 }
 
-LogicalResult KernelWriter::writeOp(
-    GenericOp op, GenericKind kind,
-    std::function<Value(Value, const StridedLayout &)> view,
-    std::function<const Buffer *(Value)> bufferOf) {
+LogicalResult
+KernelWriter::writeOp(GenericOp op, GenericKind kind,
+                      std::function<Value(Value, const StridedLayout &)> view,
+                      std::function<const Buffer *(Value)> bufferOf) {
   auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
   viewFor = view;
   if (kind == GenericKind::Contraction)
@@ -850,17 +900,13 @@ LogicalResult KernelWriter::writeOp(
   auto yield = cast<YieldOp>(body->getTerminator());
   for (OpOperand &init : op.getDpsInitsMutable()) {
     unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
-    // The result's dimensions over the space.
-    llvm::SmallBitVector spans(space.size());
-    for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
-      if (auto d = dyn_cast<AffineDimExpr>(e); d && opSpace[d.getPosition()] >= 0)
-        spans.set(opSpace[d.getPosition()]);
+    llvm::SmallBitVector spans = resultSpans(op, init, opSpace);
     TileValue result;
     if (kind == GenericKind::Reduction) {
       Operation *c = getCombiner(op, i);
       BlockArgument out = op.getRegionOutputArgs()[i];
-      Value other = c->getOperand(0) == out ? c->getOperand(1)
-                                            : c->getOperand(0);
+      Value other =
+          c->getOperand(0) == out ? c->getOperand(1) : c->getOperand(0);
       FailureOr<TileValue> v = lookup(other);
       if (failed(v))
         return failure();
@@ -869,23 +915,12 @@ LogicalResult KernelWriter::writeOp(
         if (!isParallel(it) && opSpace[d] >= 0)
           dims.set(opSpace[d]);
       result = reduce(*v, c, dims, op.getLoc());
-      // Combine with the initial value unless it is the identity.
-      Value scalar = getScalarSource(init.get());
-      Attribute attr;
-      bool identity = scalar && matchPattern(scalar, m_Constant(&attr)) &&
-                      attr == getCombinerIdentity(c);
-      if (!identity) {
-        FailureOr<TileValue> initTile =
-            operandTile(op, init, opSpace, view, bufferOf);
-        if (failed(initTile))
+      if (!partialReductions) {
+        FailureOr<TileValue> r =
+            combineInit(op, init, result, opSpace, view, bufferOf);
+        if (failed(r))
           return failure();
-        FailureOr<TileValue> sum = applyElementwise(
-            *c, c->getOperand(0) == out
-                    ? SmallVector<TileValue>{*initTile, result}
-                    : SmallVector<TileValue>{result, *initTile});
-        if (failed(sum))
-          return failure();
-        result = *sum;
+        result = *r;
       }
     } else {
       FailureOr<TileValue> v = lookup(yield.getOperand(i));
@@ -899,7 +934,7 @@ LogicalResult KernelWriter::writeOp(
   return success();
 }
 
-void KernelWriter::store(Value result, ArrayRef<int64_t> dims, Value hostView) {
+void KernelWriter::store(Value result, Value hostView) {
   Location loc = result.getLoc();
   TileValue &t = values[result];
   Type elt = getElementTypeOrSelf(result.getType());
@@ -910,18 +945,305 @@ void KernelWriter::store(Value result, ArrayRef<int64_t> dims, Value hostView) {
   tile::StoreOp::create(b, loc, t.value, arg, at);
 }
 
+/// The dimensions of the space that result `init` of `op` spans.
+llvm::SmallBitVector KernelWriter::resultSpans(GenericOp op, OpOperand &init,
+                                               ArrayRef<int64_t> opSpace) {
+  llvm::SmallBitVector spans(space.size());
+  for (AffineExpr e : op.getMatchingIndexingMap(&init).getResults())
+    if (auto d = dyn_cast<AffineDimExpr>(e); d && opSpace[d.getPosition()] >= 0)
+      spans.set(opSpace[d.getPosition()]);
+  return spans;
+}
+
+/// A reduction's result combined with its initial value, unless that is the
+/// combiner's identity.
+FailureOr<TileValue> KernelWriter::combineInit(
+    GenericOp op, OpOperand &init, TileValue result, ArrayRef<int64_t> opSpace,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
+  Operation *c = getCombiner(op, i);
+  Value scalar = getScalarSource(init.get());
+  Attribute attr;
+  if (scalar && matchPattern(scalar, m_Constant(&attr)) &&
+      attr == getCombinerIdentity(c))
+    return result;
+  FailureOr<TileValue> initTile =
+      operandTile(op, init, opSpace, view, bufferOf);
+  if (failed(initTile))
+    return failure();
+  bool initFirst = c->getOperand(0) == op.getRegionOutputArgs()[i];
+  return applyElementwise(*c, initFirst
+                                  ? SmallVector<TileValue>{*initTile, result}
+                                  : SmallVector<TileValue>{result, *initTile});
+}
+
+/// A group whose rows are longer than a program holds (`tiling.chunked`):
+/// values over the chunked dimensions ("row-wide") exist one chunk at a
+/// time inside loops over the row. Each reduction gets a loop that
+/// recomputes its row-wide inputs from the loads and the per-row values
+/// known before it (softmax: a loop for the max, one for the sum of
+/// exponentials, one that writes the result); values over the other
+/// dimensions are written once, between the loops. Reductions that do not
+/// depend on each other share a loop; the row-wide values that leave the
+/// kernel are stored by a last loop.
+LogicalResult KernelWriter::writeChunked(
+    ArrayRef<Operation *> members, function_ref<GenericKind(GenericOp)> kindOf,
+    ArrayRef<PendingStore> stores,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  viewFor = view;
+  llvm::SmallDenseSet<Operation *> memberSet(members.begin(), members.end());
+  llvm::SmallDenseSet<Operation *> rowWide;
+  SmallVector<GenericOp> pendingReductions;
+  for (Operation *member : members) {
+    auto op = dyn_cast<GenericOp>(member);
+    if (!op) { // a reshape of unit dimensions: row-wide with its source
+      if (Operation *def = member->getOperand(0).getDefiningOp();
+          def && rowWide.contains(def))
+        rowWide.insert(member);
+      continue;
+    }
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    bool parallelChunked = false, reducedChunked = false;
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+      if (opSpace[d] < 0 || !tiling.chunked.test(opSpace[d]))
+        continue;
+      (isParallel(it) ? parallelChunked : reducedChunked) = true;
+    }
+    if (parallelChunked && reducedChunked)
+      return op.emitError("unsupported: a reduction over one dimension of a "
+                          "row that is reduced over another in chunks");
+    if (parallelChunked)
+      rowWide.insert(op);
+    else if (reducedChunked)
+      pendingReductions.push_back(op);
+  }
+  // Whether `v` is known outside the loops.
+  auto known = [&](Value v) {
+    Operation *def = v.getDefiningOp();
+    return !def || !memberSet.contains(def) || values.count(v);
+  };
+  // The values outside the loops that the row-wide closure of `v` reads.
+  std::function<bool(Value)> ready = [&](Value v) -> bool {
+    Operation *def = v.getDefiningOp();
+    if (!def || !rowWide.contains(def))
+      return known(v);
+    if (auto op = dyn_cast<GenericOp>(def))
+      for (Value c : getCapturedTensors(op))
+        if (!ready(c))
+          return false;
+    return llvm::all_of(def->getOperands(), ready);
+  };
+  llvm::SmallDenseSet<Operation *> written;
+  while (true) {
+    // Everything outside the loops that can be written now.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (Operation *member : members) {
+        if (written.contains(member) || rowWide.contains(member) ||
+            llvm::is_contained(pendingReductions, member) ||
+            !llvm::all_of(member->getOperands(), known))
+          continue;
+        if (auto op = dyn_cast<GenericOp>(member)) {
+          if (!llvm::all_of(getCapturedTensors(op), known))
+            continue;
+          if (failed(writeOp(op, kindOf(op), view, bufferOf)))
+            return failure();
+        } else {
+          values[member->getResult(0)] = values.lookup(member->getOperand(0));
+        }
+        written.insert(member);
+        progress = true;
+      }
+    }
+    SmallVector<GenericOp> batch;
+    for (GenericOp op : pendingReductions)
+      if (llvm::all_of(op->getOperands(), ready) &&
+          llvm::all_of(getCapturedTensors(op), ready))
+        batch.push_back(op);
+    if (batch.empty())
+      break;
+    if (failed(writeChunkLoop(members, kindOf, rowWide, batch, {}, view,
+                              bufferOf)))
+      return failure();
+    for (GenericOp op : batch) {
+      llvm::erase(pendingReductions, op);
+      written.insert(op);
+    }
+  }
+  if (!pendingReductions.empty())
+    return pendingReductions.front().emitError(
+        "kernel formation left a reduction whose row-wide inputs need its own "
+        "result");
+  SmallVector<PendingStore> rowWideStores;
+  for (const PendingStore &store : stores) {
+    Operation *def = store.result.getDefiningOp();
+    if (rowWide.contains(def))
+      rowWideStores.push_back(store);
+    else
+      this->store(store.result, store.hostView);
+  }
+  if (rowWideStores.empty())
+    return success();
+  return writeChunkLoop(members, kindOf, rowWide, {}, rowWideStores, view,
+                        bufferOf);
+}
+
+/// One loop over the chunks of the rows: the row-wide values that
+/// `reductions` and `stores` need, each reduction's partial result combined
+/// into its accumulator, and the stores.
+LogicalResult KernelWriter::writeChunkLoop(
+    ArrayRef<Operation *> members, function_ref<GenericKind(GenericOp)> kindOf,
+    const llvm::SmallDenseSet<Operation *> &rowWide,
+    ArrayRef<GenericOp> reductions, ArrayRef<PendingStore> stores,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  Location loc = kernel.getLoc();
+  // The row-wide members needed, by the closure of the reductions' and
+  // stores' operands.
+  llvm::SmallDenseSet<Operation *> needed;
+  SmallVector<Value> stack;
+  for (GenericOp op : reductions) {
+    llvm::append_range(stack, op->getOperands());
+    llvm::append_range(stack, getCapturedTensors(op));
+  }
+  for (const PendingStore &store : stores)
+    stack.push_back(store.result);
+  while (!stack.empty()) {
+    Operation *def = stack.pop_back_val().getDefiningOp();
+    if (!def || !rowWide.contains(def) || !needed.insert(def).second)
+      continue;
+    llvm::append_range(stack, def->getOperands());
+    if (auto op = dyn_cast<GenericOp>(def))
+      llvm::append_range(stack, getCapturedTensors(op));
+  }
+  // Accumulators start at the combiners' identities.
+  SmallVector<Value> accs;
+  SmallVector<std::pair<GenericOp, unsigned>> results;
+  for (GenericOp op : reductions) {
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
+      Operation *c = getCombiner(op, i);
+      Type elt = c->getResult(0).getType();
+      accs.push_back(tile::SplatOp::create(
+          b, loc, tileType(resultSpans(op, init, opSpace), elt),
+          arith::ConstantOp::create(b, loc, getCombinerIdentity(c))));
+      results.push_back({op, i});
+    }
+  }
+  // A loop nest over the chunked dimensions, outermost first.
+  DenseMap<Value, TileValue> savedValues = values;
+  llvm::StringMap<TileValue> savedLoads = loads;
+  SmallVector<Value> savedOffsets = offsets;
+  SmallVector<scf::ForOp> loops;
+  ValueRange iterArgs = accs;
+  for (int s : tiling.chunked.set_bits()) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(space[s]),
+                                   index(tiling.block[s]), iterArgs);
+    Block *body = loop.getBody();
+    if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
+      body->back().erase();
+    b.setInsertionPointToEnd(body);
+    offsets[s] = loop.getInductionVar();
+    iterArgs = loop.getRegionIterArgs();
+    loops.push_back(loop);
+  }
+  auto fail = [&]() {
+    values = std::move(savedValues);
+    loads = std::move(savedLoads);
+    offsets = savedOffsets;
+    b.setInsertionPointAfter(loops.front());
+    return failure();
+  };
+  for (Operation *member : members) {
+    if (!needed.contains(member))
+      continue;
+    if (auto op = dyn_cast<GenericOp>(member)) {
+      if (failed(writeOp(op, kindOf(op), view, bufferOf)))
+        return fail();
+    } else {
+      values[member->getResult(0)] = values.lookup(member->getOperand(0));
+    }
+  }
+  partialReductions = true;
+  for (GenericOp op : reductions)
+    if (failed(writeOp(op, kindOf(op), view, bufferOf))) {
+      partialReductions = false;
+      return fail();
+    }
+  partialReductions = false;
+  SmallVector<Value> next;
+  for (auto [acc, result] : llvm::zip(iterArgs, results)) {
+    auto [op, i] = result;
+    Operation *c = getCombiner(op, i);
+    TileValue partial = values.lookup(op.getResult(i));
+    TileValue sofar{acc, partial.spans};
+    bool accFirst = c->getOperand(0) == op.getRegionOutputArgs()[i];
+    FailureOr<TileValue> sum =
+        applyElementwise(*c, accFirst ? SmallVector<TileValue>{sofar, partial}
+                                      : SmallVector<TileValue>{partial, sofar});
+    if (failed(sum))
+      return fail();
+    next.push_back(sum->value);
+  }
+  for (const PendingStore &store : stores)
+    this->store(store.result, store.hostView);
+  // Close the nest: each loop yields the next inner loop's results.
+  for (auto loop : llvm::reverse(loops)) {
+    b.setInsertionPointToEnd(loop.getBody());
+    scf::YieldOp::create(b, loc, next);
+    next = SmallVector<Value>(loop.getResults());
+  }
+  b.setInsertionPointAfter(loops.front());
+  values = std::move(savedValues);
+  loads = std::move(savedLoads);
+  offsets = savedOffsets;
+  for (auto [value, result] : llvm::zip(next, results)) {
+    auto [op, i] = result;
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    OpOperand &init = op.getDpsInitsMutable()[i];
+    TileValue total{value, resultSpans(op, init, opSpace)};
+    FailureOr<TileValue> r =
+        combineInit(op, init, total, opSpace, view, bufferOf);
+    if (failed(r))
+      return failure();
+    values[op.getResult(i)] = {materialize(*r, total.spans, loc), total.spans};
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Groups
 //===----------------------------------------------------------------------===//
 
+/// A buffer a kernel reads or writes: the space dimensions it spans and
+/// its element size.
+struct Access {
+  llvm::SmallBitVector spans;
+  int64_t bytes;
+};
+
 /// Block sizes and warps (Inductor's heuristics, simplified): a program
 /// covers up to 1024 elements of an elementwise kernel, whole rows of a
-/// reduction (several rows while they are short), and a 16..64 x 16..64
+/// reduction up to kPersistentRowElements (several rows while they are
+/// short; longer ones in chunks of kRowChunkElements), and a 16..64 x 16..64
 /// tile of a contraction's output (k in steps of 16..32).
-Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced,
-                    GenericOp contraction) {
+///
+/// Every program reads the operands broadcast along its blocks (a norm's
+/// weight, a bias) again. Where those re-reads are more than 1/16 of what a
+/// program moves, programs take more rows (up to kMaxReuseElements), as
+/// multi-row norm kernels keep their weights in registers.
+Tiling chooseTiling(ArrayRef<int64_t> space,
+                    const llvm::SmallBitVector &reduced, GenericOp contraction,
+                    ArrayRef<Access> accesses) {
   Tiling t;
   t.block.assign(space.size(), 1);
+  t.chunked.resize(space.size());
   if (contraction) {
     ContractionDimensions dims = *inferContractionDims(contraction);
     auto opSpace =
@@ -936,10 +1258,20 @@ Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced
     t.block[sk] = clampPow2(space[sk], 16, 32);
     t.numWarps = 4;
   } else {
+    int64_t whole = 1;
+    for (int s : reduced.set_bits())
+      whole *= nextPowerOf2(space[s]);
+    int64_t limit = whole > kPersistentRowElements ? kRowChunkElements : whole;
+    // Reduced dimensions, innermost first, share the row's elements.
     int64_t row = 1;
-    for (int s : reduced.set_bits()) {
-      t.block[s] = nextPowerOf2(space[s]);
+    for (int s = (int)space.size() - 1; s >= 0; --s) {
+      if (!reduced.test(s))
+        continue;
+      t.block[s] =
+          std::min(nextPowerOf2(space[s]), std::max<int64_t>(limit / row, 1));
       row *= t.block[s];
+      if (t.block[s] < space[s])
+        t.chunked.set(s);
     }
     int64_t budget = std::max<int64_t>(row, reduced.any() ? 2048 : 1024);
     int64_t total = row;
@@ -948,6 +1280,34 @@ Tiling chooseTiling(ArrayRef<int64_t> space, const llvm::SmallBitVector &reduced
         continue;
       t.block[s] = std::min(nextPowerOf2(space[s]), budget / total);
       total *= t.block[s];
+    }
+    auto bytes = [&](const Access &a) {
+      int64_t n = a.bytes;
+      for (int s : a.spans.set_bits())
+        n *= t.block[s];
+      return n;
+    };
+    // The innermost dimension split over programs that a broadcast operand
+    // does not span.
+    auto reusable = [&]() -> int {
+      int64_t all = 0, again = 0;
+      int dim = -1;
+      for (const Access &a : accesses) {
+        all += bytes(a);
+        for (int s = (int)space.size() - 1; s >= 0; --s) {
+          if (a.spans.test(s) || reduced.test(s) || t.block[s] >= space[s])
+            continue;
+          again += bytes(a);
+          dim = std::max(dim, s);
+          break;
+        }
+      }
+      return 16 * again > all ? dim : -1;
+    };
+    for (int s; !t.chunked.any() && total < kMaxReuseElements &&
+                (s = reusable()) >= 0;) {
+      t.block[s] *= 2;
+      total *= 2;
     }
     // About 8 elements a thread, up to 32 warps for the longest rows.
     t.numWarps = std::clamp<int64_t>(total / 256, 1, total > 2048 ? 32 : 8);
@@ -998,8 +1358,8 @@ void Converter::promiseLayout(BlockArgument arg, Value hostView) {
         dynamic, type.getElementType(),
         StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, layout)));
   }
-  int64_t bytes = std::max<int64_t>(
-      type.getElementType().getIntOrFloatBitWidth() / 8, 1);
+  int64_t bytes =
+      std::max<int64_t>(type.getElementType().getIntOrFloatBitWidth() / 8, 1);
   bool aligned = staticOffset && (*staticOffset * bytes) % 16 == 0 &&
                  llvm::all_of(strides, [&](int64_t s) {
                    return s == 1 || (s * bytes) % 16 == 0;
@@ -1011,8 +1371,9 @@ void Converter::promiseLayout(BlockArgument arg, Value hostView) {
   for (auto [size, stride] : llvm::zip(hostType.getShape(), strides))
     extent += (size - 1) * std::abs(stride);
   if (extent < (int64_t(1) << 31) &&
-      llvm::all_of(hostType.getShape(),
-                   [](int64_t n) { return n < (int64_t(1) << 31); }))
+      llvm::all_of(
+          hostType.getShape(),
+          [](int64_t n) { return n < (int64_t(1) << 31); }))
     attrs.push_back(b.getNamedAttr(tile::KernelOp::getIndexBitwidthAttrName(),
                                    b.getI64IntegerAttr(32)));
   promises[arg] = attrs;
@@ -1034,7 +1395,8 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
     kinds.push_back(kind);
     if (kind == GenericKind::Contraction)
       contraction = op;
-    auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
     SmallVector<int64_t> loops = getLoopSizes(op);
     for (auto [d, s] : llvm::enumerate(opSpace)) {
       if (s < 0)
@@ -1052,11 +1414,47 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
     space.push_back(1);
     reduced.resize(1);
   }
-  Tiling tiling = chooseTiling(space, reduced, contraction);
+  // Values used outside the group are stored to new buffers; reshapes of
+  // them in the group are views of those.
+  llvm::SmallPtrSet<Operation *, 8> memberSet(members.begin(), members.end());
+  std::function<bool(Value)> escapes = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *u) {
+      if (!memberSet.contains(u))
+        return true;
+      return !isa<GenericOp>(u) && escapes(u->getResult(0));
+    });
+  };
+
+  // The buffers the kernel reads from outside the group, and writes.
+  SmallVector<Access> accesses;
+  for (GenericOp op : ops) {
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      Operation *def = operand.get().getDefiningOp();
+      bool fromOutside = (op.isDpsInput(&operand) ||
+                          op.payloadUsesValueFromOperand(&operand)) &&
+                         !(def && memberSet.contains(def)) &&
+                         !getScalarSource(operand.get());
+      bool stored =
+          op.isDpsInit(&operand) && escapes(op.getTiedOpResult(&operand));
+      if (!type || (!fromOutside && !stored))
+        continue;
+      Access a{llvm::SmallBitVector(space.size()),
+               std::max<int64_t>(type.getElementTypeBitWidth() / 8, 1)};
+      for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults())
+        if (auto d = dyn_cast<AffineDimExpr>(e);
+            d && opSpace[d.getPosition()] >= 0)
+          a.spans.set(opSpace[d.getPosition()]);
+      accesses.push_back(a);
+    }
+  }
+  Tiling tiling = chooseTiling(space, reduced, contraction, accesses);
 
   // The kernel.
   std::string name = "k" + std::to_string(id) + "_" +
-                     (contraction ? "matmul"
+                     (contraction     ? "matmul"
                       : reduced.any() ? "reduce"
                                       : "pointwise");
   std::string fused;
@@ -1070,8 +1468,6 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   kernel->setAttr(tile::KernelOp::getNumWarpsAttrName(),
                   mb.getI64IntegerAttr(tiling.numWarps));
 
-  KernelWriter writer(kernel, space, tiling);
-  writer.writeProgramOffsets();
   auto view = [&](Value v, const StridedLayout &layout) -> Value {
     return viewOf(bufferFor(v), layout);
   };
@@ -1079,30 +1475,14 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
     const Buffer &buffer = bufferFor(v);
     return buffer.root ? &buffer : nullptr; // else an uninitialized tensor
   };
-  for (Operation *member : members) {
-    auto op = dyn_cast<GenericOp>(member);
-    if (!op) { // a reshape of unit dimensions: the same tile
-      writer.values[member->getResult(0)] =
-          writer.values.lookup(member->getOperand(0));
-      continue;
-    }
-    GenericKind kind = kinds[llvm::find(ops, op) - ops.begin()];
-    if (failed(writer.writeOp(op, kind, view, bufferOf)))
-      return failure();
-  }
-
-  // Values used outside the group are stored to new buffers; reshapes of
-  // them in the group are views of those.
-  llvm::SmallPtrSet<Operation *, 8> memberSet(members.begin(), members.end());
-  std::function<bool(Value)> escapes = [&](Value v) {
-    return llvm::any_of(v.getUsers(), [&](Operation *u) {
-      if (!memberSet.contains(u))
-        return true;
-      return !isa<GenericOp>(u) && escapes(u->getResult(0));
-    });
+  auto kindOf = [&](GenericOp op) {
+    return kinds[llvm::find(ops, op) - ops.begin()];
   };
+
+  SmallVector<PendingStore> stores;
   for (GenericOp op : ops) {
-    auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace =
+        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
     for (OpOperand &init : op.getDpsInitsMutable()) {
       Value result = op.getTiedOpResult(&init);
       if (!escapes(result))
@@ -1112,30 +1492,48 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
           builder, op.getLoc(),
           MemRefType::get(type.getShape(), type.getElementType()),
           builder.getI64IntegerAttr(64));
-      Buffer &buffer = buffers[result] = {
-          alloc, StridedLayout::contiguous(type.getShape())};
+      Buffer &buffer =
+          buffers[result] = {alloc, StridedLayout::contiguous(type.getShape())};
       StridedLayout layout;
       layout.sizes.assign(space.size(), 1);
       layout.strides.assign(space.size(), 0);
-      SmallVector<int64_t> dims;
       for (auto [j, e] :
            llvm::enumerate(op.getMatchingIndexingMap(&init).getResults())) {
         auto d = dyn_cast<AffineDimExpr>(e);
         int64_t s = d ? opSpace[d.getPosition()] : -1;
-        dims.push_back(s);
         if (s < 0)
           continue;
         layout.sizes[s] = buffer.layout.sizes[j];
         layout.strides[s] = buffer.layout.strides[j];
       }
-      writer.store(result, dims, viewOf(buffer, layout));
+      stores.push_back({result, viewOf(buffer, layout)});
     }
+  }
+
+  KernelWriter writer(kernel, space, tiling);
+  writer.writeProgramOffsets();
+  if (tiling.chunked.any()) {
+    if (failed(writer.writeChunked(members, kindOf, stores, view, bufferOf)))
+      return failure();
+  } else {
+    for (Operation *member : members) {
+      auto op = dyn_cast<GenericOp>(member);
+      if (!op) { // a reshape of unit dimensions: the same tile
+        writer.values[member->getResult(0)] =
+            writer.values.lookup(member->getOperand(0));
+        continue;
+      }
+      if (failed(writer.writeOp(op, kindOf(op), view, bufferOf)))
+        return failure();
+    }
+    for (const PendingStore &store : stores)
+      writer.store(store.result, store.hostView);
   }
   for (Operation *member : members)
     if (!isa<GenericOp>(member) && buffers.count(member->getOperand(0))) {
       Buffer source = buffers[member->getOperand(0)];
-      buffers[member->getResult(0)] = {
-          source.root, *getViewLayout(member, source.layout)};
+      buffers[member->getResult(0)] = {source.root,
+                                       *getViewLayout(member, source.layout)};
     }
   SmallVector<Type> argTypes;
   for (BlockArgument arg : kernel.getBody().front().getArguments()) {
@@ -1149,7 +1547,8 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   promises.clear();
 
   Location loc = ops.front()->getLoc();
-  Value programs = arith::ConstantIndexOp::create(builder, loc, tiling.programs);
+  Value programs =
+      arith::ConstantIndexOp::create(builder, loc, tiling.programs);
   Value one = arith::ConstantIndexOp::create(builder, loc, 1);
   tile::LaunchOp::create(builder, loc, name, ValueRange{programs, one, one},
                          writer.launchArgs);

@@ -668,6 +668,15 @@ class CompiledGraph:
         return 32 * sum(s.global_load_sectors + s.global_store_sectors for s in self.last_stats)
 
     @property
+    def last_unique_bytes(self) -> int:
+        """Global bytes of the distinct 32-byte sectors each kernel of the last emulator call
+        read and wrote, summed over the kernels: the DRAM traffic when the L2 cache holds a
+        kernel's working set (``LaunchStats.global_load_unique_sectors``)."""
+        return 32 * sum(
+            s.global_load_unique_sectors + s.global_store_unique_sectors for s in self.last_stats
+        )
+
+    @property
     def last_min_bytes(self) -> int:
         """Bytes of the last call's inputs (user inputs, parameters, buffers, constants) and
         of its outputs that are new tensors: what a perfectly fused graph reads and writes."""

@@ -171,6 +171,7 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         _check_align(st, ins, tids, addr, size, space)
         if count is not None:
             nreq, nsec = warp_sectors(tids, off, size)
+            st.gm.touch(off, size, count != "load")
             s = st.stats
             if count == "load":
                 s.global_load_requests += nreq
@@ -680,6 +681,7 @@ def h_cp(cx, ins):
             _check_align(st, ins, sub, sa, cp, "global")
             del full
             nreq, nsec = warp_sectors(sub, sa - GLOBAL_BASE, cp)
+            st.gm.touch(sa - GLOBAL_BASE, cp, False)
             st.stats.global_load_requests += nreq
             st.stats.global_load_sectors += nsec
             st.stats.global_load_bytes += int(ss.sum())

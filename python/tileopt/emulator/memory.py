@@ -86,6 +86,16 @@ class GlobalMemory:
         self.starts = np.array([b.start for b in self.buffers], np.int64)
         self.ends = np.array([b.end for b in self.buffers], np.int64)
         self.mem = Views(total)
+        # 32-byte sectors the launch has read / written (LaunchStats' unique sectors).
+        self.loaded = np.zeros((total + 31) // 32, bool)
+        self.stored = np.zeros((total + 31) // 32, bool)
+
+    def touch(self, off: np.ndarray, size: int, store: bool) -> None:
+        """Marks the sectors that accesses of *size* bytes at byte offsets *off* touch."""
+        seen = self.stored if store else self.loaded
+        seen[off >> 5] = True
+        if size > 1:
+            seen[(off + (size - 1)) >> 5] = True
 
     def nearest(self, off: int) -> str:
         if not self.buffers:

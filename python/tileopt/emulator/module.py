@@ -552,6 +552,8 @@ class Module:
         stats.instructions = sum(counts_w)
         stats.thread_instructions = sum(counts_t)
         stats.instructions_by_class = by_class
+        stats.global_load_unique_sectors = int(np.count_nonzero(gm.loaded))
+        stats.global_store_unique_sectors = int(np.count_nonzero(gm.stored))
         # ---- write back
         for v, goff, data in self._globals:
             data[:] = gm.mem.u8[goff : goff + v.size].tobytes()

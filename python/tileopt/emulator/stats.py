@@ -13,6 +13,9 @@ class LaunchStats:
     predicated-off ones) and per thread (``thread_instructions``: warp-instructions times
     the threads of the warp that reached the instruction).  Global counters are per warp
     request; sectors are distinct 32-byte segments touched by a request's active threads.
+    Unique sectors are the distinct 32-byte segments the whole launch read (or wrote): its
+    DRAM traffic when the L2 cache holds the launch's working set, so that a weight every
+    program reads again, or a row read in several passes, counts once.
     Shared bank conflicts are the extra wavefronts beyond one per request phase
     (32 banks x 4 bytes; 64-bit accesses in 2 phases, 128-bit in 4).
     """
@@ -29,6 +32,8 @@ class LaunchStats:
     global_store_bytes: int = 0
     global_load_sectors: int = 0
     global_store_sectors: int = 0
+    global_load_unique_sectors: int = 0
+    global_store_unique_sectors: int = 0
     shared_load_requests: int = 0
     shared_store_requests: int = 0
     shared_bank_conflicts: int = 0
@@ -63,9 +68,11 @@ class LaunchStats:
             "  by class: "
             + ", ".join(f"{k}={v}" for k, v in sorted(self.instructions_by_class.items())),
             f"  global loads: {self.global_load_requests} req, {self.global_load_bytes} B, "
-            f"{self.global_load_sectors} sectors (eff {self.global_load_efficiency:.2f})",
+            f"{self.global_load_sectors} sectors (eff {self.global_load_efficiency:.2f}), "
+            f"{self.global_load_unique_sectors} unique",
             f"  global stores: {self.global_store_requests} req, {self.global_store_bytes} B, "
-            f"{self.global_store_sectors} sectors (eff {self.global_store_efficiency:.2f})",
+            f"{self.global_store_sectors} sectors (eff {self.global_store_efficiency:.2f}), "
+            f"{self.global_store_unique_sectors} unique",
             f"  shared bank conflicts: {self.shared_bank_conflicts}, barriers: {self.barriers}, "
             f"races: {self.shared_races}, uninitialised reads: {self.shared_uninitialized_reads}",
             f"  wall time: {self.wall_time:.3f} s"

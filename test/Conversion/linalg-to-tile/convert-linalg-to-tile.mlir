@@ -20,8 +20,8 @@
 // CHECK: math.exp
 // CHECK: tile.store {{.*}} : tensor<4x64xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK-LABEL: func.func @chain(%arg0: memref<4x37xf32>, %arg1: memref<37xf32>) -> memref<4x37xf32>
-// CHECK: %[[B:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1, 37], strides: [0, 1]
 // CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x37xf32>
+// CHECK: %[[B:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1, 37], strides: [0, 1]
 // CHECK: tile.launch @k0_pointwise grid(%c1, %c1, %c1) (%{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: return %[[OUT]]
 func.func @chain(%x: tensor<4x37xf32>, %b: tensor<37xf32>) -> tensor<4x37xf32> {
@@ -125,4 +125,73 @@ func.func @linear(%x: tensor<100x64xf32>, %w: tensor<80x64xf32>, %b: tensor<80xf
 func.func @reshape(%x: tensor<4x8x16xf32>) -> tensor<32x16xf32> {
   %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<4x8x16xf32> into tensor<32x16xf32>
   return %c : tensor<32x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A row longer than kPersistentRowElements: one loop over 4096-element
+// chunks per reduction (the max, then the sum of exponentials, which
+// recomputes x - max), padding masked against the elements left in the row,
+// and a last loop that stores the row-wide result. The input is one kernel
+// argument however many loops read it.
+// CHECK-LABEL: tile.kernel @k0_reduce(%arg0: {{[^%]*}}, %arg1: {{[^%]*}}) attributes
+// CHECK-SAME: tile.num_warps = 16
+// CHECK: %[[MAX:.*]] = scf.for %[[I:.*]] = %c0 to %c20000 step %c4096 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1x1xf32>)
+// CHECK:   tile.load %arg0[%{{.*}}, %[[I]]] {{.*}} -> tensor<1x4096xf32>
+// CHECK:   arith.index_cast %[[I]] : index to i32
+// CHECK:   arith.subi %c20000_i32
+// CHECK:   arith.select
+// CHECK:   tile.reduce
+// CHECK:   arith.maximumf %{{.*}}, %[[ACC]] : tensor<1x1xf32>
+// CHECK: %[[SUM:.*]] = scf.for %{{.*}} iter_args({{.*}}) -> (tensor<1x1xf32>)
+// CHECK:   tile.load %arg0
+// CHECK:   tile.broadcast %[[MAX]]
+// CHECK:   math.exp
+// CHECK:   tile.reduce
+// CHECK: scf.for
+// CHECK:   tile.load %arg0
+// CHECK:   math.exp
+// CHECK:   tile.broadcast %[[SUM]]
+// CHECK:   arith.divf
+// CHECK:   tile.store {{.*}}, %arg1
+// CHECK-NOT: scf.for
+// CHECK: tile.return
+// CHECK-LABEL: func.func @long_softmax
+// CHECK: tile.launch @k0_reduce grid(%c2, %c1, %c1)
+func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<2xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%er : tensor<2xf32>) -> tensor<2xf32>
+  %m = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<2x20000xf32>) outs(%fm : tensor<2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.maximumf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<2xf32>
+  %e = tensor.empty() : tensor<2x20000xf32>
+  %ex = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : tensor<2x20000xf32>, tensor<2xf32>) outs(%e : tensor<2x20000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  } -> tensor<2x20000xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%er : tensor<2xf32>) -> tensor<2xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%ex : tensor<2x20000xf32>) outs(%fs : tensor<2xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<2xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ex, %s : tensor<2x20000xf32>, tensor<2xf32>) outs(%e : tensor<2x20000xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.divf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<2x20000xf32>
+  return %y : tensor<2x20000xf32>
 }

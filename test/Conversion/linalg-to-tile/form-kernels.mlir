@@ -199,6 +199,43 @@ func.func @gather(%ids: tensor<8xi64>, %table: tensor<100x16xf32>) -> tensor<8x1
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row1 = affine_map<(d0, d1) -> (d0, 0)>
+
+// A gather from an elementwise result (cross-entropy's pick of the target's
+// log-probability) reads the elementwise op's inputs at the gathered index
+// and recomputes its body there; the [8, 37] log-probabilities are not
+// formed into a kernel at all.
+// CHECK-LABEL: func.func @gather_through_elementwise
+// CHECK-NOT: arith.subf {{.*}} : f32
+// CHECK: %[[IDS:.*]] = linalg.generic {{.*}}ins(%arg2 {{.*}}tile.group
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%{{.*}}, %[[T:.*]]] : tensor<8x37xf32>
+// CHECK: %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK: %[[L:.*]] = tensor.extract %arg1[%{{.*}}, %[[ZERO]]] : tensor<8x1xf32>
+// CHECK: arith.subf %[[X]], %[[L]] : f32
+// CHECK-NOT: linalg.generic
+func.func @gather_through_elementwise(%x: tensor<8x37xf32>, %lse: tensor<8x1xf32>, %t: tensor<8xi64>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8x37xf32>
+  %logp = linalg.generic {indexing_maps = [#id, #row1, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %lse : tensor<8x37xf32>, tensor<8x1xf32>) outs(%e : tensor<8x37xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<8x37xf32>
+  %er = tensor.empty() : tensor<8xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : tensor<8xi64>) outs(%er : tensor<8xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %r = linalg.index 0 : index
+    %ii = arith.index_cast %i : i64 to index
+    %v = tensor.extract %logp[%r, %ii] : tensor<8x37xf32>
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  return %g : tensor<8xf32>
+}
+
+// -----
+
 // A window (a convolution's d0 + d1) is no strided view of the iteration
 // space: reported, not formed.
 func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {

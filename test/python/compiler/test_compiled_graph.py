@@ -1,9 +1,10 @@
 """``CompiledGraph``: specialisations, live parameters, input checks, stages and statistics.
 
 Most tests replace the frontend and kernel formation with a fake that hands over a
-hand-written tile module (the same kernels as test_hostcode.py), so they run without
-torch.export, torch-mlir or the ``tileopt-linalg-to-tile`` pass. The end-to-end tests at the
-bottom use the real frontend and pass and skip, saying which is missing, until both exist.
+hand-written tile module (with the kernels of test_hostcode.py, imported from there), so they
+run without torch.export, torch-mlir or the ``tileopt-linalg-to-tile`` pass. The end-to-end
+tests at the bottom use the real frontend and pass and skip, saying which is missing, until
+both exist.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from test_hostcode import ADD2, SCALE1, TYPES
 from tileopt.compiler import graph as graph_mod
 from tileopt.compiler.graph import CompiledGraph, compile_graph, form_kernels
 from tileopt.errors import ArgumentError, CompilationError, DeviceError, OptionError
@@ -22,33 +24,14 @@ from tileopt.errors import ArgumentError, CompilationError, DeviceError, OptionE
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-ADD2 = """
-  tile.kernel @add2(%x: !v2, %y: !v2, %out: !v2) attributes {tile.fused = "generic x1: add"} {
-    %r = tile.program_id {dim = 0 : i64}
-    %c0 = arith.constant 0 : index
-    %a = tile.load %x[%r, %c0] : !v2 -> tensor<1x64xf32>
-    %b = tile.load %y[%r, %c0] : !v2 -> tensor<1x64xf32>
-    %s = arith.addf %a, %b : tensor<1x64xf32>
-    tile.store %s, %out[%r, %c0] : tensor<1x64xf32>, !v2
-    tile.return
-  }
-"""
+# The kernels of test_hostcode.py; kernel formation would give scale1 a note as well.
+SCALE1_FUSED = SCALE1.replace(
+    "%k: f32) {", '%k: f32) attributes {tile.fused = "generic x1: mul"} {'
+)
+assert SCALE1_FUSED != SCALE1
 
 # The same kernel under other names: kernel formation may emit one kernel per launch.
 ADD2_AGAIN = ADD2.replace("@add2", "@add2_again").replace("generic x1: add", "again")
-
-SCALE1 = """
-  tile.kernel @scale1(%x: !v1, %out: !v1, %k: f32) attributes {tile.fused = "generic x1: mul"} {
-    %p = tile.program_id {dim = 0 : i64}
-    %c256 = arith.constant 256 : index
-    %o = arith.muli %p, %c256 : index
-    %a = tile.load %x[%o] : !v1 -> tensor<256xf32>
-    %t = tile.splat %k : f32 -> tensor<256xf32>
-    %m = arith.mulf %a, %t : tensor<256xf32>
-    tile.store %m, %out[%o] : tensor<256xf32>, !v1
-    tile.return
-  }
-"""
 
 
 def broadcast(name: str, n: int, m: int) -> str:
@@ -68,11 +51,8 @@ def bias_model_tile(m: int, n: int) -> str:
     v = f"memref<{n}xf32, strided<[?], offset: ?>>"
     rows = f"memref<{m}x{n}xf32, strided<[0, ?], offset: ?>>"
     buf = f"memref<{m}x{n}xf32>"
-    return f"""
-!v1 = memref<?xf32, strided<[?], offset: ?>>
-!v2 = memref<?x?xf32, strided<[?, ?], offset: ?>>
-module {{
-{ADD2}{ADD2_AGAIN}{SCALE1}
+    return f"""{TYPES}module {{
+{ADD2}{ADD2_AGAIN}{SCALE1_FUSED}
   func.func @forward(%x: {x}, %b: {v}, %o: {v}, %c: {v}) -> ({buf}, memref<{m * n}xf32>) {{
     %c1 = arith.constant 1 : index
     %cm = arith.constant {m} : index

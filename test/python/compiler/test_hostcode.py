@@ -16,7 +16,8 @@ from tileopt.errors import CompilationError
 
 torch = pytest.importorskip("torch")
 
-# The views of the kernels: any sizes and strides.
+# The views of the kernels: any sizes and strides. TYPES, ADD2 and SCALE1 are also the
+# kernels of test_compiled_graph.py, which imports them from here.
 TYPES = """
 !v1 = memref<?xf32, strided<[?], offset: ?>>
 !v2 = memref<?x?xf32, strided<[?, ?], offset: ?>>

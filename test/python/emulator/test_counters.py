@@ -65,6 +65,7 @@ def test_coalesced_float4_copy_minimum_sectors(
     assert stats.global_store_requests == _cdiv(n4, 32)
     assert stats.global_load_sectors == nbytes // 32  # the minimum: every sector fully used
     assert stats.global_store_sectors == nbytes // 32
+    assert stats.global_load_unique_sectors == stats.global_store_unique_sectors == nbytes // 32
 
 
 @pytest.mark.parametrize("stride", [1, 2, 3, 4, 8, 9, 32])
@@ -87,10 +88,29 @@ def test_strided_copy_sector_excess(load_kernels: Loader, arch: str, stride: int
     assert stats.global_load_bytes == 4 * n
     assert stats.global_load_sectors == expect_load
     assert stats.global_store_sectors == expect_store == _cdiv(4 * n, 32)
+    # The launch as a whole touches each sector of x it reads once, however many warps share it.
+    assert stats.global_load_unique_sectors == len({int(i) * stride * 4 // 32 for i in range(n)})
+    assert stats.global_store_unique_sectors == _cdiv(4 * n, 32)
     # The excess over the coalesced minimum grows with the stride up to 8x (one sector per thread).
     ideal = _cdiv(4 * n, 32)
     if n % 32 == 0:
         assert stats.global_load_sectors == ideal * min(stride, 8)
+
+
+def test_unique_sectors_count_a_shared_element_once(load_kernels: Loader, arch: str) -> None:
+    """Every thread reads x[0] (a stride of 0): each warp's request fetches its sector, the
+    launch as a whole touches it once (what an L2 cache turns the requests into)."""
+    k = load_kernels("counters.cu", arch)
+    n = 1000
+    x = np.arange(8, dtype=np.float32) + 3
+    y = np.zeros(n, dtype=np.float32)
+    stats = k.module.launch(
+        "copy_strided", grid=(_cdiv(n, 128), 1, 1), block=(128, 1, 1), args=[x, y, n, 0]
+    )
+    np.testing.assert_array_equal(y, np.full(n, x[0]))
+    assert stats.global_load_sectors == len(_warps(n))
+    assert stats.global_load_unique_sectors == 1
+    assert stats.global_store_unique_sectors == _cdiv(4 * n, 32)
 
 
 @pytest.mark.parametrize("n,block", [(1000, 256), (4096, 128)])

@@ -1,10 +1,9 @@
 """PyTorch models through ``tileopt.compile(model, inputs)``, run in the PTX emulator and
 compared with eager PyTorch on the example inputs and on a second set of inputs (nothing is
-baked into the compiled graph)."""
+baked into the compiled graph). The blocks and their parts are ``tileopt.testing.models``."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +16,13 @@ nn = torch.nn
 F = torch.nn.functional
 
 import tileopt  # noqa: E402
+from tileopt.testing.models import (  # noqa: E402
+    GPTBlock,
+    LlamaBlock,
+    RMSNorm,
+    causal_attention,
+    random_layer_norm,
+)
 
 TOL = {torch.float32: 2e-5, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
@@ -111,25 +117,30 @@ def test_softmax(fn: str, shape: tuple[int, ...], dim: int) -> None:
     check(lambda x: getattr(torch, fn)(x, dim=dim), lambda: (randn(*shape),), max_kernels=1)
 
 
-class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float = 1e-6) -> None:
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.rand(dim) + 0.5)
-
-    def forward(self, x: Any) -> Any:
-        norm = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return norm * self.weight
-
-
 @pytest.mark.parametrize("shape", [(4, 37), (2, 3, 1000)], ids=str)
 def test_norms(shape: tuple[int, ...]) -> None:
-    ln = nn.LayerNorm(shape[-1])
-    with torch.no_grad():
-        ln.weight.uniform_(0.5, 1.5)
-        ln.bias.uniform_(-0.5, 0.5)
-    check(ln, lambda: (randn(*shape),), max_kernels=1)
+    check(random_layer_norm(shape[-1]), lambda: (randn(*shape),), max_kernels=1)
     check(RMSNorm(shape[-1]), lambda: (randn(*shape),), max_kernels=1)
+
+
+LONG_ROWS: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {
+    # Rows longer than a program keeps in registers (16384): loops over 4096-element chunks,
+    # one per reduction, with a ragged last chunk.
+    "softmax": (lambda x: torch.softmax(x, -1), (2, 20000)),
+    "log_softmax_dim0": (lambda x: F.log_softmax(x, 0), (17000, 3)),
+    "sum_and_amax": (lambda x: x.sum(-1) + x.amax(-1), (3, 70001)),
+    "rmsnorm": (lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), (2, 16385)),
+}
+
+
+@pytest.mark.parametrize("name", list(LONG_ROWS))
+def test_long_rows(name: str) -> None:
+    f, shape = LONG_ROWS[name]
+    check(f, lambda: (randn(*shape),), max_kernels=1)
+
+
+def test_long_layer_norm() -> None:
+    check(random_layer_norm(30000), lambda: (randn(2, 30000),), max_kernels=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,13 +170,6 @@ def test_mlp() -> None:
 # attention and blocks
 
 
-def causal_attention(q: Any, k: Any, v: Any) -> Any:
-    t = q.shape[-2]
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    mask = torch.ones(t, t, dtype=torch.bool).tril()
-    return scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
-
-
 @pytest.mark.parametrize("t", [16, 37])
 def test_attention(t: int) -> None:
     def inputs() -> tuple[Any, ...]:
@@ -175,30 +179,8 @@ def test_attention(t: int) -> None:
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), inputs)
 
 
-class Block(nn.Module):
-    """A GPT-style block in plain PyTorch."""
-
-    def __init__(self, dim: int = 64, heads: int = 4) -> None:
-        super().__init__()
-        self.heads = heads
-        self.ln1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.ln2 = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, 4 * dim)
-        self.out = nn.Linear(4 * dim, dim)
-
-    def forward(self, x: Any) -> Any:
-        b, t, c = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = causal_attention(q, k, v).transpose(1, 2).reshape(b, t, c)
-        x = x + self.proj(y)
-        return x + self.out(F.gelu(self.fc(self.ln2(x))))
-
-
 def test_gpt_block() -> None:
-    check(Block(), lambda: (randn(2, 37, 64),), tol=1e-4)
+    check(GPTBlock(), lambda: (randn(2, 37, 64),), tol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,51 +228,18 @@ def test_embedding() -> None:
     check(Embed(), lambda: (torch.randint(0, 100, (2, 16)),), max_kernels=1)
 
 
-@pytest.mark.parametrize("vocab", [37, 1000])
+@pytest.mark.parametrize("vocab", [37, 1000, 50257])
 def test_cross_entropy(vocab: int) -> None:
-    check(F.cross_entropy, lambda: (randn(8, vocab), torch.randint(0, vocab, (8,))))
+    # One kernel for the rows' logsumexp, one for the mean of the picked log-probabilities
+    # (read from the logits: the log-softmax is never stored).
+    check(F.cross_entropy, lambda: (randn(8, vocab), torch.randint(0, vocab, (8,))),
+          max_kernels=2)
 
 
 def test_concat() -> None:
     check(lambda a, b: torch.cat([a * 2, b], dim=1) + 1, lambda: (randn(4, 5), randn(4, 7)))
 
 
-def rotate_half(x: Any) -> Any:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-class LlamaBlock(nn.Module):
-    """A LLaMA-style block in plain PyTorch: RMSNorm, rotary embedding, causal attention,
-    SwiGLU."""
-
-    def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 128, t: int = 16) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1 = RMSNorm(dim)
-        self.norm2 = RMSNorm(dim)
-        self.wqkv = nn.Linear(dim, 3 * dim, bias=False)
-        self.wo = nn.Linear(dim, dim, bias=False)
-        self.w1 = nn.Linear(dim, hidden, bias=False)
-        self.w3 = nn.Linear(dim, hidden, bias=False)
-        self.w2 = nn.Linear(hidden, dim, bias=False)
-        d = dim // heads
-        freqs = 1.0 / (10000 ** (torch.arange(0, d, 2).float() / d))
-        angles = torch.outer(torch.arange(t).float(), freqs).repeat(1, 2)
-        self.register_buffer("cos", angles.cos())
-        self.register_buffer("sin", angles.sin())
-
-    def forward(self, x: Any) -> Any:
-        b, t, c = x.shape
-        q, k, v = self.wqkv(self.norm1(x)).split(c, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        q = q * self.cos + rotate_half(q) * self.sin
-        k = k * self.cos + rotate_half(k) * self.sin
-        y = causal_attention(q, k, v).transpose(1, 2).reshape(b, t, c)
-        x = x + self.wo(y)
-        h = self.norm2(x)
-        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
-
-
 def test_llama_block() -> None:
-    check(LlamaBlock(), lambda: (randn(2, 16, 64),), tol=1e-4)
+    llama = LlamaBlock(hidden=128, fused_qkv=True, rotate_half=True)
+    check(llama, lambda: (randn(2, 16, 64),), tol=1e-4)

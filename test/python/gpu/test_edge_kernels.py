@@ -1,7 +1,10 @@
 """Kernels at the edges of the tile dialect, compiled and run in the emulator against torch:
 rank-0 tiles and views (a full reduction to one number, as a loss is), element accesses of
 i1 views (bytes in memory), and the limits that make a compilation a diagnostic instead of
-an abort or a compilation of minutes (issue 9)."""
+an abort or a compilation of minutes (issue 9).
+
+The kernels are built by the functions and constants at module level, which
+``replay/collect.py`` imports too."""
 
 from __future__ import annotations
 
@@ -12,9 +15,9 @@ import torch
 from tileopt.builder import KernelBuilder, View
 
 
-@pytest.mark.parametrize("n", [1, 37, 1000])
-def test_full_reduction_to_rank0(target: str, n: int) -> None:
-    """sum(x) as a rank-0 tile, stored to a rank-0 view and, reshaped, to a 1-element view."""
+def total_kernel() -> KernelBuilder:
+    """sum(x) (up to 1024 elements) as a rank-0 tile, stored to the rank-0 view ``s`` and,
+    reshaped, to the 1-element view ``v``."""
     kb = KernelBuilder("total", x=View("f32", 1), s=View("f32", 0), v=View("f32", 1))
     with kb as k:
         x = k.load(k.args.x, [0], [1024])
@@ -22,7 +25,13 @@ def test_full_reduction_to_rank0(target: str, n: int) -> None:
         assert total.shape == ()
         k.store(total, k.args.s, [])
         k.store(k.reshape(total, [1]), k.args.v, [0])
-    kernel = tileopt.compile(kb, target=target)
+    return kb
+
+
+@pytest.mark.parametrize("n", [1, 37, 1000])
+def test_full_reduction_to_rank0(target: str, n: int) -> None:
+    """sum(x) as a rank-0 tile, stored to a rank-0 view and, reshaped, to a 1-element view."""
+    kernel = tileopt.compile(total_kernel(), target=target)
     x = torch.randn(n)
     s, v = torch.zeros(()), torch.zeros(1)
     kernel.launch(1, x, s, v)
@@ -56,12 +65,17 @@ def test_reduce_to_rank0_then_reshape(target: str, num_warps: int) -> None:
     assert y.item() == x.max().item()
 
 
-def test_rank0_view_roundtrip(target: str) -> None:
-    """A rank-0 view loaded whole, scaled and stored: every thread holds the element."""
+def rank0_scale_kernel() -> KernelBuilder:
+    """y = 3 * x on rank-0 views."""
     kb = KernelBuilder("scale", x=View("f32", 0), y=View("f32", 0))
     with kb as k:
         k.store(k.load(k.args.x, [], []) * 3.0, k.args.y, [])
-    kernel = tileopt.compile(kb, target=target, num_warps=2)
+    return kb
+
+
+def test_rank0_view_roundtrip(target: str) -> None:
+    """A rank-0 view loaded whole, scaled and stored: every thread holds the element."""
+    kernel = tileopt.compile(rank0_scale_kernel(), target=target, num_warps=2)
     x, y = torch.tensor(1.25), torch.zeros(())
     kernel.launch(1, x, y)
     assert y.item() == 3.75
@@ -113,12 +127,17 @@ def test_tile_limits_are_diagnostics() -> None:
             tileopt.compile(kb, num_warps=warps)
 
 
-def test_layouts_for_more_warps_than_launched() -> None:
-    """Layouts made for 8 warps cannot be compiled for 4 (half the tile had no owner)."""
+def copy_kernel() -> KernelBuilder:
+    """y[:1024] = x[:1024], one tile."""
     kb = KernelBuilder("copy", x=View("f32", 1), y=View("f32", 1))
     with kb as k:
         k.store(k.load(k.args.x, [0], [1024]), k.args.y, [0])
-    tilegpu = tileopt.compile(kb, num_warps=8).asm["tilegpu"]
+    return kb
+
+
+def test_layouts_for_more_warps_than_launched() -> None:
+    """Layouts made for 8 warps cannot be compiled for 4 (half the tile had no owner)."""
+    tilegpu = tileopt.compile(copy_kernel(), num_warps=8).asm["tilegpu"]
     assert "tile.num_warps = 8" in tilegpu
     with pytest.raises(tileopt.CompilationError, match="8"):
         tileopt.compile(tilegpu, start="tilegpu", num_warps=4)
@@ -130,19 +149,19 @@ def test_layouts_for_more_warps_than_launched() -> None:
     np.testing.assert_array_equal(y, x)
 
 
-@pytest.mark.parametrize("offset", [-1, -2, -5, -33])
-def test_negative_tile_offsets(target: str, offset: int) -> None:
-    """Tiles partly before the view's start read padding and store nothing there (an index
-    add marked no-unsigned-wrap once let LLVM fold every bounds check to false)."""
+def shift_kernel(offset: int) -> KernelBuilder:
+    """A 16x64 tile of x at (offset, offset), padded with -7, stored to y at (0, 0) and, plus
+    1, at (offset, 32 + offset); ``offset`` < 0 puts the tiles partly before the views."""
     kb = KernelBuilder("shift", x=View("f32", 2), y=View("f32", 2))
     with kb as k:
         t = k.load(k.args.x, [offset, offset], [16, 64], padding=-7.0)
         k.store(t, k.args.y, [0, 0])
         k.store(t + 1.0, k.args.y, [offset, 32 + offset])
-    kernel = tileopt.compile(kb, target=target)
-    x = torch.randn(20, 70)
-    y = torch.zeros(20, 70)
-    kernel.launch(1, x, y)
+    return kb
+
+
+def shift_expected(x: torch.Tensor, offset: int) -> torch.Tensor:
+    """What ``shift_kernel(offset)`` leaves in a y of zeros shaped like the 20x70 ``x``."""
     tile = torch.full((16, 64), -7.0)
     expected = torch.zeros(20, 70)
     for i in range(16):
@@ -155,36 +174,55 @@ def test_negative_tile_offsets(target: str, offset: int) -> None:
             r, c = i + offset, j + 32 + offset
             if 0 <= r < 20 and 0 <= c < 70:
                 expected[r, c] = tile[i, j] + 1.0
-    torch.testing.assert_close(y, expected)
+    return expected
+
+
+@pytest.mark.parametrize("offset", [-1, -2, -5, -33])
+def test_negative_tile_offsets(target: str, offset: int) -> None:
+    """Tiles partly before the view's start read padding and store nothing there (an index
+    add marked no-unsigned-wrap once let LLVM fold every bounds check to false)."""
+    kernel = tileopt.compile(shift_kernel(offset), target=target)
+    x = torch.randn(20, 70)
+    y = torch.zeros(20, 70)
+    kernel.launch(1, x, y)
+    torch.testing.assert_close(y, shift_expected(x, offset))
+
+
+TO_BOOL = """
+tile.kernel @to_bool(%x: memref<?xf32>, %y: memref<?xi1>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32>
+  %b = arith.fptoui %t : tensor<64xf32> to tensor<64xi1>
+  tile.store %b, %y[%c0] : tensor<64xi1>, memref<?xi1>
+  tile.return
+}
+"""
 
 
 def test_float_to_bool_casts(target: str) -> None:
     """fptoui/fptosi to i1 truncate toward zero like torch's float -> bool of an integer-valued
     float (NVPTX once tested the float's bits for zero: 0.0 gave 1, 1.0 gave 0)."""
-    text = """
-    tile.kernel @to_bool(%x: memref<?xf32>, %y: memref<?xi1>) {
-      %c0 = arith.constant 0 : index
-      %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32>
-      %b = arith.fptoui %t : tensor<64xf32> to tensor<64xi1>
-      tile.store %b, %y[%c0] : tensor<64xi1>, memref<?xi1>
-      tile.return
-    }"""
-    kernel = tileopt.compile(text, target=target, num_warps=1)
+    kernel = tileopt.compile(TO_BOOL, target=target, num_warps=1)
     x = torch.tensor([0.0, 0.5, 1.0, 1.5, 0.25, 1.75] * 10)
     y = torch.zeros(60, dtype=torch.bool)
     kernel.launch(1, x, y)
     assert torch.equal(y, x.trunc().bool())
 
 
-@pytest.mark.parametrize("value", [-1.5, 2.0])
-def test_where_on_rank0_tiles(target: str, value: float) -> None:
-    """where() of a rank-0 condition and two numbers is a rank-0 tile (its shape () once read
-    as 'no shape')."""
+def sign_kernel() -> KernelBuilder:
+    """y = 1 if x > 0 else -1, on rank-0 views (a where() of rank-0 tiles)."""
     kb = KernelBuilder("sign", x=View("f32", 0), y=View("f32", 0))
     with kb as k:
         x = k.load(k.args.x, [], [])
         k.store(k.where(x > 0.0, 1.0, -1.0), k.args.y, [])
-    kernel = tileopt.compile(kb, target=target, num_warps=1)
+    return kb
+
+
+@pytest.mark.parametrize("value", [-1.5, 2.0])
+def test_where_on_rank0_tiles(target: str, value: float) -> None:
+    """where() of a rank-0 condition and two numbers is a rank-0 tile (its shape () once read
+    as 'no shape')."""
+    kernel = tileopt.compile(sign_kernel(), target=target, num_warps=1)
     y = torch.zeros(())
     kernel.launch(1, torch.tensor(value), y)
     assert y.item() == (1.0 if value > 0 else -1.0)

@@ -1,7 +1,9 @@
 """What a kernel may assume about its views, promised at compile time and checked at launch
 (Triton's JIT specialisations): compile(..., aligned=True) (tile.divisibility: no run-time
 alignment check), divisible_sizes=True (tile.size_divisibility: no scalar tails) and
-int32_indexing=True (tile.index_bitwidth = 32: 32-bit index arithmetic)."""
+int32_indexing=True (tile.index_bitwidth = 32: 32-bit index arithmetic).
+
+``replay/collect.py`` imports the kernel builders at module level (``masks_kernel``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 import tileopt
 import torch
 from tileopt import kernels
+from tileopt.builder import KernelBuilder, View
 from tileopt.compiler import nvidia
 from tileopt.runtime.abi import ArgumentError, KernelParam
 
@@ -208,15 +211,9 @@ def test_kernels_with_every_promise_match_torch(target: str) -> None:
     torch.testing.assert_close(c, a.float() @ bb.float(), atol=1e-2, rtol=1e-3)
 
 
-@pytest.mark.parametrize("bound", [96, 98, 97, "n"])
-@pytest.mark.parametrize("divisible", [False, True])
-def test_iota_masks_against_numpy(bound: int | str, divisible: bool) -> None:
-    """Masks from iota compared with a bound that is a multiple of 4 (constant or a size
-    promised by divisible_sizes), of 2, or odd: compares shared over a thread's elements
-    must still give every element its own answer."""
-    import numpy as np
-    from tileopt.builder import KernelBuilder, View
-
+def masks_kernel(bound: int | str) -> KernelBuilder:
+    """y = where(i < bound, x, -1) + where(bound <= i, 100, 0) over 128 elements a program,
+    with ``bound`` a constant or, for ``"n"``, the size of x."""
     view = View("f32", 1, contiguous=True)
     kb = KernelBuilder("masks", x=view, y=view)
     with kb as k:
@@ -227,7 +224,19 @@ def test_iota_masks_against_numpy(bound: int | str, divisible: bool) -> None:
         above = limit <= idx  # the same test, operands swapped
         x = k.load(k.args.x, [start], [128])
         k.store(k.where(below, x, -1.0) + k.where(above, 100.0, 0.0), k.args.y, [start])
-    kernel = tileopt.compile(kb, target="sm_80", num_warps=1, divisible_sizes=divisible)
+    return kb
+
+
+@pytest.mark.parametrize("bound", [96, 98, 97, "n"])
+@pytest.mark.parametrize("divisible", [False, True])
+def test_iota_masks_against_numpy(bound: int | str, divisible: bool) -> None:
+    """Masks from iota compared with a bound that is a multiple of 4 (constant or a size
+    promised by divisible_sizes), of 2, or odd: compares shared over a thread's elements
+    must still give every element its own answer."""
+    import numpy as np
+
+    kernel = tileopt.compile(masks_kernel(bound), target="sm_80", num_warps=1,
+                             divisible_sizes=divisible)
     n = 160
     x = np.arange(n, dtype=np.float32)
     y = np.zeros(n, np.float32)

@@ -142,10 +142,10 @@ def dot_cases(seed: int, count: int) -> list[DotCase]:
     return cases
 
 
-@pytest.mark.parametrize("case", dot_cases(seed=11, count=12), ids=str)
-def test_random_matmul(case: DotCase) -> None:
-    torch.manual_seed(0)
-    (bm, bn, bk), (m, n, k_size) = case.block, case.shape
+def build_dot(case: DotCase) -> KernelBuilder:
+    """c = a @ b (``b`` stored transposed with ``case.trans_b``), accumulated in f32 over
+    ``case.block`` tiles, a program per tile of c."""
+    bm, bn, bk = case.block
     kb = KernelBuilder("mm", a=View(case.dtype, 2, contiguous=True),
                        b=View(case.dtype, 2, contiguous=True), c=View("f32", 2, contiguous=True))
     with kb as k:
@@ -160,7 +160,14 @@ def test_random_matmul(case: DotCase) -> None:
                 b = k.load(k.args.b, [loop.iv, col], [bk, bn])
             loop.yield_(k.dot(a, b, acc))
         k.store(loop.results[0], k.args.c, [row, col])
-    kernel = tileopt.compile(kb, target=case.target, num_warps=case.warps,
+    return kb
+
+
+@pytest.mark.parametrize("case", dot_cases(seed=11, count=12), ids=str)
+def test_random_matmul(case: DotCase) -> None:
+    torch.manual_seed(0)
+    (bm, bn, _), (m, n, k_size) = case.block, case.shape
+    kernel = tileopt.compile(build_dot(case), target=case.target, num_warps=case.warps,
                              int32_indexing=case.int32)
     a = torch.randn(m, k_size).to(TORCH[case.dtype])
     b = torch.randn(*((n, k_size) if case.trans_b else (k_size, n))).to(TORCH[case.dtype])

@@ -17,7 +17,9 @@ hand-written kernels of ``test/python/compiler/kernels``) and writes, for every 
 * ``manifest.json``: the cases (kernel, grid, outputs) and the benchmark entries (large shapes
   whose inputs ``run.py`` generates on the GPU, timed against the equivalent torch op).
 
-``run.py`` (on the GPU machine) replays them through ``tileopt.runtime.cuda``.
+``run.py`` (on the GPU machine) replays them through ``tileopt.runtime.cuda``. The kernels of
+the GPU tests are imported from the test modules (their module-level builders and texts), not
+copied; the tests' fixtures are not used.
 
     .venv/bin/python test/python/gpu/replay/collect.py [--out .gpucases] [--only SUBSTR,...]
 """
@@ -47,12 +49,12 @@ sys.path.insert(0, str(GPU_TESTS))
 sys.path.insert(0, str(HERE))
 
 import test_edge_kernels as edge  # noqa: E402
+import test_promises as prom  # noqa: E402
 import test_random_kernels as rnd  # noqa: E402
 import tileopt  # noqa: E402
 from run import check  # noqa: E402
 from test_kernels import EPS32, ROUND, TORCH_DTYPES, matmul_bound, sum_bound  # noqa: E402
 from tileopt import kernels  # noqa: E402
-from tileopt.builder import KernelBuilder, View  # noqa: E402
 
 GUARD = 256  # guard elements on each side of every view's storage (keeps 16-byte alignment)
 TARGETS = ("sm_80", "sm_90")
@@ -453,15 +455,7 @@ def wgmma_kernels(c: Collector) -> None:
 def edge_kernels(c: Collector) -> None:
     """test_edge_kernels.py: rank-0 tiles and views, i1, negative offsets, casts to bool."""
     for target in TARGETS:
-        def total() -> KernelBuilder:
-            kb = KernelBuilder("total", x=View("f32", 1), s=View("f32", 0), v=View("f32", 1))
-            with kb as k:
-                x = k.load(k.args.x, [0], [1024])
-                t = k.splat(k.sum(x, axis=0), [])
-                k.store(t, k.args.s, [])
-                k.store(k.reshape(t, [1]), k.args.v, [0])
-            return kb
-        kid = c.kernel("total_rank0", total, target)
+        kid = c.kernel("total_rank0", edge.total_kernel, target)
         for n in (1, 37, 1000):
             x = torch.randn(n)
             s, v = torch.zeros(()), torch.zeros(1)
@@ -473,13 +467,7 @@ def edge_kernels(c: Collector) -> None:
             x = torch.randn(300)
             c.case(f"rowmax_rank0_w{nw}-n300-{target}", kid, 1, [x, torch.zeros(1)],
                    {1: exact(x.max().reshape(1))})
-
-        def scale0() -> KernelBuilder:
-            kb = KernelBuilder("scale", x=View("f32", 0), y=View("f32", 0))
-            with kb as k:
-                k.store(k.load(k.args.x, [], []) * 3.0, k.args.y, [])
-            return kb
-        kid = c.kernel("scale_rank0", scale0, target, num_warps=2)
+        kid = c.kernel("scale_rank0", edge.rank0_scale_kernel, target, num_warps=2)
         c.case(f"scale_rank0-{target}", kid, 1, [torch.tensor(1.25), torch.zeros(())],
                {1: exact(torch.tensor(3.75))})
         kid = c.kernel("i1_flags", lambda: edge.I1_COPY, target, num_warps=1)
@@ -487,57 +475,20 @@ def edge_kernels(c: Collector) -> None:
         c.case(f"i1_flags-n45-{target}", kid, 45, [x, torch.zeros(45, dtype=torch.bool), 45],
                {1: exact(~x)})
         for offset in (-1, -2, -5, -33):
-            def shift(o: int = offset) -> KernelBuilder:
-                kb = KernelBuilder("shift", x=View("f32", 2), y=View("f32", 2))
-                with kb as k:
-                    t = k.load(k.args.x, [o, o], [16, 64], padding=-7.0)
-                    k.store(t, k.args.y, [0, 0])
-                    k.store(t + 1.0, k.args.y, [o, 32 + o])
-                return kb
-            kid = c.kernel(f"shift_m{-offset}", shift, target)
+            kid = c.kernel(f"shift_m{-offset}", lambda o=offset: edge.shift_kernel(o), target)
             x = torch.randn(20, 70)
-            tile = torch.full((16, 64), -7.0)
-            exp = torch.zeros(20, 70)
-            for i in range(16):
-                for j in range(64):
-                    if 0 <= i + offset < 20 and 0 <= j + offset < 70:
-                        tile[i, j] = x[i + offset, j + offset]
-            exp[:16, :64] = tile
-            for i in range(16):
-                for j in range(64):
-                    r, col = i + offset, j + 32 + offset
-                    if 0 <= r < 20 and 0 <= col < 70:
-                        exp[r, col] = tile[i, j] + 1.0
             c.case(f"negative_offset_m{-offset}-20x70-{target}", kid, 1,
-                   [x, torch.zeros(20, 70)], {1: exact(exp)})
-        text = """
-        tile.kernel @to_bool(%x: memref<?xf32>, %y: memref<?xi1>) {
-          %c0 = arith.constant 0 : index
-          %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32>
-          %b = arith.fptoui %t : tensor<64xf32> to tensor<64xi1>
-          tile.store %b, %y[%c0] : tensor<64xi1>, memref<?xi1>
-          tile.return
-        }"""
-        kid = c.kernel("float_to_bool", lambda t=text: t, target, num_warps=1)
+                   [x, torch.zeros(20, 70)], {1: exact(edge.shift_expected(x, offset))})
+        kid = c.kernel("float_to_bool", lambda: edge.TO_BOOL, target, num_warps=1)
         x = torch.tensor([0.0, 0.5, 1.0, 1.5, 0.25, 1.75] * 10)
         c.case(f"float_to_bool-n60-{target}", kid, 1, [x, torch.zeros(60, dtype=torch.bool)],
                {1: exact(x.trunc().bool())})
-
-        def sign() -> KernelBuilder:
-            kb = KernelBuilder("sign", x=View("f32", 0), y=View("f32", 0))
-            with kb as k:
-                x = k.load(k.args.x, [], [])
-                k.store(k.where(x > 0.0, 1.0, -1.0), k.args.y, [])
-            return kb
-        kid = c.kernel("where_rank0", sign, target, num_warps=1)
+        kid = c.kernel("where_rank0", edge.sign_kernel, target, num_warps=1)
         for value in (-1.5, 2.0):
             c.case(f"where_rank0-{value}-{target}", kid, 1, [torch.tensor(value), torch.zeros(())],
                    {1: exact(torch.tensor(1.0 if value > 0 else -1.0))})
     # Layouts made for 8 warps, compiled from the tilegpu stage (test_layouts_for_more_...).
-    kb = KernelBuilder("copy", x=View("f32", 1), y=View("f32", 1))
-    with kb as k:
-        k.store(k.load(k.args.x, [0], [1024]), k.args.y, [0])
-    tilegpu = tileopt.compile(kb, num_warps=8).asm["tilegpu"]
+    tilegpu = tileopt.compile(edge.copy_kernel(), num_warps=8).asm["tilegpu"]
     kid = c.add_kernel("copy_from_tilegpu_w8", tileopt.compile(tilegpu, start="tilegpu"))
     x = torch.arange(1000, dtype=torch.float32)
     c.case("copy_from_tilegpu_w8-n1000-sm_90", kid, 1, [x, torch.zeros(1000)], {1: exact(x)})
@@ -604,21 +555,9 @@ def promise_kernels(c: Collector) -> None:
                {2: close(a.float() @ bb.float(), 1e-2, 1e-3)})
     for bound in (96, 98, 97, "n"):
         for divisible in (False, True):
-            def masks(bd: Any = bound) -> KernelBuilder:
-                view = View("f32", 1, contiguous=True)
-                kb = KernelBuilder("masks", x=view, y=view)
-                with kb as k:
-                    start = k.program_id(0) * 128
-                    idx = k.iota(128) + k.cast(start, "i32")
-                    limit = k.cast(k.size(k.args.x, 0), "i32") if bd == "n" else bd
-                    below = idx < limit
-                    above = limit <= idx
-                    x = k.load(k.args.x, [start], [128])
-                    k.store(k.where(below, x, -1.0) + k.where(above, 100.0, 0.0), k.args.y,
-                            [start])
-                return kb
             tag = f"masks_{bound}_{'div' if divisible else 'plain'}"
-            kid = c.kernel(tag, masks, "sm_80", num_warps=1, divisible_sizes=divisible)
+            kid = c.kernel(tag, lambda bd=bound: prom.masks_kernel(bd), "sm_80",
+                           num_warps=1, divisible_sizes=divisible)
             nn = 160
             x = torch.arange(nn, dtype=torch.float32)
             limit = nn if bound == "n" else bound
@@ -686,28 +625,10 @@ def random_kernels(c: Collector) -> None:
     for i, case in enumerate(rnd.dot_cases(seed=11, count=12)):
         torch.manual_seed(0)
         (bm, bn, bk), (m, n, k_size) = case.block, case.shape
-
-        def dot(cs: Any = case) -> KernelBuilder:
-            (bm_, bn_, bk_) = cs.block
-            kb = KernelBuilder("mm", a=View(cs.dtype, 2, contiguous=True),
-                               b=View(cs.dtype, 2, contiguous=True),
-                               c=View("f32", 2, contiguous=True))
-            with kb as k:
-                row, col = k.program_id(0) * bm_, k.program_id(1) * bn_
-                acc0 = k.full([bm_, bn_], 0.0, "f32")
-                with k.loop(0, k.size(k.args.a, 1), bk_, carried=[acc0]) as loop:
-                    (acc,) = loop.carried
-                    a = k.load(k.args.a, [row, loop.iv], [bm_, bk_])
-                    if cs.trans_b:
-                        b = k.trans(k.load(k.args.b, [col, loop.iv], [bn_, bk_]))
-                    else:
-                        b = k.load(k.args.b, [loop.iv, col], [bk_, bn_])
-                    loop.yield_(k.dot(a, b, acc))
-                k.store(loop.results[0], k.args.c, [row, col])
-            return kb
         tag = (f"rand_dot{i}_{case.dtype}_{bm}x{bn}x{bk}_w{case.warps}"
                f"{'_bT' if case.trans_b else ''}")
-        kid = c.kernel(tag, dot, case.target, num_warps=case.warps, int32_indexing=case.int32)
+        kid = c.kernel(tag, lambda cs=case: rnd.build_dot(cs), case.target,
+                       num_warps=case.warps, int32_indexing=case.int32)
         a = torch.randn(m, k_size).to(rnd.TORCH[case.dtype])
         b = torch.randn(*((n, k_size) if case.trans_b else (k_size, n))).to(rnd.TORCH[case.dtype])
         expected = a.double() @ (b.double().T if case.trans_b else b.double())
