@@ -24,6 +24,8 @@ on every row; "loses" marks the rows above 1.05):
   ``--repeat`` runs after a warm-up (so imports and one-time initialisation are excluded).
   tileopt: ``tileopt.compile(kernel_builder, target, num_warps)`` (tile IR -> PTX -> cubin;
   building the KernelBuilder in Python is not in it, it is the ``builder`` stage below the table).
+  tileopt's compile cache is not read (``TILEOPT_ALWAYS_COMPILE=1``; its write is included, as
+  Triton's is).
   Triton: ``triton.compile(ASTSource(...), target=GPUTarget(...))`` (Python AST -> TTIR -> TTGIR
   -> LLIR -> PTX -> cubin) with its cache disabled (``TRITON_ALWAYS_COMPILE=1``) and
   ``TRITON_PTXAS_PATH`` set to the same ptxas that tileopt uses; this does include Triton's
@@ -103,10 +105,12 @@ def _import_triton() -> Any | None:
     """Imports Triton with its cache off and tileopt's ptxas; None when it is not installed."""
     ptxas = find_ptxas()
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-    if "TRITON_CACHE_DIR" not in os.environ:  # a throw-away cache: it is never read anyway
-        cache = tempfile.mkdtemp(prefix="ptx-vs-triton-cache-")
-        atexit.register(shutil.rmtree, cache, ignore_errors=True)
-        os.environ["TRITON_CACHE_DIR"] = cache
+    os.environ["TILEOPT_ALWAYS_COMPILE"] = "1"  # both compile every time
+    for variable in ("TRITON_CACHE_DIR", "TILEOPT_CACHE_DIR"):
+        if variable not in os.environ:  # a throw-away cache: it is never read anyway
+            cache = tempfile.mkdtemp(prefix="ptx-vs-triton-cache-")
+            atexit.register(shutil.rmtree, cache, ignore_errors=True)
+            os.environ[variable] = cache
     if ptxas is not None:
         os.environ["TRITON_PTXAS_PATH"] = str(ptxas)
     try:

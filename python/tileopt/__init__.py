@@ -35,6 +35,7 @@ __all__ = [
     "TileoptError",
     "UnsupportedOperatorError",
     "compile",
+    "explain",
 ]
 
 
@@ -50,6 +51,16 @@ def __getattr__(name: str) -> object:
                 f"`make build`"
             ) from e
         return getattr(compiler, name)
+    if name == "explain":
+        # Needs torch, torch-mlir and the native bindings: imported on first use as well.
+        try:
+            from tileopt.compiler import fallback
+        except ImportError as e:
+            raise ImportError(
+                f"tileopt.explain needs tileopt's native MLIR bindings and torch ({e}); build "
+                f"them with `make build`"
+            ) from e
+        return fallback.explain
     raise AttributeError(f"module 'tileopt' has no attribute {name!r}")
 
 __version__ = "0.1.0"

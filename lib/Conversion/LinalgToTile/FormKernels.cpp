@@ -113,6 +113,7 @@ bool mayExpandLoops(OpOperand *fused) {
   GenericOp g;
   AffineMap map;
   SmallVector<ReassociationIndices> groups;
+  ArrayRef<int64_t> expanded;
   if (auto consumer = dyn_cast<GenericOp>(fused->getOwner())) {
     auto collapse = fused->get().getDefiningOp<tensor::CollapseShapeOp>();
     if (!collapse)
@@ -120,15 +121,27 @@ bool mayExpandLoops(OpOperand *fused) {
     g = consumer;
     map = g.getMatchingIndexingMap(fused);
     groups = collapse.getReassociationIndices();
+    expanded = collapse.getSrcType().getShape();
   } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner())) {
     g = fused->get().getDefiningOp<GenericOp>();
     if (!g)
       return false;
     map = g.getIndexingMapMatchingResult(cast<OpResult>(fused->get()));
     groups = expand.getReassociationIndices();
+    expanded = expand.getResultType().getShape();
   } else {
     return false;
   }
+  // A reshape that only adds or drops unit dimensions splits no loop that
+  // matters (kernel formation ignores unit loops); expanding a reduction
+  // through it makes the patterns add and fold unit loops without end.
+  if (g.getNumReductionLoops() > 0 &&
+      llvm::all_of(groups, [&](const ReassociationIndices &group) {
+        return llvm::count_if(group, [&](int64_t i) {
+                 return expanded[i] != 1;
+               }) <= 1;
+      }))
+    return false;
   std::string why;
   FailureOr<GenericKind> kind = classify(g, why);
   if (failed(kind) || *kind == GenericKind::View || *kind == GenericKind::Fill)
@@ -169,12 +182,24 @@ void rewriteConcat(tensor::ConcatOp concat) {
   if (!type.hasStaticShape())
     return; // reported as unsupported by kernel formation
   int64_t dim = concat.getDim(), rank = type.getRank();
+  // The inputs with static shapes: torch-mlir's roll casts its slices to a
+  // dynamic size, which would misplace every input after the first.
+  SmallVector<Value> inputs;
+  for (Value in : concat.getInputs()) {
+    while (auto c = in.getDefiningOp<tensor::CastOp>())
+      in = c.getSource();
+    if (!cast<RankedTensorType>(in.getType()).hasStaticShape())
+      return; // reported as unsupported by kernel formation
+    inputs.push_back(in);
+  }
   SmallVector<int64_t> starts;
   int64_t start = 0;
-  for (Value in : concat.getInputs()) {
+  for (Value in : inputs) {
     starts.push_back(start);
     start += cast<RankedTensorType>(in.getType()).getDimSize(dim);
   }
+  if (start != type.getDimSize(dim))
+    return;
   Value empty =
       tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
   AffineMap id = b.getMultiDimIdentityMap(rank);
@@ -186,12 +211,12 @@ void rewriteConcat(tensor::ConcatOp concat) {
         for (int64_t d = 0; d < rank; ++d)
           index.push_back(IndexOp::create(nb, l, d));
         Value result;
-        for (int64_t i = concat.getInputs().size() - 1; i >= 0; --i) {
+        for (int64_t i = inputs.size() - 1; i >= 0; --i) {
           SmallVector<Value> at = index;
           at[dim] = arith::SubIOp::create(
               nb, l, index[dim],
               arith::ConstantIndexOp::create(nb, l, starts[i]));
-          Value v = tensor::ExtractOp::create(nb, l, concat.getInputs()[i], at);
+          Value v = tensor::ExtractOp::create(nb, l, inputs[i], at);
           if (!result) {
             result = v;
             continue;
@@ -850,10 +875,13 @@ struct TileFormKernelsPass
       tensor::populateFoldTensorEmptyPatterns(patterns);
       linalg::populateFoldReshapeOpsByCollapsingPatterns(patterns,
                                                          mayCollapseLoops);
-      // Bounded: the IR is valid after any number of rewrites.
+      // Bounded, in proportion to the function (the IR is valid after any
+      // number of rewrites): patterns that undo each other end soon.
+      int64_t numOps = func.getBody().front().getOperations().size();
       (void)applyPatternsGreedily(
           func, std::move(patterns),
-          GreedyRewriteConfig().setMaxIterations(8).setMaxNumRewrites(10000));
+          GreedyRewriteConfig().setMaxIterations(8).setMaxNumRewrites(
+              10 * numOps + 100));
       func.walk([](GenericOp op) { dropDeadResults(op); });
       inlineIntoGathers(func);
       func.walk([](GenericOp op) { foldViewProducers(op); });

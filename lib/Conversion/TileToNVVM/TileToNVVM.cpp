@@ -3013,6 +3013,22 @@ void widenFloatToBoolCasts(KernelOp kernel) {
   });
 }
 
+/// math.absi has no lowering on the NVVM path (convert-gpu-to-nvvm maps
+/// float math to libdevice only): max(x, 0 - x), which wraps at the most
+/// negative value as torch.abs does.
+void expandIntegerAbs(KernelOp kernel) {
+  kernel.walk([](math::AbsIOp op) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value x = op.getOperand();
+    Value zero = arith::ConstantOp::create(
+        b, loc, cast<TypedAttr>(b.getZeroAttr(x.getType())));
+    Value negated = arith::SubIOp::create(b, loc, zero, x);
+    op.replaceAllUsesWith(arith::MaxSIOp::create(b, loc, x, negated).getResult());
+    op.erase();
+  });
+}
+
 /// LLVM's description of the NVPTX target (its chips and features), or
 /// null if the back end is not linked in.
 std::unique_ptr<llvm::MCSubtargetInfo> nvptxSubtargetInfo() {
@@ -3139,8 +3155,10 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
-    for (KernelOp kernel : kernels)
+    for (KernelOp kernel : kernels) {
       widenFloatToBoolCasts(kernel);
+      expandIntegerAbs(kernel);
+    }
 
     // Masks compared once per run of equal elements.
     for (KernelOp kernel : kernels)

@@ -1,7 +1,8 @@
 """tileopt.compiler: the driver that turns tile modules into launchable kernels.
 
 ``compile`` runs the NVIDIA pipeline (:mod:`tileopt.compiler.nvidia`, stage by stage) and
-returns a :class:`Kernel` (its code at every stage, :class:`KernelMetadata`, ``launch``).
+returns a :class:`Kernel` (its code at every stage, :class:`KernelMetadata`, ``launch``);
+compiled kernels and graphs are cached in memory and on disk (:mod:`tileopt.compiler.cache`).
 This package needs tileopt's native MLIR bindings.
 """
 

@@ -15,6 +15,11 @@ A :class:`CompiledGraph` keeps one specialisation per shape of the user inputs (
 new shapes imports and compiles the model again); parameters, buffers and constants are read
 from the live module on every call, so updating a weight needs no recompilation.
 
+Specialisations are cached (:mod:`tileopt.compiler.cache`) by the linalg text, the inputs and
+the options: the entry holds the tile module and its kernels' cache keys, so a compilation of
+the same model in another process runs torch.export and torch-mlir, then only parses the tile
+module, translates its host function and reads its kernels.
+
 The part after kernel formation is :func:`compile_tile_module` / :class:`TileProgram`: a tile
 module (text or ``tileopt.ir.Module``) compiled into kernels and host code, runnable on its
 own, which is how hand-written tile modules are tested.
@@ -31,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tileopt import ir
-from tileopt.compiler import hostcode
-from tileopt.compiler.kernel import Kernel, _contexts, _parse, compile
+from tileopt.compiler import cache, hostcode
+from tileopt.compiler.kernel import Kernel, _contexts, _dump, _parse, compile, load_cached
 from tileopt.errors import ArgumentError, CompilationError, DeviceError, OptionError
 
 #: The pass pipeline that turns the linalg function of an imported graph into a tile module.
@@ -144,6 +149,7 @@ class TileProgram:
             ``"ptx:<kernel>"`` per kernel.
         times: seconds: ``"codegen"`` (all kernels), ``"codegen:<kernel>"`` each (0 where a
             cached Kernel was reused) and ``"host"``.
+        kernel_keys: the compile cache key of each kernel's Kernel, by the launched name.
     """
 
     kernels: dict[str, Kernel]
@@ -151,6 +157,7 @@ class TileProgram:
     host: hostcode.HostProgram
     stages: dict[str, str] = field(default_factory=dict)
     times: dict[str, float] = field(default_factory=dict)
+    kernel_keys: dict[str, str] = field(default_factory=dict)
 
     def bind(
         self,
@@ -273,7 +280,7 @@ def compile_tile_module(
                 input_descriptions=input_descriptions, kernel_cache=kernel_cache,
                 **kernel_options,
             )
-    cache = {} if kernel_cache is None else kernel_cache
+    reuse = {} if kernel_cache is None else kernel_cache
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     host = hostcode.translate(module, function, input_descriptions=input_descriptions)
@@ -281,6 +288,7 @@ def compile_tile_module(
     ops = {ir.StringAttr(op.attributes["sym_name"]).value: op.operation
            for op in module.body.operations if op.operation.name == "tile.kernel"}
     kernels: dict[str, Kernel] = {}
+    kernel_keys: dict[str, str] = {}
     fused: dict[str, str] = {}
     stages: dict[str, str] = {"tile": str(module), "host": host.source}
     total = 0.0
@@ -290,7 +298,7 @@ def compile_tile_module(
             fused[name] = " ".join(ir.StringAttr(op.attributes["tile.fused"]).value.split())
         key = f"{target} {sorted(kernel_options.items())!r}\n{_cache_key(op, name)}"
         t = time.perf_counter()
-        if key not in cache:
+        if key not in reuse:
             # A module of this kernel alone: the stages see nothing else.
             text = "module {\n" + op.get_asm(enable_debug_info=True) + "\n}\n"
             options = dict(kernel_options)
@@ -298,7 +306,7 @@ def compile_tile_module(
                 # The warps kernel formation chose for the kernel's block sizes.
                 options["num_warps"] = ir.IntegerAttr(op.attributes["tile.num_warps"]).value
             try:
-                cache[key] = compile(text, target, **options)
+                reuse[key] = compile(text, target, **options)
             except CompilationError as e:
                 try:
                     renamed = type(e)(f"kernel @{name} of the tile module: {e}")
@@ -307,12 +315,83 @@ def compile_tile_module(
                     raise
                 raise renamed from e
         seconds = time.perf_counter() - t
-        kernels[name] = cache[key]
+        kernels[name] = compiled = reuse[key]
+        if compiled.cache_key is not None:
+            kernel_keys[name] = compiled.cache_key
         times[f"codegen:{name}"] = seconds
         total += seconds
         stages[f"ptx:{name}"] = str(kernels[name].asm["ptx"])
     times["codegen"] = total
-    return TileProgram(kernels, fused, host, stages, times)
+    return TileProgram(kernels, fused, host, stages, times, kernel_keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# the compile cache's side of a graph
+
+
+def _graph_key(graph: Any, target: str, kernel_options: Mapping[str, Any]) -> str:
+    """The cache key of a specialisation: the imported graph's linalg text and inputs, the
+    target, the kernel options, kernel formation's pipeline and the toolchain."""
+    inputs = [(inp.name, inp.kind, inp.target, str(inp.dtype), tuple(inp.shape))
+              for inp in graph.inputs]
+    return cache.key(
+        "graph",
+        cache.toolchain(),
+        LINALG_TO_TILE_PIPELINE,
+        repr((target, sorted(kernel_options.items()), inputs, graph.num_user_inputs)),
+        graph.linalg,
+    )
+
+
+def _graph_payload(program: TileProgram) -> dict[str, Any]:
+    """A TileProgram as the JSON payload of a cache entry: the tile module's text, the host
+    function's name and each kernel's cache key and fusion note. The host code is translated
+    again on a hit (an entry holds no code to run)."""
+    return {"tile": program.stages["tile"], "function": program.host.function,
+            "kernels": program.kernel_keys, "fused": program.fused}
+
+
+def _check_graph_payload(payload: Any) -> dict[str, Any]:
+    """``payload`` if it has the shape :func:`_graph_payload` gives, else ValueError."""
+    ok = (isinstance(payload, dict) and set(payload) == {"tile", "function", "kernels", "fused"}
+          and isinstance(payload["tile"], str) and isinstance(payload["function"], str)
+          and all(isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in d.items())
+                  for d in (payload["kernels"], payload["fused"])))
+    if not ok:
+        raise ValueError("not a graph entry")
+    return payload  # type: ignore[no-any-return]
+
+
+def _cached_program(key: str, descriptions: Sequence[str]) -> TileProgram | None:
+    """The TileProgram of the graph entry ``key``, None when the cache has no entry or lacks
+    one of its kernels. Must be called inside an ``ir.Context``."""
+    entry = cache.lookup("graph", key, _check_graph_payload)
+    if entry is None:
+        return None
+    t0 = time.perf_counter()
+    try:
+        host = hostcode.translate(_parse(entry["tile"]), entry["function"],
+                                  input_descriptions=descriptions)
+    except CompilationError:  # should not happen; compile it again
+        return None
+    times = {"host": time.perf_counter() - t0}
+    kernels: dict[str, Kernel] = {}
+    stages = {"tile": entry["tile"], "host": host.source}
+    for name in host.kernel_names:
+        t = time.perf_counter()
+        k = load_cached(entry["kernels"].get(name, ""))
+        if k is None:
+            return None
+        if k not in kernels.values():  # $TILEOPT_DUMP_DIR, as a compilation would
+            for stage, code in k.asm.items():
+                _dump(k.name, stage, code)
+        kernels[name] = k
+        times[f"codegen:{name}"] = time.perf_counter() - t
+        stages[f"ptx:{name}"] = str(k.asm["ptx"])
+    times["codegen"] = sum(times[f"codegen:{name}"] for name in kernels)
+    return TileProgram(kernels, dict(entry["fused"]), host, stages, times,
+                       dict(entry["kernels"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,20 +538,30 @@ class CompiledGraph:
             dtype = str(_torch_dtype(inp.dtype)).removeprefix("torch.")
             label = inp.name if inp.kind == "user" else f"{inp.kind} {inp.target}"
             descriptions.append(f"{label} {dtype}[{shape}]")
+        # A formation of a test's own is not part of the key: those are compiled every time.
+        key = None if self._formation is not None else _graph_key(
+            graph, self.target, self.kernel_options)
         with _contexts.get(), ir.Location.unknown():
             t0 = time.perf_counter()
-            if self._formation is not None:
-                tile = self._formation(graph.linalg)
-                tile_module = _parse(tile) if isinstance(tile, str) else tile
+            program = None if key is None else _cached_program(key, descriptions)
+            if program is not None:
+                times["formation"] = 0.0
+                times["cache"] = time.perf_counter() - t0
             else:
-                tile_module = form_kernels(
-                    graph.linalg, describe_location=getattr(frontend, "describe_location", None)
+                t0 = time.perf_counter()
+                if self._formation is not None:
+                    tile = self._formation(graph.linalg)
+                    tile_module = _parse(tile) if isinstance(tile, str) else tile
+                else:
+                    tile_module = form_kernels(graph.linalg, describe_location=getattr(
+                        frontend, "describe_location", None))
+                times["formation"] = time.perf_counter() - t0
+                program = compile_tile_module(
+                    tile_module, target=self.target, input_descriptions=descriptions,
+                    kernel_cache=self._kernel_cache, **self.kernel_options,
                 )
-            times["formation"] = time.perf_counter() - t0
-            program = compile_tile_module(
-                tile_module, target=self.target, input_descriptions=descriptions,
-                kernel_cache=self._kernel_cache, **self.kernel_options,
-            )
+                if key is not None and set(program.kernel_keys) == set(program.kernels):
+                    cache.store("graph", key, _graph_payload(program))
         if program.host.num_inputs != len(graph.inputs):
             raise CompilationError(
                 f"the host function takes {program.host.num_inputs} arguments, but the imported "
@@ -654,7 +743,8 @@ class CompiledGraph:
     def times(self) -> dict[str, float]:
         """Seconds per stage: the frontend's (``"export"``, ``"torch-mlir"``, ...),
         ``"formation"``, ``"codegen"`` (all kernels) and ``"codegen:<kernel>"`` each,
-        ``"host"``."""
+        ``"host"``; a specialisation read from the compile cache has ``"cache"`` (reading it
+        all), ``"formation"`` 0 and, as ``"codegen"``, the time to read its kernels."""
         return self._current.times
 
     @property

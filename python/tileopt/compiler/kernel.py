@@ -3,23 +3,28 @@
 One call compiles one kernel: a module with a single kernel needs no name, a module with
 several takes ``kernel="name"`` (the stages up to "llvm" still see the whole module, so host
 functions and other kernels may sit beside it; the PTX holds only the chosen kernel).
+
+Compilations are cached (:mod:`tileopt.compiler.cache`): the key is the input's text, every
+option and the toolchain, so a second compilation of the same kernel, in this process or in
+another, returns the Kernel without running MLIR or ptxas.
 """
 
 from __future__ import annotations
 
+import base64
 import operator
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from tileopt import ir
 from tileopt._mlir_libs._site_initialize_0 import find_unsupported_syntax
 from tileopt.builder import KernelBuilder, Scalar, View
-from tileopt.compiler import nvidia
+from tileopt.compiler import cache, nvidia
 from tileopt.errors import CompilationError, OptionError
 from tileopt.runtime import DEVICES
 from tileopt.runtime.abi import ArgumentError, KernelParam
@@ -97,15 +102,24 @@ class Kernel:
             ``"ptx"`` (text), ``"cubin"`` (bytes; absent when neither ptxas nor nvJitLink is
             installed). A compilation started at a later stage has only that stage onwards.
         metadata: a :class:`KernelMetadata`.
-        times: seconds spent in each stage (``"parse"``: reading the input).
+        times: seconds spent in each stage (``"parse"``: reading the input); a Kernel read
+            from the disk cache has ``"cache"`` instead (a hit in memory returns the Kernel
+            compiled before, times and all).
+        cache_key: its key in the compile cache (:mod:`tileopt.compiler.cache`); None for a
+            Kernel made otherwise.
     """
 
     def __init__(
-        self, asm: dict[str, str | bytes], metadata: KernelMetadata, times: dict[str, float]
+        self,
+        asm: dict[str, str | bytes],
+        metadata: KernelMetadata,
+        times: dict[str, float],
+        cache_key: str | None = None,
     ) -> None:
         self.asm = asm
         self.metadata = metadata
         self.times = times
+        self.cache_key = cache_key
         self._emulator_module: Any = None
         self._cuda_modules: dict[int, Any] = {}
 
@@ -331,17 +345,21 @@ class _Contexts(threading.local):
 _contexts = _Contexts()
 
 
+def _module_text(module: Any) -> str:
+    """The input's text: itself, or a Module printed with its locations."""
+    if isinstance(module, ir.Module):
+        return module.operation.get_asm(enable_debug_info=True)
+    if isinstance(module, str):
+        return module
+    raise OptionError(
+        f"compile takes as module= IR text, a tileopt.ir.Module or a KernelBuilder, "
+        f"got {type(module).__name__}"
+    )
+
+
 def _parse(module: Any) -> ir.Module:
     """The input as a module of the current context (a copy when it is a Module)."""
-    if isinstance(module, ir.Module):
-        text = module.operation.get_asm(enable_debug_info=True)
-    elif isinstance(module, str):
-        text = module
-    else:
-        raise OptionError(
-            f"compile takes as module= IR text, a tileopt.ir.Module or a KernelBuilder, "
-            f"got {type(module).__name__}"
-        )
+    text = _module_text(module)
     unsupported = find_unsupported_syntax(text)
     if unsupported is not None:  # upstream MLIR would abort the process on it
         offset, message = unsupported
@@ -439,6 +457,7 @@ def compile(
     *,
     target: str = _DEFAULT_TARGET,
     device: str | None = None,
+    fallback: str | None = None,
     kernel: str | None = None,
     start: str = "tile",
     signature: Any = None,
@@ -465,10 +484,17 @@ def compile(
     kernel options below (``num_warps``, ``opt_level``, ``fp_fusion``, ...) apply to every
     kernel. Raises ``ExportError`` when torch.export rejects the model and
     ``UnsupportedOperatorError`` (naming the aten op and its source line) for an operator
-    tileopt cannot lower.
+    tileopt cannot lower; with ``fallback="eager"`` such a model is split instead, and what
+    tileopt cannot compile runs in PyTorch.
 
     **A tile kernel**: ``tileopt.compile(kb, "sm_90")`` compiles one kernel of tile IR and
     returns a :class:`Kernel`; the rest of this docstring describes that use.
+
+    **The compile cache** (:mod:`tileopt.compiler.cache`): kernels and a model's compiled
+    specialisations are kept in memory and in ``$TILEOPT_CACHE_DIR`` (default
+    ``~/.cache/tileopt``), keyed by the input, every option and the toolchain's versions; a
+    hit skips MLIR and ptxas (for a model: kernel formation and code generation; torch.export
+    still runs). ``TILEOPT_ALWAYS_COMPILE=1`` compiles every time.
 
     Args:
         module: a model (above); or IR text, a ``tileopt.ir.Module`` (not modified: it is
@@ -479,6 +505,13 @@ def compile(
         target: ``sm_XX`` (``sm_90a``: Hopper's arch-specific instructions, f16/bf16 dots on
             wgmma; ``sm_90`` keeps portable mma.sync); default ``sm_90``.
         device: a model's device (above); not used for tile IR.
+        fallback: for a model: None or ``"error"`` (the default: raise the error when a part
+            of the model does not compile) or ``"eager"``: a model that does not compile as
+            one graph is returned as a :class:`~tileopt.compiler.fallback.FallbackGraph`,
+            which runs it through ``torch.compile`` with tileopt's backend (the parts tileopt
+            compiles as its kernels, the rest in PyTorch; ``.report`` says which, and
+            ``TILEOPT_LOGS=fallback`` logs it); only an OptionError or DeviceError is
+            raised then. Not used for tile IR (None only).
         num_warps: warps per program (block = ``32 * num_warps`` threads), a power of two in
             1..32. None: 4 with ``start="tile"``; at a later stage the number the layouts were
             made for, which the kernel's PTX ``.reqntid`` (or ``.maxntid``) directive records
@@ -523,7 +556,8 @@ def compile(
             ``start="tile"``.
 
     Returns:
-        A :class:`Kernel`.
+        A :class:`Kernel`: in this process, the same object for the same compilation (the
+        compile cache's hit in memory).
 
     Raises:
         OptionError: an argument has a wrong type or value (a CompilationError naming it), or
@@ -533,6 +567,11 @@ def compile(
             the PTX does not follow the kernel ABI, or ``num_warps`` disagrees with the PTX.
         PTXAssemblyError: ptxas rejected the PTX (a CompilationError quoting the PTX line).
     """
+    if fallback is not None and fallback not in ("error", "eager"):
+        raise OptionError(
+            f"fallback={fallback!r}; it takes None or 'error' (raise), or 'eager' (what "
+            f"tileopt cannot compile runs in PyTorch)"
+        )
     if _is_model(module):
         from tileopt.compiler.graph import compile_graph
 
@@ -544,8 +583,15 @@ def compile(
         }
         if target is _DEFAULT_TARGET:
             target = "sm_90"
+        if fallback == "eager":
+            from tileopt.compiler.fallback import compile_with_fallback
+
+            return compile_with_fallback(module, example_inputs, target=target, device=device,
+                                         **kernel_options)
         return compile_graph(module, example_inputs, target=target, device=device,
                              **kernel_options)
+    if fallback is not None:
+        raise OptionError("fallback= is for PyTorch models; tile IR compiles or raises")
     if isinstance(example_inputs, str):
         if target is not _DEFAULT_TARGET:
             raise OptionError("target given twice: as the second argument and as target=")
@@ -587,14 +633,23 @@ def compile(
             "contiguous=, aligned=, divisible_sizes=, int32_indexing= and same_shapes= need "
             "start='tile' (the memref types)"
         )
+    text = _module_text(module)
+    # num_warps=None differs from the default only after the tile stages (taken from the PTX).
+    key = _kernel_key(text, options, num_warps is None and start != "tile", start, kernel,
+                      names, given, [v for v, _ in view_options.values()], groups)
+    cached = load_cached(key)
+    if cached is not None:
+        for stage, content in cached.asm.items():
+            _dump(cached.name, stage, content)
+        return cached
     if start == "ptx":
-        ptx = module
+        ptx = text
         name = _choose(list(nvidia.ptx_entries(ptx)), kernel, "PTX")
         params = given
     else:
         t0 = time.perf_counter()
         with _contexts.get(), ir.Location.unknown():
-            mod = _parse(module)
+            mod = _parse(text)
             if start in ("tile", "tilegpu"):
                 ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}
                 name = _choose(list(ops), kernel, "module")
@@ -657,4 +712,75 @@ def compile(
         spill_load_bytes=info.spill_load_bytes if info else None,
         assembler=result.assembler,
     )
-    return Kernel(asm, metadata, times)
+    compiled = Kernel(asm, metadata, times, key)
+    cache.store("kernel", key, compiled, _kernel_payload)
+    return compiled
+
+
+# ---------------------------------------------------------------------------------------------
+# the compile cache's side of a Kernel
+
+
+def _kernel_key(text: str, options: nvidia.Options, *choices: Any) -> str:
+    """The cache key of a compilation: the input ``text``, the options and every other
+    argument that changes the result (``choices``), the pass pipelines and the toolchain."""
+    return cache.key(
+        "kernel",
+        cache.toolchain(),
+        repr((nvidia.PIPELINES, nvidia.UPSTREAM_TO_LLVM, nvidia.TO_PTX)),
+        repr((options, *choices)),
+        text,
+    )
+
+
+def _kernel_payload(kernel: Kernel) -> dict[str, Any]:
+    """A Kernel as the JSON payload of a cache entry: every stage (the cubin in base64) and
+    the metadata; not the times."""
+    md = kernel.metadata
+    cubin = kernel.asm.get("cubin")
+    return {
+        "metadata": {f.name: getattr(md, f.name) for f in fields(md) if f.name != "abi"},
+        "abi": [{f.name: getattr(p, f.name) for f in fields(p)} for p in md.abi],
+        "asm": {stage: code for stage, code in kernel.asm.items() if stage != "cubin"},
+        "cubin": base64.b64encode(cubin).decode() if isinstance(cubin, bytes) else None,
+    }
+
+
+#: The types of KernelMetadata's fields that a cache entry is checked against (others: any).
+_METADATA_TYPES: dict[str, Any] = {
+    "name": str, "target": str, "num_warps": int, "shared_bytes": int, "assembler": str,
+    "registers": int | None, "spill_store_bytes": int | None, "spill_load_bytes": int | None,
+}
+
+
+def _kernel_from_payload(payload: dict[str, Any], key: str) -> Kernel:
+    """The Kernel of a cache entry's payload; TypeError/ValueError/KeyError unless it has
+    the shape :func:`_kernel_payload` gives."""
+    md = payload["metadata"]
+    names = {f.name for f in fields(KernelMetadata)} - {"abi"}
+    if set(md) != names or not all(
+            isinstance(md[n], _METADATA_TYPES.get(n, object)) for n in names):
+        raise ValueError(f"metadata {md!r} does not have the fields of KernelMetadata")
+    abi = tuple(
+        KernelParam(**{n: tuple(v) if isinstance(v, list) else v for n, v in p.items()})
+        for p in payload["abi"]
+    )
+    asm: dict[str, str | bytes] = dict(payload["asm"])
+    if "ptx" not in asm or not all(isinstance(code, str) for code in asm.values()):
+        raise ValueError("the stages are not text, or there is no PTX")
+    if payload["cubin"] is not None:
+        asm["cubin"] = base64.b64decode(payload["cubin"], validate=True)
+    return Kernel(asm, KernelMetadata(**md, abi=abi), {}, key)
+
+
+def load_cached(key: str) -> Kernel | None:
+    """The Kernel that the compile cache holds under ``key`` (from memory, else from disk,
+    with ``times == {"cache": seconds}``), None if there is none."""
+    t0 = time.perf_counter()
+
+    def decode(payload: dict[str, Any]) -> Kernel:
+        kernel = _kernel_from_payload(payload, key)
+        kernel.times["cache"] = time.perf_counter() - t0
+        return kernel
+
+    return cache.lookup("kernel", key, decode)

@@ -8,6 +8,7 @@ the last resort. Nothing here needs a GPU.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -20,16 +21,18 @@ from pathlib import Path
 from tileopt.errors import OptionError, PTXAssemblyError
 
 
-def _nvidia_roots() -> list[Path]:
-    """``site-packages/nvidia/cu*`` directories of the pip CUDA wheels, newest first."""
+@functools.cache
+def _nvidia_roots() -> tuple[Path, ...]:
+    """``site-packages/nvidia/cu*`` directories of the pip CUDA wheels, newest first (looked
+    up once: every compilation asks for ptxas and libdevice)."""
     spec = importlib.util.find_spec("nvidia")
     if spec is None or not spec.submodule_search_locations:
-        return []
+        return ()
     roots: list[Path] = []
     for loc in spec.submodule_search_locations:
         roots.extend(sorted(Path(loc).glob("cu*"), reverse=True))
         roots.append(Path(loc) / "cuda_nvcc")
-    return roots
+    return tuple(roots)
 
 
 def _env_file(variable: str, what: str) -> Path | None:

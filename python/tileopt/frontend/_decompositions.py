@@ -13,6 +13,14 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
 - ``aten.rms_norm`` decomposes with torch's own decomposition, which upcasts f16/bf16 to f32
   as eager PyTorch does; torch-mlir leaves it out of its table (for StableHLO's sake) and its
   C++ decomposition computes in the input's precision.
+- ``aten.convolution`` whose windows do not overlap (stride equal to the kernel size, no
+  padding or dilation, one group: a vision transformer's patch embedding) or whose kernel is
+  1 x 1 decomposes into a reshape of its input into patches and a matmul. Other convolutions
+  stay whole, and kernel formation reports them as unsupported.
+- ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
+  y[i] = sum of x[j] for j <= i (quadratic in the length, with the mask computed in
+  registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
+  scans stay ``tm_tensor.scan``, which kernel formation reports as unsupported.
 
 Nothing else changes precision: softmax and log-softmax are lowered by torch-mlir, which
 upcasts f16/bf16 to f32 as torch's decompositions do.
@@ -79,6 +87,75 @@ def var_correction(
     return var_mean_correction(a, dim, correction=correction, keepdim=keepdim)[0]
 
 
+def patch_convolution(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+) -> Any:
+    """A convolution over non-overlapping windows as patches times the flattened weight."""
+    kernel = list(weight.shape[2:])
+    n = len(kernel)
+    stride = list(stride) * (n // len(stride)) if len(stride) == 1 else list(stride)
+    if (
+        transposed
+        or groups != 1
+        or any(p != 0 for p in padding)
+        or any(d != 1 for d in dilation)
+        or not all(s == k or k == 1 for s, k in zip(stride, kernel, strict=True))
+    ):
+        return NotImplemented
+    batch, channels = x.shape[:2]
+    out = [(size - k) // s + 1 for size, k, s in zip(x.shape[2:], kernel, stride, strict=True)]
+    # Windows of kernel 1 with a stride: every stride-th element; then the windows' extent.
+    for d, (k, s) in enumerate(zip(kernel, stride, strict=True)):
+        if k == 1 and s != 1:
+            every = (slice(None),) * (2 + d) + (slice(None, None, s),)
+            x = x.narrow(2 + d, 0, (out[d] - 1) * s + 1)[every]
+        else:
+            x = x.narrow(2 + d, 0, out[d] * k)
+    split = [batch, channels]
+    for o, k in zip(out, kernel, strict=True):
+        split += [o, k]
+    x = x.reshape(split)
+    # [batch, out..., channels, kernel...]
+    order = [0, *(2 + 2 * d for d in range(n)), 1, *(3 + 2 * d for d in range(n))]
+    patches = x.permute(order).reshape(-1, weight[0].numel())
+    y = patches @ weight.reshape(weight.shape[0], -1).t()
+    if bias is not None:
+        y = y + bias
+    y = y.reshape([batch, *out, weight.shape[0]])
+    return y.permute([0, n + 1, *range(1, n + 1)])
+
+
+#: The longest scan ``masked_cumsum`` takes (it costs the length squared per scan).
+MAX_MASKED_SCAN = 4096
+
+
+def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    """``torch.cumsum`` as a sum over the elements up to each one."""
+    if dtype is not None:
+        x = x.to(dtype)
+    elif not x.is_floating_point() and not x.is_complex():
+        x = x.to(torch.int64)  # torch sums booleans and integers in int64
+    if x.ndim == 0:
+        return x.clone()
+    dim = dim % x.ndim
+    n = x.shape[dim]
+    if n > MAX_MASKED_SCAN or x.is_complex():
+        return NotImplemented
+    rows = x.movedim(dim, -1).unsqueeze(-2)  # [..., 1, j]
+    index = torch.arange(n, device=x.device)
+    upto = index.unsqueeze(1) >= index.unsqueeze(0)  # [i, j]: j <= i
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
+    return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
+
+
 @functools.cache
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with the changes this module's docstring lists."""
@@ -90,4 +167,6 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.var.correction] = var_correction
     # torch's table of CompositeImplicit ops (a CustomDecompTable: only [] finds them).
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
+    table[aten.convolution.default] = patch_convolution
+    table[aten.cumsum.default] = masked_cumsum
     return table

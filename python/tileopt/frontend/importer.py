@@ -149,6 +149,24 @@ def unflatten_outputs(graph: ImportedGraph, flat: Sequence[torch.Tensor]) -> Any
     return graph.output_spec.unflatten(flat)
 
 
+def _views_as_reshapes(program: Any) -> None:
+    """Turns ``aten.view`` nodes into ``aten.reshape``: the same result wherever the view
+    was valid at export, and still valid where a decomposition lays its result out with other
+    strides than the eager kernel did (torch-mlir's scaled_dot_product_attention returns
+    [batch, heads, seq, dim] where CPU's flash kernel returns [batch, seq, heads, dim], so a
+    Hugging Face model's ``view`` after ``transpose(1, 2)`` would fail while retracing)."""
+    import torch
+
+    graph = program.graph_module.graph
+    changed = False
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is torch.ops.aten.view.default:
+            node.target = torch.ops.aten.reshape.default
+            changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
 def import_graph(
     model: torch.nn.Module | Callable[..., Any],
     example_inputs: torch.Tensor | Sequence[torch.Tensor],
@@ -200,6 +218,7 @@ def import_graph(
                 f"control flow on tensor values can often become torch.where), or compile a "
                 f"smaller part of the model."
             ) from e
+        _views_as_reshapes(program)
         try:
             program = program.run_decompositions(decomposition_table())
         except Exception as e:

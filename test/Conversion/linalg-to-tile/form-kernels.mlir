@@ -236,6 +236,115 @@ func.func @gather_through_elementwise(%x: tensor<8x37xf32>, %lse: tensor<8x1xf32
 
 // -----
 
+// A concatenation of slices cast to a dynamic size (torch-mlir's roll):
+// each input's place comes from its static source, and the gathers read the
+// sources.
+// CHECK-LABEL: func.func @concat_of_casts
+// CHECK: %[[B:.*]] = tensor.extract_slice %arg0[0, 0] [2, 11]
+// CHECK: linalg.generic
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[K:.*]] = arith.subi %[[J]], %c1
+// CHECK: tensor.extract %[[B]][%{{.*}}, %[[K]]] : tensor<2x11xf32>
+// CHECK-NOT: tensor.cast
+func.func @concat_of_casts(%x: tensor<2x12xf32>) -> tensor<2x12xf32> {
+  %a = tensor.extract_slice %x[0, 11] [2, 1] [1, 1] : tensor<2x12xf32> to tensor<2x1xf32>
+  %ca = tensor.cast %a : tensor<2x1xf32> to tensor<2x?xf32>
+  %b = tensor.extract_slice %x[0, 0] [2, 11] [1, 1] : tensor<2x12xf32> to tensor<2x11xf32>
+  %cb = tensor.cast %b : tensor<2x11xf32> to tensor<2x?xf32>
+  %r = tensor.concat dim(1) %ca, %cb : (tensor<2x?xf32>, tensor<2x?xf32>) -> tensor<2x12xf32>
+  return %r : tensor<2x12xf32>
+}
+
+// -----
+
+// A softmax over a unit dimension, with its max's argmax and an expand of its
+// result (from a random model): reshape propagation stops (it used to add and
+// fold unit loops without end), and the ops form groups.
+// CHECK-LABEL: func.func @unit_reduction_terminates
+// CHECK: tile.group = 0
+#map = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#map1 = affine_map<(d0, d1, d2) -> (d2)>
+#map2 = affine_map<(d0, d1) -> ()>
+#map3 = affine_map<(d0, d1) -> (d0, d1)>
+#map4 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#map5 = affine_map<(d0, d1, d2) -> ()>
+#map6 = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+func.func @unit_reduction_terminates(%arg0: tensor<1x5000x2xf32>, %arg1: tensor<2xf32>) -> tensor<1x5000x2xf32> {
+  %cst = arith.constant 1.000000e+00 : f32
+  %c0_i64 = arith.constant 0 : i64
+  %cst_0 = arith.constant 0xFF800000 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<1x5000x2xf32>
+  %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %15 = arith.negf %in : f32
+    %16 = math.exp %15 : f32
+    %17 = arith.addf %16, %cst : f32
+    %18 = arith.divf %cst, %17 : f32
+    linalg.yield %18 : f32
+  } -> tensor<1x5000x2xf32>
+  %2 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%1, %arg1 : tensor<1x5000x2xf32>, tensor<2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %15 = arith.mulf %in, %in_2 : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %3 = tensor.empty() : tensor<5000x2xi64>
+  %4 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel"]} ins(%c0_i64 : i64) outs(%3 : tensor<5000x2xi64>) {
+  ^bb0(%in: i64, %out: i64):
+    linalg.yield %in : i64
+  } -> tensor<5000x2xi64>
+  %5 = tensor.empty() : tensor<5000x2xf32>
+  %6 = linalg.generic {indexing_maps = [#map2, #map3], iterator_types = ["parallel", "parallel"]} ins(%cst_0 : f32) outs(%5 : tensor<5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<5000x2xf32>
+  %7:2 = linalg.generic {indexing_maps = [#map, #map4, #map4], iterator_types = ["reduction", "parallel", "parallel"]} ins(%2 : tensor<1x5000x2xf32>) outs(%6, %4 : tensor<5000x2xf32>, tensor<5000x2xi64>) {
+  ^bb0(%in: f32, %out: f32, %out_2: i64):
+    %15 = arith.maximumf %in, %out : f32
+    %16 = arith.cmpf ogt, %in, %out : f32
+    %17 = arith.select %16, %c0_i64, %out_2 : i64
+    linalg.yield %15, %17 : f32, i64
+  } -> (tensor<5000x2xf32>, tensor<5000x2xi64>)
+  %expanded = tensor.expand_shape %7#0 [[0, 1], [2]] output_shape [1, 5000, 2] : tensor<5000x2xf32> into tensor<1x5000x2xf32>
+  %8 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%2, %expanded : tensor<1x5000x2xf32>, tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %15 = arith.subf %in, %in_2 : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %9 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%8 : tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %15 = math.exp %in : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %10 = linalg.generic {indexing_maps = [#map5, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%cst_1 : f32) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<1x5000x2xf32>
+  %11 = linalg.generic {indexing_maps = [#map, #map6], iterator_types = ["reduction", "parallel", "parallel"]} ins(%9 : tensor<1x5000x2xf32>) outs(%10 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %15 = arith.addf %in, %out : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %12 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%9, %11 : tensor<1x5000x2xf32>, tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %15 = arith.divf %in, %in_2 : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %13 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%12 : tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %15 = math.exp %in : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%13 : tensor<1x5000x2xf32>) outs(%0 : tensor<1x5000x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %15 = arith.negf %in : f32
+    linalg.yield %15 : f32
+  } -> tensor<1x5000x2xf32>
+  return %14 : tensor<1x5000x2xf32>
+}
+
+// -----
+
 // A window (a convolution's d0 + d1) is no strided view of the iteration
 // space: reported, not formed.
 func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {

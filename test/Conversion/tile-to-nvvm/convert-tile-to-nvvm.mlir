@@ -802,6 +802,23 @@ tile.kernel @float_to_bool(%x: memref<?xf32>, %y: memref<?xi1>, %f: f32) attribu
 
 // -----
 
+#abs = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// Integer abs is max(x, 0 - x): the NVVM path has no lowering of math.absi.
+// CHECK-LABEL: gpu.func @integer_abs
+// CHECK-NOT: math.absi
+// CHECK: %[[N:.*]] = arith.subi %{{.*}}, %[[X:.*]] : vector<1xi32>
+// CHECK: arith.maxsi %[[X]], %[[N]] : vector<1xi32>
+tile.kernel @integer_abs(%x: memref<?xi32>, %y: memref<?xi32>) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xi32> -> tensor<32xi32, #abs>
+  %a = math.absi %t : tensor<32xi32, #abs>
+  tile.store %a, %y[%c0] : tensor<32xi32, #abs>, memref<?xi32>
+  tile.return
+}
+
+// -----
+
 #g = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 
 // A gather loads each element at the address its indices give, predicated

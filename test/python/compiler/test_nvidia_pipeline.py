@@ -91,7 +91,8 @@ def test_both_assemblers(handwritten, assembler: str) -> None:
     assert k.metadata.registers is not None and k.metadata.spill_bytes == 0
 
 
-def test_auto_prefers_ptxas_and_falls_back_to_nvjitlink(handwritten, monkeypatch) -> None:
+def test_auto_prefers_ptxas_and_falls_back_to_nvjitlink(handwritten, monkeypatch,
+                                                        fresh_cache) -> None:
     assert handwritten.compiled("scale", "sm_90").metadata.assembler == "ptxas"
     monkeypatch.setattr(tools, "find_ptxas", lambda: None)
     k = compile(handwritten.source("scale"), "sm_90", start="llvm",
@@ -109,7 +110,8 @@ def test_nvjitlink_and_ptxas_report_alike(handwritten) -> None:
     assert set(tools.parse_ptxas_info(log)) == {"exp_scale"}
 
 
-def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch) -> None:
+def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch,
+                                                       fresh_cache) -> None:
     def missing(ptx: str, target: str) -> tuple[bytes, str]:
         raise ImportError("no nvJitLink here")
 

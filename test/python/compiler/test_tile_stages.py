@@ -198,6 +198,7 @@ def test_compilations_share_a_context_for_a_while(monkeypatch) -> None:
     contexts = kernel_module._Contexts()
     monkeypatch.setattr(kernel_module, "_contexts", contexts)
     monkeypatch.setattr(kernel_module._Contexts, "LIFETIME", 2)
+    monkeypatch.setenv("TILEOPT_ALWAYS_COMPILE", "1")  # every compile takes a context
     first = compile(vector_add("f32"), "sm_80")
     one = contexts.context
     second = compile(vector_add("f16"), "sm_80")

@@ -84,6 +84,8 @@ ELEMENTWISE: dict[str, Callable[..., Any]] = {
     "masked_fill": lambda x, y: x.masked_fill(y < 0, -1e4),
     "compare": lambda x, y: (x >= y) | (x < -1.0),
     "casts": lambda x, y: (x * 10).to(torch.int32).to(torch.float32) + y.to(torch.float16).float(),
+    # T5's relative position buckets take the abs of integers.
+    "int_abs": lambda x, y: ((x - y) * 10).to(torch.int32).abs(),
 }
 
 
@@ -179,8 +181,54 @@ def test_attention(t: int) -> None:
     check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), inputs)
 
 
+def test_sdpa_output_viewed_after_transpose() -> None:
+    # Hugging Face's GPT-2 views SDPA's output after transpose(1, 2) with no copy: eager's CPU
+    # kernel lays the output out as [batch, seq, heads, dim], the decomposition does not.
+    def attend(q: Any, k: Any, v: Any) -> Any:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2)
+        return y.reshape(2, 16, 64).view(-1, 64) * 2
+
+    check(attend, lambda: tuple(randn(2, 4, 16, 16) for _ in range(3)))
+
+
 def test_gpt_block() -> None:
     check(GPTBlock(), lambda: (randn(2, 37, 64),), tol=1e-4)
+
+
+@pytest.mark.parametrize(("f", "make", "kernels"), [
+    (lambda x: torch.cumsum(x, -1), lambda: (randn(3, 37),), 1),
+    (lambda x: torch.cumsum(x, 0), lambda: (randn(37, 5),), 1),
+    # RoBERTa's and OPT's position ids from an attention mask (int64)
+    (lambda m: torch.cumsum(m, 1) * m + 1, lambda: ((torch.rand(2, 16) > 0.3).long(),), 1),
+    # The cast is a kernel of its own: the sum reads it broadcast along a new dimension.
+    (lambda x: torch.cumsum(x, 1, dtype=torch.int32), lambda: (torch.randint(-3, 3, (2, 9)),), 2),
+], ids=["last", "first", "position_ids", "int32"])
+def test_cumsum(f: Callable[..., Any], make: Callable[[], Sequence[Any]], kernels: int) -> None:
+    check(f, make, max_kernels=kernels)
+
+
+def test_long_cumsum_is_unsupported() -> None:
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.cumsum"):
+        tileopt.compile(lambda x: torch.cumsum(x, 0), (randn(5000),))
+
+
+# ---------------------------------------------------------------------------------------------
+# convolutions over non-overlapping windows (patch embeddings, 1 x 1): patches times weights
+
+
+@pytest.mark.parametrize(("conv", "shape"), [
+    (lambda: nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 35)),  # ViT's patch embedding
+    (lambda: nn.Conv2d(8, 12, 1), (2, 8, 5, 7)),
+    (lambda: nn.Conv1d(4, 6, 1, stride=2, bias=False), (2, 4, 9)),
+    (lambda: nn.Conv3d(2, 4, 2, stride=2), (1, 2, 4, 6, 5)),
+], ids=["patch8", "1x1", "1d_strided", "3d"])
+def test_patch_convolution(conv: Callable[[], Any], shape: tuple[int, ...]) -> None:
+    check(conv(), lambda: (randn(*shape),), max_kernels=2)
+
+
+def test_overlapping_convolution_is_unsupported() -> None:
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.convolution"):
+        tileopt.compile(nn.Conv2d(3, 4, 3, padding=1), (randn(1, 3, 8, 8),))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +286,11 @@ def test_cross_entropy(vocab: int) -> None:
 
 def test_concat() -> None:
     check(lambda a, b: torch.cat([a * 2, b], dim=1) + 1, lambda: (randn(4, 5), randn(4, 7)))
+
+
+def test_roll() -> None:
+    # torch-mlir concatenates slices cast to dynamic sizes.
+    check(lambda x: torch.roll(x, 1, -1) + torch.roll(x, (2, -3), (0, 1)), lambda: (randn(5, 12),))
 
 
 def test_llama_block() -> None:

@@ -1,0 +1,372 @@
+"""tileopt as a ``torch.compile`` backend (``tileopt.dynamo``) and partial compilation with
+eager fallback (``tileopt.compiler.fallback``): models run with tileopt's kernels in the PTX
+emulator, compared with eager PyTorch; what tileopt cannot compile must still give PyTorch's
+result, and the reports must name it."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import inspect
+import logging
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("tileopt.ir", reason="tileopt's native MLIR bindings are not built")
+pytest.importorskip("torch_mlir", reason="the frontend needs torch-mlir (requirements.txt)")
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+import tileopt  # noqa: E402
+import tileopt.dynamo  # noqa: E402
+from tileopt.compiler import fallback  # noqa: E402
+
+OPTIONS = {"device": "emulator"}
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo() -> Any:
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+class Spy:
+    """tileopt's backend, keeping the PartitionedGraph it returns for each graph."""
+
+    def __init__(self) -> None:
+        self.graphs: list[fallback.PartitionedGraph] = []
+
+    def __call__(self, gm: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        graph = tileopt.dynamo.backend(gm, example_inputs, **kwargs)
+        self.graphs.append(graph)
+        return graph
+
+    @property
+    def reports(self) -> list[fallback.GraphReport]:
+        return [r for g in self.graphs for r in g.report.graphs]
+
+
+def close(got: Any, want: Any) -> None:
+    torch.testing.assert_close(got, want, atol=2e-5, rtol=2e-5)
+
+
+def randn(*shape: int) -> Any:
+    return torch.randn(*shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# models
+
+
+def mlp() -> Any:
+    return nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8))
+
+
+class NormSoftmax(nn.Module):
+    """LayerNorm, a scaled softmax over the last dimension, a residual."""
+
+    def __init__(self, dim: int = 24) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x: Any) -> Any:
+        return x + torch.softmax(self.norm(x) * 2.0, dim=-1)
+
+
+class WithUnsupported(nn.Module):
+    """Two supported regions around an operator tileopt does not lower: ``torch.sort`` (not
+    among the operators tileopt tries) or ``torch.linalg.svd`` (no lowering in torch-mlir)."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__()
+        self.op = op
+        self.fc1 = nn.Linear(16, 24)
+        self.fc2 = nn.Linear(24, 8)
+
+    def forward(self, x: Any) -> Any:
+        h = F.gelu(self.fc1(x))
+        if self.op == "sort":
+            h = torch.sort(h, dim=-1).values
+        else:
+            h = h / torch.linalg.svd(h).S.amax()
+        return torch.softmax(self.fc2(h), dim=-1)
+
+
+MODELS: dict[str, tuple[Callable[[], Any], tuple[int, ...]]] = {
+    "mlp": (mlp, (5, 16)),
+    "norm_softmax": (NormSoftmax, (3, 5, 24)),
+}
+
+
+def _line(model: type, text: str) -> str:
+    """``test_dynamo.py:<line>``: where ``text`` is in ``model``'s source."""
+    lines, first = inspect.getsourcelines(model)
+    [index] = [i for i, line in enumerate(lines) if text in line]
+    return f"{Path(__file__).name}:{first + index}"
+
+
+def _entry_point_installed() -> bool:
+    eps = importlib.metadata.entry_points(group="torch_dynamo_backends")
+    return any(ep.name == "tileopt" and ep.value == "tileopt.dynamo:backend" for ep in eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# supported models
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_backend_function(name: str) -> None:
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    spy = Spy()
+    compiled = torch.compile(model, backend=spy, options=OPTIONS)
+    with torch.no_grad():
+        for x in (randn(*shape), randn(*shape)):
+            close(compiled(x), model(x))
+    [report] = spy.reports  # one graph, compiled once
+    assert report.reason is None and not report.eager, str(report)
+    assert report.compiled and report.kernels >= 1
+
+
+@pytest.mark.skipif(not _entry_point_installed(),
+                    reason="the entry point torch_dynamo_backends:tileopt is not installed yet "
+                           "(reinstall tileopt, e.g. `make build`, to register it)")
+@pytest.mark.parametrize("name", list(MODELS))
+def test_backend_by_name(name: str, caplog: Any) -> None:
+    make, shape = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    compiled = torch.compile(model, backend="tileopt", options=OPTIONS)
+    x = randn(*shape)
+    with caplog.at_level(logging.DEBUG, logger="tileopt"), torch.no_grad():
+        close(compiled(x), model(x))
+    assert any("tileopt_0:" in r.getMessage() for r in caplog.records)  # compiled by tileopt
+
+
+def test_entry_point_declared() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    value = project["entry-points"]["torch_dynamo_backends"]["tileopt"]
+    module, _, attr = value.partition(":")
+    assert getattr(importlib.import_module(module), attr) is tileopt.dynamo.backend
+
+
+# ---------------------------------------------------------------------------------------------
+# what tileopt cannot compile
+
+
+def test_unsupported_op_in_the_middle() -> None:
+    torch.manual_seed(0)
+    model = WithUnsupported("sort")
+    spy = Spy()
+    compiled = torch.compile(model, backend=spy, options=OPTIONS)
+    x = randn(4, 16)
+    with torch.no_grad():
+        close(compiled(x), model(x))
+    [report] = spy.reports
+    assert [op.op for op in report.eager] == ["torch.sort"], str(report)
+    assert report.eager[0].source == _line(WithUnsupported, "torch.sort(")
+    assert len(report.compiled) == 2  # fc1 + gelu, fc2 + softmax
+    assert "torch.sort" in str(report) and "tileopt_1" in str(report)
+
+
+def test_failing_op_is_split_off(monkeypatch: Any) -> None:
+    # With svd among the operators tried, its partition fails to compile (torch-mlir has no
+    # lowering): the error names aten._linalg_svd, that node runs eagerly, the rest compiles.
+    monkeypatch.setattr(fallback, "SUPPORTED_FUNCTIONS", fallback.SUPPORTED_FUNCTIONS | {"svd"})
+    torch.manual_seed(0)
+    model = WithUnsupported("svd")
+    spy = Spy()
+    compiled = torch.compile(model, backend=spy, options=OPTIONS)
+    x = randn(4, 16)
+    with torch.no_grad():
+        close(compiled(x), model(x))
+    [report] = spy.reports
+    [eager] = report.eager
+    assert eager.op == "torch.linalg.svd" and "aten._linalg_svd" in eager.reason, str(report)
+    assert eager.source == _line(WithUnsupported, "torch.linalg.svd(")
+    assert len(report.compiled) == 2, str(report)
+
+
+def test_partition_failing_at_run_time(monkeypatch: Any, caplog: Any) -> None:
+    def broken(self: Any, *inputs: Any) -> Any:
+        raise tileopt.EmulatorError("the emulator broke")
+
+    torch.manual_seed(0)
+    model = NormSoftmax()
+    compiled = torch.compile(model, backend=tileopt.dynamo.backend, options=OPTIONS)
+    monkeypatch.setattr(tileopt.CompiledGraph, "__call__", broken)
+    x = randn(2, 24)
+    with caplog.at_level(logging.INFO, logger="tileopt"), torch.no_grad():
+        for _ in range(2):
+            close(compiled(x), model(x))
+    lines = [r.getMessage() for r in caplog.records if "the emulator broke" in r.getMessage()]
+    assert len(lines) == 1 and "runs eagerly from now on" in lines[0]
+
+
+def test_fallback_error_raises() -> None:
+    compiled = torch.compile(WithUnsupported("svd"), backend=tileopt.dynamo.backend,
+                             options={**OPTIONS, "fallback": "error"})
+    with pytest.raises(tileopt.UnsupportedOperatorError) as info, torch.no_grad():
+        compiled(randn(4, 16))
+    assert info.value.op == "aten._linalg_svd"
+
+
+def test_unknown_option() -> None:
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(tileopt.OptionError, match=r"'num_wraps'.*target, device, fallback"):
+        tileopt.dynamo.backend(gm, [randn(3)], options={"num_wraps": 4})
+    with pytest.raises(tileopt.OptionError, match=r"device='gpu'"):
+        tileopt.dynamo.backend(gm, [randn(3)], device="gpu")
+    compiled = torch.compile(gm, backend=tileopt.dynamo.backend, options={"num_wraps": 4})
+    with pytest.raises(Exception) as info:
+        compiled(randn(3))
+    causes = [info.value, info.value.__cause__, getattr(info.value, "inner_exception", None)]
+    assert any(isinstance(e, tileopt.OptionError) for e in causes), info.value
+
+
+# ---------------------------------------------------------------------------------------------
+# shapes, autograd, side effects
+
+
+def test_new_shapes_recompile() -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    spy = Spy()
+    compiled = torch.compile(model, backend=spy, options=OPTIONS)
+    with torch.no_grad():
+        for rows in (4, 7, 3):  # the second makes Dynamo's graph dynamic; each is specialised
+            x = randn(rows, 16)
+            close(compiled(x), model(x))
+    reports = spy.reports
+    assert len(reports) == 3, [str(r) for r in reports]
+    assert all(r.reason is None and r.compiled and not r.eager for r in reports)
+    for report, rows in zip(reports, (4, 7, 3), strict=True):
+        assert f"f32[{rows}, 16]" in report.inputs, report.inputs
+
+
+def test_training_runs_eagerly(caplog: Any) -> None:
+    torch.manual_seed(0)
+    model = mlp()
+    reference = mlp()
+    reference.load_state_dict(model.state_dict())
+    compiled = torch.compile(model, backend=tileopt.dynamo.backend, options=OPTIONS)
+    x = randn(4, 16)
+    with caplog.at_level(logging.INFO, logger="tileopt"):
+        y = compiled(x)
+    assert y.requires_grad  # PyTorch's autograd, not tileopt's kernels
+    y.sum().backward()
+    reference(x).sum().backward()
+    close(y, reference(x))
+    close(model[0].weight.grad, reference[0].weight.grad)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "tileopt"]
+    assert "requires grad" in line
+
+
+def test_side_effects_keep_their_order() -> None:
+    def f(x: Any, y: Any) -> Any:
+        a = x * 2.0
+        x.add_(1.0)  # in place: `a` reads x before, `b` after
+        b = x * 3.0 + a
+        with torch.no_grad():  # grad-mode changes in the graph
+            c = torch.tanh(b)
+        y.mul_(2.0)
+        return b + c, y * 2.0, x.t()
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    x, y = randn(4, 6), randn(4, 6)
+    x1, y1, x2, y2 = x.clone(), y.clone(), x.clone(), y.clone()
+    want = f(x1, y1)
+    got = compiled(x2, y2)
+    close(got, want)
+    close((x2, y2), (x1, y1))
+    assert got[2].untyped_storage().data_ptr() == x2.untyped_storage().data_ptr()  # a view
+    [report] = spy.reports
+    assert len(report.compiled) >= 2, str(report)
+    assert {"Tensor.add_", "Tensor.mul_"} <= {op.op for op in report.eager}
+
+
+def test_views_of_inputs_stay_views() -> None:
+    def f(x: Any) -> Any:
+        return x.view(-1), x.t(), (x * 2.0).view(-1), x.transpose(0, 1) * 2.0
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    x = randn(4, 6)
+    with torch.no_grad():
+        got = compiled(x)
+    close(got, f(x))
+    for view in got[:2]:  # as in PyTorch, views of x: a change of x shows in them
+        assert view.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+    [report] = spy.reports
+    assert report.compiled and {"Tensor.view", "Tensor.t"} <= {op.op for op in report.eager}
+
+
+# ---------------------------------------------------------------------------------------------
+# tileopt.compile(fallback="eager"), tileopt.explain, TILEOPT_LOGS
+
+
+def test_compile_with_fallback() -> None:
+    torch.manual_seed(0)
+    model = WithUnsupported("svd")
+    x = randn(4, 16)
+    with pytest.raises(tileopt.UnsupportedOperatorError) as info:
+        tileopt.compile(model, (x,))
+    assert info.value.op == "aten._linalg_svd"
+    graph = tileopt.compile(model, (x,), fallback="eager")
+    assert isinstance(graph, fallback.FallbackGraph) and graph.error.op == "aten._linalg_svd"
+    with torch.no_grad():
+        for args in ((x,), (randn(6, 16),)):
+            close(graph(*args), model(*args))
+    assert [op.op for op in graph.report.eager_ops] == ["torch.linalg.svd"] * 2
+    assert len(graph.report.graphs) == 2 and all(g.compiled for g in graph.report.graphs)
+    assert "aten._linalg_svd" in graph.summary()
+    whole = tileopt.compile(lambda a: a * 2.0 + 1.0, (x,), fallback="eager")
+    assert isinstance(whole, tileopt.CompiledGraph)  # compiled as one graph: as before
+    with pytest.raises(tileopt.OptionError, match="fallback='later'"):
+        tileopt.compile(model, (x,), fallback="later")
+
+
+def test_explain() -> None:
+    torch.manual_seed(0)
+    model = WithUnsupported("sort")
+    report = tileopt.explain(model, randn(4, 16), **OPTIONS)
+    text = str(report)
+    assert text.startswith("tileopt: 1 graph\n") and repr(report) == text, text
+    assert "compiled by tileopt: 2 partitions" in text
+    assert f"torch.sort at {_line(WithUnsupported, 'torch.sort(')}: not among" in text
+    assert [p.kernels >= 1 for p in report.compiled] == [True, True]
+    with pytest.raises(tileopt.OptionError):
+        tileopt.explain(model, randn(4, 16), devices="emulator")
+
+
+def test_fallback_logs(monkeypatch: Any, capsys: Any) -> None:
+    def f(x: Any) -> Any:
+        return torch.sort(x, dim=0).values
+
+    monkeypatch.setenv("TILEOPT_LOGS", "fallback")
+    handlers, level = list(fallback.logger.handlers), fallback.logger.level
+    try:
+        compiled = torch.compile(f, backend=tileopt.dynamo.backend, options=OPTIONS)
+        x = randn(5, 3)
+        close(compiled(x), f(x))
+        err = capsys.readouterr().err
+        assert re.search(r"^tileopt: graph \d+/\d+: torch\.sort at .*runs eagerly", err, re.M), err
+    finally:
+        fallback.logger.handlers[:] = handlers
+        fallback.logger.setLevel(level)
+    monkeypatch.setenv("TILEOPT_LOGS", "fallbacks")
+    with pytest.raises(tileopt.OptionError, match="TILEOPT_LOGS"):
+        tileopt.dynamo.backend(torch.fx.symbolic_trace(f), [x])
