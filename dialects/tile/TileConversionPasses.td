@@ -29,7 +29,7 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
       contraction never takes producers (that would recompute them for every
       output tile), and an op joins no group whose outputs it also reads
       through another kernel (that would be a cycle). Reductions over rows
-      of up to 16384 elements (rounded up to powers of two) keep them in
+      of up to 4096 elements (rounded up to powers of two) keep them in
       registers; longer rows loop over chunks in `convert-linalg-to-tile`,
       so a group with a long row holds only reductions over that row.
     - A gather (`tensor.extract` in a body) from the result of an

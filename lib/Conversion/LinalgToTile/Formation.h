@@ -29,15 +29,16 @@ inline constexpr llvm::StringLiteral kSpaceAttr = "tile.space";
 inline constexpr llvm::StringLiteral kCopyAttr = "tile.copy";
 
 /// The most elements a program reduces in registers at once (one row of a
-/// softmax or a norm, rounded up to a power of two; Triton's softmax tutorial
-/// keeps rows this long whole). Longer rows loop over chunks of
-/// kRowChunkElements, reading their inputs once per reduction.
-inline constexpr int64_t kPersistentRowElements = 16384;
+/// softmax or a norm, rounded up to a power of two). Longer rows loop over
+/// chunks of kRowChunkElements, reading their inputs once per reduction.
+/// Both keep a layout conversion of an f32 tile within 48 KiB of static
+/// shared memory (a tile of 8192 elements needs 64.5 KiB).
+inline constexpr int64_t kPersistentRowElements = 4096;
 inline constexpr int64_t kRowChunkElements = 4096;
 
 /// The most elements a program takes so that operands broadcast along its
 /// rows (a norm's weight) are read again by fewer programs.
-inline constexpr int64_t kMaxReuseElements = 8192;
+inline constexpr int64_t kMaxReuseElements = 4096;
 
 enum class GenericKind {
   /// Reads one input through a projected permutation and yields it: a

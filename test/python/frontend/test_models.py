@@ -126,9 +126,12 @@ def test_norms(shape: tuple[int, ...]) -> None:
 
 
 LONG_ROWS: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {
-    # Rows longer than a program keeps in registers (16384): loops over 4096-element chunks,
+    # Rows longer than a program keeps in registers (4096): loops over 4096-element chunks,
     # one per reduction, with a ragged last chunk.
     "softmax": (lambda x: torch.softmax(x, -1), (2, 20000)),
+    "softmax_5000": (lambda x: torch.softmax(x * 2, -1), (3, 5000)),
+    # Reduced over a strided dimension: the tiles change layout through shared memory.
+    "sum_dim1_of_3d": (lambda x: x - x.sum(1, keepdim=True), (3, 3, 2222)),
     "log_softmax_dim0": (lambda x: F.log_softmax(x, 0), (17000, 3)),
     "sum_and_amax": (lambda x: x.sum(-1) + x.amax(-1), (3, 70001)),
     "rmsnorm": (lambda x: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6), (2, 16385)),
