@@ -8,7 +8,7 @@ BUILD_DIR := build/release
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
 
-.PHONY: venv build test lit pytest lint demo docs clean fuzz bench-graphs
+.PHONY: venv build test lit pytest lint demo docs clean fuzz fuzz-models bench-graphs
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +67,10 @@ fuzz: build
 	  --jobs $(FUZZ_JOBS) --timeout $(FUZZ_TIMEOUT) --out $(FUZZ_OUT) \
 	  $(if $(FUZZ_AVOID),--avoid $(FUZZ_AVOID))
 	$(PY) test/python/fuzz/ptxmutate.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
+
+# A long run of random PyTorch programs through tileopt.compile against eager.
+fuzz-models: build
+	$(PY) test/python/fuzz/modelfuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
 # The dialect reference, generated from ODS into docs/generated/.
 docs: build

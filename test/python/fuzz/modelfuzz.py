@@ -1,0 +1,123 @@
+"""Random small PyTorch programs through ``tileopt.compile(f, inputs)``, against eager.
+
+Each seed gives a chain of up to six steps (elementwise functions, a broadcast operand,
+reductions over a random dimension, softmax, layer norm, transposes, short cumsums) on a random
+shape of up to 20,000 elements (sizes 1, 3, 7, ... 20001: unit dimensions, odd sizes, rows
+longer than a program holds). A program must compile and match eager PyTorch, or be refused
+with ``UnsupportedOperatorError``; anything else (another exception, a wrong answer) is a
+failure. ``test_fuzz.py`` runs a fixed-seed batch; ``make fuzz-models`` a long one:
+
+    .venv/bin/python test/python/fuzz/modelfuzz.py --seed 0 --count 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+SIZES = (1, 3, 7, 16, 37, 64, 100, 129, 1000, 5000, 17000, 20001)
+MAX_ELEMENTS = 20000
+STEPS = ("unary", "unary", "binary", "reduce", "softmax", "norm", "broadcast", "transpose",
+         "cumsum")
+UNARY: tuple[Callable[[torch.Tensor], torch.Tensor], ...] = (
+    torch.exp, torch.tanh, torch.sigmoid, F.relu, F.gelu, F.silu, torch.abs, torch.neg,
+    lambda t: t * 2.5, lambda t: t.pow(2),
+)
+TOLERANCE = 1e-3
+
+
+@dataclass
+class Program:
+    """A random program: ``f(x, y)`` on ``x`` of ``shape`` and ``y`` of ``shape[-1:]``."""
+
+    seed: int
+    shape: list[int]
+    steps: list[tuple[str, int]]
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        for step, seed in self.steps:
+            r = random.Random(seed)
+            if step == "unary":
+                x = r.choice(UNARY)(x)
+            elif step == "binary":
+                x = x + y if r.random() < 0.5 else x * y
+            elif x.ndim == 0:
+                continue
+            elif step == "reduce":
+                op = r.choice(("sum", "mean", "amax", "amin"))
+                x = getattr(torch, op)(x, dim=r.randrange(x.ndim), keepdim=True) - x * 0.5
+            elif step == "softmax":
+                x = torch.softmax(x, r.randrange(x.ndim))
+            elif step == "norm":
+                x = F.layer_norm(x, x.shape[-1:])
+            elif step == "broadcast":
+                x = x + x.mean(-1, keepdim=True)
+            elif step == "transpose" and x.ndim >= 2:
+                x = (x.transpose(0, -1).contiguous() * 1.0).transpose(0, -1)
+            elif step == "cumsum" and x.shape[-1] <= 300:
+                x = torch.cumsum(x, -1) / 10
+        return x
+
+    def inputs(self) -> tuple[torch.Tensor, torch.Tensor]:
+        g = torch.Generator().manual_seed(self.seed)
+        return torch.randn(self.shape, generator=g), torch.randn(self.shape[-1:], generator=g)
+
+
+def program(seed: int) -> Program:
+    """The program of one seed."""
+    rng = random.Random(seed)
+    shape = [rng.choice(SIZES) for _ in range(rng.choice((1, 2, 3)))]
+    while torch.Size(shape).numel() > MAX_ELEMENTS:
+        i = rng.randrange(len(shape))
+        shape[i] = max(1, shape[i] // 3)
+    steps = [(rng.choice(STEPS), rng.randrange(10**6)) for _ in range(rng.randint(1, 6))]
+    return Program(seed, shape, steps)
+
+
+def check(seed: int) -> str:
+    """Compiles and runs one seed's program: "ok", "unsupported: ..." or raises
+    AssertionError for a wrong answer (other exceptions propagate)."""
+    import tileopt
+
+    f = program(seed)
+    x, y = f.inputs()
+    want = f(x, y)
+    try:
+        graph = tileopt.compile(f, (x, y))
+    except tileopt.UnsupportedOperatorError as e:
+        return "unsupported: " + str(e).splitlines()[0]
+    got = graph(x, y)
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    assert torch.equal(torch.isnan(got), torch.isnan(want)), f"seed {seed}: NaNs differ"
+    finite = ~torch.isnan(want)
+    scale = max(1.0, float(want[finite].abs().max())) if finite.any() else 1.0
+    error = float((got[finite] - want[finite]).abs().max()) / scale if finite.any() else 0.0
+    assert error <= TOLERANCE, f"seed {seed} {f.shape} {f.steps}: error {error:.1e}"
+    return "ok"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--count", type=int, default=200)
+    args = parser.parse_args(argv)
+    failures = 0
+    for seed in range(args.seed, args.seed + args.count):
+        try:
+            result = check(seed)
+        except Exception as e:  # a bug: report it, go on, fail at the end
+            failures += 1
+            result = f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:300]}"
+        print(f"{seed} {program(seed).shape} {result}", flush=True)
+    print(f"{args.count} programs, {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
