@@ -64,7 +64,7 @@ def backend(
             f"torch-mlir ({e}); build them with `make build`"
         ) from e
     settings = _fallback.check_backend_options({**(options or {}), **kwargs})
-    return _fallback.partition(
+    return _fallback.PartitionedGraph(
         gm,
         target=settings["target"],
         device=settings["device"],

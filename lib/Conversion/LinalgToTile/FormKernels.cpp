@@ -154,9 +154,10 @@ bool mayExpandLoops(OpOperand *fused) {
     auto source =
         collapse ? collapse.getSrc().getDefiningOp<GenericOp>() : GenericOp();
     std::string ignored;
-    if (source && isa<GenericOp>(fused->getOwner()) &&
-        succeeded(classify(source, ignored)) &&
-        *classify(source, ignored) == GenericKind::Contraction)
+    FailureOr<GenericKind> sourceKind =
+        source ? classify(source, ignored) : FailureOr<GenericKind>();
+    if (isa<GenericOp>(fused->getOwner()) && succeeded(sourceKind) &&
+        *sourceKind == GenericKind::Contraction)
       return true;
     return llvm::none_of(g.getDpsInputs(), followsContraction);
   }

@@ -5,7 +5,7 @@ What uses it:
 
 - ``torch.compile(model, backend="tileopt")`` (:mod:`tileopt.dynamo`): Dynamo hands over each
   graph it captures (torch-level calls in an FX ``GraphModule``) and runs what
-  :func:`partition` returns, a :class:`PartitionedGraph`;
+  a :class:`PartitionedGraph` makes of it;
 - ``tileopt.compile(model, inputs, fallback="eager")`` (:func:`compile_with_fallback`): the
   model as one :class:`~tileopt.compiler.graph.CompiledGraph` when tileopt compiles all of it,
   else a :class:`FallbackGraph`, which runs it through Dynamo and this module;
@@ -83,7 +83,6 @@ __all__ = [
     "check_backend_options",
     "compile_with_fallback",
     "explain",
-    "partition",
 ]
 
 #: What ``fallback=`` takes: ``"eager"`` (what tileopt cannot compile runs in PyTorch) or
@@ -1196,35 +1195,6 @@ def _check_fallback(fallback: Any) -> None:
         )
 
 
-def partition(
-    gm: torch.fx.GraphModule,
-    *,
-    target: str = DEFAULT_TARGET,
-    device: str | None = None,
-    fallback: str | None = "eager",
-    name: str = "graph",
-    report: FallbackReport | None = None,
-    **kernel_options: Any,
-) -> PartitionedGraph:
-    """The FX graph ``gm`` (torch-level calls, as Dynamo makes it) run with tileopt: a
-    :class:`PartitionedGraph`, which compiles on its first call with each set of input
-    shapes.
-
-    Args:
-        gm: the graph; its nodes' ``example_value`` (or ``val``) metadata is used when it
-            matches the call's inputs, else shapes are propagated anew.
-        target: the GPU the kernels are compiled for.
-        device: ``"emulator"``, ``"cuda"`` or None (as for ``tileopt.compile``).
-        fallback: ``"eager"``: what tileopt cannot compile runs in PyTorch; ``"error"`` or
-            None: the graph is compiled whole and tileopt's error raised.
-        name: the graph's name in reports and logs.
-        report: a :class:`FallbackReport` to add each specialisation's report to.
-        kernel_options: passed to ``tileopt.compile`` for every kernel.
-    """
-    return PartitionedGraph(gm, target=target, device=device, fallback=fallback, name=name,
-                            report=report, **kernel_options)
-
-
 # ---------------------------------------------------------------------------------------------
 # whole models
 
@@ -1233,11 +1203,11 @@ def _dynamo_backend(
     report: FallbackReport, fallback: str | None, target: str, device: str | None,
     kernel_options: Mapping[str, Any],
 ) -> Callable[..., Any]:
-    """A Dynamo backend that hands each graph to :func:`partition`."""
+    """A Dynamo backend that makes each graph a :class:`PartitionedGraph`."""
 
     def backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **_: Any) -> Any:
-        return partition(gm, target=target, device=device, fallback=fallback,
-                         name=graph_name(), report=report, **kernel_options)
+        return PartitionedGraph(gm, target=target, device=device, fallback=fallback,
+                                name=graph_name(), report=report, **kernel_options)
 
     return backend
 

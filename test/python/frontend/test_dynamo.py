@@ -166,15 +166,22 @@ def test_entry_point_declared() -> None:
 # what tileopt cannot compile
 
 
-def test_unsupported_op_in_the_middle() -> None:
+def run_with_unsupported(op: str) -> fallback.GraphReport:
+    """WithUnsupported(op) under torch.compile with tileopt, checked against eager; the
+    report of its one graph."""
     torch.manual_seed(0)
-    model = WithUnsupported("sort")
+    model = WithUnsupported(op)
     spy = Spy()
     compiled = torch.compile(model, backend=spy, options=OPTIONS)
     x = randn(4, 16)
     with torch.no_grad():
         close(compiled(x), model(x))
     [report] = spy.reports
+    return report
+
+
+def test_unsupported_op_in_the_middle() -> None:
+    report = run_with_unsupported("sort")
     assert [op.op for op in report.eager] == ["torch.sort"], str(report)
     assert report.eager[0].source == _line(WithUnsupported, "torch.sort(")
     assert len(report.compiled) == 2  # fc1 + gelu, fc2 + softmax
@@ -185,14 +192,7 @@ def test_failing_op_is_split_off(monkeypatch: Any) -> None:
     # With svd among the operators tried, its partition fails to compile (torch-mlir has no
     # lowering): the error names aten._linalg_svd, that node runs eagerly, the rest compiles.
     monkeypatch.setattr(fallback, "SUPPORTED_FUNCTIONS", fallback.SUPPORTED_FUNCTIONS | {"svd"})
-    torch.manual_seed(0)
-    model = WithUnsupported("svd")
-    spy = Spy()
-    compiled = torch.compile(model, backend=spy, options=OPTIONS)
-    x = randn(4, 16)
-    with torch.no_grad():
-        close(compiled(x), model(x))
-    [report] = spy.reports
+    report = run_with_unsupported("svd")
     [eager] = report.eager
     assert eager.op == "torch.linalg.svd" and "aten._linalg_svd" in eager.reason, str(report)
     assert eager.source == _line(WithUnsupported, "torch.linalg.svd(")
