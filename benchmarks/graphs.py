@@ -31,7 +31,7 @@ Goals (printed beside the table; a row that misses one is marked with the goal's
 
 - (a) every normalization, softmax and elementwise graph is one kernel;
 - (b) memory-bound graphs move at most 1.1x the minimum bytes;
-- (c) a GPT-style block takes at most 9 kernels.
+- (c) a GPT-style block takes at most 7 kernels (issue 11; attention is one of them).
 
 A model that tileopt refuses at compile time with one of its errors (``UnsupportedOperatorError``,
 ``ExportError``, ...) is skipped with the reason printed. A wrong answer, an error while running
@@ -114,7 +114,7 @@ MODELS: list[Model] = [
     Model("attention", lambda: (causal_attention, tuple(randn(2, 4, 32, 16) for _ in range(3))),
           "compute"),
     Model("sdpa", lambda: (sdpa, tuple(randn(2, 4, 32, 16) for _ in range(3))), "compute"),
-    Model("gpt_block", lambda: (GPTBlock(), (randn(2, 16, 64),)), "block", max_kernels=9),
+    Model("gpt_block", lambda: (GPTBlock(), (randn(2, 16, 64),)), "block", max_kernels=7),
     Model("llama_block", lambda: (LlamaBlock(), (randn(2, 16, 64),)), "block"),
     Model("embedding", lambda: (nn.Embedding(1000, 64), (torch.randint(0, 1000, (2, 64)),)),
           "memory"),
@@ -125,7 +125,7 @@ MODELS: list[Model] = [
 GOALS = {
     "a": "every normalization, softmax and elementwise graph is one kernel",
     "b": "memory-bound graphs move at most 1.1x the minimum bytes (DRAM sectors)",
-    "c": "a GPT-style block takes at most 9 kernels",
+    "c": "a GPT-style block takes at most 7 kernels",
 }
 BYTES_GOAL = 1.1
 TOLERANCE = {torch.float32: 1e-4, torch.float16: 2e-3, torch.bfloat16: 2e-2}

@@ -37,12 +37,27 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
       body for the gathered elements, so the gathered tensor need not be
       stored (cross-entropy's log-softmax).
 
+    - Attention, `softmax(f(q k^T)) v` with the softmax as torch-mlir
+      writes it (`e = exp(x - max(x)); e / sum(e)`, optionally torch's safe
+      softmax, which gives 0 for rows whose every score is -inf, and a
+      rounding of the probabilities to v's type), where `f` is any chain of
+      elementwise ops (a scale, a causal or padding mask) and nothing else
+      reads the scores or the probabilities, becomes one group from its
+      three (the scores with `f`, the softmax, the product with v): its ops
+      get `tile.attention` roles, and `convert-linalg-to-tile` writes one
+      flash-attention kernel. Head dimensions up to 128 (`fuse-attention`).
+
     Each generic of a group gets `tile.group = N` and `tile.space =
     array<i64: ...>`: for each of its loops, the dimension of the group's
     space it runs over (-1 for a loop of size 1). Ops tileopt cannot form
     kernels of (gathers, windows, control flow, ...) are reported as errors
     that start with "unsupported:", at the op's location.
   }];
+  let options = [
+    Option<"fuseAttention", "fuse-attention", "bool", /*default=*/"true",
+           "form one kernel of each attention (else three: the scores, the "
+           "softmax, the product with v)">,
+  ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
@@ -74,6 +89,16 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     16..64 x 16..64 output tiles (k by 16..32) for contractions; the kernel's
     `tile.num_warps` gives about 8 elements a thread. `tile.fused` lists
     what each kernel computes.
+
+    A group with `tile.attention` roles is written as flash attention: a
+    program takes up to 64 query rows (32 for f32) of one batch element and
+    the whole head dimension, loads q once and loops over blocks of keys:
+    the block's scores by `tile.dot`, the ops between the scores and the
+    softmax, an online softmax (running row maximum and sum, the output
+    rescaled by `exp(m_old - m_new)`; rows with no unmasked score so far
+    add nothing), and the product with v by `tile.dot` on v's type; the
+    output is divided by the row sums once, then the product's epilogue
+    runs.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",

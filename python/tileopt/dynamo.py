@@ -6,6 +6,11 @@
     with torch.no_grad():
         y = compiled(x)
 
+    report = FallbackReport()  # from tileopt.compiler.fallback
+    compiled = torch.compile(model, backend="tileopt", dynamic=True, options={"report": report})
+    ...
+    print(report)  # per graph, one line per set of input shapes compiled
+
 The name ``"tileopt"`` is registered by the entry point ``tileopt = "tileopt.dynamo:backend"``
 in the group ``torch_dynamo_backends`` (``pyproject.toml``), so torch finds it without an
 ``import tileopt``; ``backend=tileopt.dynamo.backend`` works as well.
@@ -39,8 +44,10 @@ def backend(
     Args:
         gm: the ``torch.fx.GraphModule`` Dynamo captured (torch-level calls).
         example_inputs: its inputs; shapes are specialised: each new set of shapes (a new
-            Dynamo graph, or new values of a dynamic graph's sizes) is compiled on its first
-            call.
+            Dynamo graph, or new values of a dynamic graph's sizes, and of the numbers it reads
+            from 0-d tensors, such as a LayerNorm's eps with ``dynamic=True``) is compiled on
+            its first call, at most ``PartitionedGraph.MAX_SPECIALISATIONS`` per graph (more
+            run eagerly).
         options: what ``torch.compile(..., options=...)`` passes; the same keys may also be
             given as keyword arguments (``functools.partial(backend, device="emulator")``):
 
@@ -50,7 +57,10 @@ def backend(
               None (cuda for CUDA tensors where a driver works, else the emulator);
             - ``fallback``: ``"eager"`` (the default: what tileopt cannot compile runs in
               PyTorch) or ``"error"``/None (the graph is compiled whole; tileopt's error is
-              raised).
+              raised);
+            - ``report``: a :class:`tileopt.compiler.fallback.FallbackReport` that each graph
+              adds its specialisations to (what was compiled, the kernels compiled and taken
+              from the cache, what ran in PyTorch and why); ``print(report)`` shows it.
         mode: ``torch.compile``'s mode; tileopt has one way of compiling and ignores it.
 
     Raises:
@@ -70,4 +80,5 @@ def backend(
         device=settings["device"],
         fallback=settings["fallback"],
         name=_fallback.graph_name(),
+        report=settings["report"],
     )

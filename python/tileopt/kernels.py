@@ -422,9 +422,79 @@ def batched_matmul_grid(
     )
 
 
+def attention(
+    dtype: str = "f16",
+    head_dim: int = 64,
+    block_m: int = 64,
+    block_n: int = 64,
+    causal: bool = False,
+) -> KernelBuilder:
+    """Scaled dot-product attention, ``o = softmax(q k^T * scale) v``, flash-attention style.
+
+    Arguments: ``q`` (B x M x D), ``k``, ``v`` (B x N x D) of ``dtype``, ``o`` (B x M x D,
+    ``dtype``) and ``scale`` (f32 scalar); B is batch times heads and D at most ``head_dim``
+    (a power of two; smaller D is padded with zeros). Program (i, b) computes rows
+    ``i * block_m ...`` of ``o[b]``: it loops over ``block_n`` keys at a time, keeps the
+    running row maximum ``m`` and row sum ``l`` of ``exp(s - m)`` (an online softmax) and an
+    f32 accumulator rescaled by ``exp(m_old - m_new)``, so the M x N scores never reach
+    global memory. Both products are ``tile.dot`` (tensor cores for f16/bf16; ``p`` is
+    rounded to ``dtype`` first, as in Triton's tutorial). ``causal``: key ``j`` is seen by
+    query ``i`` only when ``j <= i``, and the loop stops at the block's last query.
+    Grid: :func:`attention_grid`.
+    """
+    _check_dtype(dtype, MATMUL_DTYPES)
+    _check_pow2(head_dim=head_dim, block_m=block_m, block_n=block_n)
+    kb = KernelBuilder(
+        "attention_causal" if causal else "attention",
+        q=_view(dtype, 3), k=_view(dtype, 3), v=_view(dtype, 3), o=_view(dtype, 3),
+        scale=Scalar("f32"),
+    )
+    with kb as k:
+        first = k.program_id(0) * block_m
+        batch = k.program_id(1)
+        keys = k.size(k.args.k, 1)
+        q = k.reshape(k.load(k.args.q, [batch, first, 0], [1, block_m, head_dim]),
+                      [block_m, head_dim])
+        rows = k.expand_dims(k.iota(block_m) + k.cast(first, "i32"), 1)
+        stop = k.minimum(first + block_m, keys) if causal else keys
+        acc0 = k.full([block_m, head_dim], 0.0, "f32")
+        m0 = k.full([block_m, 1], float("-inf"), "f32")
+        l0 = k.full([block_m, 1], 0.0, "f32")
+        with k.loop(0, stop, block_n, carried=[acc0, m0, l0]) as loop:
+            acc, m, l_ = loop.carried
+            key = k.reshape(k.load(k.args.k, [batch, loop.iv, 0], [1, block_n, head_dim]),
+                            [block_n, head_dim])
+            s = k.dot(q, k.trans(key), k.full([block_m, block_n], 0.0, "f32")) * k.args.scale
+            cols = k.expand_dims(k.iota(block_n) + k.cast(loop.iv, "i32"), 0)
+            seen = k.broadcast(cols < k.cast(keys, "i32"), [block_m, block_n])
+            if causal:
+                seen = seen & (cols <= rows)
+            s = k.where(seen, s, float("-inf"))
+            # Column 0 is seen by every row, so the first block makes m_new finite.
+            m_new = k.maximum(m, k.max(s, axis=1, keepdims=True))
+            p = k.exp(s - m_new)
+            alpha = k.exp(m - m_new)
+            value = k.reshape(k.load(k.args.v, [batch, loop.iv, 0], [1, block_n, head_dim]),
+                              [block_n, head_dim])
+            acc = k.dot(k.cast(p, dtype) if dtype != "f32" else p, value, acc * alpha)
+            loop.yield_(acc, m_new, l_ * alpha + k.sum(p, axis=1, keepdims=True))
+        acc, m, l_ = loop.results
+        out = k.fdiv(acc, l_, ieee_rounding=False)
+        out = k.cast(out, dtype) if dtype != "f32" else out
+        k.store(k.reshape(out, [1, block_m, head_dim]), k.args.o, [batch, first, 0])
+    return kb
+
+
+def attention_grid(shape_q: Sequence[int], block_m: int = 64) -> tuple[int, int]:
+    """The grid of :func:`attention` for ``q`` of ``shape_q`` (B, M, D)."""
+    return (max(cdiv(shape_q[1], block_m), 1), max(shape_q[0], 1))
+
+
 __all__ = [
     "argmax",
     "argmax_grid",
+    "attention",
+    "attention_grid",
     "batched_matmul",
     "batched_matmul_grid",
     "bias_gelu",

@@ -98,10 +98,57 @@ bool followsContraction(Value v) {
   return false;
 }
 
+/// The input of a generic that only converts its one input to another float
+/// type (extf, truncf); null for other generics.
+Value getCastInput(GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      !llvm::hasSingleElement(op.getBody()->without_terminator()) ||
+      !isa<arith::ExtFOp, arith::TruncFOp>(op.getBody()->front()) ||
+      op.getBody()->front().getOperand(0) != op.getBody()->getArgument(0) ||
+      op.getBody()->getTerminator()->getOperand(0) !=
+          op.getBody()->front().getResult(0) ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return nullptr;
+  return op.getDpsInputOperand(0)->get();
+}
+
+/// The contraction whose result `op` only converts to another float type
+/// over the same loops; null otherwise.
+GenericOp getRoundedContraction(GenericOp op) {
+  Value input = getCastInput(op);
+  auto producer = input ? input.getDefiningOp<GenericOp>() : GenericOp();
+  std::string ignored;
+  FailureOr<GenericKind> kind =
+      producer ? classify(producer, ignored) : FailureOr<GenericKind>();
+  return succeeded(kind) && *kind == GenericKind::Contraction ? producer
+                                                              : GenericOp();
+}
+
+/// Whether expanding a contraction's result by `groups` splits only its
+/// batch loops.
+bool splitsOnlyBatch(GenericOp contraction,
+                     ArrayRef<ReassociationIndices> groups) {
+  ContractionDimensions dims = *inferContractionDims(contraction);
+  AffineMap out =
+      contraction.getMatchingIndexingMap(contraction.getDpsInitOperand(0));
+  return llvm::all_of(llvm::enumerate(groups), [&](auto it) {
+    auto d = dyn_cast<AffineDimExpr>(out.getResult(it.index()));
+    return it.value().size() == 1 ||
+           (d && llvm::is_contained(dims.batch, d.getPosition()));
+  });
+}
+
 bool mayCollapseLoops(OpOperand *fused) {
   auto expand = fused->get().getDefiningOp<tensor::ExpandShapeOp>();
-  return expand && isa<GenericOp>(fused->getOwner()) &&
-         followsContraction(expand.getSrc());
+  if (!expand || !isa<GenericOp>(fused->getOwner()) ||
+      !followsContraction(expand.getSrc()))
+    return false;
+  // A rounded contraction result expands instead (mayExpandLoops).
+  auto rounded = expand.getSrc().getDefiningOp<GenericOp>();
+  GenericOp contraction = rounded ? getRoundedContraction(rounded) : nullptr;
+  return !contraction ||
+         !splitsOnlyBatch(contraction, expand.getReassociationIndices());
 }
 
 /// Whether upstream's reshape propagation may expand the loops of the
@@ -137,9 +184,8 @@ bool mayExpandLoops(OpOperand *fused) {
   // through it makes the patterns add and fold unit loops without end.
   if (g.getNumReductionLoops() > 0 &&
       llvm::all_of(groups, [&](const ReassociationIndices &group) {
-        return llvm::count_if(group, [&](int64_t i) {
-                 return expanded[i] != 1;
-               }) <= 1;
+        return llvm::count_if(group,
+                              [&](int64_t i) { return expanded[i] != 1; }) <= 1;
       }))
     return false;
   std::string why;
@@ -159,6 +205,12 @@ bool mayExpandLoops(OpOperand *fused) {
     if (isa<GenericOp>(fused->getOwner()) && succeeded(sourceKind) &&
         *sourceKind == GenericKind::Contraction)
       return true;
+    // A conversion of a contraction's result (f16 scores rounded from the
+    // f32 accumulator) splits the loops the contraction may split, its
+    // batch, so that the contraction expands after it.
+    if (auto contraction = getRoundedContraction(g);
+        contraction && isa<tensor::ExpandShapeOp>(fused->getOwner()))
+      return splitsOnlyBatch(contraction, groups);
     return llvm::none_of(g.getDpsInputs(), followsContraction);
   }
   ContractionDimensions dims = *inferContractionDims(g);
@@ -489,16 +541,22 @@ private:
   SmallVector<Group> groups;
   DenseMap<Value, Held> held;
   DenseMap<Value, llvm::SmallDenseSet<int>> producers;
+  /// Groups joined into another (attention), by id.
+  DenseMap<int64_t, int64_t> joinedInto;
 
   bool dependsOn(const llvm::SmallDenseSet<int> &from, int target) const;
   bool tryJoin(GenericOp op, GenericKind kind, Group &g,
                SmallVector<int64_t> &space, bool sibling) const;
   void add(GenericOp op, Group &g, ArrayRef<int64_t> space);
   void anchor(GenericOp op, GenericKind kind);
+  bool tryAttention(Group &out);
 
 public:
+  /// Joins the three groups of each attention (scores, softmax, output)
+  /// into one.
+  void formAttention();
   /// Writes each group's decisions on its ops.
-  void finish();
+  void finish(func::FuncOp func);
 };
 
 int64_t rowElements(const Group &g, const llvm::SmallBitVector &reduced) {
@@ -720,8 +778,464 @@ void Former::anchor(GenericOp op, GenericKind kind) {
   add(op, g, space);
 }
 
-void Former::finish() {
+/// `v` without the reshapes of unit dimensions it was read through (those
+/// kernel formation keeps in registers: tagged with their group).
+Value skipReshapes(Value v) {
+  while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+             v.getDefiningOp()) &&
+         v.getDefiningOp()->hasAttr(kGroupAttr))
+    v = v.getDefiningOp()->getOperand(0);
+  return v;
+}
+
+/// The generic whose body is one op of type OpT on two inputs, yielded:
+/// those inputs (in the op's operand order); nullopt otherwise.
+template <typename OpT>
+std::optional<std::pair<Value, Value>> matchBinary(GenericOp op) {
+  if (!op || op.getNumDpsInits() != 1 || op.getNumDpsInputs() != 2)
+    return std::nullopt;
+  Block *body = op.getBody();
+  if (!llvm::hasSingleElement(body->without_terminator()))
+    return std::nullopt;
+  auto inner = dyn_cast<OpT>(body->front());
+  if (!inner || body->getTerminator()->getOperand(0) != inner->getResult(0))
+    return std::nullopt;
+  auto input = [&](Value v) -> Value {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != body ||
+        arg.getArgNumber() >= op.getNumDpsInputs())
+      return nullptr;
+    return op.getDpsInputOperand(arg.getArgNumber())->get();
+  };
+  Value a = input(inner->getOperand(0)), b = input(inner->getOperand(1));
+  if (!a || !b)
+    return std::nullopt;
+  return std::make_pair(a, b);
+}
+
+/// A reduction with one output, combiner `CombinerT`, an initial value that
+/// is the combiner's identity and input `input`.
+template <typename... CombinerT>
+bool isRowReduction(GenericOp op, Value input) {
+  std::string why;
+  FailureOr<GenericKind> kind = classify(op, why);
+  if (failed(kind) || *kind != GenericKind::Reduction ||
+      op.getNumDpsInits() != 1 || op.getNumDpsInputs() != 1 ||
+      skipReshapes(op.getDpsInputOperand(0)->get()) != skipReshapes(input))
+    return false;
+  Operation *c = getCombiner(op, 0);
+  if (!c || !isa<CombinerT...>(c))
+    return false;
+  Value init = getScalarSource(op.getDpsInitOperand(0)->get());
+  Attribute attr;
+  return init && matchPattern(init, m_Constant(&attr)) &&
+         attr == getCombinerIdentity(c);
+}
+
+/// where(rows, 0, p): a generic selecting a zero constant where its first
+/// (boolean) input holds, else its second.
+bool matchZeroRows(GenericOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !llvm::hasSingleElement(op.getBody()->without_terminator()))
+    return false;
+  auto select = dyn_cast<arith::SelectOp>(op.getBody()->front());
+  FloatAttr zero;
+  return select && op.getBody()->getTerminator()->getOperand(0) == select &&
+         select.getCondition() == op.getBody()->getArgument(0) &&
+         select.getFalseValue() == op.getBody()->getArgument(1) &&
+         matchPattern(select.getTrueValue(), m_Constant(&zero)) &&
+         zero.getValue().isZero();
+}
+
+bool isZero(Value tensor) {
+  Value v = getScalarSource(tensor);
+  FloatAttr attr;
+  return v && matchPattern(v, m_Constant(&attr)) && attr.getValue().isZero();
+}
+
+/// `softmax(x) v` over the groups of `values` (the product with v), the
+/// softmax's and the scores' (x, through elementwise ops of q k^T): joins
+/// them into `values` when the softmax is the one torch-mlir writes
+/// (`e = exp(x - max(x)); e / sum(e)`, over the keys that the product
+/// with v reduces) and nothing but the product reads the scores or the
+/// softmax.
+bool Former::tryAttention(Group &out) {
+  GenericOp pv = out.members.front().first;
+  auto dims = inferContractionDims(pv);
+  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+      dims->k.size() != 1 || !isZero(pv.getDpsInitOperand(0)->get()))
+    return false;
+  MLIRContext *ctx = pv.getContext();
+  // The probabilities p: the input that runs over m and k, held by a group.
+  OpOperand *probs = nullptr;
+  for (OpOperand *o : pv.getDpsInputOperands())
+    if (pv.getMatchingIndexingMap(o)
+            .getResultPosition(getAffineDimExpr(dims->m[0], ctx))
+            .has_value())
+      probs = o;
+  if (!probs)
+    return false;
+  auto heldProbs = held.find(probs->get());
+  if (heldProbs == held.end() || heldProbs->second.group == out.id)
+    return false;
+  Group &softmax = groups[heldProbs->second.group];
+  if (softmax.contraction)
+    return false;
+  // The keys: the softmax's dimension that the product reduces.
+  std::optional<unsigned> kPos =
+      pv.getMatchingIndexingMap(probs).getResultPosition(
+          getAffineDimExpr(dims->k[0], ctx));
+  if (!kPos)
+    return false;
+  int64_t keys = heldProbs->second.dims[*kPos];
+  if (keys < 0)
+    return false;
+  auto spaceOf = [&](Group &g, GenericOp op) -> ArrayRef<int64_t> {
+    for (auto &[member, space] : g.members)
+      if (member == op)
+        return space;
+    return {};
+  };
+  auto inGroup = [&](Group &g, Value v) {
+    auto op = skipReshapes(v).getDefiningOp<GenericOp>();
+    return op && !spaceOf(g, op).empty();
+  };
+  // Reduces exactly the keys.
+  auto reducesKeys = [&](GenericOp op) {
+    ArrayRef<int64_t> space = spaceOf(softmax, op);
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (!isParallel(it) && space[d] != keys)
+        return false;
+    return llvm::count_if(op.getIteratorTypesArray(),
+                          [](auto it) { return !isParallel(it); }) == 1;
+  };
+  // p = e / sum(e), or torch's safe softmax: p with 0 for the rows whose
+  // every score is -inf, where(all(x == -inf), 0, p).
+  Value p = skipReshapes(probs->get());
+  GenericOp zeroRows, allMasked, isMasked;
+  if (auto select = p.getDefiningOp<GenericOp>();
+      select && inGroup(softmax, p) && matchZeroRows(select)) {
+    zeroRows = select;
+    allMasked = skipReshapes(select.getDpsInputOperand(0)->get())
+                    .getDefiningOp<GenericOp>();
+    p = skipReshapes(select.getDpsInputOperand(1)->get());
+  }
+  // p rounded to v's type (f16 attention, whose softmax runs in f32).
+  GenericOp probsCast;
+  if (auto cast = p.getDefiningOp<GenericOp>();
+      cast && inGroup(softmax, p) && getCastInput(cast)) {
+    probsCast = cast;
+    p = skipReshapes(getCastInput(cast));
+  }
+  auto normalize = p.getDefiningOp<GenericOp>();
+  auto division = matchBinary<arith::DivFOp>(normalize);
+  if (!division || !inGroup(softmax, p))
+    return false;
+  Value e = skipReshapes(division->first);
+  auto rowSum = skipReshapes(division->second).getDefiningOp<GenericOp>();
+  if (!rowSum || !inGroup(softmax, rowSum->getResult(0)) ||
+      !isRowReduction<arith::AddFOp>(rowSum, e) || !reducesKeys(rowSum))
+    return false;
+  // e = exp(x - max(x)), in one generic or two.
+  auto expOp = e.getDefiningOp<GenericOp>();
+  if (!expOp || !inGroup(softmax, e) || expOp.getNumDpsInits() != 1)
+    return false;
+  SmallVector<GenericOp> chain = {expOp};
+  std::optional<std::pair<Value, Value>> diff;
+  {
+    Block *body = expOp.getBody();
+    auto exp = dyn_cast_or_null<math::ExpOp>(
+        body->getTerminator()->getOperand(0).getDefiningOp());
+    if (!exp)
+      return false;
+    Value arg = exp.getOperand();
+    if (auto sub = arg.getDefiningOp<arith::SubFOp>()) {
+      if (sub->getBlock() != body ||
+          !llvm::hasSingleElement(llvm::make_range(
+              body->begin(), Block::iterator(exp.getOperation()))) ||
+          expOp.getNumDpsInputs() != 2)
+        return false;
+      auto operand = [&](Value v) -> Value {
+        auto a = dyn_cast<BlockArgument>(v);
+        return a && a.getOwner() == body && a.getArgNumber() < 2
+                   ? expOp.getDpsInputOperand(a.getArgNumber())->get()
+                   : nullptr;
+      };
+      if (!operand(sub.getLhs()) || !operand(sub.getRhs()))
+        return false;
+      diff = std::make_pair(operand(sub.getLhs()), operand(sub.getRhs()));
+    } else {
+      auto a = dyn_cast<BlockArgument>(arg);
+      if (!a || a.getOwner() != body || expOp.getNumDpsInputs() != 1 ||
+          !llvm::hasSingleElement(body->without_terminator()))
+        return false;
+      auto subOp = skipReshapes(expOp.getDpsInputOperand(0)->get())
+                       .getDefiningOp<GenericOp>();
+      diff = matchBinary<arith::SubFOp>(subOp);
+      if (!diff || !inGroup(softmax, subOp.getResult(0)))
+        return false;
+      chain.push_back(subOp);
+    }
+  }
+  Value x = skipReshapes(diff->first);
+  auto rowMax = skipReshapes(diff->second).getDefiningOp<GenericOp>();
+  if (!rowMax || !inGroup(softmax, rowMax->getResult(0)) ||
+      !isRowReduction<arith::MaximumFOp, arith::MaxNumFOp>(rowMax, x) ||
+      !reducesKeys(rowMax))
+    return false;
+  if (zeroRows) {
+    // all(x == -inf) over the keys.
+    if (!allMasked || allMasked.getNumDpsInputs() != 1 ||
+        !inGroup(softmax, allMasked->getResult(0)) ||
+        !isRowReduction<arith::AndIOp>(allMasked,
+                                       allMasked.getDpsInputs().front()) ||
+        !reducesKeys(allMasked))
+      return false;
+    isMasked = skipReshapes(allMasked.getDpsInputs().front())
+                   .getDefiningOp<GenericOp>();
+    if (!isMasked || isMasked.getNumDpsInputs() != 1 ||
+        !llvm::hasSingleElement(isMasked.getBody()->without_terminator()))
+      return false;
+    Value xSource = x;
+    if (auto widen = x.getDefiningOp<GenericOp>(); widen && getCastInput(widen))
+      xSource = skipReshapes(getCastInput(widen));
+    Value masked = skipReshapes(isMasked.getDpsInputs().front());
+    if (masked != x && masked != xSource)
+      return false;
+    auto cmp = dyn_cast<arith::CmpFOp>(isMasked.getBody()->front());
+    FloatAttr limit;
+    if (!cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ ||
+        cmp.getLhs() != isMasked.getBody()->getArgument(0) ||
+        !matchPattern(cmp.getRhs(), m_Constant(&limit)) ||
+        !limit.getValue().isInfinity() || !limit.getValue().isNegative() ||
+        isMasked.getBody()->getTerminator()->getOperand(0) != cmp)
+      return false;
+  }
+  // The scores group: the contraction group whose result the softmax reads.
+  int scoresId = -1;
+  for (auto &[member, space] : softmax.members)
+    for (Value v : member->getOperands()) {
+      auto h = held.find(v);
+      if (h == held.end() || h->second.group == softmax.id)
+        continue;
+      if (!groups[h->second.group].contraction ||
+          (scoresId >= 0 && scoresId != h->second.group))
+        return false;
+      scoresId = h->second.group;
+    }
+  auto heldX = held.find(x);
+  if (scoresId < 0 && heldX != held.end() &&
+      groups[heldX->second.group].contraction)
+    scoresId = heldX->second.group;
+  if (scoresId < 0 || scoresId == out.id)
+    return false;
+  Group &scores = groups[scoresId];
+  GenericOp qk = scores.members.front().first;
+  if (qk->hasAttr(kAttentionAttr))
+    return false; // already the output of another attention
+  auto qkDims = inferContractionDims(qk);
+  if (failed(qkDims) || qkDims->m.size() != 1 || qkDims->n.size() != 1 ||
+      qkDims->k.size() != 1)
+    return false;
+  SmallVector<int64_t> qkLoops = getLoopSizes(qk), pvLoops = getLoopSizes(pv);
+  if (nextPowerOf2(qkLoops[qkDims->k[0]]) > kMaxHeadDim ||
+      nextPowerOf2(pvLoops[dims->n[0]]) > kMaxHeadDim)
+    return false;
+  // Nothing outside the three groups reads the scores or the softmax; the
+  // softmax's special values are read only along the chain.
+  llvm::SmallDenseSet<Operation *> special = {normalize, rowSum, rowMax};
+  special.insert(chain.begin(), chain.end());
+  if (probsCast)
+    special.insert(probsCast);
+  if (zeroRows) {
+    if (!inGroup(scores, isMasked->getResult(0)) &&
+        !inGroup(softmax, isMasked->getResult(0)))
+      return false;
+    special.insert(zeroRows);
+    special.insert(allMasked);
+    special.insert(isMasked);
+  }
+  Operation *last = zeroRows    ? zeroRows.getOperation()
+                    : probsCast ? probsCast.getOperation()
+                                : normalize.getOperation();
+  std::function<bool(Value, function_ref<bool(Operation *)>)> usersOk =
+      [&](Value v, function_ref<bool(Operation *)> ok) {
+        return llvm::all_of(v.getUsers(), [&](Operation *u) {
+          if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(u))
+            return usersOk(u->getResult(0), ok);
+          return ok(u);
+        });
+      };
+  auto memberOf = [&](Group &g, Operation *u) {
+    auto op = dyn_cast<GenericOp>(u);
+    return op && !spaceOf(g, op).empty();
+  };
+  for (Group *g : {&scores, &softmax})
+    for (auto &[member, space] : g->members) {
+      if (member == last)
+        continue;
+      auto ok = [&](Operation *u) {
+        if (special.contains(member))
+          return special.contains(u) && u != member;
+        return memberOf(scores, u) || memberOf(softmax, u);
+      };
+      for (Value result : member->getResults())
+        if (!usersOk(result, ok))
+          return false;
+    }
+  // The chain from the division to the product, one user each.
+  SmallVector<Operation *> tail = {normalize};
+  if (probsCast)
+    tail.push_back(probsCast);
+  if (zeroRows)
+    tail.push_back(zeroRows);
+  for (auto [from, to] : llvm::zip(tail, llvm::drop_begin(tail)))
+    if (!usersOk(from->getResult(0), [&](Operation *u) { return u == to; }))
+      return false;
+  if (!usersOk(last->getResult(0),
+               [&](Operation *u) { return u == pv.getOperation(); }))
+    return false;
+  // The joined space: the softmax's, plus the scores' k and the output's n.
+  // Each scores dimension that the softmax reads the scores over.
+  auto mapInto = [&](Value v, GenericOp reader, ArrayRef<int64_t> readerSpace,
+                     SmallVector<int64_t> &map) -> bool {
+    auto h = held.find(v);
+    if (h == held.end())
+      return false;
+    for (OpOperand &o : reader->getOpOperands()) {
+      if (o.get() != v)
+        continue;
+      for (auto [j, e] :
+           llvm::enumerate(reader.getMatchingIndexingMap(&o).getResults())) {
+        auto d = dyn_cast<AffineDimExpr>(e);
+        int64_t fromDim = h->second.dims[j];
+        if (!d || fromDim < 0 || readerSpace[d.getPosition()] < 0)
+          continue;
+        if (map[fromDim] >= 0 && map[fromDim] != readerSpace[d.getPosition()])
+          return false;
+        map[fromDim] = readerSpace[d.getPosition()];
+      }
+    }
+    return true;
+  };
+  SmallVector<int64_t> scoresMap(scores.space.size(), -1);
+  bool read = false;
+  for (auto &[member, space] : softmax.members)
+    for (Value v : member->getOperands())
+      if (auto h = held.find(v);
+          h != held.end() && h->second.group == scoresId) {
+        if (!mapInto(v, member, space, scoresMap))
+          return false;
+        read = true;
+      }
+  if (!read)
+    return false;
+  // The queries and keys are dimensions of the softmax (not a single query,
+  // which the softmax runs without: attention for decoding stays three
+  // kernels).
+  ArrayRef<int64_t> qkSpace = scores.members.front().second;
+  ArrayRef<int64_t> pvSpace = out.members.front().second;
+  if (qkSpace[qkDims->m[0]] < 0 || qkSpace[qkDims->n[0]] < 0 ||
+      qkSpace[qkDims->k[0]] < 0 || pvSpace[dims->n[0]] < 0 ||
+      pvSpace[dims->k[0]] < 0 || scoresMap[qkSpace[qkDims->m[0]]] < 0 ||
+      scoresMap[qkSpace[qkDims->n[0]]] < 0)
+    return false;
+  SmallVector<int64_t> outMap(out.space.size(), -1);
+  {
+    // The product's loops over the softmax's space, through p's dims.
+    AffineMap map = pv.getMatchingIndexingMap(probs);
+    for (auto [j, e] : llvm::enumerate(map.getResults())) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      int64_t to = heldProbs->second.dims[j];
+      if (!d || pvSpace[d.getPosition()] < 0 || to < 0)
+        continue;
+      outMap[pvSpace[d.getPosition()]] = to;
+    }
+  }
+  Group joined = softmax;
+  auto extend = [&](Group &from, SmallVector<int64_t> &map) {
+    for (auto [s, to] : llvm::enumerate(map))
+      if (to < 0) {
+        to = joined.space.size();
+        joined.space.push_back(from.space[s]);
+        joined.reduced.resize(joined.space.size());
+        if (from.reduced[s])
+          joined.reduced.set(to);
+      } else if (joined.space[to] != from.space[s]) {
+        return false;
+      }
+    return true;
+  };
+  if (!extend(scores, scoresMap) || !extend(out, outMap))
+    return false;
+  auto remap = [](ArrayRef<int64_t> space, ArrayRef<int64_t> map) {
+    return llvm::map_to_vector(space,
+                               [&](int64_t s) { return s < 0 ? s : map[s]; });
+  };
+  SmallVector<std::pair<GenericOp, SmallVector<int64_t>>> members;
+  for (auto &[op, space] : scores.members)
+    members.push_back({op, remap(space, scoresMap)});
+  llvm::append_range(members, softmax.members);
+  for (auto &[op, space] : out.members)
+    members.push_back({op, remap(space, outMap)});
+  joined.members = std::move(members);
+  joined.id = out.id;
+  joined.contraction = true;
+  joined.deps = out.deps;
+  joined.deps.insert(scores.deps.begin(), scores.deps.end());
+  joined.deps.insert(softmax.deps.begin(), softmax.deps.end());
+  joined.deps.erase(scores.id);
+  joined.deps.erase(softmax.id);
+  joinedInto[scores.id] = joinedInto[softmax.id] = out.id;
+  Builder b(ctx);
+  qk->setAttr(kAttentionAttr, b.getStringAttr(kScores));
+  rowMax->setAttr(kAttentionAttr, b.getStringAttr(kRowMax));
+  rowSum->setAttr(kAttentionAttr, b.getStringAttr(kRowSum));
+  normalize->setAttr(kAttentionAttr, b.getStringAttr(kNormalize));
+  pv->setAttr(kAttentionAttr, b.getStringAttr(kOutput));
+  if (probsCast)
+    probsCast->setAttr(kAttentionAttr, b.getStringAttr(kProbsCast));
+  if (zeroRows) {
+    zeroRows->setAttr(kAttentionAttr, b.getStringAttr(kZeroMaskedRows));
+    allMasked->setAttr(kAttentionAttr, b.getStringAttr(kMaskedRows));
+    isMasked->setAttr(kAttentionAttr, b.getStringAttr(kMaskedRows));
+  }
+  // The values the three groups held in registers are now the joined one's.
+  for (auto &[v, h] : held) {
+    if (h.group == scores.id)
+      h = {out.id, remap(h.dims, scoresMap)};
+    else if (h.group == softmax.id)
+      h.group = out.id;
+    else if (h.group == out.id)
+      h.dims = remap(h.dims, outMap);
+  }
+  out = std::move(joined);
+  scores.members.clear();
+  softmax.members.clear();
+  for (Group &g : groups)
+    if (g.deps.erase(scores.id) + g.deps.erase(softmax.id))
+      g.deps.insert(out.id);
+  return true;
+}
+
+void Former::formAttention() {
+  for (Group &g : groups)
+    if (g.contraction && !g.members.empty() &&
+        !g.members.front().first->hasAttr(kAttentionAttr))
+      (void)tryAttention(g);
+}
+
+void Former::finish(func::FuncOp func) {
+  // Reshapes of registers (tagged by run) follow their group.
+  func.walk([&](Operation *op) {
+    auto id = op->getAttrOfType<IntegerAttr>(kGroupAttr);
+    if (id && joinedInto.count(id.getInt()))
+      op->setAttr(kGroupAttr,
+                  Builder(op).getI64IntegerAttr(joinedInto[id.getInt()]));
+  });
   for (Group &g : groups) {
+    if (g.members.empty())
+      continue; // joined into another group
     // Number the space's dimensions in the loop order of the op with the
     // most of them (the one whose tiles are largest), so that the innermost
     // dimension of its operands is the innermost of the tiles.
@@ -729,11 +1243,31 @@ void Former::finish() {
       return llvm::count_if(a.second, [](int64_t s) { return s >= 0; }) <
              llvm::count_if(b.second, [](int64_t s) { return s >= 0; });
     });
+    SmallVector<int64_t> inner = llvm::to_vector(largest->second);
+    // An attention's output (the product with v) orders it, its keys just
+    // before its head dimension: the scores are (rows, keys) tiles and the
+    // output (rows, head) tiles with the head dimension innermost.
+    auto output = llvm::find_if(g.members, [](auto &m) {
+      auto role = m.first->template getAttrOfType<StringAttr>(kAttentionAttr);
+      return role && role.getValue() == kOutput;
+    });
+    if (output != g.members.end()) {
+      ContractionDimensions dims = *inferContractionDims(output->first);
+      int64_t keys = output->second[dims.k[0]];
+      int64_t head = output->second[dims.n[0]];
+      inner.clear();
+      for (int64_t s : output->second) {
+        if (s == head)
+          inner.push_back(keys);
+        if (s != keys)
+          inner.push_back(s);
+      }
+    }
     SmallVector<int64_t> order;
     for (size_t s = 0; s < g.space.size(); ++s)
-      if (!llvm::is_contained(largest->second, (int64_t)s))
+      if (!llvm::is_contained(inner, (int64_t)s))
         order.push_back(s);
-    for (int64_t s : largest->second)
+    for (int64_t s : inner)
       if (s >= 0)
         order.push_back(s);
     SmallVector<int64_t> renumber(g.space.size());
@@ -759,8 +1293,11 @@ LogicalResult Former::run(func::FuncOp func) {
         return op.emitError(why);
       if (*kind == GenericKind::View) {
         auto p = producers.find(generic.getDpsInputOperand(0)->get());
-        if (p != producers.end())
-          producers[generic.getResult(0)] = p->second;
+        if (p != producers.end()) {
+          // Copied first: inserting may move the map's entries.
+          llvm::SmallDenseSet<int> from = p->second;
+          producers[generic.getResult(0)] = std::move(from);
+        }
         continue;
       }
       std::function<bool(Value)> readByGenerics = [&](Value v) {
@@ -814,8 +1351,10 @@ LogicalResult Former::run(func::FuncOp func) {
         continue;
       }
       auto p = producers.find(source);
-      if (p != producers.end())
-        producers[result] = p->second;
+      if (p != producers.end()) {
+        llvm::SmallDenseSet<int> from = p->second;
+        producers[result] = std::move(from);
+      }
       continue;
     }
     if (isa<tensor::EmptyOp, func::ReturnOp>(op))
@@ -838,6 +1377,7 @@ LogicalResult Former::run(func::FuncOp func) {
 
 struct TileFormKernelsPass
     : tileopt::impl::TileFormKernelsBase<TileFormKernelsPass> {
+  using TileFormKernelsBase::TileFormKernelsBase;
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -894,7 +1434,9 @@ struct TileFormKernelsPass
       Former former;
       if (failed(former.run(func)))
         return signalPassFailure();
-      former.finish();
+      if (fuseAttention)
+        former.formAttention();
+      former.finish(func);
     }
   }
 };

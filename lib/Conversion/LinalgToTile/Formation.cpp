@@ -129,6 +129,24 @@ Value getFillValue(GenericOp op) {
   return nullptr;
 }
 
+Value getScalarSource(Value v) {
+  while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+      v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  if (auto generic = v.getDefiningOp<GenericOp>()) {
+    std::string why;
+    FailureOr<GenericKind> kind = classify(generic, why);
+    if (succeeded(kind) && *kind == GenericKind::Fill &&
+        !generic->hasAttr(kGroupAttr))
+      return getFillValue(generic);
+    return nullptr;
+  }
+  DenseElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+    return v;
+  return nullptr;
+}
+
 /// Each result is a loop dimension (at most once) or the constant 0.
 static bool isProjectedPermutationWithZeros(AffineMap map) {
   llvm::SmallBitVector seen(map.getNumDims());

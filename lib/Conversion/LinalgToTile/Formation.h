@@ -1,4 +1,5 @@
-//===- Formation.h - what kernel formation knows about linalg ops -*- C++ -*-===//
+//===- Formation.h - what kernel formation knows about linalg ops -*- C++
+//-*-===//
 //
 // Shared by tile-form-kernels (which groups linalg ops into kernels) and
 // convert-linalg-to-tile (which writes the kernels): the classification of a
@@ -27,6 +28,30 @@ inline constexpr llvm::StringLiteral kSpaceAttr = "tile.space";
 /// `tile.copy`: a copy generic that kernel formation inserted to make a
 /// buffer contiguous; a kernel, not a view.
 inline constexpr llvm::StringLiteral kCopyAttr = "tile.copy";
+
+/// `tile.attention = "..."`: the role of an op in a group that kernel
+/// formation recognised as attention, `softmax(f(q k^T)) v`, and that the
+/// conversion writes as one flash-attention loop over key blocks:
+/// kScores (q k^T), kRowMax and kRowSum (the softmax's reductions),
+/// kNormalize (the division by the row sum, applied to the output instead),
+/// kOutput (the product with v) and the two below.
+inline constexpr llvm::StringLiteral kAttentionAttr = "tile.attention";
+inline constexpr llvm::StringLiteral kScores = "scores";
+inline constexpr llvm::StringLiteral kRowMax = "row_max";
+inline constexpr llvm::StringLiteral kRowSum = "row_sum";
+inline constexpr llvm::StringLiteral kNormalize = "normalize";
+inline constexpr llvm::StringLiteral kOutput = "output";
+/// torch's safe softmax: where(all(x == -inf), 0, p) (kZeroMaskedRows), whose
+/// all(x == -inf) (kMaskedRows) the conversion reads as a row sum of 0.
+inline constexpr llvm::StringLiteral kZeroMaskedRows = "zero_masked_rows";
+inline constexpr llvm::StringLiteral kMaskedRows = "masked_rows";
+/// p rounded to v's type before the product (which the conversion does to
+/// the unnormalised probabilities instead).
+inline constexpr llvm::StringLiteral kProbsCast = "probs_cast";
+
+/// The largest head dimension (rounded up to a power of two) attention
+/// kernels hold in registers.
+inline constexpr int64_t kMaxHeadDim = 128;
 
 /// The most elements a program reduces in registers at once (one row of a
 /// softmax or a norm, rounded up to a power of two). Longer rows loop over
@@ -72,6 +97,11 @@ mlir::TypedAttr getCombinerIdentity(mlir::Operation *combiner);
 /// The scalar a Fill-kind generic yields (a constant or a value defined
 /// outside the body), or null.
 mlir::Value getFillValue(mlir::linalg::GenericOp op);
+
+/// The scalar a tensor holds in every element when it is a splat constant or
+/// a Fill generic outside any group (through reshapes): kernels read it as a
+/// scalar. Null otherwise.
+mlir::Value getScalarSource(mlir::Value v);
 
 /// A strided view of a buffer: element offset, sizes and strides (static).
 struct StridedLayout {

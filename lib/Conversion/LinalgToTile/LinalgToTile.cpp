@@ -110,6 +110,18 @@ struct Tiling {
   llvm::SmallBitVector chunked;
 };
 
+/// A contraction's operands as the kernel reads them: views `[batch...,
+/// rows, cols]` (`aArg` is null for an lhs computed in the kernel) and the
+/// space dimensions of its m, n and k.
+struct MatmulOperands {
+  OpOperand *lhs = nullptr, *rhs = nullptr;
+  Value aArg, bArg;
+  Type aElt, bElt, dotElt;
+  SmallVector<Value> batchOffsets;
+  SmallVector<int64_t> batchSpans;
+  int64_t sm = -1, sn = -1, sk = -1;
+};
+
 /// A value that leaves its kernel, stored through `hostView`.
 struct PendingStore {
   Value result;
@@ -145,25 +157,6 @@ private:
   bool isVirtual(Value v) const;
   bool ready(Operation *op) const;
 };
-
-/// A splat constant or a Fill generic: kernels read it as a scalar.
-Value getScalarSource(Value v) {
-  while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
-      v.getDefiningOp()))
-    v = v.getDefiningOp()->getOperand(0);
-  if (auto generic = v.getDefiningOp<GenericOp>()) {
-    std::string why;
-    FailureOr<GenericKind> kind = classify(generic, why);
-    if (succeeded(kind) && *kind == GenericKind::Fill &&
-        !generic->hasAttr(kGroupAttr))
-      return getFillValue(generic);
-    return nullptr;
-  }
-  DenseElementsAttr dense;
-  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
-    return v;
-  return nullptr;
-}
 
 bool Converter::isVirtual(Value v) const {
   return static_cast<bool>(getScalarSource(v)) ||
@@ -256,6 +249,12 @@ public:
                ArrayRef<PendingStore> stores,
                std::function<Value(Value, const StridedLayout &)> view,
                std::function<const Buffer *(Value)> bufferOf);
+  LogicalResult
+  writeAttention(ArrayRef<Operation *> members,
+                 function_ref<GenericKind(GenericOp)> kindOf,
+                 ArrayRef<PendingStore> stores,
+                 std::function<Value(Value, const StridedLayout &)> view,
+                 std::function<const Buffer *(Value)> bufferOf);
 
   RankedTensorType tileType(const llvm::SmallBitVector &spans, Type element) {
     SmallVector<int64_t> shape;
@@ -316,6 +315,17 @@ private:
                  ArrayRef<GenericOp> reductions, ArrayRef<PendingStore> stores,
                  std::function<Value(Value, const StridedLayout &)> view,
                  std::function<const Buffer *(Value)> bufferOf);
+  FailureOr<MatmulOperands>
+  matmulOperands(GenericOp op, ArrayRef<int64_t> opSpace, bool lhsInRegisters,
+                 std::function<Value(Value, const StridedLayout &)> view,
+                 std::function<const Buffer *(Value)> bufferOf);
+  Value loadMatmulOperand(const MatmulOperands &mm, bool lhs, Value row,
+                          Value col, int64_t rows, int64_t cols, Location loc);
+  FailureOr<TileValue>
+  matmulResult(GenericOp op, ArrayRef<int64_t> opSpace,
+               const MatmulOperands &mm, Value acc,
+               std::function<Value(Value, const StridedLayout &)> view,
+               std::function<const Buffer *(Value)> bufferOf);
   LogicalResult
   writeContraction(GenericOp op, ArrayRef<int64_t> opSpace,
                    std::function<Value(Value, const StridedLayout &)> view,
@@ -682,25 +692,27 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
   return {t, spans};
 }
 
-LogicalResult KernelWriter::writeContraction(
-    GenericOp op, ArrayRef<int64_t> opSpace,
+FailureOr<MatmulOperands> KernelWriter::matmulOperands(
+    GenericOp op, ArrayRef<int64_t> opSpace, bool lhsInRegisters,
     std::function<Value(Value, const StridedLayout &)> view,
     std::function<const Buffer *(Value)> bufferOf) {
   Location loc = op.getLoc();
   ContractionDimensions dims = *inferContractionDims(op);
+  MatmulOperands mm;
   unsigned m = dims.m[0], n = dims.n[0], k = dims.k[0];
-  SmallVector<int64_t> loops = getLoopSizes(op);
-  int64_t sm = opSpace[m], sn = opSpace[n], sk = opSpace[k];
-  int64_t bm = tiling.block[sm], bn = tiling.block[sn], bk = tiling.block[sk];
+  mm.sm = opSpace[m];
+  mm.sn = opSpace[n];
+  mm.sk = opSpace[k];
   // The operand with loop m is the lhs.
-  OpOperand *lhs = op.getDpsInputOperand(0), *rhs = op.getDpsInputOperand(1);
+  mm.lhs = op.getDpsInputOperand(0);
+  mm.rhs = op.getDpsInputOperand(1);
   auto usesLoop = [&](OpOperand *o, unsigned d) {
     return op.getMatchingIndexingMap(o)
         .getResultPosition(getAffineDimExpr(d, op.getContext()))
         .has_value();
   };
-  if (!usesLoop(lhs, m))
-    std::swap(lhs, rhs);
+  if (!usesLoop(mm.lhs, m))
+    std::swap(mm.lhs, mm.rhs);
   // Views [batch..., rows, cols] of the operands, in their own order.
   auto operandView = [&](OpOperand *o,
                          ArrayRef<unsigned> order) -> FailureOr<Value> {
@@ -726,65 +738,69 @@ LogicalResult KernelWriter::writeContraction(
   SmallVector<unsigned> bOrder = aOrder;
   aOrder.append({m, k});
   bOrder.append({k, n});
-  FailureOr<Value> aView = operandView(lhs, aOrder);
-  FailureOr<Value> bView = operandView(rhs, bOrder);
-  if (failed(aView) || failed(bView))
-    return failure();
-  Type aElt = getElementTypeOrSelf(lhs->get().getType());
-  Type bElt = getElementTypeOrSelf(rhs->get().getType());
-  unsigned rank = aOrder.size();
-  Value aArg = addArgument(*aView, rank, aElt);
-  Value bArg = addArgument(*bView, rank, bElt);
-  SmallVector<Value> batchOffsets;
-  for (unsigned d : dims.batch)
-    batchOffsets.push_back(opSpace[d] >= 0 ? offsets[opSpace[d]] : index(0));
-  Type f32 = b.getF32Type();
-  Type dotElt = aElt == bElt ? aElt : f32;
-  auto acc0 = tile::SplatOp::create(
-      b, loc, RankedTensorType::get({bm, bn}, f32),
-      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
-  auto loop = scf::ForOp::create(b, loc, index(0), index(loops[k]), index(bk),
-                                 ValueRange{acc0});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kk = loop.getInductionVar();
-    auto loadOperand = [&](Value arg, Type elt, Value row, Value col,
-                           int64_t rows, int64_t cols) -> Value {
-      SmallVector<Value> at = batchOffsets;
-      at.append({row, col});
-      SmallVector<int64_t> shape(batchOffsets.size(), 1);
-      shape.append({rows, cols});
-      Value t = tile::LoadOp::create(b, loc, RankedTensorType::get(shape, elt),
-                                     arg, at, nullptr);
-      t = tile::ReshapeOp::create(b, loc,
-                                  RankedTensorType::get({rows, cols}, elt), t);
-      if (elt != dotElt)
-        t = arith::ExtFOp::create(
-            b, loc, RankedTensorType::get({rows, cols}, dotElt), t);
-      return t;
-    };
-    Value a = loadOperand(aArg, aElt, offsets[sm], kk, bm, bk);
-    Value bt = loadOperand(bArg, bElt, kk, offsets[sn], bk, bn);
-    Value acc = tile::DotOp::create(b, loc, a, bt, loop.getRegionIterArgs()[0],
-                                    /*input_precision=*/nullptr);
-    scf::YieldOp::create(b, loc, acc);
+  mm.aElt = getElementTypeOrSelf(mm.lhs->get().getType());
+  mm.bElt = getElementTypeOrSelf(mm.rhs->get().getType());
+  if (!lhsInRegisters) {
+    FailureOr<Value> aView = operandView(mm.lhs, aOrder);
+    if (failed(aView))
+      return failure();
+    mm.aArg = addArgument(*aView, aOrder.size(), mm.aElt);
   }
-  Value acc = loop.getResult(0);
-  Type outElt = getElementTypeOrSelf(op.getResult(0).getType());
-  if (outElt != f32)
-    acc = arith::TruncFOp::create(b, loc,
-                                  RankedTensorType::get({bm, bn}, outElt), acc);
-  llvm::SmallBitVector spans(space.size());
-  spans.set(sm);
-  spans.set(sn);
+  FailureOr<Value> bView = operandView(mm.rhs, bOrder);
+  if (failed(bView))
+    return failure();
+  mm.bArg = addArgument(*bView, bOrder.size(), mm.bElt);
+  for (unsigned d : dims.batch)
+    mm.batchOffsets.push_back(opSpace[d] >= 0 ? offsets[opSpace[d]] : index(0));
+  mm.dotElt = mm.aElt == mm.bElt ? mm.aElt : b.getF32Type();
   for (unsigned d : dims.batch)
     if (opSpace[d] >= 0)
-      spans.set(opSpace[d]); // blocks of 1: offsets for the stores
-  if (sn < sm)
-    acc =
-        tile::PermuteOp::create(b, loc, RankedTensorType::get({bn, bm}, outElt),
-                                acc, b.getDenseI64ArrayAttr({1, 0}));
+      mm.batchSpans.push_back(opSpace[d]);
+  return mm;
+}
+
+/// A `rows x cols` tile of a matmul operand at (`row`, `col`), in the type
+/// the dot takes.
+Value KernelWriter::loadMatmulOperand(const MatmulOperands &mm, bool lhs,
+                                      Value row, Value col, int64_t rows,
+                                      int64_t cols, Location loc) {
+  Value arg = lhs ? mm.aArg : mm.bArg;
+  Type elt = lhs ? mm.aElt : mm.bElt;
+  SmallVector<Value> at = mm.batchOffsets;
+  at.append({row, col});
+  SmallVector<int64_t> shape(mm.batchOffsets.size(), 1);
+  shape.append({rows, cols});
+  Value t = tile::LoadOp::create(b, loc, RankedTensorType::get(shape, elt), arg,
+                                 at, nullptr);
+  t = tile::ReshapeOp::create(b, loc, RankedTensorType::get({rows, cols}, elt),
+                              t);
+  if (elt != mm.dotElt)
+    t = arith::ExtFOp::create(
+        b, loc, RankedTensorType::get({rows, cols}, mm.dotElt), t);
+  return t;
+}
+
+/// The f32 `rows x cols` result of a matmul as a tile over the space, in the
+/// result's element type, plus the op's accumulator when that is not zero.
+FailureOr<TileValue> KernelWriter::matmulResult(
+    GenericOp op, ArrayRef<int64_t> opSpace, const MatmulOperands &mm,
+    Value acc, std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  Location loc = op.getLoc();
+  auto shape = cast<RankedTensorType>(acc.getType()).getShape();
+  Type outElt = getElementTypeOrSelf(op.getResult(0).getType());
+  if (outElt != b.getF32Type())
+    acc = arith::TruncFOp::create(b, loc, RankedTensorType::get(shape, outElt),
+                                  acc);
+  llvm::SmallBitVector spans(space.size());
+  spans.set(mm.sm);
+  spans.set(mm.sn);
+  for (int64_t s : mm.batchSpans)
+    spans.set(s); // blocks of 1: offsets for the stores
+  if (mm.sn < mm.sm)
+    acc = tile::PermuteOp::create(
+        b, loc, RankedTensorType::get({shape[1], shape[0]}, outElt), acc,
+        b.getDenseI64ArrayAttr({1, 0}));
   TileValue result{
       tile::ReshapeOp::create(b, loc, tileType(spans, outElt), acc), spans};
   // An accumulator that is not zero adds in.
@@ -793,21 +809,53 @@ LogicalResult KernelWriter::writeContraction(
   Attribute attr;
   bool zero = scalar && matchPattern(scalar, m_Constant(&attr)) &&
               isa<FloatAttr>(attr) && cast<FloatAttr>(attr).getValue().isZero();
-  if (!zero) {
-    FailureOr<TileValue> initTile =
-        operandTile(op, *init, opSpace, view, bufferOf);
-    if (failed(initTile))
-      return failure();
-    FailureOr<TileValue> sum = applyElementwise(
-        *getCombiner(op, 0),
-        getCombiner(op, 0)->getOperand(0) == op.getRegionOutputArgs()[0]
-            ? SmallVector<TileValue>{*initTile, result}
-            : SmallVector<TileValue>{result, *initTile});
-    if (failed(sum))
-      return failure();
-    result = *sum;
+  if (zero)
+    return result;
+  FailureOr<TileValue> initTile =
+      operandTile(op, *init, opSpace, view, bufferOf);
+  if (failed(initTile))
+    return failure();
+  return applyElementwise(*getCombiner(op, 0),
+                          getCombiner(op, 0)->getOperand(0) ==
+                                  op.getRegionOutputArgs()[0]
+                              ? SmallVector<TileValue>{*initTile, result}
+                              : SmallVector<TileValue>{result, *initTile});
+}
+
+LogicalResult KernelWriter::writeContraction(
+    GenericOp op, ArrayRef<int64_t> opSpace,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  Location loc = op.getLoc();
+  FailureOr<MatmulOperands> mm =
+      matmulOperands(op, opSpace, /*lhsInRegisters=*/false, view, bufferOf);
+  if (failed(mm))
+    return failure();
+  ContractionDimensions dims = *inferContractionDims(op);
+  int64_t bm = tiling.block[mm->sm], bn = tiling.block[mm->sn],
+          bk = tiling.block[mm->sk];
+  Type f32 = b.getF32Type();
+  auto acc0 = tile::SplatOp::create(
+      b, loc, RankedTensorType::get({bm, bn}, f32),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
+  auto loop =
+      scf::ForOp::create(b, loc, index(0), index(getLoopSizes(op)[dims.k[0]]),
+                         index(bk), ValueRange{acc0});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    Value a = loadMatmulOperand(*mm, true, offsets[mm->sm], kk, bm, bk, loc);
+    Value bt = loadMatmulOperand(*mm, false, kk, offsets[mm->sn], bk, bn, loc);
+    Value acc = tile::DotOp::create(b, loc, a, bt, loop.getRegionIterArgs()[0],
+                                    /*input_precision=*/nullptr);
+    scf::YieldOp::create(b, loc, acc);
   }
-  values[op.getResult(0)] = result;
+  FailureOr<TileValue> result =
+      matmulResult(op, opSpace, *mm, loop.getResult(0), view, bufferOf);
+  if (failed(result))
+    return failure();
+  values[op.getResult(0)] = *result;
   return success();
 }
 
@@ -1091,6 +1139,241 @@ LogicalResult KernelWriter::writeChunked(
                         bufferOf);
 }
 
+/// The op of `members` with attention role `role`.
+GenericOp findRole(ArrayRef<Operation *> members, StringRef role) {
+  for (Operation *member : members)
+    if (auto attr = member->getAttrOfType<StringAttr>(kAttentionAttr);
+        attr && attr.getValue() == role)
+      return cast<GenericOp>(member);
+  return nullptr;
+}
+
+/// Attention (`tile.attention` roles) as one loop over blocks of keys, the
+/// online softmax of flash attention: each step computes a block of scores
+/// s = q k^T (q loaded once), the ops between the scores and the softmax,
+/// the block's row maximum m and the running one, e = exp(x - m) (the
+/// softmax's own ops), the row sums l and the output o = e v on tile.dot;
+/// the running o and l are rescaled by exp(m_old - m_new). The division by
+/// the row sum happens once, on o. Rows whose every key so far is masked
+/// (-inf) keep m = -inf and use 0 in its place, so they add nothing; a row
+/// masked entirely ends as 0 / 0 = NaN, as softmax gives, or as 0 where the
+/// softmax is torch's safe softmax (kZeroMaskedRows).
+LogicalResult KernelWriter::writeAttention(
+    ArrayRef<Operation *> members, function_ref<GenericKind(GenericOp)> kindOf,
+    ArrayRef<PendingStore> stores,
+    std::function<Value(Value, const StridedLayout &)> view,
+    std::function<const Buffer *(Value)> bufferOf) {
+  viewFor = view;
+  GenericOp qk = findRole(members, kScores),
+            rowMax = findRole(members, kRowMax),
+            rowSum = findRole(members, kRowSum),
+            normalize = findRole(members, kNormalize),
+            pv = findRole(members, kOutput);
+  Location loc = pv.getLoc();
+  auto spaceOf = [](GenericOp op) {
+    return op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+  };
+  FailureOr<MatmulOperands> qkOps =
+      matmulOperands(qk, spaceOf(qk), /*lhsInRegisters=*/false, view, bufferOf);
+  if (failed(qkOps))
+    return failure();
+  FailureOr<MatmulOperands> pvOps =
+      matmulOperands(pv, spaceOf(pv), /*lhsInRegisters=*/true, view, bufferOf);
+  if (failed(pvOps))
+    return failure();
+  int64_t sm = qkOps->sm, keys = qkOps->sn;
+  int64_t bm = tiling.block[sm], bn = tiling.block[keys],
+          bd = tiling.block[qkOps->sk], bv = tiling.block[pvOps->sn];
+  Type f32 = b.getF32Type();
+  auto f32Tile = [&](ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, f32);
+  };
+  auto splat = [&](Type type, double v) -> Value {
+    Type elt = cast<RankedTensorType>(type).getElementType();
+    return tile::SplatOp::create(
+        b, loc, type,
+        arith::ConstantOp::create(b, loc, b.getFloatAttr(elt, v)));
+  };
+  auto convert = [&](Value t, Type elt) -> Value {
+    auto type = cast<RankedTensorType>(t.getType());
+    if (type.getElementType() == elt)
+      return t;
+    auto to = RankedTensorType::get(type.getShape(), elt);
+    if (elt.getIntOrFloatBitWidth() > type.getElementTypeBitWidth())
+      return arith::ExtFOp::create(b, loc, to, t);
+    return arith::TruncFOp::create(b, loc, to, t);
+  };
+  // Per-row values span the output rows (and the batch, in blocks of 1), in
+  // the softmax's type.
+  OpOperand &maxInit = rowMax.getDpsInitsMutable()[0];
+  llvm::SmallBitVector rowSpans = resultSpans(rowMax, maxInit, spaceOf(rowMax));
+  Type rowElt = getCombiner(rowMax, 0)->getResult(0).getType();
+  RankedTensorType rowType = tileType(rowSpans, rowElt);
+  // A per-row tile as an f32 [bm, cols] matrix.
+  auto rowsBy = [&](Value row, int64_t cols) -> Value {
+    Value column = tile::ReshapeOp::create(
+        b, loc, RankedTensorType::get({bm, 1}, rowElt), row);
+    column = convert(column, f32);
+    if (cols == 1)
+      return column;
+    return tile::BroadcastOp::create(b, loc, f32Tile({bm, cols}), column);
+  };
+  Value q = loadMatmulOperand(*qkOps, true, offsets[sm], index(0), bm, bd, loc);
+  Value acc0 = splat(f32Tile({bm, bv}), 0.0);
+  Value max0 = splat(rowType, -std::numeric_limits<double>::infinity());
+  Value sum0 = splat(rowType, 0.0);
+  auto loop = scf::ForOp::create(b, loc, index(0), index(space[keys]),
+                                 index(bn), ValueRange{acc0, max0, sum0});
+  DenseMap<Value, TileValue> savedValues = values;
+  llvm::StringMap<TileValue> savedLoads = loads;
+  Value keysOffset = offsets[keys];
+  auto restore = [&]() {
+    values = savedValues;
+    loads = savedLoads;
+    offsets[keys] = keysOffset;
+    b.setInsertionPointAfter(loop);
+  };
+  if (loop.getBody()->mightHaveTerminator())
+    loop.getBody()->getTerminator()->erase();
+  b.setInsertionPointToEnd(loop.getBody());
+  Value kk = loop.getInductionVar();
+  offsets[keys] = kk;
+  Value accIn = loop.getRegionIterArgs()[0],
+        maxIn = loop.getRegionIterArgs()[1],
+        sumIn = loop.getRegionIterArgs()[2];
+  // This block's scores.
+  Value kt = loadMatmulOperand(*qkOps, false, index(0), kk, bd, bn, loc);
+  Value s = tile::DotOp::create(b, loc, q, kt, splat(f32Tile({bm, bn}), 0.0),
+                                /*input_precision=*/nullptr);
+  FailureOr<TileValue> scores =
+      matmulResult(qk, spaceOf(qk), *qkOps, s, view, bufferOf);
+  if (failed(scores)) {
+    restore();
+    return failure();
+  }
+  values[qk.getResult(0)] = *scores;
+  Value alpha, maxNext, sumNext;
+  GenericOp zeroRows = findRole(members, kZeroMaskedRows);
+  for (Operation *member : members) {
+    auto role = member->getAttrOfType<StringAttr>(kAttentionAttr);
+    if (member == qk || member == normalize || member == zeroRows ||
+        (role &&
+         (role.getValue() == kMaskedRows || role.getValue() == kProbsCast)))
+      continue;
+    if (member == pv)
+      break;
+    auto op = dyn_cast<GenericOp>(member);
+    if (!op) { // a reshape of unit dimensions: the same tile
+      values[member->getResult(0)] = values.lookup(member->getOperand(0));
+      continue;
+    }
+    partialReductions = op == rowMax || op == rowSum;
+    LogicalResult written = writeOp(op, kindOf(op), view, bufferOf);
+    partialReductions = false;
+    if (failed(written)) {
+      restore();
+      return failure();
+    }
+    if (op == rowMax) {
+      Value blockMax = values[rowMax.getResult(0)].value;
+      maxNext = arith::MaximumFOp::create(b, loc, maxIn, blockMax);
+      Value none = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OEQ, maxNext,
+          splat(rowType, -std::numeric_limits<double>::infinity()));
+      Value safe =
+          arith::SelectOp::create(b, loc, none, splat(rowType, 0.0), maxNext);
+      alpha = math::ExpOp::create(b, loc,
+                                  arith::SubFOp::create(b, loc, maxIn, safe));
+      values[rowMax.getResult(0)] = {safe, rowSpans};
+    } else if (op == rowSum) {
+      sumNext = arith::AddFOp::create(
+          b, loc, arith::MulFOp::create(b, loc, sumIn, alpha),
+          values[rowSum.getResult(0)].value);
+    }
+  }
+  // e @ v: e over [bm, bn], zero for the keys past the end (whose scores
+  // came from padding).
+  Value e = normalize.getDpsInputOperand(0)->get();
+  TileValue eTile = values.lookup(e);
+  if (!eTile.value || !alpha || !sumNext) {
+    restore();
+    return pv.emitError("kernel formation made an attention whose softmax "
+                        "the conversion cannot follow");
+  }
+  llvm::SmallBitVector eSpans = rowSpans;
+  eSpans.set(keys);
+  Value p = materialize(eTile, eSpans, loc);
+  Type eElt = cast<RankedTensorType>(p.getType()).getElementType();
+  if (space[keys] % bn != 0) {
+    TileValue col = indexTile(keys, loc);
+    Value limit = tile::SplatOp::create(
+        b, loc, cast<RankedTensorType>(col.value.getType()),
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(space[keys])));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                         col.value, limit);
+    inside = materialize({inside, col.spans}, eSpans, loc);
+    p = arith::SelectOp::create(b, loc, inside, p,
+                                splat(tileType(eSpans, eElt), 0.0));
+  }
+  if (sm < keys) {
+    p = tile::ReshapeOp::create(b, loc, RankedTensorType::get({bm, bn}, eElt),
+                                p);
+  } else {
+    p = tile::ReshapeOp::create(b, loc, RankedTensorType::get({bn, bm}, eElt),
+                                p);
+    p = tile::PermuteOp::create(b, loc, RankedTensorType::get({bm, bn}, eElt),
+                                p, b.getDenseI64ArrayAttr({1, 0}));
+  }
+  // The product in v's type (tensor cores for f16/bf16), as Triton's
+  // flash attention rounds p.
+  p = convert(p, pvOps->bElt);
+  pvOps->aElt = pvOps->dotElt = pvOps->bElt;
+  Value v = loadMatmulOperand(*pvOps, false, kk, index(0), bn, bv, loc);
+  Value scaled = arith::MulFOp::create(b, loc, accIn, rowsBy(alpha, bv));
+  Value accNext = tile::DotOp::create(b, loc, p, v, scaled,
+                                      /*input_precision=*/nullptr);
+  scf::YieldOp::create(b, loc, ValueRange{accNext, maxNext, sumNext});
+  restore();
+  // The output: o / l, then the product's epilogue.
+  Value sum = rowsBy(loop.getResult(2), bv);
+  Value out = arith::DivFOp::create(b, loc, loop.getResult(0), sum);
+  if (zeroRows) { // a row sum of 0: every score was -inf
+    Value zero = splat(f32Tile({bm, bv}), 0.0);
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
+    out = arith::SelectOp::create(b, loc, none, zero, out);
+  }
+  MatmulOperands outDims = *pvOps;
+  FailureOr<TileValue> result =
+      matmulResult(pv, spaceOf(pv), outDims, out, view, bufferOf);
+  if (failed(result))
+    return failure();
+  values[pv.getResult(0)] = *result;
+  bool after = false;
+  for (Operation *member : members) {
+    if (member == pv) {
+      after = true;
+      continue;
+    }
+    if (!after)
+      continue;
+    auto op = dyn_cast<GenericOp>(member);
+    if (!op) {
+      values[member->getResult(0)] = values.lookup(member->getOperand(0));
+      continue;
+    }
+    if (failed(writeOp(op, kindOf(op), view, bufferOf)))
+      return failure();
+  }
+  for (const PendingStore &store : stores) {
+    if (!values.count(store.result))
+      return pv.emitError("kernel formation made an attention whose scores "
+                          "or softmax leave the kernel");
+    this->store(store.result, store.hostView);
+  }
+  return success();
+}
+
 /// One loop over the chunks of the rows: the row-wide values that
 /// `reductions` and `stores` need, each reduction's partial result combined
 /// into its accumulator, and the stores.
@@ -1323,6 +1606,45 @@ Tiling chooseTiling(ArrayRef<int64_t> space,
   return t;
 }
 
+/// An attention's schedule: a program takes 64 query rows (16..64) of one
+/// batch element and loops over the keys in blocks of 64 (16..64), holding
+/// the whole head dimension of q and of the output (up to kMaxHeadDim).
+/// f32 attention, whose products run on CUDA cores, takes blocks of 32.
+Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
+                             GenericOp pv) {
+  Tiling t;
+  t.block.assign(space.size(), 1);
+  t.chunked.resize(space.size());
+  auto spaceOf = [](GenericOp op) {
+    return op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+  };
+  ContractionDimensions qkDims = *inferContractionDims(qk);
+  ContractionDimensions pvDims = *inferContractionDims(pv);
+  int64_t sm = spaceOf(qk)[qkDims.m[0]], keys = spaceOf(qk)[qkDims.n[0]],
+          sd = spaceOf(qk)[qkDims.k[0]], sv = spaceOf(pv)[pvDims.n[0]];
+  bool f32 = llvm::any_of(pv.getDpsInputs(), [](Value v) {
+    return getElementTypeOrSelf(v.getType()).isF32();
+  });
+  int64_t rows = f32 ? 32 : 64;
+  auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
+    return std::min(std::max(nextPowerOf2(n), lo), hi);
+  };
+  t.block[sm] = clampPow2(space[sm], 16, rows);
+  t.block[keys] = clampPow2(space[keys], 16, rows);
+  t.block[sd] = std::max<int64_t>(nextPowerOf2(space[sd]), 16);
+  t.block[sv] = std::max<int64_t>(nextPowerOf2(space[sv]), 16);
+  t.chunked.set(keys);
+  t.numWarps = 4;
+  t.counts.assign(space.size(), 1);
+  for (unsigned s = 0; s < space.size(); ++s) {
+    if (s == (unsigned)keys || s == (unsigned)sd)
+      continue;
+    t.counts[s] = llvm::divideCeil(space[s], t.block[s]);
+    t.programs *= t.counts[s];
+  }
+  return t;
+}
+
 /// What a view argument's static layout lets the kernel assume, as Triton's
 /// JIT specializes a launch: an innermost stride of 1 (in the type), 16-byte
 /// alignment of the first element and of the other strides
@@ -1450,11 +1772,16 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
       accesses.push_back(a);
     }
   }
-  Tiling tiling = chooseTiling(space, reduced, contraction, accesses);
+  GenericOp attention = findRole(members, kOutput);
+  Tiling tiling =
+      attention
+          ? chooseAttentionTiling(space, findRole(members, kScores), attention)
+          : chooseTiling(space, reduced, contraction, accesses);
 
   // The kernel.
   std::string name = "k" + std::to_string(id) + "_" +
-                     (contraction     ? "matmul"
+                     (attention       ? "attention"
+                      : contraction   ? "matmul"
                       : reduced.any() ? "reduce"
                                       : "pointwise");
   std::string fused;
@@ -1512,7 +1839,10 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
 
   KernelWriter writer(kernel, space, tiling);
   writer.writeProgramOffsets();
-  if (tiling.chunked.any()) {
+  if (attention) {
+    if (failed(writer.writeAttention(members, kindOf, stores, view, bufferOf)))
+      return failure();
+  } else if (tiling.chunked.any()) {
     if (failed(writer.writeChunked(members, kindOf, stores, view, bufferOf)))
       return failure();
   } else {

@@ -14,6 +14,13 @@ Where and when:
   written.
 - In memory, the last :data:`MEMORY_ENTRIES` entries of each directory (a hit returns the very
   object compiled before: a ``Kernel`` is shared).
+- ``TILEOPT_CACHE_MAX_BYTES`` (default 1 GiB, :data:`DEFAULT_MAX_BYTES`; ``0`` for no limit)
+  caps the entries' total size: when it is exceeded, the least recently used entries (by
+  modification time, which a hit from disk renews) are deleted until :data:`LOW_WATER` of the
+  cap is left. The directory is not scanned on every store: a process scans it at its first
+  store and then after every :data:`SCAN_EVERY` stores or 1/16 of the cap written
+  (:func:`prune` scans it now). A scan also deletes the temporary files of writers that died
+  (older than :data:`STALE_SECONDS`).
 
 Keys are sha256 digests of everything that decides the output (:func:`key`): the input's text,
 the options, and :func:`toolchain` (the versions of tileopt, its sources and native build,
@@ -24,16 +31,18 @@ An entry is one file: a header line ``tileopt-cache <FORMAT> <kind> <key> <sha25
 then ``size`` bytes of zlib-compressed JSON (never pickle: reading an entry runs no code),
 whose sha256 the header holds. A write goes to a temporary file in the same directory, is
 fsynced and renamed over the entry (``os.replace``): readers see a whole entry or none, and
-processes that write one entry at once all succeed. An entry that is truncated, corrupt, fails
-its checksum, cannot be read or does not decode is deleted with a :class:`CacheWarning` naming
-the file, and compiled again; a directory that cannot be written is warned about once, and
-compilation goes on without storing.
+processes that write one entry at once all succeed and leave one entry. An entry that is
+truncated, corrupt, fails its checksum, cannot be read or does not decode is deleted with a
+:class:`CacheWarning` naming the file, and compiled again; a directory that cannot be written
+is warned about once, and compilation goes on without storing.
 
-:func:`stats`, :func:`reset_stats` and :func:`clear` are for tests and benchmarks.
+:func:`stats`, :func:`reset_stats`, :func:`recording` and :func:`clear` are for tests,
+benchmarks and reports.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -45,10 +54,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +79,21 @@ PACKAGES: tuple[str, ...] = (
     "tileopt", "xtc-llvm-dev", "xtc-mlir-dev", "torch-mlir", "nvidia-cuda-nvcc",
     "nvidia-nvjitlink", "nvidia-nvvm", "cuda-core",
 )
+
+#: The cap on the entries' total size without ``$TILEOPT_CACHE_MAX_BYTES``: 1 GiB.
+DEFAULT_MAX_BYTES = 1 << 30
+
+#: Eviction deletes entries until they take at most this fraction of the cap (so that the
+#: next stores do not evict again at once).
+LOW_WATER = 0.8
+
+#: A process scans the cache directory at its first store and then after this many stores
+#: (or 1/16 of the cap written), whichever comes first.
+SCAN_EVERY = 256
+
+#: Temporary files older than this (seconds) were left by a writer that died; a scan deletes
+#: them. A live writer holds one for as long as writing an entry takes.
+STALE_SECONDS = 600
 
 _MAGIC = b"tileopt-cache"
 _HEADER_LIMIT = 512  # bytes: the header line is about 170
@@ -116,6 +141,32 @@ def always_compile() -> bool:
         f"TILEOPT_ALWAYS_COMPILE={os.environ['TILEOPT_ALWAYS_COMPILE']!r}; set it to 1 to "
         f"compile every time (the cache is not read), or 0 / unset it to use the cache"
     )
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def max_bytes() -> int | None:
+    """The cap on the entries' total size, from ``$TILEOPT_CACHE_MAX_BYTES``: bytes, or with a
+    suffix K, M, G or T (powers of 1024: ``512M``); :data:`DEFAULT_MAX_BYTES` when unset;
+    None (no limit) for ``0``. OptionError for anything else."""
+    text = os.environ.get("TILEOPT_CACHE_MAX_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MAX_BYTES
+    number, unit = text.upper().removesuffix("IB").removesuffix("B"), ""
+    if number[-1:] in _UNITS:
+        number, unit = number[:-1], number[-1]
+    try:
+        value = int(number.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise OptionError(
+            f"TILEOPT_CACHE_MAX_BYTES={os.environ['TILEOPT_CACHE_MAX_BYTES']!r}; set it to a "
+            f"size in bytes such as 1073741824 or 1G (K, M, G, T: powers of 1024), 0 for no "
+            f"limit, or unset it for {DEFAULT_MAX_BYTES >> 30} GiB"
+        )
+    return value * _UNITS[unit] or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,6 +266,8 @@ class CacheStats:
         misses: not found (or not read: ``TILEOPT_ALWAYS_COMPILE``).
         stores: entries written to the cache directory.
         corrupt: unusable entries deleted.
+        evicted: entries deleted to keep the directory under its cap (``kernel`` or
+            ``graph`` as the entry's kind, whichever process stored it).
     """
 
     memory_hits: int = 0
@@ -222,6 +275,7 @@ class CacheStats:
     misses: int = 0
     stores: int = 0
     corrupt: int = 0
+    evicted: int = 0
 
     @property
     def hits(self) -> int:
@@ -233,12 +287,33 @@ _lock = threading.RLock()
 _counts: dict[str, dict[str, int]] = {}
 _memory: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
 _unwritable: set[str] = set()
+_since_scan: dict[str, tuple[int, int]] = {}  # directory -> (stores, bytes) since its scan
+_recorders = threading.local()
 
 
-def _count(kind: str, event: str) -> None:
+def _count(kind: str, event: str, digest: str = "") -> None:
     with _lock:
         per_kind = _counts.setdefault(kind, {})
         per_kind[event] = per_kind.get(event, 0) + 1
+    for events in getattr(_recorders, "stack", ()):
+        events.append((kind, event, digest))
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[str, str, str]]]:
+    """Collects this thread's cache events while the block runs, as ``(kind, event, key)``
+    tuples (``event`` is a field name of :class:`CacheStats`: ``"misses"``, ``"disk_hits"``,
+    ...): what one compilation compiled and what it took from the cache, apart from what
+    other threads do meanwhile. Blocks may nest; each sees every event of its span."""
+    events: list[tuple[str, str, str]] = []
+    stack = getattr(_recorders, "stack", None)
+    if stack is None:
+        stack = _recorders.stack = []
+    stack.append(events)
+    try:
+        yield events
+    finally:
+        stack.remove(events)
 
 
 def stats(kind: str = "kernel") -> CacheStats:
@@ -262,6 +337,7 @@ def clear(*, memory: bool = True, disk: bool = False) -> None:
         if memory:
             _memory.clear()
         _unwritable.clear()
+        _since_scan.clear()
     if disk:
         for kind in KINDS:
             shutil.rmtree(cache_dir() / kind, ignore_errors=True)
@@ -338,15 +414,16 @@ def lookup(kind: str, digest: str, decode: Callable[[Any], T]) -> T | None:
     and made by ``decode`` (JSON payload -> value; any exception it raises marks the entry
     unusable). None on a miss, an unusable entry (deleted, warned about) or with
     ``TILEOPT_ALWAYS_COMPILE``."""
+    max_bytes()  # a wrong value is reported before compiling, not after
     if always_compile():
-        _count(kind, "misses")
+        _count(kind, "misses", digest)
         return None
     directory = _dir_name()
     slot = (directory, kind, digest)
     with _lock:
         if slot in _memory:
             _memory.move_to_end(slot)
-            _count(kind, "memory_hits")
+            _count(kind, "memory_hits", digest)
             return _memory[slot]  # type: ignore[no-any-return]
     path = _entry_path(directory, kind, digest)
     inode: int | None = None
@@ -355,21 +432,25 @@ def lookup(kind: str, digest: str, decode: Callable[[Any], T]) -> T | None:
             inode = os.fstat(f.fileno()).st_ino
             data = f.read()
     except (FileNotFoundError, NotADirectoryError):  # no entry (or no directory)
-        _count(kind, "misses")
+        _count(kind, "misses", digest)
         return None
     except OSError as e:
         _discard(path, inode, kind, f"unreadable: {e.strerror or e}")
-        _count(kind, "misses")
+        _count(kind, "misses", digest)
         return None
     try:
         value = decode(_decode_file(data, kind, digest))
     except Exception as e:  # never trust, never crash: compile again
         reason = str(e) if isinstance(e, _Unusable) else f"does not decode: {e!r}"
         _discard(path, inode, kind, reason)
-        _count(kind, "misses")
+        _count(kind, "misses", digest)
         return None
     _remember(slot, value)
-    _count(kind, "disk_hits")
+    _count(kind, "disk_hits", digest)
+    try:
+        os.utime(path)  # recently used: evicted last
+    except OSError:
+        pass
     return value
 
 
@@ -437,4 +518,81 @@ def store(kind: str, digest: str, value: T, encode: Callable[[T], Any] | None = 
             pass
         _warn_unwritable(directory, e)
         return
-    _count(kind, "stores")
+    _count(kind, "stores", digest)
+    _after_store(directory, len(data))
+
+
+def _after_store(directory: str, size: int) -> None:
+    """Scans ``directory`` (:func:`prune`) at this process's first store into it, then after
+    every :data:`SCAN_EVERY` stores or 1/16 of the cap written."""
+    try:
+        cap = max_bytes()
+    except OptionError:  # reported by lookup
+        return
+    with _lock:
+        stores, written = _since_scan.get(directory, (SCAN_EVERY, 0))
+        stores, written = stores + 1, written + size
+        due = stores >= SCAN_EVERY or (cap is not None and written >= cap // 16)
+        _since_scan[directory] = (0, 0) if due else (stores, written)
+    if due:
+        _prune(directory, cap)
+
+
+# ---------------------------------------------------------------------------------------------
+# the directory's size
+
+
+def _is_temporary(name: str) -> bool:
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def prune() -> int:
+    """Scans the cache directory now: deletes the temporary files of writers that died
+    (older than :data:`STALE_SECONDS`) and, when the entries take more than
+    ``$TILEOPT_CACHE_MAX_BYTES``, the least recently used ones (oldest modification time
+    first) until they take at most :data:`LOW_WATER` of it. Returns the bytes the entries
+    take afterwards. Stores call it now and then (see the module's docstring)."""
+    return _prune(_dir_name(), max_bytes())
+
+
+def _prune(directory: str, cap: int | None) -> int:
+    now = time.time()
+    entries: list[tuple[float, int, str, str]] = []  # mtime, size, path, kind
+    total = 0
+    for kind in KINDS:
+        try:
+            scan = os.scandir(os.path.join(directory, kind))
+        except OSError:  # no such directory yet, or unreadable
+            continue
+        with scan:
+            for item in scan:
+                try:
+                    if not item.is_file(follow_symlinks=False):
+                        continue
+                    st = item.stat(follow_symlinks=False)
+                except OSError:  # deleted meanwhile
+                    continue
+                if _is_temporary(item.name):
+                    if now - st.st_mtime > STALE_SECONDS:
+                        with contextlib.suppress(OSError):
+                            os.unlink(item.path)
+                    continue
+                entries.append((st.st_mtime, st.st_size, item.path, kind))
+                total += st.st_size
+    if cap is None or total <= cap:
+        return total
+    entries.sort()
+    goal = int(cap * LOW_WATER)
+    for _, size, path, kind in entries:
+        if total <= goal:
+            break
+        try:
+            os.unlink(path)
+        except FileNotFoundError:  # another process evicted it
+            total -= size
+            continue
+        except OSError:
+            continue
+        total -= size
+        _count(kind, "evicted", os.path.basename(path))
+    return total

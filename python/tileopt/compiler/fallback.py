@@ -15,8 +15,11 @@ What uses it:
 How a graph is split, once per set of input shapes (a *specialisation*):
 
 1. Non-tensor inputs (Dynamo's SymInts when it makes a graph dynamic) are replaced by their
-   values, the shapes are propagated with fake tensors, and size arithmetic is folded: the
-   graph is static, like one Dynamo makes with ``dynamic=False``.
+   values, and so are the numbers the graph reads from 0-d tensor inputs with ``.item()``
+   (with ``dynamic=True`` Dynamo passes float attributes such as a LayerNorm's ``eps``, and
+   float arguments, so; their values are part of the specialisation's key). The shapes are
+   propagated with fake tensors, size arithmetic is folded, and unused results of pure
+   operators are dropped: the graph is static, like one Dynamo makes with ``dynamic=False``.
 2. :class:`TileoptSupport` says which nodes tileopt may take: tensor operators from a list of
    those the frontend lowers (:data:`SUPPORTED_FUNCTIONS`, :data:`SUPPORTED_METHODS`), on
    tensors of the compiled device and of :data:`~tileopt.frontend.SUPPORTED_DTYPES`, without
@@ -40,6 +43,7 @@ This module imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import heapq
 import inspect
@@ -58,6 +62,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule, topo_sort
 
+from tileopt.compiler import cache
 from tileopt.compiler.graph import CompiledGraph, compile_graph
 from tileopt.errors import (
     CompilationError,
@@ -288,6 +293,9 @@ def _is_state_call(node: torch.fx.Node) -> bool:
     return node.op == "call_function" and name.startswith(_STATE_PREFIXES)
 
 
+_UNUSED = "is called for its side effects (its result is not used)"
+
+
 def side_effect(node: torch.fx.Node) -> str | None:
     """What a node changes besides its result (an in-place op, random numbers, grad mode...),
     or that it is called for such a change; None for a pure node. Nodes must not move across
@@ -311,7 +319,7 @@ def side_effect(node: torch.fx.Node) -> str | None:
     if _is_state_call(node):
         return "changes global state"
     if not node.users:
-        return "is called for its side effects (its result is not used)"
+        return _UNUSED
     return None
 
 
@@ -473,16 +481,27 @@ class EagerOp:
         return f"{self.op}{where}: {self.reason}"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
 @dataclass(frozen=True)
 class GraphReport:
-    """What happened to one graph, for one set of input shapes.
+    """What happened to one graph, for one set of input shapes (a *specialisation*).
 
     Attributes:
         name: the graph's name: Dynamo's compile id (``"graph 0/0"``), or the model's.
-        inputs: the inputs' types, ``"f32[4, 8]"`` (``"int 3"`` for a number).
+        inputs: the inputs' types, ``"f32[4, 8]"`` (``"int 3"`` for a number, ``"f64[] 1e-05"``
+            for a tensor the graph reads as a number).
         compiled: the partitions tileopt compiled.
         eager: the tensor operators that ran in PyTorch, with the reason.
         reason: why the whole graph ran in PyTorch; None if it was split.
+        specialisation: its number among the graph's specialisations (0 for the first
+            set of input shapes, 1 for the second, ...).
+        kernels_compiled: the distinct kernels compiled for this specialisation (those the
+            compile cache did not have; attempts that failed included).
+        kernels_reused: the distinct kernels the compile cache had already (in memory or on
+            disk: compiled for another specialisation, graph or process).
     """
 
     name: str
@@ -490,37 +509,69 @@ class GraphReport:
     compiled: tuple[CompiledPartition, ...] = ()
     eager: tuple[EagerOp, ...] = ()
     reason: str | None = None
+    specialisation: int = 0
+    kernels_compiled: int = 0
+    kernels_reused: int = 0
 
     @property
     def kernels(self) -> int:
         """The kernels of all compiled partitions."""
         return sum(p.kernels for p in self.compiled)
 
-    def __str__(self) -> str:
-        inputs = ", ".join(self.inputs) if len(self.inputs) <= 6 else (
-            ", ".join(self.inputs[:6]) + f", ... ({len(self.inputs)} inputs)")
-        lines = [f"{self.name} ({inputs}):"]
+    @property
+    def title(self) -> str:
+        """``"graph 0/0"``, ``"graph 0/0 (specialisation 1)"``: the name in logs."""
+        if self.specialisation == 0:
+            return self.name
+        return f"{self.name} (specialisation {self.specialisation})"
+
+    def _inputs(self) -> str:
+        if len(self.inputs) <= 6:
+            return ", ".join(self.inputs)
+        return ", ".join(self.inputs[:6]) + f", ... ({len(self.inputs)} inputs)"
+
+    def summary(self) -> str:
+        """One line: ``specialisation 1 (f32[7, 16], ...): kernels: 1 compiled, 2 from the
+        cache``, with the operators that ran in PyTorch, or why the graph ran eagerly."""
+        head = f"specialisation {self.specialisation} ({self._inputs()}): "
         if self.reason is not None:
-            lines.append(f"  ran eagerly in PyTorch: {self.reason}")
-            return "\n".join(lines)
-        n = len(self.compiled)
-        lines.append(f"  compiled by tileopt: {n} partition{'s' * (n != 1)}, {self.kernels} "
-                     f"kernel{'s' * (self.kernels != 1)}")
+            return head + f"ran eagerly in PyTorch: {self.reason}"
+        text = (f"{_plural(len(self.compiled), 'partition')}, kernels: {self.kernels_compiled} "
+                f"compiled, {self.kernels_reused} from the cache")
+        if self.eager:
+            text += f"; {_plural(len(self.eager), 'op')} in PyTorch"
+        return head + text
+
+    def details(self) -> list[str]:
+        """The lines under the summary: the compiled partitions and the operators that ran
+        in PyTorch (with why), indented by two spaces."""
+        if self.reason is not None:
+            return [f"  ran eagerly in PyTorch: {self.reason}"]
+        lines = [f"  compiled by tileopt: {_plural(len(self.compiled), 'partition')}, "
+                 f"{_plural(self.kernels, 'kernel')}"]
         lines.extend(f"    {p}" for p in self.compiled)
         if self.eager:
-            lines.append(f"  ran eagerly in PyTorch: {len(self.eager)} op"
-                         f"{'s' * (len(self.eager) != 1)}")
+            lines.append(f"  ran eagerly in PyTorch: {_plural(len(self.eager), 'op')}")
             lines.extend(f"    {op}" for op in self.eager)
         else:
             lines.append("  ran eagerly in PyTorch: nothing")
-        return "\n".join(lines)
+        return lines
+
+    def __str__(self) -> str:
+        lines = [f"{self.title} ({self._inputs()}):"]
+        if self.reason is None:
+            lines.append(f"  kernels: {self.kernels_compiled} compiled, {self.kernels_reused} "
+                         f"from the cache")
+        return "\n".join(lines + self.details())
 
 
 @dataclass(repr=False)
 class FallbackReport:
-    """What tileopt compiled and what ran in PyTorch, per graph (and set of input shapes),
-    in the order the graphs were compiled; ``str(report)`` (and its repr, for a REPL) is the
-    readable report.
+    """What tileopt compiled and what ran in PyTorch, per graph and set of input shapes, in
+    the order they were compiled; ``str(report)`` (and its repr, for a REPL) is the readable
+    report: per graph, one line per specialisation (its inputs, its kernels compiled and
+    taken from the compile cache), then what was compiled and what ran in PyTorch (per
+    specialisation where they differ).
 
     Attributes:
         graphs: one :class:`GraphReport` per graph and specialisation.
@@ -540,13 +591,36 @@ class FallbackReport:
         """Every partition tileopt compiled, over all graphs."""
         return [p for g in self.graphs for p in g.compiled]
 
+    def specialisations(self) -> dict[str, list[GraphReport]]:
+        """The reports by graph name, each graph's in the order of their specialisations."""
+        result: dict[str, list[GraphReport]] = {}
+        for g in self.graphs:
+            result.setdefault(g.name, []).append(g)
+        return result
+
     def __str__(self) -> str:
-        n = len(self.graphs)
-        head = f"tileopt: {n} graph{'s' * (n != 1)}"
-        if n == 0:
+        graphs = self.specialisations()
+        head = f"tileopt: {_plural(len(graphs), 'graph')}"
+        if not graphs:
             head += (" (Dynamo captured none: the model ran in PyTorch; "
                      "TORCH_LOGS=graph_breaks says why)")
-        return "\n".join([head, *self.notes, *(str(g) for g in self.graphs)])
+        elif len(self.graphs) != len(graphs):
+            head += f", {_plural(len(self.graphs), 'specialisation')}"
+        lines = [head, *self.notes]
+        for name, specs in graphs.items():
+            lines.append(f"{name}: {_plural(len(specs), 'specialisation')}")
+            lines.extend(f"  {g.summary()}" for g in specs)
+            blocks: dict[tuple[str, ...], list[int]] = {}
+            for g in specs:
+                if g.reason is None:  # an eager one says why in its summary
+                    blocks.setdefault(tuple(g.details()), []).append(g.specialisation)
+            for block, numbers in blocks.items():
+                if len(blocks) > 1:
+                    which = ", ".join(map(str, numbers))
+                    lines.append(f"  specialisation{'s' * (len(numbers) > 1)} {which}:")
+                    block = tuple(f"  {line}" for line in block)
+                lines.extend(block)
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return str(self)
@@ -642,20 +716,60 @@ def _replace_uses(node: torch.fx.Node, value: Any) -> None:
         user.kwargs = torch.fx.node.map_arg(user.kwargs, lambda n: value if n is node else n)
 
 
+def _is_scalar_read(node: torch.fx.Node) -> bool:
+    """``t.item()`` (or ``aten._local_scalar_dense(t)``) of a graph input ``t``."""
+    if not node.args or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    if node.args[0].op != "placeholder":
+        return False
+    if node.op == "call_method":
+        return node.target == "item"
+    if node.op == "call_function":
+        return node.target is torch.Tensor.item or "_local_scalar_dense" in str(node.target)
+    return False
+
+
+def scalar_inputs(gm: torch.fx.GraphModule) -> tuple[int, ...]:
+    """The positions of the inputs of ``gm`` that it reads as numbers (``t.item()``).
+
+    With ``dynamic=True`` Dynamo passes float attributes of modules (a LayerNorm's ``eps``)
+    and float arguments as 0-d tensor inputs that the graph reads with ``.item()``: a
+    specialisation takes their values as constants, and their values are part of its key.
+    """
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    read = {n.args[0] for n in gm.graph.nodes if _is_scalar_read(n)}
+    return tuple(i for i, n in enumerate(placeholders) if n in read)
+
+
+def _scalar_value(arg: Any) -> Any:
+    """The number a 0-d (or one-element) tensor input holds; None for anything else."""
+    if isinstance(arg, torch.Tensor) and arg.numel() == 1:
+        return arg.detach().item()
+    return None
+
+
 def _specialise_graph(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx.GraphModule:
-    """A copy of ``gm`` for these arguments: numbers in place of the non-tensor inputs,
-    shapes propagated with fake tensors, size arithmetic folded."""
+    """A copy of ``gm`` for these arguments: numbers in place of the non-tensor inputs and of
+    the inputs read as numbers (:func:`scalar_inputs`), shapes propagated with fake tensors,
+    size arithmetic folded."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
     g = _copy(gm)
     placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
+    position = {n: i for i, n in enumerate(placeholders)}
     for node in g.graph.nodes:
         node.meta.pop("example_value", None)
         node.meta.pop("val", None)
     for node, arg in zip(placeholders, args, strict=True):
         if not isinstance(arg, torch.Tensor):
             _replace_uses(node, arg)
+    for node in list(g.graph.nodes):
+        if _is_scalar_read(node):
+            value = _scalar_value(args[position[node.args[0]]])
+            if value is not None:  # else FakeTensorProp says what is wrong
+                _replace_uses(node, value)
+                g.graph.erase_node(node)
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     fakes = [mode.from_tensor(a, static_shapes=True) if isinstance(a, torch.Tensor) else a
              for a in args]
@@ -672,6 +786,24 @@ def _specialise_graph(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx
             g.graph.erase_node(node)
     g.recompile()
     return g
+
+
+def _drop_unused(g: torch.fx.GraphModule) -> None:
+    """Deletes the calls of operators tileopt lowers (pure ones: no in-place op, no random
+    numbers) whose results nothing uses, such as the ``torch.arange`` Hugging Face's masks
+    make and drop: they would run eagerly for nothing. Other calls are kept (their side
+    effects may be the point)."""
+    changed = False
+    for node in reversed(list(g.graph.nodes)):
+        if node.users or node.op not in ("call_function", "call_method"):
+            continue
+        known = (node.target in _supported_callables() if node.op == "call_function"
+                 else node.target in SUPPORTED_METHODS)
+        if known and side_effect(node) == _UNUSED:
+            g.graph.erase_node(node)
+            changed = True
+    if changed:
+        g.recompile()
 
 
 def _is_static(gm: torch.fx.GraphModule, args: Sequence[Any]) -> bool:
@@ -691,13 +823,16 @@ def _is_static(gm: torch.fx.GraphModule, args: Sequence[Any]) -> bool:
     return True
 
 
-def _describe_arg(arg: Any) -> str:
+def _describe_arg(arg: Any, read: bool = False) -> str:
+    """``"f32[4, 8]"`` for a tensor (``"f64[] 1e-05"`` for one the graph reads as a number
+    (``read``), ``"int 3"`` for a number."""
     if isinstance(arg, torch.Tensor):
         short = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64",
                  "int64": "i64", "int32": "i32", "bool": "i1"}
         dtype = str(arg.dtype).removeprefix("torch.")
         device = "" if arg.device.type == "cpu" else f" on {arg.device}"
-        return f"{short.get(dtype, dtype)}[{', '.join(map(str, arg.shape))}]{device}"
+        value = f" {_scalar_value(arg)!r}" if read else ""
+        return f"{short.get(dtype, dtype)}[{', '.join(map(str, arg.shape))}]{device}{value}"
     return f"{type(arg).__name__} {arg!r}"[:40]
 
 
@@ -891,9 +1026,9 @@ class _Specialisation:
 class PartitionedGraph:
     """An FX graph (Dynamo's) run with what tileopt compiles of it; call it like the graph.
 
-    Each new set of input shapes (and values of non-tensor inputs) is split and compiled
-    once (see the module's docstring); a call with grad mode on and an input that requires
-    grad runs the graph eagerly.
+    Each new set of input shapes (and values of non-tensor inputs and of the inputs read as
+    numbers) is split and compiled once (see the module's docstring); a call with grad mode
+    on and an input that requires grad runs the graph eagerly.
 
     Attributes:
         gm: the graph as given.
@@ -901,6 +1036,8 @@ class PartitionedGraph:
         report: the :class:`FallbackReport` each specialisation adds its
             :class:`GraphReport` to.
         specialisations: the split graphs (or eager fallbacks) by input signature.
+        scalar_inputs: the positions of the inputs ``gm`` reads as numbers
+            (:func:`scalar_inputs`), whose values are part of the signature.
     """
 
     #: The most specialisations kept; more shapes run eagerly.
@@ -928,6 +1065,7 @@ class PartitionedGraph:
         self.name = name
         self.report = report if report is not None else FallbackReport()
         self.specialisations: dict[tuple[Any, ...], _Specialisation] = {}
+        self.scalar_inputs = scalar_inputs(gm)
         self._logged: set[str] = set()
 
     # -- calls
@@ -940,11 +1078,7 @@ class PartitionedGraph:
                 raise CompilationError(f"{self.name}: {reason}")
             self._log_once(f"{self.name} runs eagerly: {reason}")
             return self.gm(*args)
-        key = tuple(
-            ("tensor", tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type)
-            if isinstance(a, torch.Tensor) else (type(a).__name__, a)
-            for a in args
-        )
+        key = self._key(args)
         spec = self.specialisations.get(key)
         if spec is None:
             if len(self.specialisations) >= self.MAX_SPECIALISATIONS:
@@ -956,6 +1090,18 @@ class PartitionedGraph:
                 return self.gm(*args)
             spec = self._specialise(args, key)
         return spec.run(*args)
+
+    def _key(self, args: Sequence[Any]) -> tuple[Any, ...]:
+        """What a specialisation is for: the tensors' shapes, strides, dtypes and devices,
+        the numbers, and the values of the inputs read as numbers (:func:`scalar_inputs`)."""
+        key: list[Any] = [
+            ("tensor", tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type)
+            if isinstance(a, torch.Tensor) else (type(a).__name__, a)
+            for a in args
+        ]
+        for i in self.scalar_inputs:
+            key[i] = (*key[i], _scalar_value(args[i]))
+        return tuple(key)
 
     def _log_once(self, message: str) -> None:
         if message not in self._logged:
@@ -984,17 +1130,25 @@ class PartitionedGraph:
     # -- compilation
 
     def _specialise(self, args: Sequence[Any], key: tuple[Any, ...]) -> _Specialisation:
-        inputs = tuple(_describe_arg(a) for a in args)
-        name = self.name if not self.specialisations else (
-            f"{self.name} (specialisation {len(self.specialisations)})")
+        inputs = tuple(_describe_arg(a, i in self.scalar_inputs) for i, a in enumerate(args))
+        number = len(self.specialisations)
+        title = GraphReport(self.name, inputs, specialisation=number).title
+        events: list[tuple[str, str, str]] = []
         try:
-            spec = self._build(args, name, inputs)
+            with cache.recording() as events:
+                spec = self._build(args, title, inputs)
         except (OptionError, DeviceError):
             raise
         except Exception as e:
             if self.strict:
                 raise
-            spec = _Specialisation(self.gm, GraphReport(name, inputs, reason=_first_line(e)))
+            spec = _Specialisation(self.gm, GraphReport(self.name, inputs, reason=_first_line(e)))
+        compiled = {key for kind, event, key in events if kind == "kernel" and event == "misses"}
+        reused = {key for kind, event, key in events
+                  if kind == "kernel" and event in ("memory_hits", "disk_hits")} - compiled
+        spec.report = dataclasses.replace(spec.report, name=self.name, specialisation=number,
+                                          kernels_compiled=len(compiled),
+                                          kernels_reused=len(reused))
         self.specialisations[key] = spec
         self.report.graphs.append(spec.report)
         self._log(spec.report)
@@ -1002,12 +1156,12 @@ class PartitionedGraph:
 
     def _log(self, report: GraphReport) -> None:
         if report.reason is not None:
-            _log_fallback(f"{report.name} runs eagerly: {report.reason}")
+            _log_fallback(f"{report.title} runs eagerly: {report.reason}")
             return
         for op in report.eager:
-            _log_fallback(f"{report.name}: {op} (runs eagerly)")
+            _log_fallback(f"{report.title}: {op} (runs eagerly)")
         for p in report.compiled:
-            logger.debug("%s: %s", report.name, p)
+            logger.debug("%s: %s", report.title, p)
 
     def _device(self, args: Sequence[Any]) -> str:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -1026,7 +1180,9 @@ class PartitionedGraph:
                 f"the graph's inputs are {' and '.join(sorted(devices))} tensors, but tileopt "
                 f"runs on {device} ({device_type} tensors) here"
             )
-        g = _copy(self.gm) if _is_static(self.gm, args) else _specialise_graph(self.gm, args)
+        static = _is_static(self.gm, args) and not self.scalar_inputs
+        g = _copy(self.gm) if static else _specialise_graph(self.gm, args)
+        _drop_unused(g)
         if self.strict:
             return self._build_whole(g, args, name, inputs, device)
         return self._build_split(g, name, inputs, device, device_type)
@@ -1043,7 +1199,8 @@ class PartitionedGraph:
     ) -> _Specialisation:
         """fallback="error": the graph as one CompiledGraph; its errors are raised."""
         placeholders = [n for n in g.graph.nodes if n.op == "placeholder"]
-        tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)
+                   and (i not in self.scalar_inputs or placeholders[i].users)]
         for i, node in enumerate(placeholders):
             if i not in tensors:
                 g.graph.erase_node(node)  # a number, already in the graph as a constant
@@ -1301,9 +1458,10 @@ def compile_with_fallback(
 
 
 #: The options of tileopt's Dynamo backend (``torch.compile(..., options={...})``) and
-#: their defaults.
+#: their defaults. ``report``: a :class:`FallbackReport` that every graph adds its
+#: specialisations to (None: each graph keeps its own).
 BACKEND_OPTIONS: dict[str, Any] = {"target": DEFAULT_TARGET, "device": None,
-                                   "fallback": "eager"}
+                                   "fallback": "eager", "report": None}
 
 
 def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -1328,6 +1486,9 @@ def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise OptionError(f"device={settings['device']!r}; it takes 'emulator', 'cuda' or "
                           f"None (cuda for CUDA tensors where a driver works, else emulator)")
     _check_fallback(settings["fallback"])
+    if settings["report"] is not None and not isinstance(settings["report"], FallbackReport):
+        raise OptionError(f"report= takes a tileopt.compiler.fallback.FallbackReport (or None), "
+                          f"got a {type(settings['report']).__name__}")
     return settings
 
 
@@ -1337,13 +1498,14 @@ def explain(model: Any, *inputs: Any, **options: Any) -> FallbackReport:
     compiled (with their kernel counts) and the operators that ran in PyTorch and why.
 
     ``print(tileopt.explain(model, x))`` shows the report. ``options`` are the backend's
-    (``target``, ``device``; see :data:`BACKEND_OPTIONS`); ``fallback`` is always "eager".
+    (``target``, ``device``; see :data:`BACKEND_OPTIONS`); ``fallback`` is always "eager"; a
+    ``report`` given gets the graphs too.
 
     Raises:
         OptionError: an unknown option or a wrong value.
     """
     settings = check_backend_options(options)
-    report = FallbackReport()
+    report = settings["report"] if settings["report"] is not None else FallbackReport()
     backend = _dynamo_backend(report, "eager", settings["target"], settings["device"], {})
     with torch.no_grad():
         torch.compile(model, backend=backend)(*inputs)

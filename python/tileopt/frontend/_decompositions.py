@@ -22,6 +22,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
   registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
   scans stay ``tm_tensor.scan``, which kernel formation reports as unsupported.
 
+- ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
+  ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
+  masked give 0), the scale applied to the scores: the shape kernel formation recognises as
+  one flash-attention kernel. torch's own decomposition scales q and k by the square root of
+  the scale first, two more kernels that store scaled copies of q and k.
+
 Nothing else changes precision: softmax and log-softmax are lowered by torch-mlir, which
 upcasts f16/bf16 to f32 as torch's decompositions do.
 """
@@ -29,6 +35,7 @@ upcasts f16/bf16 to f32 as torch's decompositions do.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -156,6 +163,47 @@ def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
     return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
 
 
+def scaled_dot_product_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> Any:
+    """``F.scaled_dot_product_attention`` as the ops kernel formation fuses into one
+    attention kernel (module docstring); with dropout, torch's own decomposition."""
+    if dropout_p != 0.0:
+        return NotImplemented
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        # Each key head serves `repeat` query heads: a broadcast, copied to the query heads.
+        repeat = query.shape[-3] // key.shape[-3]
+
+        def widen(t: torch.Tensor) -> torch.Tensor:
+            wide = t.unsqueeze(-3).expand(*t.shape[:-2], repeat, *t.shape[-2:])
+            return wide.reshape(*t.shape[:-3], t.shape[-3] * repeat, *t.shape[-2:])
+
+        key, value = widen(key), widen(value)
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        seen = torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool,
+                          device=query.device).tril()
+        scores = scores.masked_fill(~seen, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    probs = torch.softmax(scores, dim=-1)
+    masked = (scores == float("-inf")).all(dim=-1, keepdim=True)
+    probs = torch.where(masked, torch.zeros((), dtype=probs.dtype, device=probs.device), probs)
+    return probs @ value
+
+
 @functools.cache
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with the changes this module's docstring lists."""
@@ -169,4 +217,5 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
     table[aten.convolution.default] = patch_convolution
     table[aten.cumsum.default] = masked_cumsum
+    table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

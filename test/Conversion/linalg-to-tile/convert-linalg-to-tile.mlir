@@ -195,3 +195,122 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
   } -> tensor<2x20000xf32>
   return %y : tensor<2x20000xf32>
 }
+
+// -----
+
+// Attention in f16 with an f32 softmax (the form-kernels test's): one
+// flash-attention kernel. q is loaded once; a loop over blocks of 64 keys
+// computes the scores with tile.dot, masks the causal and the padded keys,
+// keeps the running row maximum (0 in place of -inf) and sum, and adds
+// exp(x - m) rounded to f16 times v to the rescaled output; the output is
+// divided by the row sums after the loop and stored with the head
+// dimension innermost. One program per batch element and 64 rows.
+// CHECK-LABEL: tile.kernel @k2_attention
+// CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
+// CHECK: %[[Q:.*]] = tile.load %arg0{{.*}} -> tensor<1x64x32xf16>
+// CHECK: %[[Q2:.*]] = tile.reshape %[[Q]] : tensor<1x64x32xf16> -> tensor<64x32xf16>
+// CHECK: scf.for %[[KEY:.*]] = %c0 to %c100 step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x64x1x1xf32>, tensor<1x1x64x1x1xf32>)
+// CHECK: tile.load %arg1[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
+// CHECK: tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+// CHECK: tile.reduce
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %{{.*}} : tensor<1x1x64x1x1xf32>
+// CHECK: arith.cmpf oeq, %[[MNEW]]
+// CHECK: %[[SAFE:.*]] = arith.select
+// CHECK: %[[ALPHA:.*]] = math.exp
+// CHECK: math.exp
+// CHECK: tile.reduce
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK: arith.mulf %[[L]], %[[ALPHA]]
+// CHECK: arith.truncf %{{.*}} : tensor<64x64xf32> to tensor<64x64xf16>
+// CHECK: tile.load %arg2[%{{.*}}, %[[KEY]], %c0] {{.*}} -> tensor<1x64x32xf16>
+// CHECK: arith.mulf %[[ACC]], %{{.*}} : tensor<64x32xf32>
+// CHECK: %[[PV:.*]] = tile.dot %{{.*}} : tensor<64x64xf16>, tensor<64x32xf16> -> tensor<64x32xf32>
+// CHECK: scf.yield %[[PV]], %[[MNEW]], %{{.*}}
+// CHECK: arith.divf %{{.*}}#0, %{{.*}} : tensor<64x32xf32>
+// CHECK: tile.store {{.*}} : tensor<1x1x64x1x32xf32>, memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, 1], offset: ?>>
+// CHECK-LABEL: func.func @attention
+// CHECK: tile.launch @k2_attention grid(%c4, %c1, %c1)
+#qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
+#qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
+#qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row3 = affine_map<(b, m, n) -> (b, m)>
+#pv_p = affine_map<(b, m, d, n) -> (b, m, n)>
+#pv_v = affine_map<(b, m, d, n) -> (b, n, d)>
+#pv_o = affine_map<(b, m, d, n) -> (b, m, d)>
+
+func.func @attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %v: tensor<4x100x32xf16>) -> tensor<4x40x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.17677669 : f32
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x40x32xf16>, tensor<4x100x32xf16>) outs(%s0 : tensor<4x40x100xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  // The scale and a causal mask.
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x40x100xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %seen = arith.cmpi ule, %j, %i : index
+    %t = arith.mulf %a, %scale : f32
+    %r = arith.select %seen, %t, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %eh = tensor.empty() : tensor<4x40x100xf16>
+  %p16 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<4x40x100xf32>) outs(%eh : tensor<4x40x100xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %r = arith.truncf %a : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<4x40x100xf16>
+  %eo = tensor.empty() : tensor<4x40x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p16, %v : tensor<4x40x100xf16>, tensor<4x100x32xf16>) outs(%o0 : tensor<4x40x32xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x32xf32>
+  return %o : tensor<4x40x32xf32>
+}

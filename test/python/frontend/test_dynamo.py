@@ -26,6 +26,7 @@ F = torch.nn.functional
 import tileopt  # noqa: E402
 import tileopt.dynamo  # noqa: E402
 from tileopt.compiler import fallback  # noqa: E402
+from tileopt.testing.models import GPTBlock, LlamaBlock  # noqa: E402
 
 OPTIONS = {"device": "emulator"}
 ROOT = Path(__file__).resolve().parents[3]
@@ -225,10 +226,12 @@ def test_fallback_error_raises() -> None:
 
 def test_unknown_option() -> None:
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
-    with pytest.raises(tileopt.OptionError, match=r"'num_wraps'.*target, device, fallback"):
+    with pytest.raises(tileopt.OptionError, match=r"'num_wraps'.*target, device, fallback, report"):
         tileopt.dynamo.backend(gm, [randn(3)], options={"num_wraps": 4})
     with pytest.raises(tileopt.OptionError, match=r"device='gpu'"):
         tileopt.dynamo.backend(gm, [randn(3)], device="gpu")
+    with pytest.raises(tileopt.OptionError, match=r"report= takes a .*FallbackReport"):
+        tileopt.dynamo.backend(gm, [randn(3)], report=[])
     compiled = torch.compile(gm, backend=tileopt.dynamo.backend, options={"num_wraps": 4})
     with pytest.raises(Exception) as info:
         compiled(randn(3))
@@ -254,6 +257,99 @@ def test_new_shapes_recompile() -> None:
     assert all(r.reason is None and r.compiled and not r.eager for r in reports)
     for report, rows in zip(reports, (4, 7, 3), strict=True):
         assert f"f32[{rows}, 16]" in report.inputs, report.inputs
+
+
+# Small blocks (the emulator runs them): GPT with LayerNorm (whose eps Dynamo passes as a 0-d
+# tensor with dynamic=True), LLaMA with RMSNorm, rotary tables sliced to the sequence length.
+BLOCKS: dict[str, Callable[[], Any]] = {
+    "gpt": lambda: GPTBlock(32, heads=2),
+    "llama": lambda: LlamaBlock(32, heads=2, seq=16, hidden=64),
+}
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "mark_dynamic"])
+@pytest.mark.parametrize("name", list(BLOCKS))
+def test_dynamic_shapes_compile(name: str, mode: str) -> None:
+    # One Dynamo graph with symbolic sizes; tileopt compiles it per sequence length, all of
+    # it (nothing eager), and a length seen before runs its specialisation again.
+    torch.manual_seed(0)
+    model = BLOCKS[name]().eval()
+    spy = Spy()
+    compiled = torch.compile(model, backend=spy, options=OPTIONS,
+                             dynamic=True if mode == "dynamic" else None)
+    with torch.no_grad():
+        for t in (5, 12, 5):
+            x = randn(1, t, 32)
+            if mode == "mark_dynamic":
+                torch._dynamo.mark_dynamic(x, 1)
+            close(compiled(x), model(x))
+    [graph] = spy.graphs
+    reports = graph.report.graphs
+    text = str(graph.report)
+    assert [r.specialisation for r in reports] == [0, 1], text
+    for report, t in zip(reports, (5, 12), strict=True):
+        assert report.reason is None and not report.eager and report.kernels > 0, text
+        assert f"f32[1, {t}, 32]" in report.inputs, report.inputs
+    if mode == "dynamic":  # eps, read with .item(): a constant of the specialisation
+        eps = "f64[] 1e-05" if name == "gpt" else "f64[] 1e-06"
+        assert eps in reports[0].inputs, reports[0].inputs
+
+
+@pytest.mark.parametrize("mode", ["eager", "error"])
+def test_numbers_read_from_tensors_are_part_of_the_key(mode: str) -> None:
+    # With dynamic=True Dynamo passes a float argument as a 0-d tensor that the graph reads
+    # with .item(), without a guard on its value: each value is a specialisation of its own.
+    # fallback="error" compiles the graph whole, without the tensor that is now unused.
+    torch.manual_seed(0)
+    norm = NormSoftmax(8).eval()
+
+    def f(x: Any, scale: float) -> Any:
+        return norm(x) * scale
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options={**OPTIONS, "fallback": mode},
+                             dynamic=True)
+    x = randn(3, 8)
+    with torch.no_grad():
+        for scale in (0.5, -2.0, 0.5):
+            close(compiled(x, scale), f(x, scale))
+    [graph] = spy.graphs
+    reports = graph.report.graphs
+    assert [r.inputs[-1] for r in reports] == ["f64[] 0.5", "f64[] -2.0"], str(graph.report)
+    assert all(r.reason is None and not r.eager for r in reports), str(graph.report)
+
+
+def test_report_counts_specialisations_and_cached_kernels(fresh_cache: Any) -> None:
+    torch.manual_seed(0)
+    model = mlp().eval()
+
+    def run(rows: tuple[int, ...]) -> fallback.FallbackReport:
+        torch._dynamo.reset()
+        report = fallback.FallbackReport()  # the backend's option: every graph adds to it
+        compiled = torch.compile(model, backend=tileopt.dynamo.backend, dynamic=True,
+                                 options={**OPTIONS, "report": report})
+        with torch.no_grad():
+            for n in rows:
+                x = randn(n, 16)
+                close(compiled(x), model(x))
+        return report
+
+    first = run((4, 7, 4))  # 4 again: no new specialisation
+    a, b = first.graphs
+    assert (a.specialisation, b.specialisation) == (0, 1)
+    assert a.kernels_compiled == a.kernels > 0 and a.kernels_reused == 0, str(first)
+    assert b.kernels_compiled + b.kernels_reused == b.kernels, str(first)
+    lines = str(first).splitlines()
+    assert lines[:2] == ["tileopt: 1 graph, 2 specialisations", f"{a.name}: 2 specialisations"]
+    assert re.fullmatch(rf"  specialisation 0 \(.*int 4, f32\[4, 16\].*\): 1 partition, "
+                        rf"kernels: {a.kernels} compiled, 0 from the cache", lines[2]), lines
+    assert re.fullmatch(rf"  specialisation 1 \(.*int 7, f32\[7, 16\].*\): 1 partition, "
+                        rf"kernels: {b.kernels_compiled} compiled, {b.kernels_reused} from the "
+                        rf"cache", lines[3]), lines
+    assert lines[4].startswith("  compiled by tileopt: 1 partition")  # the same for both
+    again = run((7,))  # a new graph: its kernels are in the cache
+    [c] = again.graphs
+    assert (c.kernels_compiled, c.kernels_reused) == (0, c.kernels), str(again)
 
 
 def test_training_runs_eagerly(caplog: Any) -> None:

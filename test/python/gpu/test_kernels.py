@@ -50,6 +50,8 @@ KERNELS: dict[str, tuple[str, dict[str, Any]]] = {
     "matmul_bias_relu": ("matmul", {"dtype": "f16", "epilogue": "bias_relu"}),
     "batched_matmul_f16": ("batched_matmul", {"dtype": "f16"}),
     "batched_matmul_bf16": ("batched_matmul", {"dtype": "bf16"}),
+    "attention_f16": ("attention", {"dtype": "f16"}),
+    "attention_causal_bf16": ("attention", {"dtype": "bf16", "causal": True}),
 }
 
 
@@ -248,6 +250,25 @@ def test_batched_matmul(
     kern = compiled("batched_matmul", target, dtype=dtype)
     kern.launch(kernels.batched_matmul_grid(a.shape, b.shape), a, b, c)
     assert_close(c, a.float() @ b.float(), atol=2 * matmul_bound(a, b))
+
+
+@pytest.mark.parametrize(("dtype", "causal"), [("f16", False), ("bf16", True), ("f32", True)])
+@pytest.mark.parametrize("shape", [(2, 77, 90, 40), (1, 64, 64, 64), (3, 5, 130, 16)])
+def test_attention(
+    compiled: Any, target: str, dtype: str, causal: bool, shape: tuple[int, int, int, int]
+) -> None:
+    batch, m, n, d = shape
+    if causal:
+        n = m
+    td = TORCH_DTYPES[dtype]
+    q = torch.randn(batch, m, d).to(td)
+    k, v = torch.randn(batch, n, d).to(td), torch.randn(batch, n, d).to(td)
+    o = torch.full((batch, m, d), float("nan")).to(td)
+    kern = compiled("attention", target, dtype=dtype, causal=causal)
+    kern.launch(kernels.attention_grid(q.shape), q, k, v, o, d**-0.5)
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    # p is rounded to the inputs' type before the product, as in Triton's tutorial.
+    assert_close(o, ref, atol=(4 * ROUND[dtype] + 1e-6) * ref.abs().max(), rtol=4 * ROUND[dtype])
 
 
 def test_contiguous_views_reject_strided_tensors(compiled: Any) -> None:
