@@ -88,7 +88,10 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     elementwise kernel, whole rows and up to 2048 elements for reductions,
     16..64 x 16..64 output tiles (k by 16..32) for contractions; the kernel's
     `tile.num_warps` gives about 8 elements a thread. `tile.fused` lists
-    what each kernel computes.
+    what each kernel computes. The sizes a kernel's grid, loops and masks
+    depend on are `index` arguments of the kernel (the launch passes them),
+    not constants in it: a kernel is the same for every size with the same
+    tiling, and its compiled code is reused for a new shape.
 
     A group with `tile.attention` roles is written as flash attention: a
     program takes up to 64 query rows (32 for f32) of one batch element and

@@ -235,6 +235,8 @@ public:
 
   /// Host values passed to each kernel argument, in order.
   SmallVector<Value> launchArgs;
+  /// Makes a host `index` constant (for launch arguments).
+  std::function<Value(int64_t)> hostIndex;
   /// The tiles of the group's values.
   DenseMap<Value, TileValue> values;
 
@@ -281,6 +283,8 @@ private:
     return arith::ConstantIndexOp::create(b, kernel.getLoc(), v);
   }
   Value addArgument(Value hostView, unsigned rank, Type element);
+  Value extent(int64_t s);
+  DenseMap<int64_t, Value> extents; // by space dimension
   TileValue load(Value hostView, const llvm::SmallBitVector &spans, Type elt);
   TileValue broadcastTo(TileValue v, const llvm::SmallBitVector &spans,
                         Location loc);
@@ -341,7 +345,11 @@ void KernelWriter::writeProgramOffsets() {
       offsets[s] = index(0);
       continue;
     }
-    Value count = index(tiling.counts[s]);
+    // ceil(size / block) programs along s, from the size at run time.
+    Value count = arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, extent(s), index(tiling.block[s] - 1)),
+        index(tiling.block[s]));
     Value i = arith::RemUIOp::create(b, loc, pid, count);
     pid = arith::DivUIOp::create(b, loc, pid, count);
     offsets[s] = arith::MulIOp::create(b, loc, i, index(tiling.block[s]));
@@ -359,6 +367,20 @@ Value KernelWriter::addArgument(Value hostView, unsigned rank, Type element) {
       return body.getArgument(i);
   launchArgs.push_back(hostView);
   return body.addArgument(type, hostView.getLoc());
+}
+
+/// The size of space dimension `s` at run time: an `index` argument of the
+/// kernel, so that a kernel is the same for every size its tiling takes
+/// (the sizes are not constants in it; its grid and masks follow them).
+Value KernelWriter::extent(int64_t s) {
+  auto it = extents.find(s);
+  if (it != extents.end())
+    return it->second;
+  launchArgs.push_back(hostIndex(space[s]));
+  Value arg =
+      kernel.getBody().front().addArgument(b.getIndexType(), kernel.getLoc());
+  extents[s] = arg;
+  return arg;
 }
 
 TileValue KernelWriter::load(Value hostView, const llvm::SmallBitVector &spans,
@@ -648,8 +670,7 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
     Value iota = tile::IotaOp::create(
         b, loc, RankedTensorType::get({n}, b.getI32Type()));
     // Elements left in the row from this block on.
-    Value left =
-        arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(space[s]));
+    Value left = arith::IndexCastOp::create(b, loc, b.getI32Type(), extent(s));
     if (tiling.chunked.test(s))
       left = arith::SubIOp::create(
           b, loc, left,
@@ -838,9 +859,9 @@ LogicalResult KernelWriter::writeContraction(
   auto acc0 = tile::SplatOp::create(
       b, loc, RankedTensorType::get({bm, bn}, f32),
       arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
-  auto loop =
-      scf::ForOp::create(b, loc, index(0), index(getLoopSizes(op)[dims.k[0]]),
-                         index(bk), ValueRange{acc0});
+  auto loop = scf::ForOp::create(b, loc, index(0),
+                                 mm->sk >= 0 ? extent(mm->sk) : index(1),
+                                 index(bk), ValueRange{acc0});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -1222,8 +1243,8 @@ LogicalResult KernelWriter::writeAttention(
   Value acc0 = splat(f32Tile({bm, bv}), 0.0);
   Value max0 = splat(rowType, -std::numeric_limits<double>::infinity());
   Value sum0 = splat(rowType, 0.0);
-  auto loop = scf::ForOp::create(b, loc, index(0), index(space[keys]),
-                                 index(bn), ValueRange{acc0, max0, sum0});
+  auto loop = scf::ForOp::create(b, loc, index(0), extent(keys), index(bn),
+                                 ValueRange{acc0, max0, sum0});
   DenseMap<Value, TileValue> savedValues = values;
   llvm::StringMap<TileValue> savedLoads = loads;
   Value keysOffset = offsets[keys];
@@ -1308,7 +1329,7 @@ LogicalResult KernelWriter::writeAttention(
     TileValue col = indexTile(keys, loc);
     Value limit = tile::SplatOp::create(
         b, loc, cast<RankedTensorType>(col.value.getType()),
-        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(space[keys])));
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), extent(keys)));
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
                                          col.value, limit);
     inside = materialize({inside, col.spans}, eSpans, loc);
@@ -1425,7 +1446,7 @@ LogicalResult KernelWriter::writeChunkLoop(
   SmallVector<scf::ForOp> loops;
   ValueRange iterArgs = accs;
   for (int s : tiling.chunked.set_bits()) {
-    auto loop = scf::ForOp::create(b, loc, index(0), index(space[s]),
+    auto loop = scf::ForOp::create(b, loc, index(0), extent(s),
                                    index(tiling.block[s]), iterArgs);
     Block *body = loop.getBody();
     if (!body->empty() && body->back().hasTrait<OpTrait::IsTerminator>())
@@ -1838,6 +1859,9 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   }
 
   KernelWriter writer(kernel, space, tiling);
+  writer.hostIndex = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(builder, kernel.getLoc(), v);
+  };
   writer.writeProgramOffsets();
   if (attention) {
     if (failed(writer.writeAttention(members, kindOf, stores, view, bufferOf)))

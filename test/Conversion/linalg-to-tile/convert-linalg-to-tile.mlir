@@ -136,31 +136,34 @@ func.func @reshape(%x: tensor<4x8x16xf32>) -> tensor<32x16xf32> {
 // chunks per reduction (the max, then the sum of exponentials, which
 // recomputes x - max), padding masked against the elements left in the row,
 // and a last loop that stores the row-wide result. The input is one kernel
-// argument however many loops read it.
-// CHECK-LABEL: tile.kernel @k0_reduce(%arg0: {{[^%]*}}, %arg1: {{[^%]*}}) attributes
+// argument however many loops read it. The sizes are index arguments: the
+// number of rows (for the programs) and the row's length.
+// CHECK-LABEL: tile.kernel @k0_reduce(
+// CHECK-SAME: %arg0: index, %[[N:arg1]]: index, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}) attributes
 // CHECK-SAME: tile.num_warps = 16
-// CHECK: %[[MAX:.*]] = scf.for %[[I:.*]] = %c0 to %c20000 step %c4096 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1x1xf32>)
-// CHECK:   tile.load %arg0[%{{.*}}, %[[I]]] {{.*}} -> tensor<1x4096xf32>
+// CHECK: %[[MAX:.*]] = scf.for %[[I:.*]] = %c0 to %[[N]] step %c4096 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1x1xf32>)
+// CHECK:   tile.load %arg2[%{{.*}}, %[[I]]] {{.*}} -> tensor<1x4096xf32>
+// CHECK:   %[[LEN:.*]] = arith.index_cast %[[N]] : index to i32
 // CHECK:   arith.index_cast %[[I]] : index to i32
-// CHECK:   arith.subi %c20000_i32
+// CHECK:   arith.subi %[[LEN]]
 // CHECK:   arith.select
 // CHECK:   tile.reduce
 // CHECK:   arith.maximumf %{{.*}}, %[[ACC]] : tensor<1x1xf32>
 // CHECK: %[[SUM:.*]] = scf.for %{{.*}} iter_args({{.*}}) -> (tensor<1x1xf32>)
-// CHECK:   tile.load %arg0
+// CHECK:   tile.load %arg2
 // CHECK:   tile.broadcast %[[MAX]]
 // CHECK:   math.exp
 // CHECK:   tile.reduce
 // CHECK: scf.for
-// CHECK:   tile.load %arg0
+// CHECK:   tile.load %arg2
 // CHECK:   math.exp
 // CHECK:   tile.broadcast %[[SUM]]
 // CHECK:   arith.divf
-// CHECK:   tile.store {{.*}}, %arg1
+// CHECK:   tile.store {{.*}}, %arg3
 // CHECK-NOT: scf.for
 // CHECK: tile.return
 // CHECK-LABEL: func.func @long_softmax
-// CHECK: tile.launch @k0_reduce grid(%c2, %c1, %c1)
+// CHECK: tile.launch @k0_reduce grid(%c2, %c1, %c1) (%c2, %c20000,
 func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
   %ninf = arith.constant 0xFF800000 : f32
   %zero = arith.constant 0.0 : f32
@@ -206,11 +209,12 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // divided by the row sums after the loop and stored with the head
 // dimension innermost. One program per batch element and 64 rows.
 // CHECK-LABEL: tile.kernel @k2_attention
+// CHECK-SAME: (%arg0: index, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: index, %arg5: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
-// CHECK: %[[Q:.*]] = tile.load %arg0{{.*}} -> tensor<1x64x32xf16>
+// CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>
 // CHECK: %[[Q2:.*]] = tile.reshape %[[Q]] : tensor<1x64x32xf16> -> tensor<64x32xf16>
-// CHECK: scf.for %[[KEY:.*]] = %c0 to %c100 step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x64x1x1xf32>, tensor<1x1x64x1x1xf32>)
-// CHECK: tile.load %arg1[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
+// CHECK: scf.for %[[KEY:.*]] = %c0 to %arg4 step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x64x1x1xf32>, tensor<1x1x64x1x1xf32>)
+// CHECK: tile.load %arg2[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
 // CHECK: tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
 // CHECK: tile.reduce
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
@@ -223,14 +227,14 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: arith.mulf %[[L]], %[[ALPHA]]
 // CHECK: arith.truncf %{{.*}} : tensor<64x64xf32> to tensor<64x64xf16>
-// CHECK: tile.load %arg2[%{{.*}}, %[[KEY]], %c0] {{.*}} -> tensor<1x64x32xf16>
+// CHECK: tile.load %arg3[%{{.*}}, %[[KEY]], %c0] {{.*}} -> tensor<1x64x32xf16>
 // CHECK: arith.mulf %[[ACC]], %{{.*}} : tensor<64x32xf32>
 // CHECK: %[[PV:.*]] = tile.dot %{{.*}} : tensor<64x64xf16>, tensor<64x32xf16> -> tensor<64x32xf32>
 // CHECK: scf.yield %[[PV]], %[[MNEW]], %{{.*}}
 // CHECK: arith.divf %{{.*}}#0, %{{.*}} : tensor<64x32xf32>
 // CHECK: tile.store {{.*}} : tensor<1x1x64x1x32xf32>, memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, 1], offset: ?>>
 // CHECK-LABEL: func.func @attention
-// CHECK: tile.launch @k2_attention grid(%c4, %c1, %c1)
+// CHECK: tile.launch @k2_attention grid(%c4, %c1, %c1) (%c4, %{{.*}}, %{{.*}}, %{{.*}}, %c100,
 #qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
 #qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
 #qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
