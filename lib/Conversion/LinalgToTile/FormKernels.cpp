@@ -1130,14 +1130,14 @@ bool Former::tryAttention(Group &out) {
       }
   if (!read)
     return false;
-  // The queries and keys are dimensions of the softmax (not a single query,
-  // which the softmax runs without: attention for decoding stays three
-  // kernels).
+  // The queries and keys are dimensions of the softmax, but for a single
+  // query (decoding), which the softmax runs without.
   ArrayRef<int64_t> qkSpace = scores.members.front().second;
   ArrayRef<int64_t> pvSpace = out.members.front().second;
   if (qkSpace[qkDims->m[0]] < 0 || qkSpace[qkDims->n[0]] < 0 ||
       qkSpace[qkDims->k[0]] < 0 || pvSpace[dims->n[0]] < 0 ||
-      pvSpace[dims->k[0]] < 0 || scoresMap[qkSpace[qkDims->m[0]]] < 0 ||
+      pvSpace[dims->k[0]] < 0 ||
+      (scoresMap[qkSpace[qkDims->m[0]]] < 0 && qkLoops[qkDims->m[0]] != 1) ||
       scoresMap[qkSpace[qkDims->n[0]]] < 0)
     return false;
   SmallVector<int64_t> outMap(out.space.size(), -1);

@@ -1627,7 +1627,7 @@ Tiling chooseTiling(ArrayRef<int64_t> space,
   return t;
 }
 
-/// An attention's schedule: a program takes 64 query rows (16..64) of one
+/// An attention's schedule: a program takes 64 query rows (16..64, or 1) of one
 /// batch element and loops over the keys in blocks of 64 (16..64), holding
 /// the whole head dimension of q and of the output (up to kMaxHeadDim).
 /// f32 attention, whose products run on CUDA cores, takes blocks of 32.
@@ -1650,7 +1650,8 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
   auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
     return std::min(std::max(nextPowerOf2(n), lo), hi);
   };
-  t.block[sm] = clampPow2(space[sm], 16, rows);
+  // One query (decoding): a row of one.
+  t.block[sm] = space[sm] == 1 ? 1 : clampPow2(space[sm], 16, rows);
   t.block[keys] = clampPow2(space[keys], 16, rows);
   t.block[sd] = std::max<int64_t>(nextPowerOf2(space[sd]), 16);
   t.block[sv] = std::max<int64_t>(nextPowerOf2(space[sv]), 16);

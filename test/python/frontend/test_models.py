@@ -262,12 +262,12 @@ def test_grouped_query_attention() -> None:
     check(fn, lambda: make(1, 4, 30, 30, 32, torch.float16))
 
 
-def test_attention_for_one_query() -> None:
-    # Decoding (one query): the softmax has no query dimension, and the scores, the softmax
-    # and the product stay three kernels.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_attention_for_one_query(dtype: Any) -> None:
+    # Decoding: one query against 100 keys, programs of one row.
     fn, make = ATTENTION["sdpa"]
-    graph = check(fn, lambda: make(1, 2, 1, 100, 64, torch.float32))
-    assert not any(k.name.endswith("_attention") for k in graph.kernels), graph.summary()
+    graph = check(fn, lambda: make(1, 2, 1, 100, 64, dtype))
+    assert [k.name.endswith("_attention") for k in graph.kernels] == [True], graph.summary()
 
 
 def test_sdpa_output_viewed_after_transpose() -> None:
