@@ -94,8 +94,9 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     tiling, and its compiled code is reused for a new shape.
 
     A group with `tile.attention` roles is written as flash attention: a
-    program takes up to 64 query rows (32 for f32) of one batch element and
-    the whole head dimension, loads q once and loops over blocks of keys:
+    program takes up to 64 query rows (32 for f32, 1 for a single query) of
+    one batch element and the whole head dimension, loads q once and loops
+    over blocks of keys:
     the block's scores by `tile.dot`, the ops between the scores and the
     softmax, an online softmax (running row maximum and sum, the output
     rescaled by `exp(m_old - m_new)`; rows with no unmasked score so far
