@@ -98,19 +98,28 @@ bool followsContraction(Value v) {
   return false;
 }
 
+/// The input of `op` whose element the body value `v` is (a block argument
+/// of an input); null for any other value.
+Value getBodyInput(GenericOp op, Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != op.getBody() ||
+      arg.getArgNumber() >= op.getNumDpsInputs())
+    return nullptr;
+  return op.getDpsInputOperand(arg.getArgNumber())->get();
+}
+
 /// The input of a generic that only converts its one input to another float
 /// type (extf, truncf); null for other generics.
 Value getCastInput(GenericOp op) {
   if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
       !llvm::hasSingleElement(op.getBody()->without_terminator()) ||
       !isa<arith::ExtFOp, arith::TruncFOp>(op.getBody()->front()) ||
-      op.getBody()->front().getOperand(0) != op.getBody()->getArgument(0) ||
       op.getBody()->getTerminator()->getOperand(0) !=
           op.getBody()->front().getResult(0) ||
       !llvm::all_of(op.getIndexingMapsArray(),
                     [](AffineMap m) { return m.isIdentity(); }))
     return nullptr;
-  return op.getDpsInputOperand(0)->get();
+  return getBodyInput(op, op.getBody()->front().getOperand(0));
 }
 
 /// The contraction whose result `op` only converts to another float type
@@ -800,14 +809,8 @@ std::optional<std::pair<Value, Value>> matchBinary(GenericOp op) {
   auto inner = dyn_cast<OpT>(body->front());
   if (!inner || body->getTerminator()->getOperand(0) != inner->getResult(0))
     return std::nullopt;
-  auto input = [&](Value v) -> Value {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || arg.getOwner() != body ||
-        arg.getArgNumber() >= op.getNumDpsInputs())
-      return nullptr;
-    return op.getDpsInputOperand(arg.getArgNumber())->get();
-  };
-  Value a = input(inner->getOperand(0)), b = input(inner->getOperand(1));
+  Value a = getBodyInput(op, inner->getOperand(0));
+  Value b = getBodyInput(op, inner->getOperand(1));
   if (!a || !b)
     return std::nullopt;
   return std::make_pair(a, b);
@@ -847,12 +850,6 @@ bool matchZeroRows(GenericOp op) {
          zero.getValue().isZero();
 }
 
-bool isZero(Value tensor) {
-  Value v = getScalarSource(tensor);
-  FloatAttr attr;
-  return v && matchPattern(v, m_Constant(&attr)) && attr.getValue().isZero();
-}
-
 /// `softmax(x) v` over the groups of `values` (the product with v), the
 /// softmax's and the scores' (x, through elementwise ops of q k^T): joins
 /// them into `values` when the softmax is the one torch-mlir writes
@@ -863,7 +860,7 @@ bool Former::tryAttention(Group &out) {
   GenericOp pv = out.members.front().first;
   auto dims = inferContractionDims(pv);
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
-      dims->k.size() != 1 || !isZero(pv.getDpsInitOperand(0)->get()))
+      dims->k.size() != 1 || !isZeroTensor(pv.getDpsInitOperand(0)->get()))
     return false;
   MLIRContext *ctx = pv.getContext();
   // The probabilities p: the input that runs over m and k, held by a group.
@@ -955,22 +952,17 @@ bool Former::tryAttention(Group &out) {
               body->begin(), Block::iterator(exp.getOperation()))) ||
           expOp.getNumDpsInputs() != 2)
         return false;
-      auto operand = [&](Value v) -> Value {
-        auto a = dyn_cast<BlockArgument>(v);
-        return a && a.getOwner() == body && a.getArgNumber() < 2
-                   ? expOp.getDpsInputOperand(a.getArgNumber())->get()
-                   : nullptr;
-      };
-      if (!operand(sub.getLhs()) || !operand(sub.getRhs()))
+      Value lhs = getBodyInput(expOp, sub.getLhs());
+      Value rhs = getBodyInput(expOp, sub.getRhs());
+      if (!lhs || !rhs)
         return false;
-      diff = std::make_pair(operand(sub.getLhs()), operand(sub.getRhs()));
+      diff = std::make_pair(lhs, rhs);
     } else {
-      auto a = dyn_cast<BlockArgument>(arg);
-      if (!a || a.getOwner() != body || expOp.getNumDpsInputs() != 1 ||
+      Value in = getBodyInput(expOp, arg);
+      if (!in || expOp.getNumDpsInputs() != 1 ||
           !llvm::hasSingleElement(body->without_terminator()))
         return false;
-      auto subOp = skipReshapes(expOp.getDpsInputOperand(0)->get())
-                       .getDefiningOp<GenericOp>();
+      auto subOp = skipReshapes(in).getDefiningOp<GenericOp>();
       diff = matchBinary<arith::SubFOp>(subOp);
       if (!diff || !inGroup(softmax, subOp.getResult(0)))
         return false;

@@ -147,6 +147,12 @@ Value getScalarSource(Value v) {
   return nullptr;
 }
 
+bool isZeroTensor(Value tensor) {
+  Value v = getScalarSource(tensor);
+  FloatAttr attr;
+  return v && matchPattern(v, m_Constant(&attr)) && attr.getValue().isZero();
+}
+
 /// Each result is a loop dimension (at most once) or the constant 0.
 static bool isProjectedPermutationWithZeros(AffineMap map) {
   llvm::SmallBitVector seen(map.getNumDims());

@@ -103,6 +103,14 @@ mlir::Value getFillValue(mlir::linalg::GenericOp op);
 /// scalar. Null otherwise.
 mlir::Value getScalarSource(mlir::Value v);
 
+/// True when `tensor` holds float zeros (getScalarSource of a constant 0).
+bool isZeroTensor(mlir::Value tensor);
+
+/// The `tile.space` kernel formation wrote on a generic of a group.
+inline llvm::ArrayRef<int64_t> getSpace(mlir::linalg::GenericOp op) {
+  return op->getAttrOfType<mlir::DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+}
+
 /// A strided view of a buffer: element offset, sizes and strides (static).
 struct StridedLayout {
   int64_t offset = 0;

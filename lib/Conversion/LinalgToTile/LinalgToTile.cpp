@@ -826,11 +826,7 @@ FailureOr<TileValue> KernelWriter::matmulResult(
       tile::ReshapeOp::create(b, loc, tileType(spans, outElt), acc), spans};
   // An accumulator that is not zero adds in.
   OpOperand *init = op.getDpsInitOperand(0);
-  Value scalar = getScalarSource(init->get());
-  Attribute attr;
-  bool zero = scalar && matchPattern(scalar, m_Constant(&attr)) &&
-              isa<FloatAttr>(attr) && cast<FloatAttr>(attr).getValue().isZero();
-  if (zero)
+  if (isZeroTensor(init->get()))
     return result;
   FailureOr<TileValue> initTile =
       operandTile(op, *init, opSpace, view, bufferOf);
@@ -884,7 +880,7 @@ LogicalResult
 KernelWriter::writeOp(GenericOp op, GenericKind kind,
                       std::function<Value(Value, const StridedLayout &)> view,
                       std::function<const Buffer *(Value)> bufferOf) {
-  auto opSpace = op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+  auto opSpace = getSpace(op);
   viewFor = view;
   if (kind == GenericKind::Contraction)
     return writeContraction(op, opSpace, view, bufferOf);
@@ -1073,8 +1069,7 @@ LogicalResult KernelWriter::writeChunked(
         rowWide.insert(member);
       continue;
     }
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     bool parallelChunked = false, reducedChunked = false;
     for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
       if (opSpace[d] < 0 || !tiling.chunked.test(opSpace[d]))
@@ -1191,15 +1186,12 @@ LogicalResult KernelWriter::writeAttention(
             normalize = findRole(members, kNormalize),
             pv = findRole(members, kOutput);
   Location loc = pv.getLoc();
-  auto spaceOf = [](GenericOp op) {
-    return op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
-  };
-  FailureOr<MatmulOperands> qkOps =
-      matmulOperands(qk, spaceOf(qk), /*lhsInRegisters=*/false, view, bufferOf);
+  FailureOr<MatmulOperands> qkOps = matmulOperands(
+      qk, getSpace(qk), /*lhsInRegisters=*/false, view, bufferOf);
   if (failed(qkOps))
     return failure();
   FailureOr<MatmulOperands> pvOps =
-      matmulOperands(pv, spaceOf(pv), /*lhsInRegisters=*/true, view, bufferOf);
+      matmulOperands(pv, getSpace(pv), /*lhsInRegisters=*/true, view, bufferOf);
   if (failed(pvOps))
     return failure();
   int64_t sm = qkOps->sm, keys = qkOps->sn;
@@ -1227,7 +1219,8 @@ LogicalResult KernelWriter::writeAttention(
   // Per-row values span the output rows (and the batch, in blocks of 1), in
   // the softmax's type.
   OpOperand &maxInit = rowMax.getDpsInitsMutable()[0];
-  llvm::SmallBitVector rowSpans = resultSpans(rowMax, maxInit, spaceOf(rowMax));
+  llvm::SmallBitVector rowSpans =
+      resultSpans(rowMax, maxInit, getSpace(rowMax));
   Type rowElt = getCombiner(rowMax, 0)->getResult(0).getType();
   RankedTensorType rowType = tileType(rowSpans, rowElt);
   // A per-row tile as an f32 [bm, cols] matrix.
@@ -1267,7 +1260,7 @@ LogicalResult KernelWriter::writeAttention(
   Value s = tile::DotOp::create(b, loc, q, kt, splat(f32Tile({bm, bn}), 0.0),
                                 /*input_precision=*/nullptr);
   FailureOr<TileValue> scores =
-      matmulResult(qk, spaceOf(qk), *qkOps, s, view, bufferOf);
+      matmulResult(qk, getSpace(qk), *qkOps, s, view, bufferOf);
   if (failed(scores)) {
     restore();
     return failure();
@@ -1366,7 +1359,7 @@ LogicalResult KernelWriter::writeAttention(
   }
   MatmulOperands outDims = *pvOps;
   FailureOr<TileValue> result =
-      matmulResult(pv, spaceOf(pv), outDims, out, view, bufferOf);
+      matmulResult(pv, getSpace(pv), outDims, out, view, bufferOf);
   if (failed(result))
     return failure();
   values[pv.getResult(0)] = *result;
@@ -1427,8 +1420,7 @@ LogicalResult KernelWriter::writeChunkLoop(
   SmallVector<Value> accs;
   SmallVector<std::pair<GenericOp, unsigned>> results;
   for (GenericOp op : reductions) {
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     for (OpOperand &init : op.getDpsInitsMutable()) {
       unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
       Operation *c = getCombiner(op, i);
@@ -1508,8 +1500,7 @@ LogicalResult KernelWriter::writeChunkLoop(
   offsets = savedOffsets;
   for (auto [value, result] : llvm::zip(next, results)) {
     auto [op, i] = result;
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     OpOperand &init = op.getDpsInitsMutable()[i];
     TileValue total{value, resultSpans(op, init, opSpace)};
     FailureOr<TileValue> r =
@@ -1550,8 +1541,7 @@ Tiling chooseTiling(ArrayRef<int64_t> space,
   t.chunked.resize(space.size());
   if (contraction) {
     ContractionDimensions dims = *inferContractionDims(contraction);
-    auto opSpace =
-        contraction->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(contraction);
     auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
       return std::min(std::max(nextPowerOf2(n), lo), hi);
     };
@@ -1636,13 +1626,10 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
   Tiling t;
   t.block.assign(space.size(), 1);
   t.chunked.resize(space.size());
-  auto spaceOf = [](GenericOp op) {
-    return op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
-  };
   ContractionDimensions qkDims = *inferContractionDims(qk);
   ContractionDimensions pvDims = *inferContractionDims(pv);
-  int64_t sm = spaceOf(qk)[qkDims.m[0]], keys = spaceOf(qk)[qkDims.n[0]],
-          sd = spaceOf(qk)[qkDims.k[0]], sv = spaceOf(pv)[pvDims.n[0]];
+  int64_t sm = getSpace(qk)[qkDims.m[0]], keys = getSpace(qk)[qkDims.n[0]],
+          sd = getSpace(qk)[qkDims.k[0]], sv = getSpace(pv)[pvDims.n[0]];
   bool f32 = llvm::any_of(pv.getDpsInputs(), [](Value v) {
     return getElementTypeOrSelf(v.getType()).isF32();
   });
@@ -1739,8 +1726,7 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
     kinds.push_back(kind);
     if (kind == GenericKind::Contraction)
       contraction = op;
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     SmallVector<int64_t> loops = getLoopSizes(op);
     for (auto [d, s] : llvm::enumerate(opSpace)) {
       if (s < 0)
@@ -1772,8 +1758,7 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   // The buffers the kernel reads from outside the group, and writes.
   SmallVector<Access> accesses;
   for (GenericOp op : ops) {
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     for (OpOperand &operand : op->getOpOperands()) {
       auto type = dyn_cast<RankedTensorType>(operand.get().getType());
       Operation *def = operand.get().getDefiningOp();
@@ -1830,8 +1815,7 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
 
   SmallVector<PendingStore> stores;
   for (GenericOp op : ops) {
-    auto opSpace =
-        op->getAttrOfType<DenseI64ArrayAttr>(kSpaceAttr).asArrayRef();
+    auto opSpace = getSpace(op);
     for (OpOperand &init : op.getDpsInitsMutable()) {
       Value result = op.getTiedOpResult(&init);
       if (!escapes(result))
