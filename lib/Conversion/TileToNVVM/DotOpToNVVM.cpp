@@ -1,0 +1,152 @@
+//===- DotOpToNVVM.cpp - tile.dot -----------------------------------------===//
+//
+// tile.dot with a blocked accumulator runs on CUDA cores: both operands
+// staged in shared memory, then one fma per accumulator register and k.
+// Dots with an mma accumulator go to tensor cores: mma.sync
+// (MmaDotToNVVM.cpp) or, on sm_90a, wgmma (WgmmaDotToNVVM.cpp); both stage
+// their operands as stagedOperandOffset says.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
+                          unsigned operand, bool wgmma, Value row, Value col) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  if (wgmma)
+    return arith::AddIOp::create(
+        b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
+        i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
+  Value index = linearIndex(b, loc, {row, col}, {rows, cols}, kMmaSmemPad);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, index, i32Const(b, loc, 2)),
+      i32Const(b, loc, mmaOperandOffset(dot, operand)));
+}
+
+void stageDotOperands(OpBuilder &b, Location loc, unsigned asyncOperands,
+                      function_ref<void(unsigned)> store) {
+  if (asyncOperands != 3)
+    barrier(b, loc);
+  for (unsigned operand = 0; operand < 2; ++operand)
+    if (!(asyncOperands & (1u << operand)))
+      store(operand);
+  if (!asyncOperands)
+    return;
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+}
+
+namespace {
+
+/// tile.dot on CUDA cores: both operands staged in shared memory, then a
+/// loop over K of outer products into the accumulator registers.
+struct DotLowering : TilePattern<DotOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(DotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType()))) {
+      if (usesWgmma(op, state))
+        return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
+                             adaptor.getAcc(), mma, ks, rewriter,
+                             vectorType(op.getAcc().getType()),
+                             state.asyncOperands.lookup(op));
+      return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
+                         adaptor.getAcc(), mma, ks, rewriter,
+                         vectorType(op.getAcc().getType()),
+                         state.asyncOperands.lookup(op));
+    }
+    RankedTensorType lhsType = op.getLhs().getType();
+    RankedTensorType rhsType = op.getRhs().getType();
+    RankedTensorType accType = op.getAcc().getType();
+    int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
+            n = rhsType.getDimSize(1);
+    Type inElement = lhsType.getElementType();
+    Type accElement = accType.getElementType();
+    int64_t pad = smemPad(inElement);
+    int64_t lhsBytes =
+        llvm::alignTo(m * (k + pad) * storageBits(inElement) / 8, 16);
+    barrier(rewriter, loc);
+    storeTileToShared(rewriter, loc, ks, lhsType, adaptor.getLhs(), {m, k},
+                      pad);
+    storeTileToShared(rewriter, loc, ks, rhsType, adaptor.getRhs(), {k, n}, pad,
+                      lhsBytes);
+    barrier(rewriter, loc);
+
+    TileCoords coords = emitCoords(rewriter, loc, accType, ks);
+    SmallVector<Value> acc = unpack(rewriter, loc, adaptor.getAcc());
+    // Distinct rows and columns of this thread's accumulator registers.
+    SmallVector<int64_t> rows, cols;
+    SmallVector<unsigned> rowOf, colOf;
+    for (const SmallVector<int64_t> &o : coords.offsets) {
+      SmallVector<int64_t> w = wrap(o, accType.getShape());
+      auto r = llvm::find(rows, w[0]);
+      if (r == rows.end())
+        rows.push_back(w[0]), r = rows.end() - 1;
+      auto c = llvm::find(cols, w[1]);
+      if (c == cols.end())
+        cols.push_back(w[1]), c = cols.end() - 1;
+      rowOf.push_back(r - rows.begin());
+      colOf.push_back(c - cols.begin());
+    }
+    SmallVector<Value> rowCoord(rows.size()), colCoord(cols.size());
+    for (auto [i, o] : llvm::enumerate(coords.offsets)) {
+      rowCoord[rowOf[i]] = coords.coords[i][0];
+      colCoord[colOf[i]] = coords.coords[i][1];
+    }
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc, k);
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, lb, ub, step, acc,
+        [&](OpBuilder &b, Location, Value kk, ValueRange iter) {
+          Value k32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), kk);
+          auto read = [&](Value row, Value col, int64_t cols, int64_t base) {
+            Value index = arith::AddIOp::create(
+                b, loc,
+                arith::MulIOp::create(b, loc, row,
+                                      i32Const(b, loc, cols + pad)),
+                col);
+            Value ptr = sharedPtr(b, loc, ks, inElement, index, base);
+            Value v = LLVM::LoadOp::create(b, loc, inElement, ptr);
+            if (v.getType() != accElement)
+              v = arith::ExtFOp::create(b, loc, accElement, v);
+            return v;
+          };
+          SmallVector<Value> a, bv;
+          for (Value r : rowCoord)
+            a.push_back(read(r, k32, k, 0));
+          for (Value c : colCoord)
+            bv.push_back(read(k32, c, n, lhsBytes));
+          SmallVector<Value> next;
+          for (auto [i, v] : llvm::enumerate(iter))
+            next.push_back(
+                math::FmaOp::create(b, loc, a[rowOf[i]], bv[colOf[i]], v));
+          scf::YieldOp::create(b, loc, next);
+        });
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType(accType),
+                                SmallVector<Value>(loop.getResults())));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateDotOpToNVVMPatterns(TileTypeConverter &converter,
+                                 RewritePatternSet &patterns,
+                                 LoweringState &state) {
+  patterns.add<DotLowering>(converter, patterns.getContext(), state);
+}
+
+} // namespace tileopt::nvvm

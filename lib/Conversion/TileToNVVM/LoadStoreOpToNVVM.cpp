@@ -1,0 +1,1084 @@
+//===- LoadStoreOpToNVVM.cpp - loads, stores and their analysis -----------===//
+//
+// tile.load, tile.store and tile.gather as predicated PTX: vector accesses
+// where the view is aligned (proven before conversion or checked at run
+// time), scalar ones at the view's end; the analysis before conversion
+// that proves alignment, bounds and 32-bit indices. Also memref.dim,
+// memref.load and memref.store of views in kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <functional>
+#include <limits>
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+//===----------------------------------------------------------------------===//
+// Global memory access with predicated PTX
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The PTX register constraint and width of a memory word of `bits`.
+StringRef constraintFor(unsigned bits) {
+  switch (bits) {
+  case 8:
+  case 16:
+    return "h";
+  case 32:
+    return "r";
+  default:
+    return "l";
+  }
+}
+
+/// Loads `count` words of `bits` at `ptr` when `pred`, else `padding` words.
+SmallVector<Value> emitPredicatedLoad(OpBuilder &b, Location loc, Value ptr,
+                                      Value pred, unsigned bits, unsigned count,
+                                      ArrayRef<Value> padding) {
+  MLIRContext *ctx = b.getContext();
+  Type wordType = IntegerType::get(ctx, bits == 8 ? 16 : bits);
+  std::string asmText, constraints;
+  llvm::raw_string_ostream os(asmText), cs(constraints);
+  for (unsigned i = 0; i < count; ++i)
+    cs << "=" << constraintFor(bits) << ",";
+  cs << "l,b";
+  for (unsigned i = 0; i < count; ++i)
+    cs << "," << constraintFor(bits);
+  // Operands: $count = ptr, $count+1 = pred, then the paddings.
+  for (unsigned i = 0; i < count; ++i)
+    os << "mov.b" << (bits == 8 ? 16 : bits) << " $" << i << ", $"
+       << count + 2 + i << ";\n\t";
+  os << "@$" << count + 1 << " ld.global";
+  if (count > 1)
+    os << ".v" << count;
+  os << ".b" << bits << " ";
+  if (count > 1) {
+    os << "{";
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? ", " : "") << "$" << i;
+    os << "}";
+  } else {
+    os << "$0";
+  }
+  os << ", [$" << count << "];";
+  SmallVector<Value> operands{ptr, pred};
+  for (Value p : padding)
+    operands.push_back(p);
+  Type resultType = wordType;
+  if (count > 1)
+    resultType = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(count, wordType));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, resultType, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+  if (count == 1)
+    return {asmOp.getResult(0)};
+  SmallVector<Value> words;
+  for (unsigned i = 0; i < count; ++i)
+    words.push_back(
+        LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return words;
+}
+
+void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
+                         unsigned bits, ArrayRef<Value> words) {
+  MLIRContext *ctx = b.getContext();
+  unsigned count = words.size();
+  std::string asmText, constraints;
+  llvm::raw_string_ostream os(asmText), cs(constraints);
+  cs << "l,b";
+  for (unsigned i = 0; i < count; ++i)
+    cs << "," << constraintFor(bits);
+  os << "@$1 st.global";
+  if (count > 1)
+    os << ".v" << count;
+  os << ".b" << bits << " [$0], ";
+  if (count > 1) {
+    os << "{";
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? ", " : "") << "$" << 2 + i;
+    os << "}";
+  } else {
+    os << "$2";
+  }
+  os << ";";
+  SmallVector<Value> operands{ptr, pred};
+  operands.append(words.begin(), words.end());
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange{}, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+      /*operand_attrs=*/ArrayAttr());
+}
+
+/// Bitcasts an element to/from the integer word that PTX moves.
+Value elementToWord(OpBuilder &b, Location loc, Value v, unsigned bits) {
+  Type t = v.getType();
+  Value word = v;
+  if (t.isInteger(1))
+    word = arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
+  else if (!t.isInteger())
+    word = arith::BitcastOp::create(b, loc, b.getIntegerType(bits), v);
+  if (bits == 8) // PTX has no 8-bit registers: b8 moves through b16.
+    word = arith::ExtUIOp::create(b, loc, b.getI16Type(), word);
+  return word;
+}
+
+Value wordToElement(OpBuilder &b, Location loc, Value word, Type element,
+                    unsigned bits) {
+  if (bits == 8)
+    word = arith::TruncIOp::create(b, loc, b.getI8Type(), word);
+  if (element.isInteger(1))
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word,
+                                 arith::ConstantIntOp::create(b, loc, 0, 8));
+  if (!element.isInteger())
+    return arith::BitcastOp::create(b, loc, element, word);
+  return word;
+}
+
+} // namespace
+
+SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
+                                ArrayRef<int64_t> shape, int64_t dim,
+                                unsigned maxElems) {
+  SmallVector<Run> runs;
+  unsigned i = 0, n = offsets.size();
+  while (i < n) {
+    unsigned count = 1;
+    while (i + count < n && count < maxElems) {
+      SmallVector<int64_t> expect(offsets[i]);
+      expect[dim] += count;
+      if (wrap(offsets[i + count], shape) != wrap(expect, shape) ||
+          expect[dim] >= shape[dim])
+        break;
+      ++count;
+    }
+    // Vector accesses must be aligned to their size within the tile too.
+    while (count > 1 && (!llvm::isPowerOf2_32(count) ||
+                         (offsets[i][dim] % shape[dim]) % count != 0))
+      count /= 2;
+    runs.push_back({i, count});
+    i += count;
+  }
+  return runs;
+}
+
+namespace {
+
+/// The static stride of `view`'s dim, if known.
+std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
+  auto [strides, offset] = type.getStridesAndOffset();
+  if (ShapedType::isDynamic(strides[dim]))
+    return std::nullopt;
+  return strides[dim];
+}
+
+/// The addresses and in-bounds predicates of a tile's registers for a load
+/// or store. The per-thread parts are emitted up front; a register's own
+/// address and predicate only when asked, so that a vector access computes
+/// them for the first and last register of its run alone and the scalar
+/// tail of a run straddling the view's end computes the rest in its branch.
+class Access {
+public:
+  Access(OpBuilder &b, Location loc, RankedTensorType tile, const View &view,
+         ValueRange tileOffsets, Type element, KernelState &state,
+         bool ownersOnly)
+      : loc(loc), view(view), shape(tile.getShape()),
+        element(storageType(b, element)), home(b.getInsertionBlock()) {
+    Attribute layout = tile.getEncoding();
+    offsets = getRegisterOffsets(layout, shape);
+    if (ownersOnly)
+      owner = emitOwnerPredicate(b, loc, layout, shape, state);
+    base = emitThreadBase(b, loc, layout, state);
+    SmallVector<int64_t> baseMax = maxThreadBase(layout);
+    Type indexType = view.indexType;
+    int64_t rank = view.rank();
+    // Per dim: the thread's first index (tile offset + thread base) and
+    // whether the layout wraps around the tile there. Where it does not, a
+    // register's index is the first index plus a constant and its address the
+    // thread's base address plus a constant times the stride, which LLVM
+    // folds into the instruction's immediate offset.
+    first.resize(rank);
+    wraps.assign(rank, false);
+    Value baseLinear = intConst(b, loc, indexType, 0);
+    for (int64_t d = 0; d < rank; ++d) {
+      for (const SmallVector<int64_t> &offset : offsets)
+        wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
+      starts.push_back(
+          arith::IndexCastOp::create(b, loc, indexType, tileOffsets[d]));
+      Value threadBase = base[d];
+      if (indexType != threadBase.getType())
+        threadBase = arith::ExtUIOp::create(b, loc, indexType, threadBase);
+      first[d] =
+          arith::AddIOp::create(b, loc, starts[d], threadBase, startFlags(d));
+      if (!wraps[d])
+        baseLinear = arith::AddIOp::create(
+            b, loc, baseLinear,
+            arith::MulIOp::create(b, loc, first[d], view.strides[d],
+                                  linearFlags()),
+            linearFlags());
+    }
+    basePtr = LLVM::GEPOp::create(b, loc, ptrType(b), this->element, view.ptr,
+                                  ValueRange{baseLinear});
+  }
+
+  /// The static offsets of the registers (register order).
+  SmallVector<SmallVector<int64_t>> offsets;
+
+  /// Whether register `r` lies inside the view (and, for stores of
+  /// replicated layouts, this thread owns it).
+  Value inBounds(OpBuilder &b, unsigned r) {
+    return cached(b, r, okCache, [&] { return emitInBounds(b, r); });
+  }
+
+  /// The global address of register `r`.
+  Value pointer(OpBuilder &b, unsigned r) {
+    return cached(b, r, ptrCache, [&] { return emitPointer(b, r); });
+  }
+
+private:
+  static Type ptrType(OpBuilder &b) {
+    return LLVM::LLVMPointerType::get(b.getContext(), 1);
+  }
+
+  /// Values emitted in the block the access was created in are reused;
+  /// those emitted in a nested branch stay there.
+  Value cached(OpBuilder &b, unsigned r, llvm::DenseMap<unsigned, Value> &cache,
+               function_ref<Value()> emit) {
+    if (Value v = cache.lookup(r))
+      return v;
+    Value v = emit();
+    if (b.getInsertionBlock() == home)
+      cache[r] = v;
+    return v;
+  }
+
+  /// 32-bit element offsets of in-bounds elements do not overflow (the
+  /// view's promise), which lets LLVM widen them to 64-bit addresses once.
+  arith::IntegerOverflowFlags linearFlags() const {
+    return view.indexType.isInteger(32) ? arith::IntegerOverflowFlags::nsw
+                                        : arith::IntegerOverflowFlags::none;
+  }
+
+  /// Tile offset + thread coordinate along `d` never wraps signed; unsigned
+  /// only when the offset is non-negative (a negative one reads padding).
+  arith::IntegerOverflowFlags startFlags(int64_t d) const {
+    bool nonNegative =
+        !view.nonNegativeStarts.empty() && view.nonNegativeStarts[d];
+    return nonNegative ? kNoWrap : arith::IntegerOverflowFlags::nsw;
+  }
+
+  /// The index of register `r` along `d` (the view's index type).
+  Value index(OpBuilder &b, unsigned r, int64_t d) {
+    int64_t offset = offsets[r][d];
+    if (wraps[d]) {
+      // Layouts larger than the tile replicate it: wrap the coordinate.
+      Value c = arith::AddIOp::create(b, loc, base[d], i32Const(b, loc, offset),
+                                      kNoWrap);
+      c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, shape[d] - 1));
+      if (view.indexType != c.getType())
+        c = arith::ExtUIOp::create(b, loc, view.indexType, c);
+      return arith::AddIOp::create(b, loc, starts[d], c, startFlags(d));
+    }
+    if (!offset)
+      return first[d];
+    return arith::AddIOp::create(b, loc, first[d],
+                                 intConst(b, loc, view.indexType, offset));
+  }
+
+  Value emitInBounds(OpBuilder &b, unsigned r) {
+    Value ok;
+    for (int64_t d = 0; d < view.rank(); ++d) {
+      if (!view.inBounds.empty() && view.inBounds[d])
+        continue;
+      // Unsigned compare: negative indices are out of bounds too.
+      Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          index(b, r, d), view.sizes[d]);
+      ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
+    }
+    if (!ok)
+      ok = arith::ConstantIntOp::create(b, loc, 1, 1);
+    if (owner)
+      ok = arith::AndIOp::create(b, loc, ok, owner);
+    return ok;
+  }
+
+  Value emitPointer(OpBuilder &b, unsigned r) {
+    // basePtr holds the non-wrapping dims' first indices; delta the rest.
+    Value delta = intConst(b, loc, view.indexType, 0);
+    for (int64_t d = 0; d < view.rank(); ++d) {
+      Value term;
+      if (wraps[d])
+        term = arith::MulIOp::create(b, loc, index(b, r, d), view.strides[d],
+                                     linearFlags());
+      else if (offsets[r][d])
+        term = arith::MulIOp::create(
+            b, loc, intConst(b, loc, view.indexType, offsets[r][d]),
+            view.strides[d], linearFlags());
+      if (term)
+        delta = arith::AddIOp::create(b, loc, delta, term, linearFlags());
+    }
+    return LLVM::GEPOp::create(b, loc, ptrType(b), element, basePtr,
+                               ValueRange{delta});
+  }
+
+  Location loc;
+  View view;
+  ArrayRef<int64_t> shape;
+  Type element;
+  Block *home;
+  Value owner, basePtr;
+  SmallVector<Value> base, starts, first;
+  SmallVector<bool> wraps;
+  llvm::DenseMap<unsigned, Value> okCache, ptrCache;
+};
+
+/// A run-time check, uniform over the program, that vector accesses of
+/// `vecElems` elements along `dim` are aligned. (A run that straddles the
+/// end of the view falls back to scalar accesses on its own.)
+Value emitVectorizable(OpBuilder &b, Location loc, const View &view,
+                       ValueRange tileOffsets, int64_t dim, unsigned vecElems,
+                       unsigned elemBytes) {
+  auto divisible = [&](Value v) {
+    Type type = v.getType();
+    Value rem =
+        arith::AndIOp::create(b, loc, v, intConst(b, loc, type, vecElems - 1));
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                 intConst(b, loc, type, 0));
+  };
+  Value addr = LLVM::PtrToIntOp::create(b, loc, b.getI64Type(), view.ptr);
+  Value alignMask = i64Const(b, loc, int64_t(vecElems) * elemBytes - 1);
+  Value addrOk = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, loc, addr, alignMask), i64Const(b, loc, 0));
+  Value ok = addrOk;
+  for (int64_t d = 0; d < view.rank(); ++d) {
+    Value start =
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), tileOffsets[d]);
+    if (d == dim) {
+      ok = arith::AndIOp::create(b, loc, ok, divisible(start));
+      Value unit = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq, view.strides[d],
+          intConst(b, loc, view.strides[d].getType(), 1));
+      ok = arith::AndIOp::create(b, loc, ok, unit);
+    } else {
+      ok = arith::AndIOp::create(b, loc, ok, divisible(view.strides[d]));
+    }
+  }
+  return ok;
+}
+
+/// How a run of `count` elements of `bits` moves as PTX words: narrow
+/// elements pack into 32-bit words when the run fills them.
+struct RunWords {
+  RunWords(Run run, unsigned bits) {
+    elemsPerWord = run.count > 1 && bits < 32 ? 32 / bits : 1;
+    if (run.count % elemsPerWord)
+      elemsPerWord = 1;
+    wordBits = bits * elemsPerWord;
+    words = run.count / elemsPerWord;
+  }
+  unsigned elemsPerWord, wordBits, words;
+};
+
+/// One word of `wordBits` holding `elements` (their storage bits, in order).
+Value packWord(OpBuilder &b, Location loc, ArrayRef<Value> elements,
+               unsigned wordBits) {
+  if (elements.size() == 1)
+    return elementToWord(b, loc, elements[0], wordBits);
+  SmallVector<Value> parts;
+  for (Value element : elements)
+    parts.push_back(toStorage(b, loc, element));
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({int64_t(parts.size())}, parts[0].getType()),
+      parts);
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getIntegerType(wordBits)), vec);
+  return vector::ExtractOp::create(b, loc, word, 0);
+}
+
+/// The `count` elements of `element` type packed in `word`.
+SmallVector<Value> unpackWord(OpBuilder &b, Location loc, Value word,
+                              Type element, unsigned count, unsigned bits) {
+  if (count == 1)
+    return {wordToElement(b, loc, word, element, bits)};
+  Value asVector = vector::BitCastOp::create(
+      b, loc, VectorType::get({count}, storageType(b, element)),
+      vector::BroadcastOp::create(b, loc, VectorType::get({1}, word.getType()),
+                                  word));
+  SmallVector<Value> elements;
+  for (unsigned e = 0; e < count; ++e)
+    elements.push_back(fromStorage(
+        b, loc, vector::ExtractOp::create(b, loc, asVector, e), element));
+  return elements;
+}
+
+/// The predicates of a run: `full` when all of it is in bounds (the vector
+/// access), `partial` (null for one element, or when the view's size is a
+/// multiple of the run: `whole`) when it straddles the end of the view and
+/// its in-bounds part goes element by element.
+struct RunBounds {
+  RunBounds(OpBuilder &b, Location loc, Access &access, Run run, bool whole) {
+    Value first = access.inBounds(b, run.first);
+    // A run starts at a multiple of its length (the vector path checked the
+    // tile offset): if the size is one too, the run is all in or all out.
+    if (run.count == 1 || whole) {
+      full = first;
+      return;
+    }
+    Value last = access.inBounds(b, run.first + run.count - 1);
+    full = arith::AndIOp::create(b, loc, first, last);
+    partial = arith::XOrIOp::create(b, loc, first, last);
+  }
+  Value full, partial;
+};
+
+/// Emits an access with `emit(b, vectorElems)`: scalar when the view cannot
+/// be vectorized, vector when the alignment is proven, else both behind the
+/// uniform run-time check. Returns `emit`'s results.
+SmallVector<Value>
+emitVersioned(OpBuilder &b, Location loc, const View &view, ValueRange offsets,
+              const VectorPlan &plan, unsigned bits, bool proven,
+              function_ref<SmallVector<Value>(OpBuilder &, unsigned)> emit) {
+  if (plan.elems <= 1)
+    return emit(b, 1);
+  if (proven)
+    return emit(b, plan.elems);
+  Value vectorizable =
+      emitVectorizable(b, loc, view, offsets, plan.dim, plan.elems, bits / 8);
+  auto ifOp = scf::IfOp::create(
+      b, loc, vectorizable,
+      [&](OpBuilder &tb, Location) {
+        scf::YieldOp::create(tb, loc, emit(tb, plan.elems));
+      },
+      [&](OpBuilder &eb, Location) {
+        scf::YieldOp::create(eb, loc, emit(eb, 1));
+      });
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// What a load or store may assume
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+VectorPlan planVector(RankedTensorType tile, MemRefType view) {
+  VectorPlan plan;
+  if (tile.getRank() == 0)
+    return plan;
+  auto [dim, elems] = contiguity(tile.getEncoding());
+  plan.dim = dim;
+  // A dynamic stride may turn out to be 1: the run-time check decides.
+  std::optional<int64_t> stride = staticStride(view, plan.dim);
+  if (stride && *stride != 1)
+    return plan;
+  unsigned bits = storageBits(tile.getElementType());
+  plan.elems = std::min<unsigned>(128 / bits, elems);
+  return plan;
+}
+
+/// The tile type whose layout the scalar fallback of a load or store moves
+/// the tile in, or null to keep the tile's own. Where the view's fastest
+/// stride is 1 but its alignment is only known at run time, a tile whose
+/// threads hold several contiguous elements would make every warp access
+/// span `elems` times the sectors it needs; the fallback instead gives each
+/// thread one element along that dimension (a warp reads contiguous words)
+/// and converts to the tile's layout through shared memory. Tiles whose
+/// staging would take more than kMaxFallbackStagingBytes keep their layout:
+/// the static shared memory is reserved even when the fallback never runs.
+constexpr int64_t kMaxFallbackStagingBytes = 16 * 1024;
+
+RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
+                                    const VectorPlan &plan) {
+  if (plan.elems <= 1 ||
+      staticStride(view, plan.dim) != std::optional<int64_t>(1) ||
+      fallbackStagingBytes(tile) > kMaxFallbackStagingBytes)
+    return {};
+  SmallVector<unsigned> order{unsigned(plan.dim)};
+  for (int64_t d = tile.getRank() - 1; d >= 0; --d)
+    if (d != plan.dim)
+      order.push_back(d);
+  return withLayout(
+      tile, getDefaultBlockedLayout(tile.getContext(), tile.getShape(), 1,
+                                    getNumWarps(tile.getEncoding()), order));
+}
+
+/// The argument attribute `name` of the tile.kernel argument `view` is; null
+/// when `view` is no kernel argument or has no such attribute.
+template <typename AttrT> AttrT kernelArgAttr(Value view, StringRef name) {
+  auto arg = dyn_cast<BlockArgument>(view);
+  auto kernel =
+      arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : nullptr;
+  return kernel ? kernel.getArgAttrOfType<AttrT>(arg.getArgNumber(), name)
+                : AttrT();
+}
+
+/// The largest power of two that divides the size `dim` reads: a static size
+/// or a kernel view's tile.size_divisibility.
+int64_t sizeDivisor(memref::DimOp dim) {
+  std::optional<int64_t> index = dim.getConstantIndex();
+  auto type = dyn_cast<MemRefType>(dim.getSource().getType());
+  if (!index || !type || *index < 0 || *index >= type.getRank())
+    return 1;
+  if (!type.isDynamicDim(*index))
+    return powerOfTwoDivisor(type.getDimSize(*index));
+  auto divisors = kernelArgAttr<DenseI64ArrayAttr>(
+      dim.getSource(), KernelOp::getSizeDivisibilityAttrName());
+  if (!divisors || *index >= divisors.size())
+    return 1;
+  return powerOfTwoDivisor(divisors[*index]);
+}
+
+/// Whether an index value is provably non-negative: constants, grid
+/// indices, sizes, loop induction variables from non-negative bounds, and
+/// sums, products and min/max of those.
+bool knownNonNegative(Value value, unsigned depth = 0) {
+  if (depth > 16)
+    return false;
+  if (auto constant = getConstantIntValue(value))
+    return *constant >= 0;
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    return loop && arg == loop.getInductionVar() &&
+           knownNonNegative(loop.getLowerBound(), depth + 1);
+  }
+  Operation *op = value.getDefiningOp();
+  if (isa<ProgramIdOp, NumProgramsOp, memref::DimOp>(op))
+    return true;
+  // A cast to index widens (a narrowing cast could wrap to a negative value).
+  if (isa<arith::IndexCastOp>(op) && !op->getResult(0).getType().isIndex())
+    return false;
+  if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp, arith::MaxSIOp,
+          arith::IndexCastOp>(op))
+    return llvm::all_of(op->getOperands(), [&](Value operand) {
+      return knownNonNegative(operand, depth + 1);
+    });
+  return false;
+}
+
+/// Whether `view` is a kernel argument with 32-bit indices
+/// (tile.index_bitwidth = 32).
+bool hasNarrowIndices(Value view) {
+  auto bits =
+      kernelArgAttr<IntegerAttr>(view, KernelOp::getIndexBitwidthAttrName());
+  return bits && bits.getInt() == 32;
+}
+
+/// Whether an index value is provably in [0, 2^31): a constant, a size of a
+/// view that promises 32-bit indices (its launcher checks that), or the
+/// minimum of such a value and a non-negative one.
+bool isNarrowIndex(Value value, unsigned depth = 0) {
+  if (depth > 8)
+    return false;
+  if (std::optional<int64_t> constant = getConstantIntValue(value))
+    return *constant >= 0 && *constant <= std::numeric_limits<int32_t>::max();
+  if (auto dim = value.getDefiningOp<memref::DimOp>())
+    return hasNarrowIndices(dim.getSource());
+  Operation *op = value.getDefiningOp();
+  if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op)) {
+    Value a = op->getOperand(0), b = op->getOperand(1);
+    return (isNarrowIndex(a, depth + 1) && knownNonNegative(b)) ||
+           (isNarrowIndex(b, depth + 1) && knownNonNegative(a));
+  }
+  return false;
+}
+
+/// Whether every index of a tile of extent 1 at `offset` along `dim` of
+/// `view` is inside the view: `offset` is the induction variable of a loop
+/// from a non-negative lower bound with a positive step up to (at most) the
+/// view's size there, `for %i = %lb to min(..., dim(view, d), ...)`.
+bool provenInBounds(Value offset, Value view, int64_t dim) {
+  auto arg = dyn_cast<BlockArgument>(offset);
+  auto loop =
+      arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : nullptr;
+  if (!loop || arg != loop.getInductionVar())
+    return false;
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!step || *step <= 0 || !knownNonNegative(loop.getLowerBound()))
+    return false;
+  std::function<bool(Value, unsigned)> boundedBySize = [&](Value ub,
+                                                           unsigned depth) {
+    if (depth > 8)
+      return false;
+    if (auto dimOp = ub.getDefiningOp<memref::DimOp>())
+      return dimOp.getSource() == view && dimOp.getConstantIndex() == dim;
+    Operation *op = ub.getDefiningOp();
+    if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op))
+      return boundedBySize(op->getOperand(0), depth + 1) ||
+             boundedBySize(op->getOperand(1), depth + 1);
+    return false;
+  };
+  return boundedBySize(loop.getUpperBound(), 0);
+}
+
+} // namespace
+
+int64_t fallbackStagingBytes(RankedTensorType tile) {
+  Type element = tile.getElementType();
+  return paddedElements(tile.getShape(), smemPad(element)) *
+         storageBits(element) / 8;
+}
+
+std::optional<AccessOperands> accessOperands(Operation *op) {
+  if (auto load = dyn_cast<LoadOp>(op))
+    return AccessOperands{load.getView(), load.getResult().getType(),
+                          load.getOffsets()};
+  if (auto store = dyn_cast<StoreOp>(op))
+    return AccessOperands{store.getView(), store.getValue().getType(),
+                          store.getOffsets()};
+  return std::nullopt;
+}
+
+int64_t powerOfTwoDivisor(int64_t v) {
+  constexpr int64_t kMax = int64_t(1) << 30;
+  if (v == 0)
+    return kMax;
+  return std::min<int64_t>(
+      kMax, int64_t(1) << llvm::countr_zero(uint64_t(std::abs(v))));
+}
+
+int64_t knownDivisor(Value value, unsigned depth) {
+  constexpr int64_t kMax = int64_t(1) << 30;
+  if (depth > 16)
+    return 1;
+  if (auto constant = getConstantIntValue(value))
+    return powerOfTwoDivisor(*constant);
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound(), depth + 1),
+                        knownDivisor(loop.getStep(), depth + 1));
+    return 1;
+  }
+  Operation *op = value.getDefiningOp();
+  if (isa<arith::MulIOp>(op))
+    return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1) *
+                              knownDivisor(op->getOperand(1), depth + 1));
+  if (isa<arith::AddIOp, arith::SubIOp>(op))
+    return std::min(knownDivisor(op->getOperand(0), depth + 1),
+                    knownDivisor(op->getOperand(1), depth + 1));
+  if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
+          arith::ExtUIOp, arith::TruncIOp>(op))
+    return knownDivisor(op->getOperand(0), depth + 1);
+  if (auto dim = dyn_cast<memref::DimOp>(op))
+    return sizeDivisor(dim);
+  if (isa<arith::ShLIOp>(op))
+    if (auto shift = getConstantIntValue(op->getOperand(1)))
+      return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1)
+                                << std::min<int64_t>(*shift, 30));
+  return 1;
+}
+
+void markNarrowLoops(KernelOp kernel) {
+  kernel.walk([&](scf::ForOp loop) {
+    std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    if (!loop.getInductionVar().getType().isIndex() || !step || *step <= 0 ||
+        *step > std::numeric_limits<int32_t>::max() || loop.getUnsignedCmp() ||
+        !isNarrowIndex(loop.getUpperBound()) ||
+        !knownNonNegative(loop.getLowerBound()))
+      return;
+    bool clamp = !isNarrowIndex(loop.getLowerBound());
+    loop->setAttr(kNarrowLoopAttr, BoolAttr::get(loop.getContext(), clamp));
+  });
+}
+
+void narrowInductionVariable(scf::ForOp loop) {
+  bool clamp = loop->getAttrOfType<BoolAttr>(kNarrowLoopAttr).getValue();
+  loop->removeAttr(kNarrowLoopAttr);
+  Location loc = loop.getLoc();
+  OpBuilder b(loop.getBody(), loop.getBody()->begin());
+  Value iv = loop.getInductionVar();
+  auto wide = arith::IndexCastUIOp::create(b, loc, b.getIndexType(), iv);
+  iv.replaceAllUsesExcept(wide, wide);
+  b.setInsertionPoint(loop);
+  Type i32 = b.getI32Type();
+  auto narrow = [&](Value v) -> Value {
+    return arith::IndexCastUIOp::create(b, loc, i32, v);
+  };
+  Value lb = loop.getLowerBound();
+  if (clamp)
+    lb = arith::MinUIOp::create(b, loc, lb, loop.getUpperBound());
+  loop.setLowerBound(narrow(lb));
+  loop.setUpperBound(narrow(loop.getUpperBound()));
+  loop.setStep(narrow(loop.getStep()));
+  iv.setType(i32);
+  loop.setUnsignedCmp(true);
+}
+
+AccessFacts analyzeAccess(const AccessOperands &access) {
+  auto [view, tile, offsets] = access;
+  auto viewType = cast<MemRefType>(view.getType());
+  AccessFacts facts;
+  facts.plan = planVector(tile, viewType);
+  for (auto [d, extent] : llvm::enumerate(tile.getShape())) {
+    facts.inBounds.push_back(extent == 1 &&
+                             provenInBounds(offsets[d], view, d));
+    facts.nonNegativeStarts.push_back(knownNonNegative(offsets[d]));
+  }
+  if (!llvm::is_contained(facts.inBounds, true))
+    facts.inBounds.clear();
+  auto arg = dyn_cast<BlockArgument>(view);
+  if (arg && isa<KernelOp>(arg.getOwner()->getParentOp())) {
+    if (auto shapeOf = kernelArgAttr<IntegerAttr>(
+            view, KernelOp::getSameShapeAsAttrName()))
+      facts.sameShapeAs = shapeOf.getInt();
+    facts.narrow = hasNarrowIndices(view);
+    const VectorPlan &plan = facts.plan;
+    if (plan.elems > 1) {
+      auto sizeDivisibility = kernelArgAttr<DenseI64ArrayAttr>(
+          view, KernelOp::getSizeDivisibilityAttrName());
+      int64_t size = viewType.getDimSize(plan.dim);
+      if (ShapedType::isDynamic(size) && sizeDivisibility)
+        size = sizeDivisibility[plan.dim];
+      facts.wholeRuns = !ShapedType::isDynamic(size) && size % plan.elems == 0;
+      auto divisibility =
+          kernelArgAttr<IntegerAttr>(view, KernelOp::getDivisibilityAttrName());
+      int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
+      facts.aligned =
+          divisibility && divisibility.getInt() % bytes == 0 &&
+          staticStride(viewType, plan.dim) == std::optional<int64_t>(1) &&
+          knownDivisor(offsets[plan.dim]) % plan.elems == 0;
+    }
+  }
+  if (!facts.aligned)
+    facts.fallback = scalarFallbackTile(tile, viewType, facts.plan);
+  return facts;
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The values of 1:1-converted operands (tile offsets) in a 1:N adaptor.
+SmallVector<Value> singleValues(ArrayRef<ValueRange> ranges) {
+  SmallVector<Value> values;
+  for (ValueRange range : ranges)
+    values.push_back(range.front());
+  return values;
+}
+
+/// In the vector branch the run-time check proved the fastest stride is 1.
+View vectorView(OpBuilder &b, Location loc, const View &view,
+                const VectorPlan &plan, unsigned vecElems) {
+  View result = view;
+  if (vecElems > 1)
+    result.strides[plan.dim] = intConst(b, loc, view.indexType, 1);
+  return result;
+}
+
+struct DimLowering : TilePattern<memref::DimOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(memref::DimOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    std::optional<int64_t> dim = op.getConstantIndex();
+    if (!dim) // runOnOperation reports it
+      return rewriter.notifyMatchFailure(op, "dynamic dimension index");
+    View view = unpackView(rewriter, op.getLoc(), adaptor.getSource(),
+                           cast<MemRefType>(op.getSource().getType()));
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(op, rewriter.getIndexType(),
+                                                    view.sizes[*dim]);
+    return success();
+  }
+};
+
+/// memref.load and memref.store of one element of a view: its address from
+/// the view's pointer and strides, with no bounds check (as upstream's
+/// semantics: out of bounds is undefined). i1 is a byte in memory, as in
+/// tile.load and tile.store (upstream's lowering asserts on i1).
+template <typename Op> struct ElementAccessLowering : TilePattern<Op> {
+  using TilePattern<Op>::TilePattern;
+  LogicalResult
+  matchAndRewrite(Op op, typename TilePattern<Op>::OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType type = op.getMemRefType();
+    ValueRange values = adaptor.getMemref();
+    if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
+      return op.emitOpError("in a tile.kernel must access a view argument");
+    View view = unpackView(rewriter, loc, values, type);
+    Value offset = i64Const(rewriter, loc, 0);
+    for (auto [index, stride] : llvm::zip(adaptor.getIndices(), view.strides)) {
+      Value i = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
+                                           index.front());
+      offset = arith::AddIOp::create(
+          rewriter, loc, offset,
+          arith::MulIOp::create(rewriter, loc, i, stride));
+    }
+    Type element = type.getElementType();
+    Value ptr = LLVM::GEPOp::create(
+        rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1),
+        storageType(rewriter, element), view.ptr, ValueRange{offset});
+    if constexpr (std::is_same_v<Op, memref::LoadOp>) {
+      Value loaded = LLVM::LoadOp::create(rewriter, loc,
+                                          storageType(rewriter, element), ptr);
+      rewriter.replaceOp(op, fromStorage(rewriter, loc, loaded, element));
+    } else {
+      LLVM::StoreOp::create(
+          rewriter, loc, toStorage(rewriter, loc, adaptor.getValue().front()),
+          ptr);
+      rewriter.eraseOp(op);
+    }
+    return success();
+  }
+};
+
+struct LoadLowering : TilePattern<LoadOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(LoadOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    RankedTensorType tile = op.getResult().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    const AccessFacts &facts = state.accesses[op];
+    const VectorPlan &plan = facts.plan;
+    View view = accessView(rewriter, loc, adaptor.getView(),
+                           op.getView().getType(), facts, ks);
+    SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
+    TypedAttr padAttr = op.getPaddingOrZero();
+    Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
+    VectorType resultType = vectorType(tile);
+    if (auto copy = state.asyncCopies.find(op);
+        copy != state.asyncCopies.end()) {
+      // Straight into the dot's staging area; the dot reads it from there.
+      if (copy->second.barrier)
+        barrier(rewriter, loc);
+      Access access(rewriter, loc, tile,
+                    vectorView(rewriter, loc, view, plan, plan.elems), offsets,
+                    element, ks, /*ownersOnly=*/false);
+      TileCoords coords = emitCoords(rewriter, loc, tile, ks);
+      const AsyncCopy &to = copy->second;
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    plan.elems)) {
+        if (run.count * bits != 128)
+          return op.emitOpError("internal error: cp.async run is not 16 bytes");
+        ArrayRef<Value> at = coords.coords[run.first];
+        Value dst = sharedPtr(
+            rewriter, loc, ks, rewriter.getI8Type(),
+            stagedOperandOffset(rewriter, loc, to.dot, to.operand,
+                                usesWgmma(to.dot, state), at[0], at[1]));
+        RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
+        Value size = bounds.full
+                         ? arith::SelectOp::create(rewriter, loc, bounds.full,
+                                                   i32Const(rewriter, loc, 16),
+                                                   i32Const(rewriter, loc, 0))
+                         : i32Const(rewriter, loc, 16);
+        NVVM::CpAsyncOp::create(rewriter, loc, dst,
+                                access.pointer(rewriter, run.first), 16,
+                                NVVM::LoadCacheModifierKind::CG, size);
+      }
+      rewriter.replaceOp(op, LLVM::PoisonOp::create(rewriter, loc, resultType));
+      return success();
+    }
+
+    // Addresses are computed in each branch: the vector one needs few.
+    auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
+      RankedTensorType accessTile =
+          vecElems == 1 && facts.fallback ? facts.fallback : tile;
+      Access access(b, loc, accessTile,
+                    vectorView(b, loc, view, plan, vecElems), offsets, element,
+                    ks, /*ownersOnly=*/false);
+      SmallVector<Value> values(access.offsets.size());
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    vecElems)) {
+        RunWords words(run, bits);
+        Value pad =
+            packWord(b, loc, SmallVector<Value>(words.elemsPerWord, padding),
+                     words.wordBits);
+        RunBounds bounds(b, loc, access, run, facts.wholeRuns);
+        SmallVector<Value> loaded = emitPredicatedLoad(
+            b, loc, access.pointer(b, run.first), bounds.full, words.wordBits,
+            words.words, SmallVector<Value>(words.words, pad));
+        for (unsigned w = 0; w < words.words; ++w)
+          llvm::copy(
+              unpackWord(b, loc, loaded[w], element, words.elemsPerWord, bits),
+              values.begin() + run.first + w * words.elemsPerWord);
+        if (!bounds.partial)
+          continue;
+        // A run across the end of the view: its in-bounds part, one by one.
+        auto tail = scf::IfOp::create(
+            b, loc, bounds.partial,
+            [&](OpBuilder &tb, Location) {
+              SmallVector<Value> scalars;
+              for (unsigned r = run.first; r < run.first + run.count; ++r) {
+                Value word = emitPredicatedLoad(
+                    tb, loc, access.pointer(tb, r), access.inBounds(tb, r),
+                    bits, 1, {elementToWord(tb, loc, values[r], bits)})[0];
+                scalars.push_back(wordToElement(tb, loc, word, element, bits));
+              }
+              scf::YieldOp::create(tb, loc, scalars);
+            },
+            [&](OpBuilder &eb, Location) {
+              scf::YieldOp::create(
+                  eb, loc, ArrayRef<Value>(values).slice(run.first, run.count));
+            });
+        llvm::copy(tail.getResults(), values.begin() + run.first);
+      }
+      if (accessTile != tile) // coalesced scalar loads, then the tile's layout
+        values =
+            restageThroughShared(b, loc, ks, accessTile,
+                                 pack(b, loc, vectorType(accessTile), values),
+                                 tile, smemPad(element));
+      return {pack(b, loc, resultType, values)};
+    };
+    rewriter.replaceOp(op, emitVersioned(rewriter, loc, view, offsets, plan,
+                                         bits, facts.aligned, emit));
+    return success();
+  }
+};
+
+/// tile.gather: each element a bounds-checked scalar load at the address
+/// its indices give (unsigned compares reject negative indices too).
+struct GatherLowering : TilePattern<GatherOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MemRefType type = op.getView().getType();
+    ValueRange values = adaptor.getView();
+    if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
+      return op.emitOpError(
+          "in a tile.kernel must gather from a view argument");
+    View view = unpackView(rewriter, loc, values, type);
+    RankedTensorType tile = op.getResult().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    Type i64 = rewriter.getI64Type();
+    SmallVector<SmallVector<Value>> indices;
+    for (ValueRange index : adaptor.getIndices())
+      indices.push_back(unpack(rewriter, loc, index.front()));
+    Value padding = elementToWord(
+        rewriter, loc,
+        arith::ConstantOp::create(rewriter, loc, op.getPaddingOrZero()), bits);
+    auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext(), 1);
+    SmallVector<Value> results;
+    for (size_t e = 0, n = indices.front().size(); e < n; ++e) {
+      Value offset = i64Const(rewriter, loc, 0);
+      Value inBounds;
+      for (auto [k, index] : llvm::enumerate(indices)) {
+        Value i = index[e];
+        if (i.getType() != i64)
+          i = arith::ExtSIOp::create(rewriter, loc, i64, i);
+        Value in = arith::CmpIOp::create(
+            rewriter, loc, arith::CmpIPredicate::ult, i, view.sizes[k]);
+        inBounds =
+            inBounds ? arith::AndIOp::create(rewriter, loc, inBounds, in) : in;
+        offset = arith::AddIOp::create(
+            rewriter, loc, offset,
+            arith::MulIOp::create(rewriter, loc, i, view.strides[k]));
+      }
+      Value ptr = LLVM::GEPOp::create(rewriter, loc, ptrType,
+                                      storageType(rewriter, element), view.ptr,
+                                      ValueRange{offset});
+      Value word = emitPredicatedLoad(rewriter, loc, ptr, inBounds, bits, 1,
+                                      {padding})[0];
+      results.push_back(wordToElement(rewriter, loc, word, element, bits));
+    }
+    rewriter.replaceOp(op, pack(rewriter, loc, vectorType(tile), results));
+    return success();
+  }
+};
+
+struct StoreLowering : TilePattern<StoreOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(StoreOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelState &ks = state.get(op);
+    RankedTensorType tile = op.getValue().getType();
+    Type element = tile.getElementType();
+    unsigned bits = storageBits(element);
+    const AccessFacts &facts = state.accesses[op];
+    const VectorPlan &plan = facts.plan;
+    View view = accessView(rewriter, loc, adaptor.getView(),
+                           op.getView().getType(), facts, ks);
+    SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
+    Value value = adaptor.getValue().front();
+    SmallVector<Value> tileElements = unpack(rewriter, loc, value);
+
+    auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {
+      RankedTensorType accessTile = tile;
+      SmallVector<Value> elements = tileElements;
+      if (vecElems == 1 && facts.fallback) {
+        // Into a layout whose scalar stores are coalesced first.
+        accessTile = facts.fallback;
+        elements = restageThroughShared(b, loc, ks, tile, value, accessTile,
+                                        smemPad(element));
+      }
+      // Replicated elements are stored by one thread only, once each.
+      Access access(b, loc, accessTile,
+                    vectorView(b, loc, view, plan, vecElems), offsets, element,
+                    ks, /*ownersOnly=*/true);
+      WriteOnce once(access.offsets, tile.getShape());
+      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
+                                    vecElems)) {
+        if (!once.claim(run))
+          continue;
+        RunWords words(run, bits);
+        SmallVector<Value> packed;
+        for (unsigned w = 0; w < words.words; ++w)
+          packed.push_back(packWord(
+              b, loc,
+              ArrayRef<Value>(elements).slice(
+                  run.first + w * words.elemsPerWord, words.elemsPerWord),
+              words.wordBits));
+        RunBounds bounds(b, loc, access, run, facts.wholeRuns);
+        emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
+                            words.wordBits, packed);
+        if (!bounds.partial)
+          continue;
+        // A run across the end of the view: its in-bounds part, one by one.
+        scf::IfOp::create(b, loc, bounds.partial, [&](OpBuilder &tb, Location) {
+          for (unsigned r = run.first; r < run.first + run.count; ++r)
+            emitPredicatedStore(tb, loc, access.pointer(tb, r),
+                                access.inBounds(tb, r), bits,
+                                {elementToWord(tb, loc, elements[r], bits)});
+          scf::YieldOp::create(tb, loc);
+        });
+      }
+      return {};
+    };
+    emitVersioned(rewriter, loc, view, offsets, plan, bits, facts.aligned,
+                  emit);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void populateLoadStoreOpToNVVMPatterns(TileTypeConverter &converter,
+                                       RewritePatternSet &patterns,
+                                       LoweringState &state) {
+  patterns.add<DimLowering, ElementAccessLowering<memref::LoadOp>,
+               ElementAccessLowering<memref::StoreOp>, LoadLowering,
+               StoreLowering, GatherLowering>(converter, patterns.getContext(),
+                                              state);
+}
+
+} // namespace tileopt::nvvm

@@ -1,0 +1,549 @@
+//===- Lowering.h - shared core of the tile-to-NVVM lowering ----*- C++ -*-===//
+//
+// What the files of convert-tile-to-nvvm share: the per-kernel state the
+// patterns read, the small builders, thread coordinates, views, the type
+// converter, the pattern base, and one populate function per op family
+// (TileToNVVM.cpp describes the lowering).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEOPT_LIB_CONVERSION_TILETONVVM_LOWERING_H
+#define TILEOPT_LIB_CONVERSION_TILETONVVM_LOWERING_H
+
+#include "tileopt/Dialect/Tile/IR/Layouts.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace tileopt::nvvm {
+
+constexpr llvm::StringLiteral kGpuModuleName = "tileopt_kernels";
+
+//===----------------------------------------------------------------------===//
+// Per-kernel state shared by the patterns
+//===----------------------------------------------------------------------===//
+
+/// The values every pattern of one kernel needs: the thread's lane and warp
+/// (i32) and the kernel's shared memory.
+struct KernelState {
+  mlir::Value lane, warp;
+  mlir::LLVM::GlobalOp sharedMemory;
+  /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
+  int64_t sharedAlignment = 16;
+  /// The kernel's parameters, per tile.kernel argument.
+  llvm::SmallVector<mlir::ValueRange> arguments;
+};
+
+/// The widest vector a load or store may move: `elems` elements along `dim`.
+struct VectorPlan {
+  int64_t dim = 0;
+  unsigned elems = 1;
+};
+
+/// What the analysis before conversion (analyzeAccess) proved about one
+/// tile.load or tile.store.
+struct AccessFacts {
+  VectorPlan plan;
+  /// Vector accesses need no run-time alignment check (tile.divisibility on
+  /// the view, a divisible tile offset).
+  bool aligned = false;
+  /// Vector runs never straddle the end of the view (a size along the vector
+  /// dimension that is a multiple of the run): one predicate, no scalar tail.
+  bool wholeRuns = false;
+  /// The view promises 32-bit indices (tile.index_bitwidth = 32).
+  bool narrow = false;
+  /// Dimensions whose index is provably inside the view (provenInBounds): no
+  /// bounds check there. Empty: every dimension is checked.
+  llvm::SmallVector<bool> inBounds;
+  /// Dimensions whose tile offset is provably non-negative (knownNonNegative).
+  llvm::SmallVector<bool> nonNegativeStarts;
+  /// The kernel argument whose shape the view has (tile.same_shape_as).
+  std::optional<unsigned> sameShapeAs;
+  /// The tile type of the scalar fallback (scalarFallbackTile), or null.
+  mlir::RankedTensorType fallback;
+};
+
+/// A tile.load lowered to cp.async into the staging area of the dot that
+/// uses it (planAsyncCopies).
+struct AsyncCopy {
+  tile::DotOp dot;
+  unsigned operand;
+  /// The first async copy before its dot: waits for every warp to be done
+  /// with the shared memory it overwrites.
+  bool barrier;
+};
+
+struct LoweringState {
+  llvm::DenseMap<mlir::Operation *, KernelState> kernels;
+  /// Warps per program of each kernel, by name (KernelOp::getNumWarps).
+  llvm::StringMap<unsigned> numWarps;
+  /// The chip has wgmma (hasWgmma: sm_90a).
+  bool wgmma = false;
+  /// Loads that copy straight into their dot's shared-memory staging area
+  /// with cp.async (planAsyncCopies), and per dot which operands (bit 0: lhs,
+  /// bit 1: rhs) arrive that way.
+  llvm::DenseMap<mlir::Operation *, AsyncCopy> asyncCopies;
+  llvm::DenseMap<mlir::Operation *, unsigned> asyncOperands;
+  /// What the analysis before conversion proved about each load and store.
+  llvm::DenseMap<mlir::Operation *, AccessFacts> accesses;
+  /// Tile compares whose results are equal over runs of this many
+  /// consecutive elements (see uniformCompareRun).
+  llvm::DenseMap<mlir::Operation *, int64_t> compareRuns;
+
+  KernelState &get(mlir::Operation *op) {
+    auto func = op->getParentOfType<mlir::gpu::GPUFuncOp>();
+    assert(func && "op outside a converted kernel");
+    return kernels[func];
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Small builders (Utility.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Tile coordinates are small and non-negative: their arithmetic never wraps,
+/// which lets LLVM fold a register's offset out of its address.
+inline constexpr mlir::arith::IntegerOverflowFlags kNoWrap =
+    mlir::arith::IntegerOverflowFlags::nsw |
+    mlir::arith::IntegerOverflowFlags::nuw;
+
+/// Integer constants: i32, i64, or of `type`.
+mlir::Value i32Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value i64Const(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value intConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                     int64_t v);
+
+/// The scalar element bit width as stored in memory (i1 is a byte).
+unsigned storageBits(mlir::Type type);
+
+/// Shared memory (of `state`'s kernel) as an i8 pointer.
+mlir::Value sharedBase(mlir::OpBuilder &b, mlir::Location loc,
+                       KernelState &state);
+
+/// The address of `element` number `index` (i32) in shared memory,
+/// `byteOffset` bytes into it.
+mlir::Value sharedPtr(mlir::OpBuilder &b, mlir::Location loc,
+                      KernelState &state, mlir::Type element,
+                      mlir::Value index /*i32*/, int64_t byteOffset = 0);
+
+/// Values in shared memory are stored as their storage type (i1 as i8).
+mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
+mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                        mlir::Type element);
+mlir::Type storageType(mlir::OpBuilder &b, mlir::Type element);
+
+/// bar.sync 0: every thread of the program waits for the others.
+void barrier(mlir::OpBuilder &b, mlir::Location loc);
+
+/// The elements of a per-thread vector.
+llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc,
+                                      mlir::Value vector);
+
+/// A per-thread vector of `values`.
+mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::VectorType type,
+                 llvm::ArrayRef<mlir::Value> values);
+
+/// A PTX statement with no operands and no results, kept in place.
+void emitPtx(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text);
+
+/// An inline-asm statement whose f32 registers `regs` are read and written
+/// in place ("+f"), after the other inputs `inputs` ("l" each); kept in
+/// order with the other side-effecting statements.
+llvm::SmallVector<mlir::Value>
+emitInPlaceAsm(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text,
+               llvm::ArrayRef<mlir::Value> regs, mlir::ValueRange inputs);
+
+/// "{$first, ..., $(first + count - 1)}".
+std::string asmRegisterList(unsigned first, unsigned count);
+
+//===----------------------------------------------------------------------===//
+// Coordinates (Utility.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The per-thread base coordinate (i32, before wrapping) of each dimension.
+llvm::SmallVector<mlir::Value> emitThreadBase(mlir::OpBuilder &b,
+                                              mlir::Location loc,
+                                              mlir::Attribute layout,
+                                              KernelState &state);
+
+/// The largest thread base of each dimension over all threads.
+llvm::SmallVector<int64_t> maxThreadBase(mlir::Attribute layout);
+
+/// The coordinates (i32) of every element a thread holds of a tile.
+struct TileCoords {
+  /// Static, per register.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> offsets;
+  /// Per register, per dim.
+  llvm::SmallVector<llvm::SmallVector<mlir::Value>> coords;
+};
+
+TileCoords emitCoords(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::RankedTensorType type, KernelState &state);
+
+/// Whether this thread is the first owner of its elements: where a layout is
+/// larger than the tile, several threads hold the same elements and only
+/// one of them should store them. Null when every thread is.
+mlir::Value emitOwnerPredicate(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Attribute layout,
+                               llvm::ArrayRef<int64_t> shape,
+                               KernelState &state);
+
+/// Wrapped static offsets, for matching registers between layouts.
+llvm::SmallVector<int64_t> wrap(llvm::ArrayRef<int64_t> offset,
+                                llvm::ArrayRef<int64_t> shape);
+
+/// Index of the register of `offsets` (wrapped by `shape`) equal to `want`.
+std::optional<unsigned>
+findRegister(llvm::ArrayRef<llvm::SmallVector<int64_t>> offsets,
+             llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> want);
+
+/// Row-major linear index (i32) of `coord` in `shape`, with the innermost
+/// dimension padded by `pad` elements (against shared-memory bank conflicts).
+mlir::Value linearIndex(mlir::OpBuilder &b, mlir::Location loc,
+                        llvm::ArrayRef<mlir::Value> coord,
+                        llvm::ArrayRef<int64_t> shape, int64_t pad = 0);
+
+/// The number of elements of `shape` with the innermost dimension padded by
+/// `pad` (as linearIndex lays them out).
+int64_t paddedElements(llvm::ArrayRef<int64_t> shape, int64_t pad);
+
+/// Padding of the innermost dimension for a tile staged in shared memory:
+/// one 32-bit word, so column accesses hit different banks.
+int64_t smemPad(mlir::Type element);
+
+/// The dimension along which a layout's registers are contiguous, and how
+/// many elements a thread holds contiguously there (slices inherit it from
+/// their blocked parent when the sliced dim is another one).
+std::pair<int64_t, unsigned> contiguity(mlir::Attribute layout);
+
+//===----------------------------------------------------------------------===//
+// Views: the kernel ABI (Utility.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A view in the kernel: the pointer to its first element (the memref's
+/// offset is folded into it by whoever launches the kernel), its sizes and
+/// strides as `indexType` (i64, or i32 where the view promises 32-bit
+/// indices: bounds checks and element offsets are then 32-bit, and offsets
+/// are widened only at the address).
+struct View {
+  mlir::Value ptr;
+  llvm::SmallVector<mlir::Value> sizes, strides;
+  mlir::Type indexType;
+  /// Dimensions whose indices need no bounds check (empty: all need one).
+  llvm::SmallVector<bool> inBounds;
+  /// Dimensions whose tile offset is provably non-negative (empty: none);
+  /// elsewhere an index may be negative (out of bounds) and its arithmetic
+  /// may wrap unsigned.
+  llvm::SmallVector<bool> nonNegativeStarts;
+  int64_t rank() const { return sizes.size(); }
+};
+
+/// The view's values; what the memref type fixes statically (sizes, strides)
+/// becomes a constant so that address arithmetic folds. With `narrow`, sizes
+/// and strides are truncated to i32. `sizeValues` (the sizes of a view of the
+/// same shape) replace the view's own size parameters.
+View unpackView(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values,
+                mlir::MemRefType type, bool narrow = false,
+                mlir::ValueRange sizeValues = {});
+
+//===----------------------------------------------------------------------===//
+// Global memory access and its analysis (LoadStoreOpToNVVM.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A group of registers that one vector access moves: `count` contiguous
+/// elements of the fastest dimension starting at register `first`.
+struct Run {
+  unsigned first, count;
+};
+
+/// Splits a thread's registers into runs of at most `maxElems` contiguous
+/// elements along `dim` (registers are contiguous along order[0]).
+llvm::SmallVector<Run>
+contiguousRuns(llvm::ArrayRef<llvm::SmallVector<int64_t>> offsets,
+               llvm::ArrayRef<int64_t> shape, int64_t dim, unsigned maxElems);
+
+/// Hands out each wrapped coordinate of a tile once, run by run: a thread
+/// whose layout wraps around the tile writes each element a single time.
+class WriteOnce {
+public:
+  WriteOnce(llvm::ArrayRef<llvm::SmallVector<int64_t>> offsets,
+            llvm::ArrayRef<int64_t> shape) {
+    for (const llvm::SmallVector<int64_t> &offset : offsets)
+      wrapped.push_back(wrap(offset, shape));
+  }
+
+  /// Whether `run` is still to be written (no earlier run wrote its first
+  /// element); marks all its elements written.
+  bool claim(Run run) {
+    if (!written.insert(wrapped[run.first]).second)
+      return false;
+    for (unsigned e = 1; e < run.count; ++e)
+      written.insert(wrapped[run.first + e]);
+    return true;
+  }
+
+private:
+  llvm::SmallVector<llvm::SmallVector<int64_t>> wrapped;
+  llvm::DenseSet<llvm::ArrayRef<int64_t>> written;
+};
+
+/// The bytes of shared memory the scalar fallback of a load or store
+/// (scalarFallbackTile) stages `tile` in.
+int64_t fallbackStagingBytes(mlir::RankedTensorType tile);
+
+/// What a tile.load or tile.store moves: its view, tile type and offsets.
+struct AccessOperands {
+  mlir::Value view;
+  mlir::RankedTensorType tile;
+  mlir::ValueRange offsets;
+};
+
+/// The operands of a tile.load or tile.store; std::nullopt for other ops.
+std::optional<AccessOperands> accessOperands(mlir::Operation *op);
+
+/// What a load or store may assume (see AccessFacts): from its tile offsets,
+/// the loops around it and its view's kernel argument attributes.
+AccessFacts analyzeAccess(const AccessOperands &access);
+
+/// The largest power of two (up to 2^30) dividing `v`.
+int64_t powerOfTwoDivisor(int64_t v);
+
+/// The largest power of two (up to 2^30) that provably divides an index
+/// value: constants, products, sums, casts, loop induction variables and
+/// view sizes.
+int64_t knownDivisor(mlir::Value value, unsigned depth = 0);
+
+/// Marks a loop for narrowInductionVariable (removed by it).
+constexpr llvm::StringLiteral kNarrowLoopAttr = "tile.narrow_loop";
+
+/// Marks the index loops of `kernel` whose induction variable fits in 32
+/// bits: an upper bound in [0, 2^31), a non-negative lower bound and a
+/// constant step in (0, 2^31), so that `iv + step` cannot wrap an unsigned
+/// 32-bit compare. Marked loops count in i32 after the conversion
+/// (narrowInductionVariable): one register for the counter and 32-bit
+/// offsets from it, as Triton's loops. The attribute says whether the lower
+/// bound needs clamping to the upper one to fit (`program_id * 16`).
+void markNarrowLoops(tile::KernelOp kernel);
+
+/// Rewrites a loop marked by markNarrowLoops to count in i32 with an
+/// unsigned compare; its body sees the counter widened back to index. A
+/// clamped lower bound min(lb, ub) runs the same iterations: none when
+/// lb >= ub.
+void narrowInductionVariable(mlir::scf::ForOp loop);
+
+//===----------------------------------------------------------------------===//
+// Shared-memory staging (ConvertLayoutOpToNVVM.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Stores a tile's registers to shared memory, each replicated register
+/// once, as runs of at most `maxElems` registers contiguous along the
+/// layout's fastest dimension: one (vector) store per run at
+/// `pointerOf(coordinates of the run's first register)`.
+void storeRunsToShared(
+    mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+    mlir::RankedTensorType type, mlir::Value vector, unsigned maxElems,
+    llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf);
+
+/// Writes a tile's registers into shared memory at their (padded) row-major
+/// positions; returns nothing. Callers put barriers around.
+void storeTileToShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                       mlir::RankedTensorType type, mlir::Value vector,
+                       llvm::ArrayRef<int64_t> logicalShape, int64_t pad,
+                       int64_t byteOffset = 0);
+
+/// A tile of type `from` (registers `vector`) in the layout of `to`, through
+/// shared memory at row-major positions (rows padded by `pad` elements),
+/// between barriers.
+llvm::SmallVector<mlir::Value>
+restageThroughShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                     mlir::RankedTensorType from, mlir::Value vector,
+                     mlir::RankedTensorType to, int64_t pad);
+
+//===----------------------------------------------------------------------===//
+// Tensor-core dots (DotOpToNVVM.cpp, MmaDotToNVVM.cpp, WgmmaDotToNVVM.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
+/// 16-byte aligned for ldmatrix and hit different banks.
+constexpr int64_t kMmaSmemPad = 8;
+
+/// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
+/// fits (isWgmmaDot).
+bool usesWgmma(tile::DotOp dot, const LoweringState &state);
+
+/// Bytes of a `rows` x `rowBytes` wgmma operand in shared memory: the
+/// layout of wgmmaOffset, whole 8-row swizzle atoms.
+int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes);
+
+/// Byte offset of element (row, col) (b16) of an operand with `rows` rows of
+/// `rowBytes` in wgmma's canonical swizzled layout (the one Triton and
+/// CUTLASS use): columns split into atoms `swizzle` bytes wide, each atom
+/// holds every row (`swizzle` bytes apart), and inside an 8-row group the
+/// 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 / swizzle)).
+mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                        mlir::Value col, int64_t rows, int64_t rowBytes);
+
+/// Byte offset of operand `operand` (0: lhs, 1: rhs) of a wgmma dot in its
+/// shared-memory staging area.
+int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
+
+/// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
+/// mma.sync dot in its staging area: row-major rows padded by kMmaSmemPad.
+int64_t mmaOperandOffset(tile::DotOp dot, unsigned operand);
+
+/// Where element (row, col) of operand `operand` of a tensor-core dot goes in
+/// its staging area (a byte offset into shared memory): wgmma's swizzled
+/// layout or mma.sync's padded rows.
+mlir::Value stagedOperandOffset(mlir::OpBuilder &b, mlir::Location loc,
+                                tile::DotOp dot, unsigned operand, bool wgmma,
+                                mlir::Value row, mlir::Value col);
+
+/// Puts both operands of a tensor-core dot into its staging area: those
+/// that planAsyncCopies did not send there with cp.async (bit i of
+/// `asyncOperands` for operand i) with `store(i)` after a barrier, then waits
+/// for this thread's copies. The caller's barrier follows.
+void stageDotOperands(mlir::OpBuilder &b, mlir::Location loc,
+                      unsigned asyncOperands,
+                      llvm::function_ref<void(unsigned)> store);
+
+/// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
+/// (MN-major, imm-trans-b) are staged in shared memory in wgmma's swizzled
+/// layout, then each warpgroup issues one wgmma.mma_async m64nNk16 per 64-row
+/// block and k16 step on descriptors of them, and waits for all. The
+/// accumulator fragment of m64nN is the mma layout's (each warp 16 rows,
+/// 8-column blocks in order), so the registers stay where they are.
+mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
+                                  mlir::Value rhs, mlir::Value accVec,
+                                  tile::MmaLayoutAttr mma, KernelState &ks,
+                                  mlir::ConversionPatternRewriter &rewriter,
+                                  mlir::VectorType accVecType,
+                                  unsigned asyncOperands);
+
+/// tile.dot on tensor cores: operands staged in shared memory, fragments
+/// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
+/// step. The accumulator registers are in the mma layout's order.
+mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
+                                mlir::Value rhs, mlir::Value accVec,
+                                tile::MmaLayoutAttr mma, KernelState &ks,
+                                mlir::ConversionPatternRewriter &rewriter,
+                                mlir::VectorType accVecType,
+                                unsigned asyncOperands);
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops (ElementwiseOpToNVVM.cpp)
+//===----------------------------------------------------------------------===//
+
+/// An f32 division that may be approximate (`fastmath<afn>`, Triton's `/`):
+/// PTX's div.full.f32 (2 ulp over the full range) instead of the IEEE
+/// div.rn.f32, whose slow path costs registers and a branch. Only in
+/// kernels: host code keeps LLVM's own lowering.
+bool isApproxDivision(mlir::Operation *op);
+
+/// How many consecutive elements (along the layout's contiguous dimension)
+/// share the result of `cmp`, an `iota (+ splat) < splat` comparison as in
+/// masks: each thread's contiguous elements start at a multiple of the run
+/// and the bound is a multiple of it too, so one compare serves the run
+/// (Triton's axis analysis calls this constancy). 1 when nothing is known.
+int64_t uniformCompareRun(mlir::arith::CmpIOp cmp);
+
+//===----------------------------------------------------------------------===//
+// Shared memory size (SharedMemory.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Bytes of shared memory an op needs while it runs (0 for most).
+int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
+
+/// Picks the tensor-core dot operands (mma.sync or wgmma) that a tile.load
+/// copies from global memory straight into the dot's staging area with
+/// cp.async (as Triton does): no registers hold them on the way and one
+/// instruction moves 16 bytes. The load must be the operand's only producer
+/// in the dot's block, proven aligned with whole 16-byte runs along the rows
+/// (no scalar tail or fallback), padded with zeros (cp.async zero-fills what
+/// it skips), and no op between it and the dot may use shared memory (it
+/// would overwrite the staging area).
+void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
+
+//===----------------------------------------------------------------------===//
+// Type conversion and patterns
+//===----------------------------------------------------------------------===//
+
+/// Tiles with a layout become per-thread vectors of the elements each thread
+/// owns; views become the kernel ABI's pointer, sizes and strides.
+class TileTypeConverter : public mlir::TypeConverter {
+public:
+  TileTypeConverter(mlir::MLIRContext *ctx);
+};
+
+template <typename Op> struct TilePattern : mlir::OpConversionPattern<Op> {
+  TilePattern(const mlir::TypeConverter &converter, mlir::MLIRContext *ctx,
+              LoweringState &state)
+      : mlir::OpConversionPattern<Op>(converter, ctx), state(state) {}
+  LoweringState &state;
+
+  mlir::VectorType vectorType(mlir::Type tensorType) const {
+    return mlir::cast<mlir::VectorType>(
+        this->getTypeConverter()->convertType(tensorType));
+  }
+
+  /// The view of a load or store as the kernel sees it (its converted
+  /// `values`), shaped by what the analysis proved: 32-bit indices, sizes
+  /// shared with another argument, dimensions without bounds checks.
+  View accessView(mlir::OpBuilder &b, mlir::Location loc,
+                  mlir::ValueRange values, mlir::MemRefType type,
+                  const AccessFacts &facts, const KernelState &ks) const {
+    mlir::ValueRange sizes;
+    if (facts.sameShapeAs) {
+      mlir::ValueRange other = ks.arguments[*facts.sameShapeAs];
+      sizes = other.slice(1, (other.size() - 1) / 2);
+    }
+    View view = unpackView(b, loc, values, type, facts.narrow, sizes);
+    view.inBounds = facts.inBounds;
+    view.nonNegativeStarts = facts.nonNegativeStarts;
+    return view;
+  }
+};
+
+/// tile.kernel, tile.return, program ids and the host's tile.launch.
+void populateKernelOpToNVVMPatterns(TileTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns,
+                                    LoweringState &state);
+
+/// tile.load, tile.store, tile.gather, and memref.dim/load/store of views.
+void populateLoadStoreOpToNVVMPatterns(TileTypeConverter &converter,
+                                       mlir::RewritePatternSet &patterns,
+                                       LoweringState &state);
+
+/// arith and math ops on tiles, splat, iota, constant tiles, broadcast,
+/// expand_dims and permute.
+void populateElementwiseOpToNVVMPatterns(TileTypeConverter &converter,
+                                         mlir::RewritePatternSet &patterns,
+                                         LoweringState &state);
+
+/// tile.convert_layout and tile.reshape, through shared memory.
+void populateConvertLayoutOpToNVVMPatterns(TileTypeConverter &converter,
+                                           mlir::RewritePatternSet &patterns,
+                                           LoweringState &state);
+
+/// tile.reduce.
+void populateReduceOpToNVVMPatterns(TileTypeConverter &converter,
+                                    mlir::RewritePatternSet &patterns,
+                                    LoweringState &state);
+
+/// tile.dot: CUDA cores, mma.sync or wgmma.
+void populateDotOpToNVVMPatterns(TileTypeConverter &converter,
+                                 mlir::RewritePatternSet &patterns,
+                                 LoweringState &state);
+
+} // namespace tileopt::nvvm
+
+#endif // TILEOPT_LIB_CONVERSION_TILETONVVM_LOWERING_H

@@ -1,0 +1,365 @@
+//===- Utility.cpp - builders, coordinates, views of the lowering ---------===//
+//
+// The small pieces every family of tile.* lowerings uses: constants,
+// shared-memory addresses, per-thread vectors, inline PTX, the threads'
+// coordinates in a layout, the kernel ABI's views and the type converter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+//===----------------------------------------------------------------------===//
+// Small builders
+//===----------------------------------------------------------------------===//
+
+Value i32Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value i64Const(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value intConst(OpBuilder &b, Location loc, Type type, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, type, v);
+}
+
+unsigned storageBits(Type type) {
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return bits < 8 ? 8 : bits;
+}
+
+Value sharedBase(OpBuilder &b, Location loc, KernelState &state) {
+  return LLVM::AddressOfOp::create(b, loc, state.sharedMemory);
+}
+
+Value sharedPtr(OpBuilder &b, Location loc, KernelState &state, Type element,
+                Value index /*i32*/, int64_t byteOffset) {
+  Value base = sharedBase(b, loc, state);
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  if (byteOffset)
+    base = LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), base,
+                               ArrayRef<LLVM::GEPArg>{int32_t(byteOffset)});
+  return LLVM::GEPOp::create(b, loc, ptrType, element, base, ValueRange{index});
+}
+
+Value toStorage(OpBuilder &b, Location loc, Value v) {
+  if (v.getType().isInteger(1))
+    return arith::ExtUIOp::create(b, loc, b.getI8Type(), v);
+  return v;
+}
+Value fromStorage(OpBuilder &b, Location loc, Value v, Type element) {
+  if (element.isInteger(1))
+    return arith::TruncIOp::create(b, loc, element, v);
+  return v;
+}
+Type storageType(OpBuilder &b, Type element) {
+  return element.isInteger(1) ? b.getI8Type() : element;
+}
+
+void barrier(OpBuilder &b, Location loc) { NVVM::Barrier0Op::create(b, loc); }
+
+SmallVector<Value> unpack(OpBuilder &b, Location loc, Value vector) {
+  auto type = cast<VectorType>(vector.getType());
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < type.getNumElements(); ++i)
+    values.push_back(vector::ExtractOp::create(b, loc, vector, i));
+  return values;
+}
+
+Value pack(OpBuilder &b, Location loc, VectorType type,
+           ArrayRef<Value> values) {
+  return vector::FromElementsOp::create(b, loc, type, values);
+}
+
+void emitPtx(OpBuilder &b, Location loc, StringRef text) {
+  MLIRContext *ctx = b.getContext();
+  LLVM::InlineAsmOp::create(
+      b, loc, TypeRange(), ValueRange(), text, "", /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+}
+
+SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
+                                  ArrayRef<Value> regs, ValueRange inputs) {
+  MLIRContext *ctx = b.getContext();
+  std::string constraints;
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints += (i ? ",=f" : "=f");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    constraints += ",l";
+  for (size_t i = 0; i < regs.size(); ++i)
+    constraints += "," + std::to_string(i);
+  SmallVector<Value> operands(inputs);
+  operands.append(regs.begin(), regs.end());
+  auto result = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(regs.size(), b.getF32Type()));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < regs.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+std::string asmRegisterList(unsigned first, unsigned count) {
+  std::string text = "{";
+  for (unsigned i = 0; i < count; ++i)
+    text += (i ? ", $" : "$") + std::to_string(first + i);
+  return text + "}";
+}
+
+//===----------------------------------------------------------------------===//
+// Coordinates
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
+                                  KernelState &state) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    SmallVector<Value> base = emitThreadBase(b, loc, slice.getParent(), state);
+    base.erase(base.begin() + slice.getDim());
+    return base;
+  }
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    // Lane l: row l / 4, column 2 * (l % 4); warps tile rows fastest.
+    unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    Value row = arith::ShRUIOp::create(b, loc, state.lane, i32Const(b, loc, 2));
+    Value col = arith::MulIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, state.lane, i32Const(b, loc, 3)),
+        i32Const(b, loc, 2));
+    Value warpM =
+        arith::AndIOp::create(b, loc, state.warp, i32Const(b, loc, wm - 1));
+    Value warpN = arith::AndIOp::create(
+        b, loc,
+        arith::ShRUIOp::create(b, loc, state.warp,
+                               i32Const(b, loc, llvm::Log2_32(wm))),
+        i32Const(b, loc, wn - 1));
+    row = arith::AddIOp::create(
+        b, loc, row,
+        arith::MulIOp::create(b, loc, warpM, i32Const(b, loc, kMmaM)));
+    col = arith::AddIOp::create(
+        b, loc, col,
+        arith::MulIOp::create(b, loc, warpN, i32Const(b, loc, kMmaN)));
+    return {row, col};
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  SmallVector<Value> base(blocked.getRank());
+  unsigned laneShift = 0, warpShift = 0;
+  for (unsigned d : blocked.getOrder()) {
+    unsigned tpw = blocked.getThreadsPerWarp()[d];
+    unsigned wpc = blocked.getWarpsPerCTA()[d];
+    unsigned spt = blocked.getSizePerThread()[d];
+    auto bits = [&](Value id, unsigned shift, unsigned count) -> Value {
+      if (count == 1)
+        return i32Const(b, loc, 0);
+      Value v = id;
+      if (shift)
+        v = arith::ShRUIOp::create(b, loc, v, i32Const(b, loc, shift));
+      return arith::AndIOp::create(b, loc, v, i32Const(b, loc, count - 1));
+    };
+    Value laneD = bits(state.lane, laneShift, tpw);
+    Value warpD = bits(state.warp, warpShift, wpc);
+    Value lanePart =
+        arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt), kNoWrap);
+    Value warpPart = arith::MulIOp::create(
+        b, loc, warpD, i32Const(b, loc, spt * tpw), kNoWrap);
+    base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart, kNoWrap);
+    laneShift += llvm::Log2_32(tpw);
+    warpShift += llvm::Log2_32(wpc);
+  }
+  return base;
+}
+
+SmallVector<int64_t> maxThreadBase(Attribute layout) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    SmallVector<int64_t> base = maxThreadBase(slice.getParent());
+    base.erase(base.begin() + slice.getDim());
+    return base;
+  }
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return {7 + (int64_t(mma.getWarpsPerCTA()[0]) - 1) * kMmaM,
+            6 + (int64_t(mma.getWarpsPerCTA()[1]) - 1) * kMmaN};
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  SmallVector<int64_t> base;
+  for (unsigned d = 0; d < blocked.getRank(); ++d) {
+    int64_t spt = blocked.getSizePerThread()[d];
+    int64_t tpw = blocked.getThreadsPerWarp()[d];
+    base.push_back((tpw - 1) * spt +
+                   (int64_t(blocked.getWarpsPerCTA()[d]) - 1) * spt * tpw);
+  }
+  return base;
+}
+
+TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,
+                      KernelState &state) {
+  TileCoords result;
+  Attribute layout = type.getEncoding();
+  ArrayRef<int64_t> shape = type.getShape();
+  result.offsets = getRegisterOffsets(layout, shape);
+  SmallVector<Value> base = emitThreadBase(b, loc, layout, state);
+  SmallVector<int64_t> baseMax = maxThreadBase(layout);
+  for (const SmallVector<int64_t> &offset : result.offsets) {
+    SmallVector<Value> coord;
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      Value c = base[d];
+      if (offset[d] != 0)
+        c = arith::AddIOp::create(b, loc, c, i32Const(b, loc, offset[d]),
+                                  kNoWrap);
+      // Layouts larger than the tile replicate it: wrap around.
+      if (baseMax[d] + offset[d] >= size)
+        c = arith::AndIOp::create(b, loc, c, i32Const(b, loc, size - 1));
+      coord.push_back(c);
+    }
+    result.coords.push_back(coord);
+  }
+  return result;
+}
+
+Value emitOwnerPredicate(OpBuilder &b, Location loc, Attribute layout,
+                         ArrayRef<int64_t> shape, KernelState &state) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    // Threads that differ only along the sliced dim hold the same elements.
+    SmallVector<int64_t> parentShape(shape);
+    parentShape.insert(parentShape.begin() + slice.getDim(), 1);
+    return emitOwnerPredicate(b, loc, slice.getParent(), parentShape, state);
+  }
+  SmallVector<int64_t> maxBase = maxThreadBase(layout);
+  SmallVector<Value> base;
+  Value owner;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (maxBase[d] < size)
+      continue;
+    if (base.empty())
+      base = emitThreadBase(b, loc, layout, state);
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, base[d],
+                                     i32Const(b, loc, size));
+    owner = owner ? arith::AndIOp::create(b, loc, owner, ok) : ok;
+  }
+  return owner;
+}
+
+SmallVector<int64_t> wrap(ArrayRef<int64_t> offset, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> r;
+  for (auto [o, s] : llvm::zip(offset, shape))
+    r.push_back(o % s);
+  return r;
+}
+
+std::optional<unsigned> findRegister(ArrayRef<SmallVector<int64_t>> offsets,
+                                     ArrayRef<int64_t> shape,
+                                     ArrayRef<int64_t> want) {
+  for (auto [i, offset] : llvm::enumerate(offsets))
+    if (wrap(offset, shape) == ArrayRef<int64_t>(want))
+      return i;
+  return std::nullopt;
+}
+
+Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coord,
+                  ArrayRef<int64_t> shape, int64_t pad) {
+  Value index = i32Const(b, loc, 0);
+  int64_t stride = 1;
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    Value term =
+        arith::MulIOp::create(b, loc, coord[d], i32Const(b, loc, stride));
+    index = arith::AddIOp::create(b, loc, index, term);
+    stride *=
+        shape[d] + (d == int(shape.size()) - 1 && shape.size() > 1 ? pad : 0);
+  }
+  return index;
+}
+
+int64_t paddedElements(ArrayRef<int64_t> shape, int64_t pad) {
+  int64_t n = 1;
+  for (auto [d, size] : llvm::enumerate(shape))
+    n *= size + (d == shape.size() - 1 && shape.size() > 1 ? pad : 0);
+  return n;
+}
+
+int64_t smemPad(Type element) {
+  return std::max<int64_t>(1, 32 / storageBits(element));
+}
+
+std::pair<int64_t, unsigned> contiguity(Attribute layout) {
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout)) {
+    unsigned d = blocked.getOrder()[0];
+    return {d, blocked.getSizePerThread()[d]};
+  }
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    auto [d, elems] = contiguity(slice.getParent());
+    if (d == slice.getDim())
+      return {0, 1};
+    return {d > slice.getDim() ? d - 1 : d, elems};
+  }
+  return {0, 1};
+}
+
+//===----------------------------------------------------------------------===//
+// Views: the kernel ABI
+//===----------------------------------------------------------------------===//
+
+View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
+                bool narrow, ValueRange sizeValues) {
+  View view;
+  view.ptr = values[0];
+  view.indexType = narrow ? b.getI32Type() : b.getI64Type();
+  SmallVector<int64_t> strides = type.getStridesAndOffset().first;
+  int64_t rank = type.getRank();
+  if (sizeValues.empty())
+    sizeValues = values.slice(1, rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = type.getDimSize(d);
+    Value sizeValue = sizeValues[d];
+    if (!ShapedType::isDynamic(size))
+      sizeValue = intConst(b, loc, view.indexType, size);
+    else if (narrow)
+      sizeValue = arith::TruncIOp::create(b, loc, view.indexType, sizeValue);
+    view.sizes.push_back(sizeValue);
+    Value stride = values[1 + rank + d];
+    if (!ShapedType::isDynamic(strides[d]))
+      stride = intConst(b, loc, view.indexType, strides[d]);
+    else if (narrow)
+      stride = arith::TruncIOp::create(b, loc, view.indexType, stride);
+    view.strides.push_back(stride);
+  }
+  return view;
+}
+
+//===----------------------------------------------------------------------===//
+// Type conversion
+//===----------------------------------------------------------------------===//
+
+TileTypeConverter::TileTypeConverter(MLIRContext *ctx) {
+  addConversion([](Type type) { return type; });
+  addConversion([](RankedTensorType type) -> std::optional<Type> {
+    Attribute layout = type.getEncoding();
+    if (!isLayout(layout))
+      return std::nullopt;
+    int64_t n = getElemsPerThread(layout, type.getShape());
+    return VectorType::get({n}, type.getElementType());
+  });
+  addConversion(
+      [ctx](MemRefType type,
+            SmallVectorImpl<Type> &results) -> std::optional<LogicalResult> {
+        results.push_back(LLVM::LLVMPointerType::get(ctx, 1));
+        auto i64 = IntegerType::get(ctx, 64);
+        results.append(2 * type.getRank(), i64);
+        return success();
+      });
+  auto materialize = [](OpBuilder &b, Type type, ValueRange inputs,
+                        Location loc) -> Value {
+    return UnrealizedConversionCastOp::create(b, loc, type, inputs)
+        .getResult(0);
+  };
+  addSourceMaterialization(materialize);
+  addTargetMaterialization(materialize);
+}
+
+} // namespace tileopt::nvvm

@@ -1,0 +1,177 @@
+//===- WgmmaDotToNVVM.cpp - tile.dot on wgmma -----------------------------===//
+//
+// Hopper's warpgroup MMA (sm_90a): operands staged in shared memory in
+// wgmma's swizzled layout, described by 64-bit descriptors, multiplied by
+// wgmma.mma_async with the accumulators in place.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+bool usesWgmma(DotOp dot, const LoweringState &state) {
+  RankedTensorType acc = dot.getAcc().getType();
+  auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
+  return state.wgmma && mma &&
+         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
+}
+
+namespace {
+
+/// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
+/// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
+/// rows wider than 128 bytes span several 128-byte atoms.
+int64_t wgmmaSwizzle(int64_t rowBytes) {
+  return std::min<int64_t>(rowBytes, 128);
+}
+
+/// wgmma's descriptor code of a swizzle width (PTX ISA: 1 = 128B, 2 = 64B,
+/// 3 = 32B).
+int64_t wgmmaSwizzleMode(int64_t swizzle) {
+  return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+}
+
+} // namespace
+
+int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes) {
+  return llvm::alignTo(rows, 8) * rowBytes;
+}
+
+Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
+                  int64_t rows, int64_t rowBytes) {
+  int64_t swizzle = wgmmaSwizzle(rowBytes);
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+  Value byte = arith::ShLIOp::create(b, loc, col, c(1));
+  Value atom = arith::ShRUIOp::create(b, loc, byte, c(llvm::Log2_64(swizzle)));
+  Value within = arith::AndIOp::create(b, loc, byte, c(swizzle - 1));
+  Value phase =
+      arith::ShRUIOp::create(b, loc, arith::AndIOp::create(b, loc, row, c(7)),
+                             c(llvm::Log2_64(128 / swizzle)));
+  Value swizzled = arith::XOrIOp::create(
+      b, loc, within, arith::ShLIOp::create(b, loc, phase, c(4)));
+  Value atomBase =
+      arith::MulIOp::create(b, loc, atom, c(rows * swizzle), kNoWrap);
+  Value rowBase = arith::MulIOp::create(b, loc, row, c(swizzle), kNoWrap);
+  return arith::AddIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, atomBase, rowBase, kNoWrap),
+      swizzled, kNoWrap);
+}
+
+int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
+  if (operand == 0)
+    return 0;
+  RankedTensorType lhs = dot.getLhs().getType();
+  return llvm::alignTo(
+      wgmmaOperandBytes(lhs.getDimSize(0), lhs.getDimSize(1) * 2), 1024);
+}
+
+namespace {
+
+/// Stores operand `operand` (registers `vector`) of a wgmma dot into its
+/// staging area (stagedOperandOffset), 16 bytes at a time where the layout
+/// holds 8 contiguous elements along the rows (a 16-byte swizzle chunk).
+void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
+                       unsigned operand, Value vector) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, 8) : 1;
+  storeRunsToShared(
+      b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
+        return sharedPtr(b, loc, ks, b.getI8Type(),
+                         stagedOperandOffset(b, loc, dot, operand,
+                                             /*wgmma=*/true, at[0], at[1]));
+      });
+}
+
+} // namespace
+
+LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
+                            MmaLayoutAttr mma, KernelState &ks,
+                            ConversionPatternRewriter &rewriter,
+                            VectorType accVecType, unsigned asyncOperands) {
+  Location loc = op.getLoc();
+  OpBuilder &b = rewriter;
+  RankedTensorType lhsType = op.getLhs().getType();
+  RankedTensorType rhsType = op.getRhs().getType();
+  int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
+          n = rhsType.getDimSize(1);
+  int64_t aRowBytes = k * 2, bRowBytes = n * 2;
+  int64_t aSwizzle = wgmmaSwizzle(aRowBytes),
+          bSwizzle = wgmmaSwizzle(bRowBytes);
+  // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
+  int64_t bOffset = wgmmaOperandOffset(op, 1);
+  ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
+
+  stageDotOperands(b, loc, asyncOperands, [&](unsigned operand) {
+    storeWgmmaOperand(b, loc, ks, op, operand, operand ? rhs : lhs);
+  });
+  // wgmma reads shared memory through the async proxy.
+  emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+  barrier(b, loc);
+
+  auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
+  Type i64 = b.getI64Type();
+  Value base =
+      LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), sharedBase(b, loc, ks));
+  // Descriptor: start address >> 4 (14 bits), leading and stride byte
+  // offsets >> 4, swizzle mode in bits 62-63.
+  auto descriptor = [&](Value byteOffset, int64_t leading, int64_t stride,
+                        int64_t swizzle) -> Value {
+    Value addr = arith::AddIOp::create(b, loc, base, byteOffset);
+    Value start = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, addr, c32(4)), c32(0x3FFF));
+    uint64_t fixed = (uint64_t((leading >> 4) & 0x3FFF) << 16) |
+                     (uint64_t((stride >> 4) & 0x3FFF) << 32) |
+                     (uint64_t(wgmmaSwizzleMode(swizzle)) << 62);
+    return arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i64, start),
+        arith::ConstantIntOp::create(b, loc, i64, int64_t(fixed)));
+  };
+
+  unsigned wm = mma.getWarpsPerCTA()[0];
+  int64_t repsM = m / (kMmaM * wm);
+  int64_t regsPerRep = n / 2;
+  // This warpgroup's first row: 64 per warpgroup, 16 * wm per repetition.
+  Value groupRow = arith::MulIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, ks.warp, c32(2)), c32(64));
+  SmallVector<Value> acc = unpack(b, loc, accVec);
+  StringRef type = lhsType.getElementType().isBF16() ? "bf16" : "f16";
+  std::string text =
+      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {2}, "
+                    "${3}, ${4}, 1, 1, 1, 0, 1;",
+                    n, type, asmRegisterList(0, regsPerRep), regsPerRep,
+                    regsPerRep + 1)
+          .str();
+  emitPtx(b, loc, "wgmma.fence.sync.aligned;");
+  for (int64_t kk = 0; kk < k; kk += kMmaK) {
+    int64_t aByte = kk * 2;
+    Value bDesc = descriptor(c32(bOffset + kk * bSwizzle), k * bSwizzle,
+                             8 * bSwizzle, bSwizzle);
+    for (int64_t rm = 0; rm < repsM; ++rm) {
+      Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
+      Value aStart = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
+          c32(aByte / aSwizzle * m * aSwizzle + aByte % aSwizzle));
+      Value aDesc = descriptor(aStart, 16, 8 * aSwizzle, aSwizzle);
+      MutableArrayRef<Value> regs =
+          MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);
+      SmallVector<Value> d = emitInPlaceAsm(b, loc, text, regs, {aDesc, bDesc});
+      llvm::copy(d, regs.begin());
+    }
+  }
+  emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
+  // The wait takes the accumulators in place, so nothing reads them early.
+  acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  if (int64_t(acc.size()) != accVecType.getNumElements())
+    return op.emitOpError("internal error: wgmma accumulator size mismatch");
+  rewriter.replaceOp(op, pack(b, loc, accVecType, acc));
+  return success();
+}
+
+} // namespace tileopt::nvvm
