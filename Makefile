@@ -8,7 +8,8 @@ BUILD_DIR := build/release
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
 
-.PHONY: venv build test lit pytest lint demo docs clean fuzz fuzz-models bench-graphs
+.PHONY: venv build test lit pytest lint demo docs clean fuzz fuzz-models bench-graphs \
+  bench-matmul
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +53,10 @@ demo: build
 # Per model: aten ops, kernels, emulated bytes against the minimum, compile time by stage.
 bench-graphs: build
 	$(PY) benchmarks/graphs.py
+
+# TFLOP/s of tileopt's matmul beside Triton's and cuBLAS's; says "skipped" without a GPU.
+bench-matmul: build
+	$(PY) benchmarks/matmul_tflops.py
 
 # A long run of the tile-program fuzzer (test/python/fuzz): fails on any crash, hang, raw
 # exception or wrong answer (reproducers go to $(FUZZ_OUT)); then as many mutants of compiled

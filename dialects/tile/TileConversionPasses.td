@@ -125,7 +125,11 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     PTX, 16 bytes wide when the view is aligned (checked at run time);
     reductions combine in registers, then with warp shuffles, then through
     shared memory; layout conversions, reshapes and (CUDA-core) dots stage
-    tiles in shared memory, whose size is the kernel's `tile.shared_bytes`.
+    tiles in shared memory, whose size is the kernel's `tile.shared_bytes`
+    (static up to 48 KiB, else the launch's dynamic shared memory,
+    `tile.dynamic_shared_bytes`). Loops that feed tensor-core dots from
+    cp.async copies are software-pipelined `num-stages` deep: the copies of
+    the next iterations land in a ring of staging slots while a dot runs.
     f16/bf16 dots with an mma accumulator use ldmatrix + mma.sync, or on
     sm_90a (whose PTX has them) wgmma.mma_async on swizzled shared-memory
     operands, copied there with cp.async where the loads allow it. Index
@@ -145,6 +149,10 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
            "let float multiplies and adds in kernels fuse into fma (the "
            "`contract` fastmath flag), as nvcc's --fmad=true and Triton's "
            "enable_fp_fusion do by default">,
+    Option<"numStages", "num-stages", "unsigned", /*default=*/"3",
+           "software-pipelining depth of loops that feed tensor-core dots "
+           "(1: no pipelining; a kernel's tile.num_stages takes precedence), "
+           "as Triton's num_stages">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -52,6 +52,10 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     warps (the verifier checks it; a layout over fewer warps is replicated by
     the others).
 
+    `tile.num_stages = S` (1 to 8) sets the depth of the GPU lowering's
+    software pipeline for this kernel's loops that feed tensor-core dots
+    (the `num-stages` option of convert-tile-to-nvvm otherwise).
+
     Example:
 
     ```mlir
@@ -113,6 +117,12 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     /// tile-assign-layouts): the program is a block of 32 * N threads, and
     /// every layout in the body spreads its tile over at most N warps.
     static ::llvm::StringRef getNumWarpsAttrName() { return "tile.num_warps"; }
+
+    /// The kernel attribute `tile.num_stages = S`: the software-pipelining
+    /// depth of its loops that feed tensor-core dots (1 to 8).
+    static ::llvm::StringRef getNumStagesAttrName() {
+      return "tile.num_stages";
+    }
 
     /// The number of warps of a program: the kernel's `tile.num_warps`, else
     /// the most of any layout in its body, else none (no layouts yet).

@@ -18,7 +18,8 @@ namespace tileopt::nvvm {
 
 void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector, unsigned maxElems,
-                       function_ref<Value(ArrayRef<Value>)> pointerOf) {
+                       function_ref<Value(ArrayRef<Value>)> pointerOf,
+                       function_ref<bool(ArrayRef<int64_t>)> keep) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type stored = storageType(b, type.getElementType());
@@ -27,7 +28,7 @@ void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
   int64_t dim = contiguity(type.getEncoding()).first;
   for (Run run :
        contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
-    if (!once.claim(run))
+    if ((keep && !keep(coords.offsets[run.first])) || !once.claim(run))
       continue;
     Value ptr = pointerOf(coords.coords[run.first]);
     if (run.count == 1) {
@@ -86,14 +87,100 @@ SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
 
 } // namespace
 
+RestageSlicing restageSlicing(RankedTensorType from, RankedTensorType to,
+                              int64_t pad) {
+  RestageSlicing best;
+  if (from.getRank() != 2 || from.getShape() != to.getShape())
+    return best;
+  int64_t bytes = paddedElements(from.getShape(), pad) *
+                  storageBits(from.getElementType()) / 8;
+  for (int64_t dim = 0; dim < 2; ++dim) {
+    int64_t extent = from.getDimSize(dim);
+    // Slices `c` wide hold whole registers of `t` when no thread's index of
+    // a register crosses into the next slice. (Then 2c do too.)
+    auto whole = [&](RankedTensorType t, int64_t c) {
+      int64_t base = maxThreadBase(t.getEncoding())[dim];
+      return llvm::all_of(getRegisterOffsets(t.getEncoding(), t.getShape()),
+                          [&](ArrayRef<int64_t> o) {
+                            return o[dim] < extent && o[dim] % c + base < c;
+                          });
+    };
+    int64_t slices = 1;
+    for (int64_t c = extent / 2;
+         c >= 1 && bytes / slices > kRestageSliceBytes && whole(from, c) &&
+         whole(to, c);
+         c /= 2)
+      slices = extent / c;
+    // The fewest slices within the aim, else the smallest slices.
+    bool fits = bytes / slices <= kRestageSliceBytes;
+    bool bestFits = bytes / best.slices <= kRestageSliceBytes;
+    if (best.slices == 1 || (fits && (!bestFits || slices < best.slices)) ||
+        (!fits && !bestFits && slices > best.slices))
+      best = {dim, slices};
+  }
+  return best;
+}
+
+int64_t restageBytes(RankedTensorType from, RankedTensorType to, int64_t pad) {
+  return paddedElements(from.getShape(), pad) *
+         storageBits(from.getElementType()) / 8 /
+         restageSlicing(from, to, pad).slices;
+}
+
 SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
                                         KernelState &ks, RankedTensorType from,
                                         Value vector, RankedTensorType to,
                                         int64_t pad) {
-  barrier(b, loc);
-  storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
-  barrier(b, loc);
-  return loadTileFromShared(b, loc, ks, to, to.getShape(), pad);
+  auto [dim, slices] = restageSlicing(from, to, pad);
+  if (slices == 1) {
+    leadingBarrier(b, loc, ks);
+    storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
+    barrier(b, loc);
+    return loadTileFromShared(b, loc, ks, to, to.getShape(), pad);
+  }
+  // Slice by slice: each thread moves its registers in the slice, at their
+  // place in a tile of the slice's shape.
+  SmallVector<int64_t> shape(from.getShape());
+  shape[dim] /= slices;
+  Type element = from.getElementType(), stored = storageType(b, element);
+  int64_t bytes = storageBits(element) / 8;
+  auto [fastest, contiguous] = contiguity(from.getEncoding());
+  unsigned maxElems = 1;
+  if (fastest == 1 && (shape[1] + pad) * bytes % 16 == 0)
+    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  TileCoords coords = emitCoords(b, loc, to, ks);
+  SmallVector<Value> values(coords.offsets.size());
+  for (int64_t s = 0; s < slices; ++s) {
+    int64_t first = s * shape[dim];
+    auto inSlice = [&](ArrayRef<int64_t> o) {
+      return o[dim] >= first && o[dim] < first + shape[dim];
+    };
+    auto at = [&](ArrayRef<Value> coord) {
+      SmallVector<Value> local(coord);
+      local[dim] = arith::SubIOp::create(b, loc, coord[dim],
+                                         i32Const(b, loc, first), kNoWrap);
+      return linearIndex(b, loc, local, shape, pad);
+    };
+    if (s)
+      barrier(b, loc);
+    else
+      leadingBarrier(b, loc, ks);
+    storeRunsToShared(
+        b, loc, ks, from, vector, maxElems,
+        [&](ArrayRef<Value> coord) {
+          return sharedPtr(b, loc, ks, stored, at(coord));
+        },
+        inSlice);
+    barrier(b, loc);
+    for (auto [r, offset] : llvm::enumerate(coords.offsets)) {
+      if (!inSlice(offset))
+        continue;
+      Value ptr = sharedPtr(b, loc, ks, stored, at(coords.coords[r]));
+      values[r] = fromStorage(b, loc, LLVM::LoadOp::create(b, loc, stored, ptr),
+                              element);
+    }
+  }
+  return values;
 }
 
 namespace {
@@ -106,6 +193,7 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = this->state.get(op);
+    useScratch(rewriter, loc, ks, this->state, op);
     auto srcType = cast<RankedTensorType>(op.getSource().getType());
     auto resType = cast<RankedTensorType>(op.getResult().getType());
     // A reshape keeps the row-major order: stage it unpadded and flat.

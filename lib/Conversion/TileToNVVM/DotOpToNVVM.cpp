@@ -32,17 +32,23 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 
-void stageDotOperands(OpBuilder &b, Location loc, unsigned asyncOperands,
+bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks,
+                      unsigned asyncOperands, bool pipelined,
                       function_ref<void(unsigned)> store) {
-  if (asyncOperands != 3)
-    barrier(b, loc);
+  // A ring slot was last read stages - 1 iterations ago, behind the barrier
+  // the pipeline puts before its copies.
+  if (asyncOperands != 3 && !pipelined)
+    leadingBarrier(b, loc, ks);
   for (unsigned operand = 0; operand < 2; ++operand)
     if (!(asyncOperands & (1u << operand)))
       store(operand);
-  if (!asyncOperands)
-    return;
-  NVVM::CpAsyncCommitGroupOp::create(b, loc);
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  if (pipelined)
+    return asyncOperands != 3;
+  if (asyncOperands) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  }
+  return true;
 }
 
 namespace {
@@ -56,16 +62,19 @@ struct DotLowering : TilePattern<DotOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
+    Value slot = state.dotSlots.lookup(op);
+    useScratch(rewriter, loc, ks, state, op,
+               slot ? rewriter.getRemappedValue(slot) : Value());
     if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType()))) {
       if (usesWgmma(op, state))
         return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                              adaptor.getAcc(), mma, ks, rewriter,
                              vectorType(op.getAcc().getType()),
-                             state.asyncOperands.lookup(op));
+                             state.asyncOperands.lookup(op), bool(slot));
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                          adaptor.getAcc(), mma, ks, rewriter,
                          vectorType(op.getAcc().getType()),
-                         state.asyncOperands.lookup(op));
+                         state.asyncOperands.lookup(op), bool(slot));
     }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();
@@ -77,7 +86,7 @@ struct DotLowering : TilePattern<DotOp> {
     int64_t pad = smemPad(inElement);
     int64_t lhsBytes =
         llvm::alignTo(m * (k + pad) * storageBits(inElement) / 8, 16);
-    barrier(rewriter, loc);
+    leadingBarrier(rewriter, loc, ks);
     storeTileToShared(rewriter, loc, ks, lhsType, adaptor.getLhs(), {m, k},
                       pad);
     storeTileToShared(rewriter, loc, ks, rhsType, adaptor.getRhs(), {k, n}, pad,

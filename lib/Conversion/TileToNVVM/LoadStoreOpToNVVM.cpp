@@ -850,6 +850,7 @@ struct LoadLowering : TilePattern<LoadOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
+    useScratch(rewriter, loc, ks, state, op); // the scalar fallback's
     RankedTensorType tile = op.getResult().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
@@ -863,14 +864,23 @@ struct LoadLowering : TilePattern<LoadOp> {
     VectorType resultType = vectorType(tile);
     if (auto copy = state.asyncCopies.find(op);
         copy != state.asyncCopies.end()) {
-      // Straight into the dot's staging area; the dot reads it from there.
-      if (copy->second.barrier)
-        barrier(rewriter, loc);
+      // Straight into the dot's staging area (or a slot of its ring); the
+      // dot reads it from there.
+      const AsyncCopy &to = copy->second;
+      if (to.prefetched) {
+        rewriter.replaceOp(op,
+                           LLVM::PoisonOp::create(rewriter, loc, resultType));
+        return success();
+      }
+      useScratch(rewriter, loc, ks, state, op,
+                 to.slot ? rewriter.getRemappedValue(to.slot) : Value(),
+                 to.dot);
+      if (to.barrier)
+        leadingBarrier(rewriter, loc, ks);
       Access access(rewriter, loc, tile,
                     vectorView(rewriter, loc, view, plan, plan.elems), offsets,
                     element, ks, /*ownersOnly=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
-      const AsyncCopy &to = copy->second;
       for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
                                     plan.elems)) {
         if (run.count * bits != 128)
@@ -881,8 +891,13 @@ struct LoadLowering : TilePattern<LoadOp> {
             stagedOperandOffset(rewriter, loc, to.dot, to.operand,
                                 usesWgmma(to.dot, state), at[0], at[1]));
         RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
-        Value size = bounds.full
-                         ? arith::SelectOp::create(rewriter, loc, bounds.full,
+        Value copied = bounds.full;
+        if (to.enabled)
+          copied =
+              copied ? arith::AndIOp::create(rewriter, loc, copied, to.enabled)
+                     : to.enabled;
+        Value size = copied
+                         ? arith::SelectOp::create(rewriter, loc, copied,
                                                    i32Const(rewriter, loc, 16),
                                                    i32Const(rewriter, loc, 0))
                          : i32Const(rewriter, loc, 16);
@@ -1010,6 +1025,7 @@ struct StoreLowering : TilePattern<StoreOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
+    useScratch(rewriter, loc, ks, state, op); // the scalar fallback's
     RankedTensorType tile = op.getValue().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);

@@ -40,6 +40,12 @@ struct KernelState {
   mlir::LLVM::GlobalOp sharedMemory;
   /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
   int64_t sharedAlignment = 16;
+  /// Where the op being lowered keeps its shared memory: a byte offset (i32)
+  /// into sharedMemory that sharedBase adds, null for the start (useScratch).
+  mlir::Value scratchBase;
+  /// Whether shared memory may have been used before the op being lowered:
+  /// its first write must wait for every warp (leadingBarrier).
+  bool usedBefore = true;
   /// The kernel's parameters, per tile.kernel argument.
   llvm::SmallVector<mlir::ValueRange> arguments;
 };
@@ -74,13 +80,27 @@ struct AccessFacts {
 };
 
 /// A tile.load lowered to cp.async into the staging area of the dot that
-/// uses it (planAsyncCopies).
+/// uses it (planAsyncCopies), or into one slot of its ring (pipelineLoop).
 struct AsyncCopy {
   tile::DotOp dot;
   unsigned operand;
   /// The first async copy before its dot: waits for every warp to be done
   /// with the shared memory it overwrites.
-  bool barrier;
+  bool barrier = false;
+  /// In a software pipeline: the ring slot (index) the copy fills, and
+  /// whether its iteration exists (i1; the copy moves no bytes otherwise).
+  mlir::Value slot, enabled;
+  /// A loop body's load whose data an earlier iteration's copy brought into
+  /// the ring: it emits nothing.
+  bool prefetched = false;
+};
+
+/// Where an op's shared memory starts (planSharedMemory): `offset` bytes in,
+/// plus `slot * slotBytes` for the staging area of a dot whose operands a
+/// software pipeline keeps in a ring of slots.
+struct ScratchPlacement {
+  int64_t offset = 0;
+  int64_t slotBytes = 0;
 };
 
 struct LoweringState {
@@ -96,6 +116,16 @@ struct LoweringState {
   llvm::DenseMap<mlir::Operation *, unsigned> asyncOperands;
   /// What the analysis before conversion proved about each load and store.
   llvm::DenseMap<mlir::Operation *, AccessFacts> accesses;
+  /// The ring slot (an index value of its loop) that each pipelined dot
+  /// reads its operands from (pipelineLoop).
+  llvm::DenseMap<mlir::Operation *, mlir::Value> dotSlots;
+  /// Where each op that uses shared memory keeps it (planSharedMemory);
+  /// absent: at the start.
+  llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
+  /// Per kernel, the op that uses shared memory first, if no loop is around
+  /// it (planSharedMemory): nothing ran before it, so it needs no barrier
+  /// before its first write.
+  llvm::DenseSet<mlir::Operation *> firstSharedUsers;
   /// Tile compares whose results are equal over runs of this many
   /// consecutive elements (see uniformCompareRun).
   llvm::DenseMap<mlir::Operation *, int64_t> compareRuns;
@@ -126,9 +156,24 @@ mlir::Value intConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 /// The scalar element bit width as stored in memory (i1 is a byte).
 unsigned storageBits(mlir::Type type);
 
-/// Shared memory (of `state`'s kernel) as an i8 pointer.
+/// The shared memory of the op being lowered (`state.scratchBase` into the
+/// kernel's) as an i8 pointer.
 mlir::Value sharedBase(mlir::OpBuilder &b, mlir::Location loc,
                        KernelState &state);
+
+/// Points `ks.scratchBase` at the shared memory that `op` keeps
+/// (state.placements; `owner`'s instead when given: the dot whose staging
+/// area a copy fills), for a ring the slot `slot` (a converted index
+/// value), and notes whether `op` is the kernel's first user of shared
+/// memory. Every pattern that touches shared memory calls it first.
+void useScratch(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                const LoweringState &state, mlir::Operation *op,
+                mlir::Value slot = {}, mlir::Operation *owner = nullptr);
+
+/// The barrier before an op's first write to shared memory (every warp must
+/// be done reading what an earlier op left there); none for the kernel's
+/// first user of shared memory.
+void leadingBarrier(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks);
 
 /// The address of `element` number `index` (i32) in shared memory,
 /// `byteOffset` bytes into it.
@@ -348,11 +393,13 @@ void narrowInductionVariable(mlir::scf::ForOp loop);
 /// Stores a tile's registers to shared memory, each replicated register
 /// once, as runs of at most `maxElems` registers contiguous along the
 /// layout's fastest dimension: one (vector) store per run at
-/// `pointerOf(coordinates of the run's first register)`.
+/// `pointerOf(coordinates of the run's first register)`; with `keep`, only
+/// the runs whose first register's static offsets it accepts.
 void storeRunsToShared(
     mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
     mlir::RankedTensorType type, mlir::Value vector, unsigned maxElems,
-    llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf);
+    llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf,
+    llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> keep = {});
 
 /// Writes a tile's registers into shared memory at their (padded) row-major
 /// positions; returns nothing. Callers put barriers around.
@@ -363,11 +410,30 @@ void storeTileToShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 
 /// A tile of type `from` (registers `vector`) in the layout of `to`, through
 /// shared memory at row-major positions (rows padded by `pad` elements),
-/// between barriers.
+/// between barriers: in the slices restageSlicing picks, one after the
+/// other, so that the staging area holds one slice.
 llvm::SmallVector<mlir::Value>
 restageThroughShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                      mlir::RankedTensorType from, mlir::Value vector,
                      mlir::RankedTensorType to, int64_t pad);
+
+/// How restageThroughShared moves a 2-D tile: in `slices` slices along
+/// `dim`, the fewest that keep a slice within kRestageSliceBytes where both
+/// layouts hold whole slices in static registers (each thread's index of a
+/// register along `dim` falls in one slice whatever the thread); else one.
+struct RestageSlicing {
+  int64_t dim = 0;
+  int64_t slices = 1;
+};
+RestageSlicing restageSlicing(mlir::RankedTensorType from,
+                              mlir::RankedTensorType to, int64_t pad);
+
+/// The shared memory a layout conversion through it aims to stay within.
+constexpr int64_t kRestageSliceBytes = 16 * 1024;
+
+/// The bytes restageThroughShared stages at once.
+int64_t restageBytes(mlir::RankedTensorType from, mlir::RankedTensorType to,
+                     int64_t pad);
 
 //===----------------------------------------------------------------------===//
 // Tensor-core dots (DotOpToNVVM.cpp, MmaDotToNVVM.cpp, WgmmaDotToNVVM.cpp)
@@ -411,9 +477,11 @@ mlir::Value stagedOperandOffset(mlir::OpBuilder &b, mlir::Location loc,
 /// Puts both operands of a tensor-core dot into its staging area: those
 /// that planAsyncCopies did not send there with cp.async (bit i of
 /// `asyncOperands` for operand i) with `store(i)` after a barrier, then waits
-/// for this thread's copies. The caller's barrier follows.
-void stageDotOperands(mlir::OpBuilder &b, mlir::Location loc,
-                      unsigned asyncOperands,
+/// for this thread's copies. In a software pipeline (`pipelined`) the copies
+/// were waited for before (pipelineLoop). Returns whether the caller must
+/// put a barrier (and for wgmma a proxy fence) before reading the area.
+bool stageDotOperands(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                      unsigned asyncOperands, bool pipelined,
                       llvm::function_ref<void(unsigned)> store);
 
 /// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
@@ -427,7 +495,7 @@ mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   tile::MmaLayoutAttr mma, KernelState &ks,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
-                                  unsigned asyncOperands);
+                                  unsigned asyncOperands, bool pipelined);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
 /// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
@@ -437,7 +505,7 @@ mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
                                 tile::MmaLayoutAttr mma, KernelState &ks,
                                 mlir::ConversionPatternRewriter &rewriter,
                                 mlir::VectorType accVecType,
-                                unsigned asyncOperands);
+                                unsigned asyncOperands, bool pipelined);
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops (ElementwiseOpToNVVM.cpp)
@@ -472,6 +540,42 @@ int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
 /// it skips), and no op between it and the dot may use shared memory (it
 /// would overwrite the staging area).
 void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
+
+/// Whether a load with `facts` can copy its tile into a dot's staging area
+/// with 16-byte cp.async: aligned whole 16-byte runs along the rows, zero
+/// padding.
+bool isAsyncCopyable(tile::LoadOp load, const AccessFacts &facts);
+
+/// Lays out each kernel's shared memory (state.placements) and returns its
+/// size: the rings of a pipelined loop (pipelineLoop) are live through the
+/// loop, so the ops inside it keep their shared memory after them; every
+/// other op's is live only while it runs, so all of them start at the same
+/// place (or after the rings around them).
+int64_t planSharedMemory(tile::KernelOp kernel, unsigned stages,
+                         LoweringState &state);
+
+//===----------------------------------------------------------------------===//
+// Software pipelining (SoftwarePipeline.cpp)
+//===----------------------------------------------------------------------===//
+
+/// A loop whose body copies operands of its tensor-core dots with cp.async
+/// (planAsyncCopies), and can prefetch them: nothing in it writes memory and
+/// the copies' offsets depend only on the induction variable and values
+/// from outside.
+struct LoopPipeline {
+  mlir::scf::ForOp loop;
+  llvm::SmallVector<tile::LoadOp> loads;
+  llvm::SmallVector<tile::DotOp> dots;
+};
+
+/// The loops of `kernel` that pipelineLoop can pipeline.
+llvm::SmallVector<LoopPipeline> findPipelines(tile::KernelOp kernel,
+                                              const LoweringState &state);
+
+/// Keeps the copies of `stages - 1` iterations of `p.loop` in flight while
+/// its dots run, with the dots' staging areas as rings of `stages` slots
+/// (see SoftwarePipeline.cpp).
+void pipelineLoop(const LoopPipeline &p, unsigned stages, LoweringState &state);
 
 //===----------------------------------------------------------------------===//
 // Type conversion and patterns

@@ -77,7 +77,8 @@ SmallVector<Value> emitMma(OpBuilder &b, Location loc, bool bf16,
 LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                           MmaLayoutAttr mma, KernelState &ks,
                           ConversionPatternRewriter &rewriter,
-                          VectorType accVecType, unsigned asyncOperands) {
+                          VectorType accVecType, unsigned asyncOperands,
+                          bool pipelined) {
   Location loc = op.getLoc();
   RankedTensorType lhsType = op.getLhs().getType();
   RankedTensorType rhsType = op.getRhs().getType();
@@ -85,14 +86,16 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
   int64_t lhsBytes = mmaOperandOffset(op, 1);
-  stageDotOperands(rewriter, loc, asyncOperands, [&](unsigned operand) {
-    if (operand == 0)
-      storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, kMmaSmemPad);
-    else
-      storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, kMmaSmemPad,
-                        lhsBytes);
-  });
-  barrier(rewriter, loc);
+  if (stageDotOperands(rewriter, loc, ks, asyncOperands, pipelined,
+                       [&](unsigned operand) {
+                         if (operand == 0)
+                           storeTileToShared(rewriter, loc, ks, lhsType, lhs,
+                                             {m, k}, kMmaSmemPad);
+                         else
+                           storeTileToShared(rewriter, loc, ks, rhsType, rhs,
+                                             {k, n}, kMmaSmemPad, lhsBytes);
+                       }))
+    barrier(rewriter, loc);
 
   unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
   int64_t repsM = std::max<int64_t>(1, m / (kMmaM * wm));

@@ -83,6 +83,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
+    useScratch(rewriter, op.getLoc(), ks, state, op);
     auto inType = cast<RankedTensorType>(op.getOperands()[0].getType());
     auto blocked = dyn_cast<BlockedLayoutAttr>(inType.getEncoding());
     if (!blocked)
@@ -182,7 +183,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
           t = tt.getElementType();
         bytes += llvm::alignTo(wpc * resultElems * storageBits(t) / 8, 16);
       }
-      barrier(rewriter, loc);
+      leadingBarrier(rewriter, loc, ks);
       for (auto [g, acc] : llvm::enumerate(accs))
         for (size_t k = 0; k < numOperands; ++k) {
           Value slot = arith::AddIOp::create(

@@ -1,8 +1,8 @@
 //===- SharedMemory.cpp - shared memory sizing and cp.async ---------------===//
 //
-// How much shared memory each op stages its tiles in (a kernel reserves the
-// most any of its ops needs), and which loads feeding tensor-core dots copy
-// into it with cp.async.
+// How much shared memory each op stages its tiles in, where in the kernel's
+// shared memory it goes (planSharedMemory), and which loads feeding
+// tensor-core dots copy into it with cp.async.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +20,8 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   };
   if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
     RankedTensorType t = convert.getSource().getType();
-    return bytesOf(t, smemPad(t.getElementType()));
+    return restageBytes(t, convert.getResult().getType(),
+                        smemPad(t.getElementType()));
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);
@@ -58,6 +59,15 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   return 0;
 }
 
+bool isAsyncCopyable(LoadOp load, const AccessFacts &facts) {
+  RankedTensorType tile = load.getResult().getType();
+  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
+  return facts.aligned && facts.wholeRuns && !facts.fallback &&
+         facts.plan.dim == 1 &&
+         facts.plan.elems * storageBits(tile.getElementType()) == 128 &&
+         padding && padding.getValue().isZero();
+}
+
 void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
@@ -67,13 +77,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
       if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
         continue;
-      const AccessFacts &facts = state.accesses[load];
-      RankedTensorType tile = load.getResult().getType();
-      auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
-      if (!facts.aligned || !facts.wholeRuns || facts.fallback ||
-          facts.plan.dim != 1 ||
-          facts.plan.elems * storageBits(tile.getElementType()) != 128 ||
-          !padding || !padding.getValue().isZero())
+      if (!isAsyncCopyable(load, state.accesses[load]))
         continue;
       bool clobbered = false;
       for (Operation *op = load->getNextNode(); op != dot && !clobbered;
@@ -93,11 +97,72 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     });
     unsigned mask = 0;
     for (auto [i, copy] : llvm::enumerate(copies)) {
-      state.asyncCopies[copy.first] = {dot, copy.second, /*barrier=*/i == 0};
+      AsyncCopy &async = state.asyncCopies[copy.first];
+      async.dot = dot;
+      async.operand = copy.second;
+      async.barrier = i == 0;
       mask |= 1u << copy.second;
     }
     state.asyncOperands[dot] = mask;
   });
+}
+
+int64_t planSharedMemory(KernelOp kernel, unsigned stages,
+                         LoweringState &state) {
+  // wgmma's swizzled operands want 1024-byte alignment; 128 keeps the others'
+  // vectors and rows aligned.
+  bool wgmma = kernel
+                   .walk([&](DotOp dot) {
+                     return usesWgmma(dot, state) ? WalkResult::interrupt()
+                                                  : WalkResult::advance();
+                   })
+                   .wasInterrupted();
+  int64_t align = wgmma ? 1024 : 128;
+  llvm::DenseMap<Operation *, int64_t> ringBytes; // per pipelined loop
+  auto reservedAround = [&](Operation *op) {
+    int64_t bytes = 0;
+    for (Operation *p = op->getParentOp(); p && p != kernel;
+         p = p->getParentOp())
+      bytes += ringBytes.lookup(p);
+    return bytes;
+  };
+  int64_t total = 0;
+  // The rings first, outer loops before inner ones: each dot's slot is its
+  // staging area, `stages` of them after the rings of the loops around.
+  kernel.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
+    int64_t start = reservedAround(loop), at = start;
+    for (auto dot : loop.getBody()->getOps<DotOp>()) {
+      if (!state.dotSlots.count(dot))
+        continue;
+      int64_t slotBytes = llvm::alignTo(scratchBytes(dot, state), align);
+      at = llvm::alignTo(at, align);
+      state.placements[dot] = {at, slotBytes};
+      at += stages * slotBytes;
+    }
+    ringBytes[loop] = at - start;
+    total = std::max(total, at);
+  });
+  // The first user of shared memory, outside loops, needs no barrier first.
+  kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    auto copy = state.asyncCopies.find(op);
+    if (!scratchBytes(op, state) &&
+        (copy == state.asyncCopies.end() || copy->second.prefetched))
+      return WalkResult::advance();
+    if (!op->getParentOfType<LoopLikeOpInterface>())
+      state.firstSharedUsers.insert(op);
+    return WalkResult::interrupt();
+  });
+  // Everything else is live only while it runs: after the rings around it.
+  kernel.walk([&](Operation *op) {
+    int64_t bytes = scratchBytes(op, state);
+    if (!bytes || state.dotSlots.count(op))
+      return;
+    int64_t at = llvm::alignTo(reservedAround(op), align);
+    if (at)
+      state.placements[op] = {at, 0};
+    total = std::max(total, at + bytes);
+  });
+  return total;
 }
 
 } // namespace tileopt::nvvm

@@ -122,6 +122,37 @@ std::unique_ptr<llvm::MCSubtargetInfo> nvptxSubtargetInfo() {
       target->createMCSubtargetInfo(triple, "", ""));
 }
 
+/// Shared memory every chip gives a block without opting in: the most a
+/// kernel declares statically.
+constexpr int64_t kMaxStaticShared = 48 * 1024;
+
+/// The most shared memory a block of `chip` (sm_XX[a|f]) may have, opted in
+/// (CUDA's sharedMemPerBlockOptin).
+int64_t maxSharedBytes(StringRef chip) {
+  unsigned sm = 0;
+  StringRef digits = chip.drop_front(3).take_while(llvm::isDigit);
+  if (digits.getAsInteger(10, sm))
+    return kMaxStaticShared;
+  switch (sm) {
+  case 70:
+  case 72:
+    return 96 * 1024;
+  case 75:
+    return 64 * 1024;
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 88:
+  case 89:
+  case 120:
+  case 121:
+    return 99 * 1024;
+  default:
+    return sm >= 90 ? 227 * 1024 : kMaxStaticShared;
+  }
+}
+
 struct ConvertTileToNVVM
     : tileopt::impl::ConvertTileToNVVMBase<ConvertTileToNVVM> {
   using Base::Base;
@@ -261,27 +292,54 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       planAsyncCopies(kernel, state);
 
-    // Shared memory per kernel: the largest scratch any op needs. Static
-    // shared memory is limited to 48 KiB on every chip.
-    constexpr int64_t kMaxStaticShared = 48 * 1024;
+    // Software pipelines, then each kernel's shared memory: static up to
+    // 48 KiB, dynamic beyond, up to what the chip gives a block.
+    int64_t limit = maxSharedBytes(chip);
     llvm::StringMap<int64_t> sharedBytes;
     for (KernelOp kernel : kernels) {
-      int64_t bytes = 0;
-      WalkResult tooLarge = kernel.walk([&](Operation *op) {
-        int64_t need = scratchBytes(op, state);
-        if (need > kMaxStaticShared) {
-          op->emitOpError("needs ")
-              << need
-              << " bytes of shared memory to stage its tiles, more than "
-              << "the " << kMaxStaticShared
-              << " a kernel can have statically; use smaller tiles";
-          return WalkResult::interrupt();
-        }
-        bytes = std::max(bytes, need);
-        return WalkResult::advance();
-      });
-      if (tooLarge.wasInterrupted())
+      unsigned stages = numStages;
+      if (auto attr = kernel->getAttrOfType<IntegerAttr>(
+              KernelOp::getNumStagesAttrName()))
+        stages = attr.getInt();
+      if (stages < 1 || stages > 8) {
+        kernel.emitOpError("num-stages must be in [1, 8], got ") << stages;
         return signalPassFailure();
+      }
+      SmallVector<LoopPipeline> pipelines;
+      if (stages > 1)
+        pipelines = findPipelines(kernel, state);
+      // The deepest pipeline whose rings fit.
+      for (; stages > 1 && !pipelines.empty(); --stages) {
+        for (const LoopPipeline &p : pipelines)
+          for (DotOp dot : p.dots)
+            state.dotSlots[dot] = Value();
+        int64_t bytes = planSharedMemory(kernel, stages, state);
+        kernel.walk([&](Operation *op) {
+          state.placements.erase(op);
+          state.dotSlots.erase(op);
+          state.firstSharedUsers.erase(op);
+        });
+        if (bytes <= limit)
+          break;
+      }
+      if (stages > 1)
+        for (const LoopPipeline &p : pipelines)
+          pipelineLoop(p, stages, state);
+      int64_t bytes = planSharedMemory(kernel, stages, state);
+      if (bytes > limit) {
+        Operation *largest = kernel;
+        int64_t need = 0;
+        kernel.walk([&](Operation *op) {
+          if (int64_t opBytes = scratchBytes(op, state); opBytes > need)
+            largest = op, need = opBytes;
+        });
+        largest->emitOpError("needs ")
+            << need << " bytes of shared memory to stage its tiles (kernel @"
+            << kernel.getSymName() << ": " << bytes << "), more than the "
+            << limit << " a block can have on " << chip
+            << "; use smaller tiles";
+        return signalPassFailure();
+      }
       sharedBytes[kernel.getSymName()] = bytes;
     }
 
@@ -321,16 +379,27 @@ struct ConvertTileToNVVM
         narrowInductionVariable(loop);
     });
 
-    // Size each kernel's shared memory now that its users exist.
+    // Size each kernel's shared memory now that its users exist: above the
+    // static limit it is the launch's dynamic shared memory (an external
+    // array in PTX), whose size the launcher reads from
+    // tile.dynamic_shared_bytes.
     for (auto &[func, ks] : state.kernels) {
       auto gpuFunc = cast<gpu::GPUFuncOp>(func);
       int64_t bytes = sharedBytes.lookup(gpuFunc.getName());
-      ks.sharedMemory.setGlobalTypeAttr(TypeAttr::get(LLVM::LLVMArrayType::get(
-          IntegerType::get(ctx, 8), std::max<int64_t>(bytes, 0))));
-      ks.sharedMemory.setAlignment(ks.sharedAlignment);
       gpuFunc->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(bytes));
-      if (bytes == 0)
+      if (bytes == 0) {
         ks.sharedMemory.erase();
+        continue;
+      }
+      ks.sharedMemory.setAlignment(ks.sharedAlignment);
+      if (bytes > kMaxStaticShared) {
+        ks.sharedMemory.setLinkage(LLVM::Linkage::External);
+        gpuFunc->setAttr("tile.dynamic_shared_bytes",
+                         builder.getI64IntegerAttr(bytes));
+        continue;
+      }
+      ks.sharedMemory.setGlobalTypeAttr(TypeAttr::get(
+          LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), bytes)));
     }
   }
 };

@@ -36,7 +36,31 @@ unsigned storageBits(Type type) {
 }
 
 Value sharedBase(OpBuilder &b, Location loc, KernelState &state) {
-  return LLVM::AddressOfOp::create(b, loc, state.sharedMemory);
+  Value base = LLVM::AddressOfOp::create(b, loc, state.sharedMemory);
+  if (!state.scratchBase)
+    return base;
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{state.scratchBase});
+}
+
+void useScratch(OpBuilder &b, Location loc, KernelState &ks,
+                const LoweringState &state, Operation *op, Value slot,
+                Operation *owner) {
+  ScratchPlacement place = state.placements.lookup(owner ? owner : op);
+  ks.usedBefore = !state.firstSharedUsers.contains(op);
+  ks.scratchBase = Value();
+  if (!place.offset && !slot)
+    return;
+  Value base = i32Const(b, loc, place.offset);
+  if (slot) {
+    Value index = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), slot);
+    base = arith::AddIOp::create(
+        b, loc, base,
+        arith::MulIOp::create(b, loc, index, i32Const(b, loc, place.slotBytes),
+                              kNoWrap),
+        kNoWrap);
+  }
+  ks.scratchBase = base;
 }
 
 Value sharedPtr(OpBuilder &b, Location loc, KernelState &state, Type element,
@@ -61,6 +85,11 @@ Value fromStorage(OpBuilder &b, Location loc, Value v, Type element) {
 }
 Type storageType(OpBuilder &b, Type element) {
   return element.isInteger(1) ? b.getI8Type() : element;
+}
+
+void leadingBarrier(OpBuilder &b, Location loc, KernelState &ks) {
+  if (ks.usedBefore)
+    barrier(b, loc);
 }
 
 void barrier(OpBuilder &b, Location loc) { NVVM::Barrier0Op::create(b, loc); }

@@ -94,7 +94,8 @@ void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
 LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
-                            VectorType accVecType, unsigned asyncOperands) {
+                            VectorType accVecType, unsigned asyncOperands,
+                            bool pipelined) {
   Location loc = op.getLoc();
   OpBuilder &b = rewriter;
   RankedTensorType lhsType = op.getLhs().getType();
@@ -108,12 +109,14 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
-  stageDotOperands(b, loc, asyncOperands, [&](unsigned operand) {
-    storeWgmmaOperand(b, loc, ks, op, operand, operand ? rhs : lhs);
-  });
-  // wgmma reads shared memory through the async proxy.
-  emitPtx(b, loc, "fence.proxy.async.shared::cta;");
-  barrier(b, loc);
+  if (stageDotOperands(
+          b, loc, ks, asyncOperands, pipelined, [&](unsigned operand) {
+            storeWgmmaOperand(b, loc, ks, op, operand, operand ? rhs : lhs);
+          })) {
+    // wgmma reads shared memory through the async proxy.
+    emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+    barrier(b, loc);
+  }
 
   auto c32 = [&](int64_t v) { return i32Const(b, loc, v); };
   Type i64 = b.getI64Type();

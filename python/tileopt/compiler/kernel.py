@@ -41,12 +41,16 @@ class KernelMetadata:
         name: the kernel's symbol, also its PTX ``.entry`` name.
         target: the GPU it was compiled for (``sm_90``).
         num_warps: warps per program; the block is :attr:`block`.
-        shared_bytes: static shared memory, from the PTX ``.shared`` declarations it uses.
+        shared_bytes: shared memory per program: the static ``.shared`` variables its PTX
+            uses plus :attr:`dynamic_shared_bytes`.
         abi: the kernel's arguments in order (see ``docs/kernel-abi.md``).
         registers: registers per thread from ``ptxas -v``; None without ptxas.
         spill_store_bytes: bytes of spill stores from ``ptxas -v``; None without ptxas.
         spill_load_bytes: bytes of spill loads from ``ptxas -v``; None without ptxas.
         assembler: what made the cubin: ``"ptxas"``, ``"nvjitlink"`` or ``"none"`` (no cubin).
+        dynamic_shared_bytes: the dynamic shared memory (the PTX's ``.extern .shared``
+            array) every launch passes; kernels that need more than the 48 KiB of static
+            shared memory get theirs this way (the CUDA launcher opts in above 48 KiB).
     """
 
     name: str
@@ -58,6 +62,7 @@ class KernelMetadata:
     spill_store_bytes: int | None
     spill_load_bytes: int | None
     assembler: str = "none"
+    dynamic_shared_bytes: int = 0
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -180,7 +185,8 @@ class Kernel:
             if self._emulator_module is None:
                 self._emulator_module = emulator.load(str(self.asm["ptx"]))
             return emulator.launch(
-                self._emulator_module, md.name, md.abi, dims, md.block, args, **options
+                self._emulator_module, md.name, md.abi, dims, md.block, args,
+                md.dynamic_shared_bytes, **options,
             )
         if device == "cuda":
             from tileopt.runtime import cuda
@@ -198,7 +204,8 @@ class Kernel:
                     md.target,
                     index,
                 )
-            cuda.launch(self._cuda_modules[index], md.name, md.abi, dims, md.block, args)
+            cuda.launch(self._cuda_modules[index], md.name, md.abi, dims, md.block, args,
+                        shared_bytes=md.dynamic_shared_bytes)
             return None
         raise ArgumentError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
 
@@ -471,6 +478,8 @@ def compile(
     int32_indexing: bool | Sequence[str] = False,
     same_shapes: Sequence[Sequence[str]] = (),
     fp_fusion: bool = True,
+    num_stages: int | None = None,
+    dynamic_shared_bytes: int | None = None,
 ) -> Any:
     """Compiles a PyTorch model into fused kernels, or one tile kernel, for an NVIDIA GPU.
 
@@ -526,9 +535,13 @@ def compile(
             gone): a sequence of :class:`KernelParam`, or a mapping ``name -> View/Scalar``
             like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
             ``tile.kernel`` signature (names from the builder or ``arg<i>``).
-        opt_level, ptx_version, libdevice, assembler, fp_fusion: see
+        opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages: see
             :class:`tileopt.compiler.nvidia.Options` (``fp_fusion=False`` keeps every float
-            multiply and add separately rounded).
+            multiply and add separately rounded; ``num_stages`` (default 3) is the depth of
+            the software pipeline of loops that feed tensor-core dots).
+        dynamic_shared_bytes: with ``start="ptx"``, the dynamic shared memory its launches
+            pass, for PTX that declares an ``.extern .shared`` array (PTX does not record the
+            size). From the other stages the lowering records it.
         contiguous: views whose innermost stride the kernel may take as 1 (``True``: every
             view; or their names): their memref types get a static inner stride of 1 before
             the tile stage, so the lowering's 128-bit loads and stores need no run-time stride
@@ -579,6 +592,7 @@ def compile(
             name: value for name, value in (
                 ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),
                 ("libdevice", libdevice), ("assembler", assembler), ("fp_fusion", fp_fusion),
+                ("num_stages", num_stages),
             ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True}.get(name)
         }
         if target is _DEFAULT_TARGET:
@@ -604,7 +618,14 @@ def compile(
     if target is _DEFAULT_TARGET:
         target = "sm_90"
     options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
-                             ptx_version, libdevice, assembler, fp_fusion)
+                             ptx_version, libdevice, assembler, fp_fusion,
+                             3 if num_stages is None else num_stages)
+    if dynamic_shared_bytes is not None:
+        nvidia.check_int("dynamic_shared_bytes", dynamic_shared_bytes, range(0, 1 << 20),
+                         "a byte count below 1 MiB")
+        if start != "ptx":
+            raise OptionError("dynamic_shared_bytes= is for start='ptx' (the lowering records "
+                              "it for the other stages)")
     nvidia.check_choice("start", start, START_STAGES)
     if kernel is not None and not isinstance(kernel, str):
         raise OptionError(f"kernel= takes the kernel's name (a str) or None, got {kernel!r}")
@@ -636,7 +657,8 @@ def compile(
     text = _module_text(module)
     # num_warps=None differs from the default only after the tile stages (taken from the PTX).
     key = _kernel_key(text, options, num_warps is None and start != "tile", start, kernel,
-                      names, given, [v for v, _ in view_options.values()], groups)
+                      names, given, [v for v, _ in view_options.values()], groups,
+                      dynamic_shared_bytes)
     cached = load_cached(key)
     if cached is not None:
         for stage, content in cached.asm.items():
@@ -678,12 +700,14 @@ def compile(
                 asm[stage] = src if isinstance(src, str) else str(src)
                 _dump(name, stage, asm[stage])
             ptx = src
+            dynamic_shared_bytes = nvidia.recorded_dynamic_shared_bytes(str(asm["llvm"]), name)
     if params is None:
         raise CompilationError(
             f"kernel {name}: pass signature= (the kernel's views and scalars) when starting at "
             f"stage {start!r}; memref types are gone by then"
         )
     nvidia.check_ptx_abi(ptx, name, params)
+    dynamic = nvidia.check_dynamic_shared(ptx, name, dynamic_shared_bytes)
     warps = nvidia.ptx_num_warps(ptx, name)
     if warps is not None and warps != options.num_warps:
         if num_warps is not None or start == "tile":
@@ -705,12 +729,13 @@ def compile(
         name=name,
         target=options.target,
         num_warps=options.num_warps,
-        shared_bytes=nvidia.shared_bytes(ptx, name),
+        shared_bytes=nvidia.shared_bytes(ptx, name) + dynamic,
         abi=tuple(params),
         registers=info.registers if info else None,
         spill_store_bytes=info.spill_store_bytes if info else None,
         spill_load_bytes=info.spill_load_bytes if info else None,
         assembler=result.assembler,
+        dynamic_shared_bytes=dynamic,
     )
     compiled = Kernel(asm, metadata, times, key)
     cache.store("kernel", key, compiled, _kernel_payload)
@@ -749,6 +774,7 @@ def _kernel_payload(kernel: Kernel) -> dict[str, Any]:
 #: The types of KernelMetadata's fields that a cache entry is checked against (others: any).
 _METADATA_TYPES: dict[str, Any] = {
     "name": str, "target": str, "num_warps": int, "shared_bytes": int, "assembler": str,
+    "dynamic_shared_bytes": int,
     "registers": int | None, "spill_store_bytes": int | None, "spill_load_bytes": int | None,
 }
 

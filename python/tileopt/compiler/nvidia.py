@@ -36,7 +36,7 @@ import operator
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,9 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "canonicalize",
         "cse",
     ),
-    "llvm": ("convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion}}",),
+    "llvm": (
+        "convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion} num-stages={num_stages}}",
+    ),
 }
 
 #: Upstream passes that finish the ``llvm`` stage: whatever gpu/arith/cf/math/scf/nvvm ops the
@@ -140,6 +142,11 @@ class Options:
             found, else nvJitLink); see :func:`make_cubin`.
         fp_fusion: let float multiplies and adds fuse into ``fma`` (one rounding instead of
             two), as nvcc (``--fmad=true``) and Triton (``enable_fp_fusion``) do by default.
+        num_stages: software-pipelining depth of loops that feed tensor-core dots (1..8, as
+            Triton's ``num_stages``): the copies of the next ``num_stages - 1`` iterations'
+            operands are in flight while a dot runs. 1 waits for each iteration's copies. A
+            kernel's ``tile.num_stages`` attribute takes precedence; kernels whose stages do
+            not fit the chip's shared memory get fewer.
     """
 
     target: str = "sm_90"
@@ -149,6 +156,7 @@ class Options:
     libdevice: str | None = None
     assembler: str = "auto"
     fp_fusion: bool = True
+    num_stages: int = 3
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
@@ -193,11 +201,12 @@ class Options:
         check_choice("assembler", self.assembler, ("auto", "ptxas", "nvjitlink"))
         if not isinstance(self.fp_fusion, bool):
             raise OptionError(f"fp_fusion must be True or False, got {self.fp_fusion!r}")
+        set_("num_stages", check_int("num_stages", self.num_stages, range(1, 9), "in 1..8"))
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
         return {"target": self.target, "num_warps": self.num_warps,
-                "fp_fusion": str(self.fp_fusion).lower()}
+                "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages}
 
     def nvvm_target(self, features: str | None = None, link_libdevice: bool = True) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.
@@ -513,19 +522,23 @@ def ptx_num_warps(ptx: str, kernel: str) -> int | None:
     return None
 
 
-def shared_bytes(ptx: str, kernel: str) -> int:
-    """Static shared memory of ``kernel``: the ``.shared`` variables its body refers to."""
+def _used_shared(ptx: str, kernel: str) -> Iterator[re.Match[str]]:
+    """The ``.shared`` declarations whose variable ``kernel``'s body refers to."""
     entries = ptx_entries(ptx)
     if kernel not in entries:
-        return 0
+        return
     body = entries[kernel][1]
-    total = 0
     for m in _SHARED.finditer(ptx):
+        if re.search(rf"(?<![\w$.]){re.escape(m.group('name'))}(?![\w$])", body):
+            yield m
+
+
+def shared_bytes(ptx: str, kernel: str) -> int:
+    """Static shared memory of ``kernel``: the ``.shared`` variables its body refers to."""
+    total = 0
+    for m in _used_shared(ptx, kernel):
         if m.group("ext"):
-            continue  # dynamic shared memory; the ABI uses static only
-        name = m.group("name")
-        if not re.search(rf"(?<![\w$.]){re.escape(name)}(?![\w$])", body):
-            continue
+            continue  # dynamic shared memory: sized at launch
         count = 1
         for d in re.findall(r"\[(\d*)\]", m.group("dims")):
             count *= int(d or 0)
@@ -533,6 +546,31 @@ def shared_bytes(ptx: str, kernel: str) -> int:
         align = int(m.group("align") or 1)
         total = (total + align - 1) // align * align + size
     return total
+
+
+_DYNAMIC_SHARED = re.compile(r"tile\.dynamic_shared_bytes = (\d+)")
+
+
+def recorded_dynamic_shared_bytes(llvm: str, kernel: str) -> int | None:
+    """The dynamic shared memory that the lowering recorded on ``kernel``'s ``llvm.func``
+    (its ``tile.dynamic_shared_bytes`` attribute) in the text of stage ``llvm``; None if
+    it recorded none."""
+    m = re.search(rf"llvm\.func @{re.escape(kernel)}\(.*", llvm)
+    found = _DYNAMIC_SHARED.search(m.group()) if m else None
+    return int(found.group(1)) if found else None
+
+
+def check_dynamic_shared(ptx: str, kernel: str, size: int | None) -> int:
+    """The dynamic shared memory ``kernel``'s launches pass: ``size`` (recorded by the
+    lowering or given with PTX), 0 for a kernel that uses no ``.extern .shared`` array;
+    CompilationError for one that does when ``size`` is unknown."""
+    extern = [m.group("name") for m in _used_shared(ptx, kernel) if m.group("ext")]
+    if extern and size is None:
+        raise CompilationError(
+            f"kernel {kernel} uses dynamic shared memory ({', '.join(extern)}), whose size "
+            f"PTX does not record: pass compile(..., dynamic_shared_bytes=N)"
+        )
+    return size or 0
 
 
 def check_ptx_abi(ptx: str, kernel: str, params: Sequence[KernelParam]) -> None:

@@ -15,6 +15,20 @@ shared-memory races between warps of a CTA (a missing ``bar.sync``) raise
 :class:`~tileopt.emulator.stats.LaunchStats` holds the counters (instructions by class,
 global requests/bytes/sectors, bank conflicts, barriers).
 
+Asynchronous copies are asynchronous (:mod:`tileopt.emulator.asynccopy`): ``cp.async``
+lands at the executing thread's ``cp.async.wait_group``/``wait_all`` (commit groups per
+thread), bulk copies and TMA loads (:mod:`tileopt.emulator.tma`, ``cp.async.bulk{.tensor}``,
+1-5d boxes, 32/64/128B swizzle, zero or NaN out-of-bounds fill) land when a thread waits on
+their mbarrier, bulk/TMA stores read shared memory at issue and write global memory when
+their bulk group completes. Until then their shared bytes are marked: reading or writing
+them is a shared-memory race, whatever barriers come in between. mbarriers
+(:mod:`tileopt.emulator.mbarrier`) have arrival and transaction counts and phases as in the
+PTX ISA; a warp spinning on ``mbarrier.try_wait`` yields to the other warps (warp-specialised
+producers and consumers), and when every thread that could run spins on waits that can never
+succeed the launch stops with a deadlock error naming the wait. Tensor maps are passed as
+:class:`tileopt.runtime.tma.TensorMap` arguments (by value or behind a pointer) or built on
+the device with ``tensormap.replace``.
+
 Pure Python + numpy: no GPU, no native tileopt build, and torch only when tensors are
 passed. ``python -m tileopt.emulator kernel.ptx`` lists a module's kernels.
 """

@@ -6,6 +6,13 @@ chunk). Threads that took different paths wait at higher PCs and merge again as 
 the others catch up, which gives correct reconvergence for structured and unstructured
 control flow, keeps warps in lockstep, and makes ``bar.sync`` correct: when a barrier
 executes, no thread of the CTA can still be behind it.
+
+Polling loops (a backward branch over volatile/atomic loads, nanosleep or an mbarrier wait)
+yield to the threads waiting further ahead after ``SPIN_LIMIT`` iterations, so a consumer
+warp spinning on ``mbarrier.try_wait`` lets the producer warp that will complete the phase
+run. A loop around an mbarrier wait is a deadlock when every thread that could run spins on
+a wait that failed twice with no mbarrier changing in between (and the other threads wait at
+barriers): the machine raises an error naming the wait, the barrier and its state.
 """
 
 from __future__ import annotations
@@ -58,6 +65,9 @@ class State:
         self.regs = [np.zeros(T, dt) for dt in reg_dtypes]
         self.gm = gm
         self.kparams = kparams
+        self.kparam_limit = max(kparams.size - 16, 0)
+        self.kparam_views = Views(kparams.size)
+        self.kparam_views.u8[: kparams.size] = kparams
         self.shared_static = shared_static
         self.shared_dynamic = shared_dynamic
         self.shared_limit = shared_static + shared_dynamic
@@ -84,6 +94,15 @@ class State:
         self.tid_linear = self.arange % self.tpc
         self.live = self.tid_linear < self.tpc_real
         self.alive = self.live.copy()
+        self.copies = None  # asynchronous copies in flight (tileopt.emulator.asynccopy)
+        # mbarrier progress, for the deadlock check: a counter of barrier changes and, per
+        # thread, the value it had at the thread's last failed wait (-1: none), whether the
+        # wait before that failed at the same value, and which barrier / PTX line it was
+        self.mb_changes = 0
+        self.wait_stamp: np.ndarray | None = None
+        self.wait_repeat: np.ndarray | None = None
+        self.wait_flat: np.ndarray | None = None
+        self.wait_line: np.ndarray | None = None
 
     # ------------------------------------------------------------ helpers for ops
 
@@ -255,6 +274,10 @@ class State:
         """Execute the program for every thread of the chunk."""
         with np.errstate(all="ignore"):
             self._run(ops, counts_w, counts_t)
+            if self.copies is not None:
+                from tileopt.emulator.asynccopy import finish
+
+                finish(self)
 
     def _group(self, mask: np.ndarray):
         n = int(np.count_nonzero(mask))
@@ -342,17 +365,27 @@ class State:
                 if gidx is None:
                     pc += 1
                 elif gidx is idx:
+                    if (
+                        op.wait_loop
+                        and op.target <= pc
+                        and self.wait_stamp is not None
+                        and self._stuck(idx)
+                    ):
+                        self._check_mbarrier_deadlock(ops, waiting, parked, idx)
                     if op.target <= pc and op.spin_loop and waiting:
                         spin += 1
                         others = [p for p in waiting if p not in parked and p != op.target]
                         if spin >= self.SPIN_LIMIT and others:
-                            # a polling loop spins: let the threads further ahead run
+                            # a polling loop spins: let the threads further ahead run, the
+                            # next group after this loop first (round robin: two spinning
+                            # groups must not starve a third)
                             spin = 0
                             waiting[op.target] = (
                                 waiting[op.target] | mask if op.target in waiting else mask
                             )
                             parked.discard(op.target)
-                            pc = min(others)
+                            later = [p for p in others if p > pc]
+                            pc = min(later) if later else min(others)
                             mask = waiting.pop(pc)
                             idx, nthr, nw = self._group(mask)
                             boost = self.BOOST_STEPS
@@ -516,6 +549,55 @@ class State:
         raise EmulatorError(
             f"kernel {self.kernel_name!r} deadlocked: every thread waits at a barrier "
             f"or warp-synchronous instruction that the others never reach: {lines}"
+        )
+
+    def _stuck(self, idx) -> bool:
+        """True when every thread of *idx* failed its last two mbarrier waits with no barrier
+        changing in between, nor since (see :func:`tileopt.emulator.mbarrier.record_wait`)."""
+        assert self.wait_stamp is not None and self.wait_repeat is not None
+        stamp = self.wait_stamp[idx]
+        return bool((self.wait_repeat[idx] & (stamp == self.mb_changes)).all())
+
+    def _check_mbarrier_deadlock(self, ops, waiting, parked, idx) -> None:
+        """Raise when no thread of the chunk can make progress: the threads of *idx* spin on
+        mbarrier waits that cannot succeed, every other group that could run does too, and the
+        rest wait at barriers (which only the spinning threads could release)."""
+        for p, m in waiting.items():
+            gidx = np.flatnonzero(m)
+            if p in parked:
+                op = ops[p]
+                g = self._guard(op, gidx) if op.guard >= 0 else gidx
+                if g is None or self._blocked(op, m, g) is None:
+                    return  # it can run after all
+                continue
+            if not self._stuck(gidx):
+                return
+        from tileopt.emulator.mbarrier import describe
+
+        tids = self.arange[idx] if isinstance(idx, slice) else idx
+        assert self.wait_line is not None and self.wait_flat is not None
+        seen: dict[tuple[int, int], int] = {}
+        for t in tids.tolist():
+            key = (int(self.wait_line[t]), int(self.wait_flat[t]))
+            seen[key] = seen.get(key, 0) + 1
+        waits = []
+        line_text = {o.ins.line: o.ins.text for o in ops}
+        for (line, flat), n in list(seen.items())[:3]:
+            cta, _ = self.describe_thread(flat // self.S * self.tpc)
+            waits.append(
+                f"PTX line {line} `{line_text.get(line, '?')}` ({n} threads; CTA {cta}, "
+                f"{describe(self, flat)})"
+            )
+        others = ", ".join(
+            f"PTX line {ops[p].ins.line} `{ops[p].ins.text}` ({int(np.count_nonzero(m))} threads)"
+            for p, m in sorted(waiting.items())
+        )
+        raise EmulatorError(
+            f"kernel {self.kernel_name!r} deadlocked: every thread that can run spins on an "
+            f"mbarrier wait that can never succeed (no thread is left to arrive, and no copy in "
+            f"flight completes on the barrier): "
+            + "; ".join(waits)
+            + (f"; other threads wait at: {others}" if others else "")
         )
 
     def _release_barriers_across_pcs(self, ops, waiting, parked) -> int:

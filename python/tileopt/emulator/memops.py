@@ -1,4 +1,5 @@
-"""Memory instructions: ld, st, ldu, atom, red, cp.async (and the address resolution they share)."""
+"""Memory instructions: ld, st, ldu, atom, red (and the address resolution that they, cp.async,
+mbarrier and the bulk copies share)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from tileopt.emulator import numeric as nm
 from tileopt.emulator.memory import (
     GLOBAL_BASE,
     LOCAL_WINDOW,
+    PARAM_WINDOW,
     SHARED_WINDOW,
     WINDOW_SIZE,
     bank_conflicts,
@@ -16,7 +18,7 @@ from tileopt.emulator.memory import (
     warp_sectors,
 )
 from tileopt.emulator.ops import check_mods, fdecode, fencode, handler, split
-from tileopt.emulator.parser import Addr, Imm, Reg, Sink, Sym, Vec
+from tileopt.emulator.parser import Addr, Sink, Sym, Vec
 
 _SPACES = {"global", "shared", "local", "param", "const"}
 _SYNC_MODS = {"volatile", "relaxed", "acquire", "release", "mmio"}
@@ -125,7 +127,10 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
         if lo.all():
             return resolve(st, ins, idx, "local", addr - LOCAL_WINDOW, size, count, shadow)
-        bad = ~(g | sh | lo)
+        pa = (addr >= PARAM_WINDOW) & (addr < PARAM_WINDOW + WINDOW_SIZE)
+        if pa.all():
+            return resolve(st, ins, idx, "kparam", addr - PARAM_WINDOW, size, count, shadow)
+        bad = ~(g | sh | lo | pa)
         if bad.any():
             raise_access_error(
                 st,
@@ -145,6 +150,7 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
             (g, "global", 0),
             (sh, "shared", SHARED_WINDOW),
             (lo, "local", LOCAL_WINDOW),
+            (pa, "kparam", PARAM_WINDOW),
         ):
             pos = np.flatnonzero(m)
             if pos.size:
@@ -224,6 +230,32 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         return [(st.local, tids * st.L + addr, None)]
     if space == "tparam":
         return [(st.tparam, tids * st.P + addr, None)]
+    if space == "kparam":  # kernel parameters through their address (cvta.param): read-only
+        limit = st.kparam_limit
+        if count == "store" or shadow in ("w", "a"):
+            raise_access_error(
+                st,
+                ins,
+                tids,
+                np.ones(n, bool),
+                addr,
+                "param",
+                "Write to a kernel parameter",
+                lambda a: "kernel parameters are read-only",
+            )
+        _check_window(
+            st,
+            ins,
+            tids,
+            addr,
+            size,
+            limit,
+            "param",
+            "Out-of-bounds kernel parameter access",
+            f"the kernel's parameters are [0x0, 0x{limit:x})",
+        )
+        _check_align(st, ins, tids, addr, size, "param")
+        return [(st.kparam_views, addr, None)]
     raise AssertionError(space)
 
 
@@ -330,7 +362,9 @@ def h_ld(cx, ins):
         raise cx.unsupported()
     wrs = [cx.writer(d, t) if not isinstance(d, Sink) else None for d in dsts]
     sym, ard = addr_reader(cx, src)
-    if space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
+    if space == "param" and sym is None and cx.cur_fn.is_entry:
+        space = "kparam"  # a kernel parameter through its address (mov %r, param)
+    elif space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
         if sym is None or sym.space not in ("kparam", "tparam"):
             raise cx.unsupported("ld.param through a register address")
         if sym.space == "kparam":
@@ -347,7 +381,7 @@ def h_ld(cx, ins):
         space = "tparam"
     elif sym is not None and sym.space in ("shared", "local") and space == "generic":
         raise cx.unsupported("generic access through a non-generic symbol address")
-    cls = "ld." + ("param" if space == "tparam" else space)
+    cls = "ld." + ("param" if space in ("tparam", "kparam") else space)
     counted = "load" if space in ("global", "shared", "generic", "const") else None
     total = esize * nvec
     shadow = "a" if _SYNC_MODS.intersection(mods) else None  # synchronising: no race checks
@@ -579,296 +613,3 @@ def h_atom(cx, ins):
             wr(st, idx, old)
 
     return run, "atom"
-
-
-# ---------------------------------------------------------------- cp.async
-
-
-@handler("cp")
-def h_cp(cx, ins):
-    base, types, mods = split(ins)
-    if not mods or mods[0] != "async":
-        raise cx.unsupported()
-    rest = mods[1:]
-    if rest and rest[0] in ("commit_group", "wait_group", "wait_all"):
-        return (lambda st, idx: None), "sync"
-    if rest and rest[0] == "mbarrier":
-        # cp.async.mbarrier.arrive{.noinc}.shared.b64 [addr]: the copies are already complete
-        check_mods(cx, rest, {"mbarrier", "arrive", "noinc", "shared", "shared::cta", "b64"})
-        noinc = "noinc" in rest
-        _, ard = addr_reader(cx, ins.operands[0])
-        space = "shared" if any(m.startswith("shared") for m in rest) else "generic"
-
-        def run_mb(st, idx):
-            if not noinc:
-                return  # pending count incremented, then decremented by the (finished) copies
-            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
-            for views, off, _ in parts:
-                _mb_arrive(st, views, off, 1)
-
-        return run_mb, "sync"
-    if "bulk" in rest or "mbarrier" in ":".join(rest):
-        raise cx.unsupported("bulk/TMA copies")
-    check_mods(
-        cx,
-        rest,
-        {
-            "ca",
-            "cg",
-            "shared",
-            "shared::cta",
-            "global",
-            "L2::cache_hint",
-            "L2::64B",
-            "L2::128B",
-            "L2::256B",
-        },
-    )
-    operands = list(ins.operands)
-    if len(operands) < 3:
-        raise cx.error("cp.async expects at least 3 operands")
-    dsto, srco, szo = operands[:3]
-    extra = operands[3:]
-    if not isinstance(szo, Imm) or szo.value not in (4, 8, 16):
-        raise cx.unsupported("cp-size must be 4, 8 or 16")
-    cp = szo.value
-    src_size = None
-    ignore = None
-    if "L2::cache_hint" in rest and extra:
-        extra = extra[:-1]
-    if extra:
-        e = extra[0]
-        if isinstance(e, Reg) and (e.neg or cx.cur_fn.regs.get(e.name) == "pred"):
-            ignore = cx.reader(e, "pred")  # ignore-src predicate: zero-fill when true
-        else:
-            src_size = cx.reader(e, "u32")
-    _, dread = addr_reader(cx, dsto)
-    _, sread = addr_reader(cx, srco)
-
-    def run(st, idx):
-        tids = thread_ids(st, idx)
-        n = tids.shape[0]
-        if src_size is not None:
-            ss = np.broadcast_to(np.asarray(src_size(st, idx)).astype(np.int64), (n,))
-        elif ignore is not None:
-            ss = np.where(np.broadcast_to(ignore(st, idx), (n,)), 0, cp).astype(np.int64)
-        else:
-            ss = None
-        daddr = dread(st, idx)
-        saddr = np.broadcast_to(np.asarray(sread(st, idx), np.int64), (n,))
-        dparts = resolve(st, ins, idx, "shared", daddr, cp, None, "w")
-        if ss is None or (ss >= cp).all():
-            parts = resolve(st, ins, idx, "global", saddr, cp, "load")
-            esize = 8 if cp >= 8 else 4
-            vals = read_elems(parts, n, esize, cp // esize, nm.UINT[esize * 8])
-            write_elems(dparts, esize, vals)
-            return
-        # partial source: zero-fill the bytes past src-size
-        ss = np.minimum(ss, cp)
-        data = np.zeros((n, cp), np.uint8)
-        has = np.flatnonzero(ss > 0)
-        if has.size:
-            sub = tids[has]
-            sa = saddr[has]
-            full = ss[has] == cp
-            # bounds-check only the bytes actually read
-            for k in range(cp):
-                rd_k = np.flatnonzero(ss[has] > k)
-                if rd_k.size == 0:
-                    break
-                p = resolve(st, ins, sub[rd_k], "global", sa[rd_k] + k, 1, None)
-                data[has[rd_k], k] = read_elems(p, rd_k.size, 1, 1, np.uint8)[0]
-            _check_align(st, ins, sub, sa, cp, "global")
-            del full
-            nreq, nsec = warp_sectors(sub, sa - GLOBAL_BASE, cp)
-            st.gm.touch(sa - GLOBAL_BASE, cp, False)
-            st.stats.global_load_requests += nreq
-            st.stats.global_load_sectors += nsec
-            st.stats.global_load_bytes += int(ss.sum())
-        words = np.ascontiguousarray(data).view(np.uint32)
-        write_elems(dparts, 4, [words[:, k] for k in range(cp // 4)])
-
-    return run, "cp.async"
-
-
-# ---------------------------------------------------------------- mbarrier
-# An mbarrier is a 64-bit word in shared memory. The emulator's encoding: bits 0-20 the
-# pending arrival count, bits 21-41 the expected count, bits 42-63 the phase number. A state
-# token returned by arrive is the phase number at the arrival. Asynchronous copies complete
-# synchronously here, so cp.async.mbarrier.arrive arrives at once.
-
-_MB_BITS = 21
-_MB_MASK = (1 << _MB_BITS) - 1
-
-
-def _mb_fields(w: np.ndarray):
-    w = w.astype(np.int64)
-    return (
-        w & _MB_MASK,
-        (w >> _MB_BITS) & _MB_MASK,
-        (w.view(np.uint64) >> np.uint64(42)).astype(np.int64),
-    )
-
-
-def _mb_pack(pending, expected, phase) -> np.ndarray:
-    return (
-        (np.asarray(phase, np.uint64) << np.uint64(42))
-        | (np.asarray(expected, np.uint64) << np.uint64(_MB_BITS))
-        | np.asarray(pending, np.uint64)
-    )
-
-
-def _mb_arrive(st, views, off, counts, drop=False, complete=True):
-    """Arrive on mbarriers at flat offsets *off* (threads in order); returns the state tokens."""
-    n = off.shape[0]
-    counts = np.broadcast_to(np.asarray(counts, np.int64), (n,))
-    order = np.argsort(off, kind="stable")
-    so = off[order]
-    starts = np.ones(n, bool)
-    starts[1:] = so[1:] != so[:-1]
-    seg = np.cumsum(starts) - 1
-    first = np.flatnonzero(starts)
-    pend, exp_, phase = _mb_fields(views.read(so[first], 8))
-    c = counts[order]
-    cum = np.cumsum(c)
-    before = cum - c - (cum - c)[first][seg]  # arrivals of earlier threads on the same barrier
-    p0 = pend[seg]
-    e = np.maximum(exp_[seg], 1)
-    # completions that happened before this thread's arrival
-    done_before = np.where(before >= p0, 1 + (before - p0) // e, 0) if complete else 0
-    tokens_sorted = phase[seg] + done_before
-    total = np.add.reduceat(c, first)
-    if complete:
-        ncomp = np.where(total >= pend, 1 + (total - pend) // np.maximum(exp_, 1), 0)
-        ncomp = np.where(pend == 0, 0, ncomp)
-    else:
-        ncomp = np.zeros_like(total)
-    if drop:
-        exp_ = np.maximum(exp_ - total, 0)
-    new_pend = pend - total + ncomp * np.maximum(exp_, 1)
-    new_pend = np.where(ncomp > 0, new_pend, np.maximum(pend - total, 0))
-    views.write(so[first], 8, _mb_pack(np.maximum(new_pend, 0), exp_, phase + ncomp))
-    if st.shadow is not None and views is st.shared and np.any(ncomp > 0):
-        # a completed phase synchronises the CTA's threads like a barrier (race checks)
-        st.shadow.barrier(np.unique(so[first][ncomp > 0] // st.S))
-    tokens = np.empty(n, np.int64)
-    tokens[order] = tokens_sorted
-    return tokens.astype(np.uint64)
-
-
-@handler("mbarrier")
-def h_mbarrier(cx, ins):
-    base, types, mods = split(ins)
-    kinds = [
-        m
-        for m in mods
-        if m
-        in (
-            "init",
-            "arrive",
-            "arrive_drop",
-            "test_wait",
-            "try_wait",
-            "inval",
-            "pending_count",
-            "expect_tx",
-            "complete_tx",
-        )
-    ]
-    check_mods(
-        cx,
-        mods,
-        set(kinds)
-        | {
-            "shared",
-            "shared::cta",
-            "parity",
-            "noComplete",
-            "release",
-            "acquire",
-            "relaxed",
-            "cta",
-            "sync",
-            "aligned",
-        },
-    )
-    if not kinds:
-        raise cx.unsupported()
-    kind = kinds[0]
-    if "expect_tx" in kinds or "complete_tx" in kinds:
-        raise cx.unsupported("mbarrier transaction counts (TMA) are not supported")
-    space = "shared" if any(m.startswith("shared") for m in mods) else "generic"
-    ops_ = ins.operands
-    if kind == "pending_count":
-        rd = cx.reader(ops_[1], "b64")
-        wr = cx.writer(ops_[0], "b32")
-        return (lambda st, idx: wr(st, idx, np.zeros(np.shape(rd(st, idx)), np.uint32))), "sync"
-    if kind in ("init", "inval"):
-        _, ard = addr_reader(cx, ops_[0])
-        cnt = cx.reader(ops_[1], "u32") if kind == "init" else None
-
-        def run_init(st, idx):
-            n = thread_ids(st, idx).shape[0]
-            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
-            c = (
-                np.broadcast_to(np.asarray(cnt(st, idx)).astype(np.int64), (n,))
-                if cnt
-                else np.zeros(n, np.int64)
-            )
-            for views, off, pos in parts:
-                cc = c if pos is None else c[pos]
-                views.write(off, 8, _mb_pack(cc, cc, 0) if cnt else np.zeros(off.shape, np.uint64))
-
-        return run_init, "sync"
-    if kind in ("arrive", "arrive_drop"):
-        dst = ops_[0]
-        has_state = not isinstance(dst, Addr)
-        wr = cx.writer(dst, "b64") if has_state else None
-        aop = ops_[1] if has_state else ops_[0]
-        rest = ops_[2:] if has_state else ops_[1:]
-        cnt = cx.reader(rest[0], "u32") if rest else None
-        _, ard = addr_reader(cx, aop)
-        complete = "noComplete" not in mods
-
-        def run_arrive(st, idx):
-            n = thread_ids(st, idx).shape[0]
-            parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
-            c = (
-                np.broadcast_to(np.asarray(cnt(st, idx)).astype(np.int64), (n,))
-                if cnt
-                else np.ones(n, np.int64)
-            )
-            tok = np.zeros(n, np.uint64)
-            for views, off, pos in parts:
-                cc = c if pos is None else c[pos]
-                t = _mb_arrive(st, views, off, cc, kind == "arrive_drop", complete)
-                if pos is None:
-                    tok[:] = t
-                else:
-                    tok[pos] = t
-            if wr is not None:
-                wr(st, idx, tok)
-
-        return run_arrive, "sync"
-    # test_wait / try_wait{.parity} waitComplete, [addr], state|parity {, suspendTimeHint}
-    wr = cx.writer(ops_[0], "pred")
-    _, ard = addr_reader(cx, ops_[1])
-    parity = "parity" in mods
-    tok = cx.reader(ops_[2], "b32" if parity else "b64")
-
-    def run_wait(st, idx):
-        n = thread_ids(st, idx).shape[0]
-        parts = resolve(st, ins, idx, space, ard(st, idx), 8, None, "a")
-        t = np.broadcast_to(np.asarray(tok(st, idx)).astype(np.int64), (n,))
-        res = np.zeros(n, bool)
-        for views, off, pos in parts:
-            _, _, phase = _mb_fields(views.read(off, 8))
-            tt = t if pos is None else t[pos]
-            done = ((phase & 1) != (tt & 1)) if parity else (phase != tt)
-            if pos is None:
-                res[:] = done
-            else:
-                res[pos] = done
-        wr(st, idx, res)
-
-    return run_wait, "sync"

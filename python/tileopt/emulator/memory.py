@@ -6,7 +6,10 @@ Addresses the kernel sees (64-bit generic addresses):
   .global/.const variables and the launch's buffers, each aligned to 256 bytes with
   unmapped gaps between them, so that every access can be checked against the buffers;
 * shared: state-space addresses ``0 .. shared_size``; generic form ``SHARED_WINDOW + addr``;
-* local: state-space addresses ``0 .. local_size`` per thread; generic ``LOCAL_WINDOW + addr``.
+* local: state-space addresses ``0 .. local_size`` per thread; generic ``LOCAL_WINDOW + addr``;
+* kernel parameters: state-space addresses ``0 .. kparam_size`` (``mov %r, param`` of an
+  .entry parameter); generic ``PARAM_WINDOW + addr`` (``cvta.param``), read-only. Triton and
+  nvcc pass a tensor map (``CUtensorMap``) by value this way and name it in TMA instructions.
 
 All accesses are checked (bounds and natural alignment) and counted here.
 """
@@ -22,6 +25,7 @@ from tileopt.emulator.errors import MemoryAccessError
 GLOBAL_BASE = 0x7F00_0000_0000
 SHARED_WINDOW = 0x7E00_0000_0000
 LOCAL_WINDOW = 0x7D00_0000_0000
+PARAM_WINDOW = 0x7C00_0000_0000
 WINDOW_SIZE = 1 << 32
 BUFFER_ALIGN = 256
 BUFFER_GAP = 256
@@ -218,6 +222,13 @@ class SharedShadow:
     epoch is counted only (replicated stores of one value are common). Volatile, relaxed and
     atomic accesses synchronise and are not checked. Reads of never-written words are counted
     as uninitialised.
+
+    Asynchronous copies: ``pend`` counts, per word, the copies into it that are still in
+    flight (cp.async before its wait_group, cp.async.bulk(.tensor) before its mbarrier wait)
+    and ``rpend`` the bulk copies that still read it (a TMA store before its
+    cp.async.bulk.wait_group.read). Any access to a word with a copy in flight into it, and a
+    write to a word that a bulk copy still reads, is a race whatever the barriers in between:
+    bar.sync does not wait for asynchronous copies.
     """
 
     NEVER, MANY, ATOMIC, BASE = 0, 1, 4, 8
@@ -231,6 +242,14 @@ class SharedShadow:
         self.mode = mode
         t = np.arange(max(ncta, 1) * tpc, dtype=np.int64)
         self.me = (np.int64(1) << 24) | ((t >> 5) + self.BASE)  # this thread's tag, epoch 1
+        # asynchronous copies in flight: per word, copies writing it / bulk copies reading it,
+        # and the PTX line of the last one issued (for the message)
+        self.pend = np.zeros(nw, np.int32)
+        self.rpend = np.zeros(nw, np.int32)
+        self.pend_line = np.zeros(nw, np.int32)
+        self.npend = 0
+        self.nrpend = 0
+        self.lines: dict[int, str] = {}
 
     def barrier(self, ctas: np.ndarray) -> None:
         self.me.reshape(-1, self.tpc)[ctas] += np.int64(1) << 24
@@ -245,6 +264,8 @@ class SharedShadow:
             tids = np.repeat(tids, k)
             me = np.repeat(me, k)
             addr = (addr[:, None] + 4 * np.arange(k)[None, :]).ravel()
+        if self.npend or (self.nrpend and kind != "r"):
+            self._check_async(st, ins, tids, words, addr, kind)
         ep = me & ~self.LOW
         wt = self.wtag[words]
         if kind == "a":
@@ -265,6 +286,79 @@ class SharedShadow:
         if raw.any():  # two warps wrote one word: counted, not raised (often the same value)
             st.stats.shared_races += int(np.count_nonzero(raw))
         self.wtag[words] = me
+
+    # ------------------------------------------------------------ asynchronous copies
+
+    @staticmethod
+    def _words(flat: np.ndarray, size: int) -> np.ndarray:
+        """The 4-byte words of accesses of *size* bytes (a multiple of 4) at flat offsets."""
+        words = flat >> 2
+        if size > 4:
+            words = (words[:, None] + np.arange(size // 4)[None, :]).ravel()
+        return words
+
+    def async_begin(self, st, ins, tids, flat, addr, size: int, write: bool) -> None:
+        """A copy issued by threads *tids* starts writing (or, for a bulk store, reading) the
+        *size* bytes at each flat offset: the issuing thread's access is checked now (a copy
+        into words other warps read since the last barrier is a race), and the words stay
+        marked until :meth:`async_end`."""
+        self.access(st, ins, tids, flat, addr, size, "w" if write else "r")
+        words = self._words(flat, size)
+        if write:
+            np.add.at(self.pend, words, 1)
+            self.npend += words.size
+        else:
+            np.add.at(self.rpend, words, 1)
+            self.nrpend += words.size
+        self.pend_line[words] = ins.line
+        self.lines[ins.line] = ins.text
+
+    def async_end(self, flat, size: int, write: bool, tags=None) -> None:
+        """Copies at flat offsets *flat* (``size`` bytes each) completed. A write lands with
+        the shadow tags *tags* (the completing thread's tag for cp.async, ``ATOMIC`` - already
+        synchronised by the mbarrier - for bulk copies)."""
+        words = self._words(np.asarray(flat, np.int64), size)
+        if write:
+            np.subtract.at(self.pend, words, 1)
+            self.npend -= words.size
+            if tags is None:
+                self.wtag[words] = self.ATOMIC
+            else:
+                tags = np.asarray(tags, np.int64)
+                self.wtag[words] = np.repeat(tags, size // 4) if tags.ndim else tags
+        else:
+            np.subtract.at(self.rpend, words, 1)
+            self.nrpend -= words.size
+
+    def _check_async(self, st, ins, tids, words, addr, kind) -> None:
+        bad = self.pend[words] > 0
+        what = "an asynchronous copy into it"
+        if not bad.any() and kind != "r":
+            bad = self.rpend[words] > 0
+            what = "an asynchronous bulk copy that reads it"
+        if not bad.any():
+            return
+        st.stats.shared_races += int(np.count_nonzero(bad))
+        if self.mode != "raise":
+            return
+        from tileopt.emulator.errors import SharedRaceError
+
+        i = int(np.flatnonzero(bad)[0])
+        t = int(tids[i])
+        cta, tid = st.describe_thread(t)
+        line = int(self.pend_line[words[i]])
+        verb = {"r": "reads", "w": "writes", "a": "accesses"}[kind]
+        raise SharedRaceError(
+            f"Shared-memory race in kernel {st.kernel_name!r} at PTX line {ins.line}: "
+            f"`{ins.text}`\n"
+            f"  CTA {cta}, thread {tid} (warp {(t % self.tpc) // 32}) {verb} shared address "
+            f"0x{int(addr[i]):x} while {what} (PTX line {line}: `{self.lines.get(line, '?')}`) "
+            f"is still in flight\n"
+            f"  (wait for the copy first: cp.async.wait_group/wait_all for cp.async, the mbarrier "
+            f"phase for cp.async.bulk, cp.async.bulk.wait_group(.read) for a bulk store; bar.sync "
+            f"does not wait for asynchronous copies; launch(..., shared_checks='count') only "
+            f"counts races)"
+        )
 
     def _race(self, st, ins, tids, bad, addr, tags, verb, past) -> None:
         st.stats.shared_races += int(np.count_nonzero(bad))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tileopt.emulator import numeric as nm
+from tileopt.emulator import tma
 from tileopt.emulator.errors import LaunchError
 from tileopt.emulator.machine import State, run_chunk
 from tileopt.emulator.memory import BUFFER_ALIGN, BUFFER_GAP, GLOBAL_BASE, Buffer, GlobalMemory
@@ -193,15 +194,40 @@ class _Region:
         return "one memory shared by " + ", ".join(unique)
 
 
+def _tensor_map_class():
+    """:class:`tileopt.runtime.tma.TensorMap` (imported when a launch first needs it)."""
+    from tileopt.runtime.tma import TensorMap
+
+    return TensorMap
+
+
+def _is_tensor_map(a) -> bool:
+    return type(a).__name__ == "TensorMap" and isinstance(a, _tensor_map_class())
+
+
 def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_Region, int]]]:
     """The regions of a launch's buffer arguments and, per argument index, (region, byte
-    offset of the argument's first byte in it)."""
+    offset of the argument's first byte in it). The tensor of a TensorMap argument is a
+    buffer like the others."""
     dense: list[tuple[int, int, int, Param, object]] = []
     packed: list[_Region] = []
     spans: dict[int, tuple[int, int]] = {}
     for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
         if isinstance(a, Pointer):
             a = a.buffer
+        elif _is_tensor_map(a):
+            if not _is_buffer(a.base):
+                raise LaunchError(
+                    f"argument {i} ({p.name}) is a TensorMap over {type(a.base).__name__}; the "
+                    f"emulator needs its base as a numpy array or a CPU torch tensor"
+                )
+            if not _is_dense(a.base):  # its strides must stay those of the host memory
+                raise LaunchError(
+                    f"argument {i} ({p.name}) is a TensorMap over a non-contiguous view; make "
+                    f"the map over the contiguous tensor that holds it (TensorMap(base=tensor, "
+                    f"global_dims=..., global_strides=...) can describe any part of it)"
+                )
+            a = a.base
         if not _is_buffer(a):
             continue
         _check_buffer(i, p, a)
@@ -409,7 +435,11 @@ class Module:
             args: one per kernel parameter: numpy arrays / CPU torch tensors for pointer
                 parameters (copied to emulated global memory and written back after the launch),
                 or a :class:`Pointer` into one, Python or numpy numbers for scalar parameters
-                (typed by the .param declaration), bytes for .param .b8 arrays (structs by value).
+                (typed by the .param declaration), bytes for .param .b8 arrays (structs by value),
+                a :class:`tileopt.runtime.tma.TensorMap` for a ``.param .b8 map[128]`` (a
+                ``CUtensorMap`` by value, as Triton and nvcc pass it) or for a pointer
+                parameter (the map in global memory); the map's tensor becomes a buffer of
+                the launch (written back after it, shared with the other arguments it overlaps).
                 Contiguous arrays whose memory overlaps (views of one storage) share one
                 emulated buffer laid out as on the host; every allocation starts 256-byte
                 aligned and a view keeps its byte offset into its allocation (torch storage,
@@ -432,6 +462,10 @@ class Module:
             LaunchError: bad kernel name, arguments, grid or block, or a write into a
                 read-only array.
             MemoryAccessError: an out-of-bounds or misaligned access (buffers are not written back).
+            SharedRaceError: a shared-memory race (also against an asynchronous copy in flight),
+                unless ``shared_checks`` says otherwise.
+            EmulatorError: a deadlock (every thread waits at barriers or spins on mbarrier waits
+                that cannot succeed), a trap, misuse of an mbarrier or a bad tensor map.
         """
         t0 = time.perf_counter()
         _warm_malloc()
@@ -494,10 +528,37 @@ class Module:
             buffers.append(r.buffer)
             contents.append((r.buffer, r.data))
             off += r.data.size + BUFFER_GAP
+        # tensor maps: the emulator's encoding, by value or in global memory behind a pointer
+        maps: dict[int, bytes | int] = {}
+        for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
+            if not _is_tensor_map(a):
+                continue
+            r, rel = where[i]
+            assert r.buffer is not None
+            enc = _encode_map(a, GLOBAL_BASE + r.buffer.start + rel)
+            if p.is_array and p.size == tma.MAP_BYTES:
+                maps[i] = enc
+            elif p.size == 8 and not p.is_array:
+                off = (off + BUFFER_ALIGN - 1) // BUFFER_ALIGN * BUFFER_ALIGN
+                b = Buffer(f"tensor map of argument {i} ({p.name})", off, tma.MAP_BYTES)
+                buffers.append(b)
+                contents.append((b, np.frombuffer(enc, np.uint8)))
+                maps[i] = GLOBAL_BASE + off
+                off += tma.MAP_BYTES + BUFFER_GAP
+            else:
+                raise LaunchError(
+                    f"argument {i} ({p.name}, {p.size}-byte .{p.type}{'[]' if p.is_array else ''})"
+                    f" got a TensorMap: it needs a .param .b8 {p.name}[128] (a map by value) or "
+                    f"a 64-bit pointer parameter"
+                )
         kparams = bytearray(lay.kparam_size)
         for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
             poff = lay.kparam_offsets[i]
             byte_offset = 0
+            if i in maps:
+                m = maps[i]
+                kparams[poff : poff + p.size] = m if isinstance(m, bytes) else struct.pack("<Q", m)
+                continue
             if isinstance(a, Pointer):
                 a, byte_offset = a.buffer, a.byte_offset
             if _is_buffer(a):
@@ -570,6 +631,22 @@ class Module:
                     _write_back(m.array, new[m.rel : m.rel + m.size].copy())
         stats.wall_time = time.perf_counter() - t0
         return stats
+
+
+def _encode_map(m, address: int) -> bytes:
+    """The emulator's 128 bytes for TensorMap *m* whose tensor starts at *address*."""
+    return tma.encode_map(
+        address,
+        int(m.dtype),
+        m.global_dims,
+        m.global_strides,
+        m.box_dims,
+        m.element_strides,
+        int(m.interleave),
+        int(m.swizzle),
+        int(m.l2_promotion),
+        int(m.oob_fill),
+    )
 
 
 def load_ptx(text: str) -> Module:

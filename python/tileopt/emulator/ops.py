@@ -12,7 +12,7 @@ import numpy as np
 
 from tileopt.emulator import numeric as nm
 from tileopt.emulator.errors import PTXLoadError
-from tileopt.emulator.memory import LOCAL_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from tileopt.emulator.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from tileopt.emulator.parser import Imm, Instruction, Pair, Paren, Reg, Sink, Sym, Vec
 from tileopt.emulator.program import BAR, BRA, BRX, CALL, EXIT, PLAIN, RET, TRAP, Op
 
@@ -55,7 +55,14 @@ def compile_instruction(cx, ins: Instruction) -> list[Op]:
     base = ins.opcode.split(".")[0]
     h = HANDLERS.get(base)
     if h is None:
-        from tileopt.emulator import memops, warpgroup, warpops  # noqa: F401  (their handlers)
+        from tileopt.emulator import (  # noqa: F401  (their handlers)
+            asynccopy,
+            mbarrier,
+            memops,
+            tma,
+            warpgroup,
+            warpops,
+        )
 
         h = HANDLERS.get(base)
     if h is None:
@@ -1662,7 +1669,11 @@ def h_cvta(cx, ins):
     wr = cx.writer(ins.operands[0], t)
     if space in ("global", "const"):
         return (lambda st, idx: wr(st, idx, a(st, idx))), "alu"
-    if space == "shared":
+    if space == "param":  # kernel parameters (the address of an .entry parameter)
+        if not cx.cur_fn.is_entry:
+            raise cx.unsupported("cvta.param in a .func")
+        base = PARAM_WINDOW
+    elif space == "shared":
         base = SHARED_WINDOW
     elif space == "local":
         base = LOCAL_WINDOW
@@ -1703,6 +1714,8 @@ def h_isspacep(cx, ins):
             r = (v >= np.uint64(SHARED_WINDOW)) & (v < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
         elif space == "local":
             r = (v >= np.uint64(LOCAL_WINDOW)) & (v < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        elif space == "param":
+            r = (v >= np.uint64(PARAM_WINDOW)) & (v < np.uint64(PARAM_WINDOW + WINDOW_SIZE))
         else:
             r = np.zeros(np.shape(v), bool)
         wr(st, idx, r)

@@ -57,6 +57,15 @@ class Addr:
 
 
 @dataclass(frozen=True)
+class TensorAddr:
+    """A tensor-map operand ``[tensorMap, {c0, c1, ...}]`` of the bulk tensor copies: the map's
+    address and the coordinates (innermost dimension first)."""
+
+    base: Addr
+    coords: tuple
+
+
+@dataclass(frozen=True)
 class Vec:
     """A vector operand ``{a, b, ...}``."""
 
@@ -72,10 +81,10 @@ class Paren:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two destinations ``%a|%b`` (setp, shfl)."""
+    """Two destinations ``%a|%b`` (setp, shfl, elect; either may be the sink ``_``)."""
 
-    first: Reg
-    second: Reg
+    first: Reg | Sink
+    second: Reg | Sink
 
 
 @dataclass(frozen=True)
@@ -83,7 +92,7 @@ class Sink:
     """The ``_`` sink operand."""
 
 
-Operand = Reg | Imm | FImm | Sym | Addr | Vec | Paren | Pair | Sink
+Operand = Reg | Imm | FImm | Sym | Addr | TensorAddr | Vec | Paren | Pair | Sink
 
 # ------------------------------------------------------------------ declarations
 
@@ -363,7 +372,12 @@ def parse_operand(tok: str, line: int) -> Operand:
     if t.startswith("["):
         if not t.endswith("]"):
             raise PTXLoadError(f"line {line}: bad address operand {t!r}")
-        return _parse_addr(t[1:-1].strip(), line)
+        inner = t[1:-1].strip()
+        items = split_top(inner)
+        if len(items) == 2 and items[1].startswith("{") and items[1].endswith("}"):
+            coords = tuple(parse_operand(x, line) for x in split_top(items[1][1:-1]))
+            return TensorAddr(_parse_addr(items[0], line), coords)
+        return _parse_addr(inner, line)
     if t.startswith("{"):
         inner = t[1:-1]
         return Vec(tuple(parse_operand(x, line) for x in split_top(inner)))
@@ -376,7 +390,7 @@ def parse_operand(tok: str, line: int) -> Operand:
         # both halves are registers, also when named without '%' (`.reg .pred p;` in a scope)
         ra = Reg(ra.name) if isinstance(ra, Sym) else ra
         rb = Reg(rb.name) if isinstance(rb, Sym) else rb
-        if not isinstance(ra, Reg) or not isinstance(rb, Reg | Sink):
+        if not isinstance(ra, Reg | Sink) or not isinstance(rb, Reg | Sink):
             raise PTXLoadError(f"line {line}: bad operand pair {t!r}")
         return Pair(ra, rb)  # type: ignore[arg-type]
     if t.startswith("!"):
@@ -660,6 +674,10 @@ def parse_ptx(text: str) -> Module:
     fn: Function | None = None
     depth = 0  # scope depth inside the current function
     pending: Function | None = None
+    # labels are local to their { } block (Triton repeats `waitLoop:` in one block per wait):
+    # per open nested block, the body index where it starts and its labels -> unique names
+    scopes: list[tuple[int, dict[str, str]]] = []
+    nscopes = 0
     for kind, s, line in _statements(text):
         if kind == "open":
             if fn is None:
@@ -676,6 +694,7 @@ def parse_ptx(text: str) -> Module:
                         f"line {line}: unexpected block header {s!r} inside {fn.name}"
                     )
                 depth += 1
+                scopes.append((len(fn.body), {}))
             continue
         if kind == "close":
             if fn is None:
@@ -683,13 +702,25 @@ def parse_ptx(text: str) -> Module:
             depth -= 1
             if depth == 0:
                 fn = None
+                scopes = []
+            elif scopes:
+                start, local = scopes.pop()
+                if local:
+                    _rename_labels(fn.body, start, local)
             continue
         if kind == "label":
             if fn is None:
                 raise PTXLoadError(f"line {line}: label {s} outside a function")
-            if s in fn.labels:
+            name = s
+            if scopes:
+                local = scopes[-1][1]
+                if s in local:
+                    raise PTXLoadError(f"line {line}: label {s} defined twice in a block")
+                nscopes += 1
+                name = local[s] = f"{s}@{nscopes}"
+            if name in fn.labels:
                 raise PTXLoadError(f"line {line}: label {s} defined twice in {fn.name}")
-            fn.labels[s] = len(fn.body)
+            fn.labels[name] = len(fn.body)
             continue
         # statements
         if s.startswith("."):
@@ -751,6 +782,18 @@ def parse_ptx(text: str) -> Module:
     if fn is not None:
         raise PTXLoadError(f"function {fn.name} is not closed by '}}'")
     return mod
+
+
+def _rename_labels(body: list[Instruction], start: int, local: dict[str, str]) -> None:
+    """Point the label operands of body[start:] (a closed block) at the block's labels."""
+    for k in range(start, len(body)):
+        ins = body[k]
+        if any(isinstance(o, Sym) and o.name in local for o in ins.operands):
+            ops = [
+                Sym(local[o.name]) if isinstance(o, Sym) and o.name in local else o
+                for o in ins.operands
+            ]
+            body[k] = Instruction(ins.line, ins.text, ins.opcode, ops, ins.guard, ins.parse_error)
 
 
 def _parse_reg(s: str, line: int, fn: Function) -> None:

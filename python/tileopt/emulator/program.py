@@ -57,6 +57,7 @@ class Op:
     member: object = None  # membermask reader of warp-synchronous ops (None: all lanes)
     count_rd: object = None  # thread count of bar.sync a, b
     spin_loop: bool = False  # backward branch of a loop that polls memory (may spin-wait)
+    wait_loop: bool = False  # backward branch of a loop around an mbarrier test/try_wait
     aux2: object = None  # barrier id of bar.sync (None when given in a register)
 
 
@@ -369,8 +370,8 @@ class Compiler:
             return _const_reader(self._imm_value(op, t))
         if isinstance(op, Sym):
             s = self.symbol(op.name)
-            if s.space in ("kparam", "tparam"):
-                raise self.unsupported("taking the address of a .param variable")
+            if s.space == "tparam":
+                raise self.unsupported("taking the address of a .param variable of a .func")
             addr = s.addr
             if s.space in ("global", "const"):
                 addr = s.addr
@@ -539,6 +540,11 @@ def _mark_spin_loops(ops: list[Op]) -> None:
         if op.kind == BRA and op.target <= pc:
             body = ops[op.target : pc + 1]
             op.spin_loop = any(any(m in o.ins.opcode + "." for m in _POLLING) for o in body)
+            op.wait_loop = any(
+                o.ins.opcode.startswith("mbarrier.")
+                and ("test_wait" in o.ins.opcode or "try_wait" in o.ins.opcode)
+                for o in body
+            )
 
 
 def _const_reader(v: np.ndarray) -> Reader:

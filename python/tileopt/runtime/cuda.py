@@ -107,6 +107,34 @@ class CudaModule:
         except Exception as e:
             raise DeviceError(f"loading the kernel on {arch} failed: {e}") from e
         self._kernels: dict[str, Any] = {}
+        self._opted_in: dict[str, int] = {}
+
+    def opt_in_shared(self, name: str, size: int) -> None:
+        """Lets kernel ``name`` take ``size`` bytes of dynamic shared memory: above
+        :data:`STATIC_SHARED_LIMIT` the driver needs the kernel's opt-in, up to the device's
+        per-block maximum (DeviceError beyond it)."""
+        if self._opted_in.get(name, 0) >= size:
+            return
+        from cuda.bindings import driver
+
+        limit = self.device.properties.max_shared_memory_per_block_optin
+        if size > limit:
+            raise DeviceError(
+                f"kernel {name} needs {size} bytes of shared memory per program; this "
+                f"{self.device.name} allows {limit}: compile it with smaller tiles or "
+                f"fewer num_stages"
+            )
+        handle = self.kernel(name).handle
+        attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        if isinstance(handle, driver.CUkernel):  # cuda.core loads kernels through libraries
+            result = driver.cuKernelSetAttribute(attribute, size, handle,
+                                                 self.device.device_id)
+        else:
+            result = driver.cuFuncSetAttribute(handle, attribute, size)
+        if result[0] != driver.CUresult.CUDA_SUCCESS:
+            raise DeviceError(f"kernel {name}: opting in to {size} bytes of shared memory "
+                              f"failed: {result[0]!r}")
+        self._opted_in[name] = size
 
     def kernel(self, name: str) -> Any:
         """The cuda.core ``Kernel`` ``name`` (loads the module on first use; the driver
@@ -114,6 +142,10 @@ class CudaModule:
         if name not in self._kernels:
             self._kernels[name] = self.code.get_kernel(name)
         return self._kernels[name]
+
+
+#: Bytes of shared memory a kernel may use without opting in (static or dynamic), every chip.
+STATIC_SHARED_LIMIT = 48 * 1024
 
 
 def _torch_stream(cc: Any, module: CudaModule) -> Any:
@@ -136,8 +168,10 @@ def launch(
     grid: tuple[int, int, int],
     block: tuple[int, int, int],
     args: Sequence[Any],
+    shared_bytes: int = 0,
 ) -> None:
-    """Launches kernel ``name`` on the current torch stream of the module's device."""
+    """Launches kernel ``name`` on the current torch stream of the module's device, with
+    ``shared_bytes`` of dynamic shared memory per program."""
     cc = _cuda_core()
     flat = cuda_args(params, args, name)
     try:
@@ -146,6 +180,11 @@ def launch(
         module.device.set_current()
         stream = _torch_stream(cc, module)
         kernel = module.kernel(name)
-        cc.launch(stream, cc.LaunchConfig(grid=grid, block=block), kernel, *flat)
+        if shared_bytes > STATIC_SHARED_LIMIT:
+            module.opt_in_shared(name, shared_bytes)
+        config = cc.LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+        cc.launch(stream, config, kernel, *flat)
+    except DeviceError:
+        raise
     except Exception as e:
         raise DeviceError(f"launching {name} grid={grid} block={block} failed: {e}") from e

@@ -29,6 +29,7 @@ def launch(
     grid: tuple[int, int, int],
     block: tuple[int, int, int],
     args: Sequence[Any],
+    shared_bytes: int = 0,
     /,
     **options: Any,
 ) -> Any:
@@ -39,7 +40,8 @@ def launch(
     ``LaunchStats``. ``options`` go to ``Module.launch``: ``max_threads_per_chunk``,
     ``max_steps``, ``shared_checks``; any other name, or a bad value, raises
     :class:`ArgumentError`.
-    Static shared memory is declared in the PTX, so no dynamic shared memory is passed.
+    ``shared_bytes`` is the dynamic shared memory (the PTX's ``.extern .shared`` array) of
+    each program, ``Kernel.metadata.dynamic_shared_bytes``.
     """
     from tileopt.emulator.module import LAUNCH_OPTIONS, check_launch_options
 
@@ -55,7 +57,8 @@ def launch(
         raise ArgumentError(f"emulator option {e}") from None
     flat = emulator_args(params, args, name)
     try:
-        return module.launch(name, grid=grid, block=block, args=flat, shared_bytes=0, **options)
+        return module.launch(name, grid=grid, block=block, args=flat, shared_bytes=shared_bytes,
+                             **options)
     except EmulatorError as e:
         # The emulator names PTX parameters ("argument 8 (k_param_8, ...)"): say whose they are.
         for index in sorted({int(m) for m in re.findall(r"_param_(\d+)\b", str(e))}):

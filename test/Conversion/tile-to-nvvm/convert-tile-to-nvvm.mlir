@@ -44,8 +44,9 @@ tile.kernel @add(%x: memref<?xf32, strided<[1], offset: ?>>, %y: memref<?xf32, s
 // CHECK-LABEL: gpu.module @tileopt_kernels
 // CHECK: llvm.mlir.global internal @rowmax_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x i8>
 // CHECK: gpu.func @rowmax({{.*}}tile.shared_bytes = 16 : i64
+// The first user of shared memory needs no barrier before its stores.
 // CHECK-COUNT-5: nvvm.shfl.sync bfly
-// CHECK: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
 // CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-4: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
@@ -192,8 +193,9 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
 // Operands loaded from views promised aligned with sizes divisible by 16
-// go global -> shared with cp.async (zero-filled where out of bounds)
-// after one barrier, and the dot waits for them instead of storing them:
+// go global -> shared with cp.async (zero-filled where out of bounds; no
+// barrier first: nothing used shared memory before), and the dot waits for
+// them instead of storing them:
 // into wgmma's swizzled layout on sm_90a, mma.sync's padded rows on sm_80.
 // A load with a shared-memory user between it and the dot (a reduction)
 // keeps the register path (A below); B, loaded after it, is copied.
@@ -204,7 +206,6 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // CHECK-NEXT: nvvm.barrier0
 // CHECK: nvvm.ldmatrix
 // WGMMA-LABEL: gpu.func @dot_async_copies
-// WGMMA: nvvm.barrier0
 // WGMMA-NOT: nvvm.barrier0
 // WGMMA: arith.select %{{.*}}, %{{.*}}, %{{.*}} : i32
 // WGMMA: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
@@ -621,7 +622,7 @@ tile.kernel @unbounded_row_loop(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>,
 // CHECK: ld.global.v4.b32
 // CHECK: } else {
 // CHECK: ld.global.b32
-// CHECK: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
 // CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
@@ -645,14 +646,55 @@ tile.kernel @scalar_fallback(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>) {
 #a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
 
-// A conversion whose staging exceeds the 48 KiB of static shared memory is a
-// diagnostic, not a ptxas error.
-tile.kernel @too_much_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+// Staging beyond the 48 KiB of static shared memory is the launch's
+// dynamic shared memory: an external array, its size on the kernel. (A
+// transpose: #a's threads span all columns, #b's all rows, so no slices.)
+// CHECK: llvm.mlir.global external @more_shared_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// CHECK-LABEL: gpu.func @more_shared
+// CHECK-SAME: tile.dynamic_shared_bytes = 66048 : i64
+// CHECK-SAME: tile.shared_bytes = 66048 : i64
+tile.kernel @more_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
-  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x256xf32, #a>
-  // expected-error @+1 {{'tile.convert_layout' op needs 65792 bytes of shared memory to stage its tiles, more than the 49152 a kernel can have statically; use smaller tiles}}
-  %u = tile.convert_layout %t : tensor<64x256xf32, #a> -> tensor<64x256xf32, #b>
-  tile.store %u, %y[%c0, %c0] : tensor<64x256xf32, #b>, memref<?x?xf32>
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<128x128xf32, #a>
+  %u = tile.convert_layout %t : tensor<128x128xf32, #a> -> tensor<128x128xf32, #b>
+  tile.store %u, %y[%c0, %c0] : tensor<128x128xf32, #b>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
+
+// A large conversion goes in slices of rows that both layouts hold whole,
+// one after the other: here four of 32 rows (16512 bytes, not 66048), two
+// barriers each but the first (nothing used shared memory before).
+// CHECK-LABEL: gpu.func @sliced_conversion
+// CHECK-SAME: tile.shared_bytes = 16512 : i64
+// CHECK-COUNT-7: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
+// CHECK: gpu.return
+tile.kernel @sliced_conversion(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<128x128xf32, #a>
+  %u = tile.convert_layout %t : tensor<128x128xf32, #a> -> tensor<128x128xf32, #b>
+  tile.store %u, %y[%c0, %c0] : tensor<128x128xf32, #b>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [32, 1], order = [1, 0]>
+#flat = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [32], order = [0]>
+
+// Staging beyond what the chip gives a block is a diagnostic, not a ptxas
+// error.
+tile.kernel @too_much_shared(%x: memref<?x?xf32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<256x256xf32, #a>
+  // expected-error @+1 {{'tile.reshape' op needs 262144 bytes of shared memory to stage its tiles (kernel @too_much_shared: 262144), more than the}}
+  %u = tile.reshape %t : tensor<256x256xf32, #a> -> tensor<65536xf32, #flat>
+  tile.store %u, %y[%c0] : tensor<65536xf32, #flat>, memref<?xf32>
   tile.return
 }
 
@@ -835,5 +877,58 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
   %cols = tile.iota : tensor<32xi32, #g>
   %t = tile.gather %x[%rows, %cols] : memref<?x?xf32>, tensor<32xi32, #g>, tensor<32xi32, #g> -> tensor<32xf32, #g>
   tile.store %t, %y[%c0] : tensor<32xf32, #g>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A K loop whose operands arrive by cp.async is pipelined num-stages (3)
+// deep: the prologue copies iterations 0 and 1 (a commit group each) into
+// slots 0 and 1 of the ring; each iteration waits for its own group
+// (wait_group 1), passes one barrier, refills the slot the previous
+// iteration read with iteration k + 2 (zero bytes past the end) and runs
+// the dot on its slot, which the loop carries; the ring drains after it.
+// CHECK-LABEL: gpu.func @pipelined_k_loop
+// CHECK-SAME: tile.shared_bytes = 29184 : i64
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> (vector<32xf32>, index)
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-NOT: nvvm.cp.async.wait.group
+// CHECK: nvvm.ldmatrix
+// CHECK: scf.yield
+// CHECK: nvvm.cp.async.wait.group 0
+// WGMMA-LABEL: gpu.func @pipelined_k_loop
+// WGMMA-SAME: tile.shared_bytes = 24576 : i64
+// WGMMA: scf.for
+// WGMMA: nvvm.cp.async.wait.group 1
+// WGMMA-NEXT: fence.proxy.async.shared::cta;
+// WGMMA-NEXT: nvvm.barrier0
+// WGMMA-NOT: nvvm.barrier0
+// WGMMA: wgmma.mma_async
+// WGMMA: scf.yield
+// WGMMA: nvvm.cp.async.wait.group 0
+tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }

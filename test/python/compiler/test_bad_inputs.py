@@ -178,17 +178,18 @@ def test_ptx_num_warps_reads_the_directives() -> None:
 
 
 def test_a_late_diagnostic_names_the_users_line() -> None:
-    """A mistake that only a pass finds (a transpose too large for shared memory) is reported
-    at the file and line of the builder call that made the op."""
-    kb = KernelBuilder("t", x=View("f32", 2), y=View("f32", 2))
+    """A mistake that only a pass finds (a reshape too large for the chip's shared memory) is
+    reported at the file and line of the builder call that made the op."""
+    kb = KernelBuilder("t", x=View("f32", 2), y=View("f32", 1))
     with kb as k:
-        x = k.load(k.args.x, [0, 0], [128, 128])
+        x = k.load(k.args.x, [0, 0], [256, 256])
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
-        k.store(k.trans(x), k.args.y, [0, 0])
+        k.store(k.reshape(x, [65536]), k.args.y, [0])
     with pytest.raises(CompilationError) as info:
-        compile(kb)
+        compile(kb, "sm_90", num_warps=32)
     assert f'"{__file__}":{line}:' in str(info.value)
-    assert "needs 66048 bytes of shared memory" in str(info.value)
+    assert "needs 262144 bytes of shared memory" in str(info.value)
+    assert "more than the 232448 a block can have on sm_90" in str(info.value)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //===- TileOps.cpp - tile dialect operations ------------------------------===//
 
-#include "tileopt/Dialect/Tile/IR/Tile.h"
 #include "tileopt/Dialect/Tile/IR/Layouts.h"
+#include "tileopt/Dialect/Tile/IR/Tile.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -115,6 +115,12 @@ LogicalResult KernelOp::verify() {
                            << " must be a power of two in [1, 32], got "
                            << warps;
   }
+  if (Attribute stages = (*this)->getAttr(getNumStagesAttrName())) {
+    auto value = dyn_cast<IntegerAttr>(stages);
+    if (!value || value.getInt() < 1 || value.getInt() > 8)
+      return emitOpError() << getNumStagesAttrName()
+                           << " must be an integer in [1, 8], got " << stages;
+  }
   for (auto [index, argType] : llvm::enumerate(type.getInputs())) {
     bool isScalar = argType.isIntOrIndexOrFloat();
     if (!isScalar && !isViewType(argType))
@@ -142,10 +148,9 @@ LogicalResult KernelOp::verify() {
       auto value = dyn_cast<IntegerAttr>(other);
       int64_t k = value ? value.getInt() : -1;
       auto memref = dyn_cast<MemRefType>(argType);
-      auto otherType =
-          k >= 0 && k < int64_t(type.getNumInputs())
-              ? dyn_cast<MemRefType>(type.getInput(k))
-              : MemRefType();
+      auto otherType = k >= 0 && k < int64_t(type.getNumInputs())
+                           ? dyn_cast<MemRefType>(type.getInput(k))
+                           : MemRefType();
       if (!memref || !otherType || k == int64_t(index) ||
           otherType.getRank() != memref.getRank() ||
           getArgAttr(k, getSameShapeAsAttrName()))
@@ -177,7 +182,8 @@ static LogicalResult verifyDimIndex(memref::DimOp dim) {
   if (!index || !source || (*index >= 0 && *index < source.getRank()))
     return success();
   return dim.emitOpError("index ")
-         << *index << " is out of range for a memref of rank " << source.getRank();
+         << *index << " is out of range for a memref of rank "
+         << source.getRank();
 }
 
 /// Triton's limit on the elements of a tile (TRITON_MAX_TENSOR_NUMEL): larger
@@ -200,7 +206,8 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
                                                      unsigned numWarps,
                                                      const llvm::Twine &what) {
   auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape() || !tensor.getElementType().isIntOrFloat())
+  if (!tensor || !tensor.hasStaticShape() ||
+      !tensor.getElementType().isIntOrFloat())
     return success();
   // Each element takes at least one 32-bit register (narrow integers are
   // not packed; f64 and i64 take two).
@@ -210,13 +217,16 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
   int64_t perThread = llvm::divideCeil(words, threads);
   if (perThread <= kMaxRegistersPerThread)
     return success();
-  return op->emitOpError()
-         << what << " is a tile of " << tensor.getNumElements() << " "
-         << tensor.getElementType() << " elements ("
-         << shapeStr(tensor.getShape()) << ") that needs at least " << perThread
-         << " 32-bit registers per thread on " << numWarps << " warp(s) ("
-         << threads << " threads), more than the " << kMaxRegistersPerThread
-         << " a thread has; use smaller tiles or more warps";
+  return op->emitOpError() << what << " is a tile of "
+                           << tensor.getNumElements() << " "
+                           << tensor.getElementType() << " elements ("
+                           << shapeStr(tensor.getShape())
+                           << ") that needs at least " << perThread
+                           << " 32-bit registers per thread on " << numWarps
+                           << " warp(s) (" << threads
+                           << " threads), more than the "
+                           << kMaxRegistersPerThread
+                           << " a thread has; use smaller tiles or more warps";
 }
 
 /// Checks what the body's ops can only get wrong together: every tile is
@@ -228,7 +238,8 @@ LogicalResult KernelOp::verifyRegions() {
   if (getBody().empty())
     return emitOpError("expected a body");
   auto declared = (*this)->getAttrOfType<IntegerAttr>(getNumWarpsAttrName());
-  auto checkTile = [&](Operation *op, Type type, const llvm::Twine &what) -> LogicalResult {
+  auto checkTile = [&](Operation *op, Type type,
+                       const llvm::Twine &what) -> LogicalResult {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape())
       return success();
@@ -255,7 +266,8 @@ LogicalResult KernelOp::verifyRegions() {
     for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
       if (failed(checkTile(op, type, "result #" + llvm::Twine(i))))
         return WalkResult::interrupt();
-    if (auto dim = dyn_cast<memref::DimOp>(op); dim && failed(verifyDimIndex(dim)))
+    if (auto dim = dyn_cast<memref::DimOp>(op);
+        dim && failed(verifyDimIndex(dim)))
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
@@ -264,9 +276,11 @@ LogicalResult KernelOp::verifyRegions() {
 
 LogicalResult tileopt::tile::verifyDimIndices(Operation *root) {
   return failure(root->walk([](memref::DimOp dim) {
-                       return failed(verifyDimIndex(dim)) ? WalkResult::interrupt()
-                                                          : WalkResult::advance();
-                     }).wasInterrupted());
+                       return failed(verifyDimIndex(dim))
+                                  ? WalkResult::interrupt()
+                                  : WalkResult::advance();
+                     })
+                     .wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//
@@ -283,8 +297,8 @@ static LogicalResult verifyAccess(Operation *op, StringRef tileName,
            << view.getRank() << " (" << view << "), got " << offsets.size();
   if (tile.getRank() != view.getRank())
     return op->emitOpError("expected ")
-           << tileName << " of rank " << view.getRank()
-           << " like the view (" << view << "), got " << tile;
+           << tileName << " of rank " << view.getRank() << " like the view ("
+           << view << "), got " << tile;
   if (tile.getElementType() != view.getElementType())
     return op->emitOpError("expected ")
            << tileName << " element type " << tile.getElementType()
@@ -407,10 +421,9 @@ LogicalResult BroadcastOp::verify() {
     auto [srcSize, resSize] = sizes;
     if (srcSize != 1 && srcSize != resSize)
       return emitOpError("cannot broadcast dim ")
-             << dim << " of source " << shapeStr(source.getShape())
-             << " (size " << srcSize << ") to result "
-             << shapeStr(result.getShape()) << " (size " << resSize
-             << "): only dims of size 1 expand";
+             << dim << " of source " << shapeStr(source.getShape()) << " (size "
+             << srcSize << ") to result " << shapeStr(result.getShape())
+             << " (size " << resSize << "): only dims of size 1 expand";
   }
   return success();
 }
@@ -470,9 +483,8 @@ LogicalResult ReshapeOp::verify() {
     return failure();
   if (source.getNumElements() != result.getNumElements())
     return emitOpError("expected the same number of elements, source ")
-           << shapeStr(source.getShape()) << " has "
-           << source.getNumElements() << " and result "
-           << shapeStr(result.getShape()) << " has "
+           << shapeStr(source.getShape()) << " has " << source.getNumElements()
+           << " and result " << shapeStr(result.getShape()) << " has "
            << result.getNumElements();
   return success();
 }
@@ -606,9 +618,10 @@ LogicalResult ReduceOp::verify() {
     Type resultType = result.getType();
     // Layouts (encodings) are checked by the passes that assign them.
     auto resultTile = dyn_cast<RankedTensorType>(resultType);
-    bool ok = resultTile ? resultTile.getShape() == ArrayRef<int64_t>(reduced) &&
-                               resultTile.getElementType() == elementType
-                         : reduced.empty() && resultType == elementType;
+    bool ok = resultTile
+                  ? resultTile.getShape() == ArrayRef<int64_t>(reduced) &&
+                        resultTile.getElementType() == elementType
+                  : reduced.empty() && resultType == elementType;
     if (!ok)
       return emitOpError("expected result #")
              << index << " to be "
@@ -638,8 +651,8 @@ LogicalResult ReduceOp::verifyRegions() {
                << argType;
     }
   }
-  auto yield = dyn_cast_if_present<YieldOp>(
-      block.empty() ? nullptr : &block.back());
+  auto yield =
+      dyn_cast_if_present<YieldOp>(block.empty() ? nullptr : &block.back());
   if (!yield)
     return emitOpError("expected the combiner to end in tile.yield");
   if (yield.getValues().size() != numOperands)
@@ -669,8 +682,8 @@ LogicalResult DotOp::verify() {
                             {"rhs", rhs},
                             {"acc", acc}})
     if (type.getRank() != 2)
-      return emitOpError("expected ") << name << " to be a 2-D tile, got "
-                                      << type;
+      return emitOpError("expected ")
+             << name << " to be a 2-D tile, got " << type;
   if (lhs.getDimSize(1) != rhs.getDimSize(0))
     return emitOpError("expected K of lhs (")
            << lhs.getDimSize(1) << ") to equal K of rhs (" << rhs.getDimSize(0)
@@ -703,8 +716,7 @@ LogicalResult DotOp::verify() {
 
 LogicalResult LaunchOp::verify() {
   if (getGrid().empty() || getGrid().size() > 3)
-    return emitOpError("expected 1 to 3 grid sizes, got ")
-           << getGrid().size();
+    return emitOpError("expected 1 to 3 grid sizes, got ") << getGrid().size();
   if ((*this)->getParentOfType<KernelOp>())
     return emitOpError("launches a kernel from inside a tile.kernel; "
                        "launches belong in host functions");
@@ -730,8 +742,8 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
         memref::CastOp::areCastCompatible(argType, param))
       continue;
     return emitOpError("argument #")
-           << index << " has type " << argType << " but kernel @"
-           << getKernel() << " expects " << param;
+           << index << " has type " << argType << " but kernel @" << getKernel()
+           << " expects " << param;
   }
   return success();
 }

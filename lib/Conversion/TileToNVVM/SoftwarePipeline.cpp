@@ -1,0 +1,209 @@
+//===- SoftwarePipeline.cpp - software pipelining of loops feeding dots ---===//
+//
+// A loop whose body copies the operands of a tensor-core dot straight into
+// shared memory with cp.async (planAsyncCopies) keeps the copies of its next
+// `stages - 1` iterations in flight while the dot of the current one runs,
+// as Triton's multi-buffered cp.async pipeline does: the dot's staging area
+// becomes a ring of `stages` slots, and
+//
+//   prologue: for i in [0, stages - 1): copy iteration i into slot i; commit
+//   loop:     wait until iteration k's copies landed (wait_group stages - 2);
+//             barrier (every warp is done with slot k - 1);
+//             copy iteration k + stages - 1 into slot k - 1; commit;
+//             dot on slot k
+//   after:    wait_group 0
+//
+// Copies of iterations past the loop's end are predicated off (cp.async of
+// zero bytes). This runs on tile IR before the conversion: the copies of
+// future iterations are clones of the loop body's loads and of the index
+// arithmetic they need, with the induction variable shifted; the conversion
+// lowers them (LoadLowering) into the slot that AsyncCopy names, and the
+// body's own loads, whose data the prefetches brought, to nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+namespace {
+
+/// The ops of `loop`'s body that the operands of `loads` depend on, in body
+/// order; failure when one of them cannot be recomputed for another
+/// iteration (it reads memory, has regions, or depends on a loop-carried
+/// value other than the induction variable).
+FailureOr<SmallVector<Operation *>> addressSlice(scf::ForOp loop,
+                                                 ArrayRef<LoadOp> loads) {
+  Block *body = loop.getBody();
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist;
+  for (LoadOp load : loads)
+    llvm::append_range(worklist, load->getOperands());
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      if (arg.getOwner() == body && arg != loop.getInductionVar())
+        return failure();
+      continue;
+    }
+    Operation *def = value.getDefiningOp();
+    if (def->getBlock() != body || slice.contains(def))
+      continue;
+    if (def->getNumRegions() || !isMemoryEffectFree(def) ||
+        llvm::any_of(def->getResultTypes(), llvm::IsaPred<ShapedType>))
+      return failure();
+    slice.insert(def);
+    llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
+}
+
+/// Whether anything in `loop`'s body may write memory: a prefetched load
+/// would then read it before the iterations that write it ran.
+bool writesMemory(scf::ForOp loop) {
+  return loop.getBody()
+      ->walk([](Operation *op) {
+        return isa<scf::YieldOp>(op) ||
+                       !mightHaveEffect<MemoryEffects::Write>(op)
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      })
+      .wasInterrupted();
+}
+
+} // namespace
+
+SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
+                                        const LoweringState &state) {
+  SmallVector<LoopPipeline> pipelines;
+  llvm::DenseMap<Operation *, unsigned> index;
+  kernel.walk([&](LoadOp load) {
+    auto copy = state.asyncCopies.find(load);
+    auto loop = dyn_cast<scf::ForOp>(load->getParentOp());
+    if (copy == state.asyncCopies.end() || !loop)
+      return;
+    auto [it, inserted] = index.try_emplace(loop, pipelines.size());
+    if (inserted)
+      pipelines.push_back({loop, {}, {}});
+    LoopPipeline &p = pipelines[it->second];
+    p.loads.push_back(load);
+    if (!llvm::is_contained(p.dots, copy->second.dot))
+      p.dots.push_back(copy->second.dot);
+  });
+  return llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
+    return !writesMemory(p.loop) && succeeded(addressSlice(p.loop, p.loads));
+  });
+}
+
+void pipelineLoop(const LoopPipeline &p, unsigned stages,
+                  LoweringState &state) {
+  scf::ForOp loop = p.loop;
+  Location loc = loop.getLoc();
+  SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
+  bool wgmma =
+      llvm::any_of(p.dots, [&](DotOp dot) { return usesWgmma(dot, state); });
+  IRRewriter b(loop.getContext());
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+
+  // Copies of the iteration at `iv` into ring slot `slot`, if it exists.
+  // The first one waits for every warp to be done with the shared memory
+  // before the loop.
+  bool first = true;
+  auto prefetch = [&](Value iv, Value slot) {
+    Value enabled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
+                                          loop.getUpperBound());
+    IRMapping map;
+    map.map(loop.getInductionVar(), iv);
+    for (Operation *op : slice)
+      b.clone(*op, map);
+    for (LoadOp load : p.loads) {
+      auto clone = cast<LoadOp>(b.clone(*load, map));
+      AsyncCopy copy = state.asyncCopies.lookup(load);
+      copy.barrier = std::exchange(first, false);
+      copy.slot = slot;
+      copy.enabled = enabled;
+      state.asyncCopies[clone] = copy;
+      // The shifted offsets keep what made the copy a 16-byte cp.async
+      // (their divisors only grow); bounds facts are the clone's own.
+      const AccessFacts &original = state.accesses[load];
+      AccessFacts facts = analyzeAccess(*accessOperands(clone));
+      facts.plan = original.plan;
+      facts.aligned = original.aligned;
+      facts.wholeRuns = original.wholeRuns;
+      facts.fallback = original.fallback;
+      state.accesses[clone] = facts;
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  };
+
+  // Prologue: iterations 0 .. stages - 2 into slots 0 .. stages - 2.
+  b.setInsertionPoint(loop);
+  Value step = loop.getStep();
+  for (unsigned i = 0; i + 1 < stages; ++i) {
+    Value iv = loop.getLowerBound();
+    if (i)
+      iv = arith::AddIOp::create(b, loc, iv,
+                                 arith::MulIOp::create(b, loc, step, index(i)));
+    prefetch(iv, index(i));
+  }
+
+  // The loop carries the slot of its iteration's dot.
+  DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
+  auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+      b, ValueRange{index(0)}, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
+        Value next = arith::AddIOp::create(yb, yloc, args[0], index(1));
+        Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
+                                           next, index(stages));
+        return SmallVector<Value>{
+            arith::SelectOp::create(yb, yloc, wrap, index(0), next)};
+      }));
+  grown->setDiscardableAttrs(attrs);
+  loop = grown; // the old loop is gone, its body moved into the new one
+  Value slot = grown.getRegionIterArgs().back();
+
+  // In the body, before its first load: wait for this iteration's copies,
+  // then refill the slot the previous iteration's dot read.
+  LoadOp earliest = p.loads.front();
+  for (LoadOp load : p.loads)
+    if (load->isBeforeInBlock(earliest))
+      earliest = load;
+  b.setInsertionPoint(earliest);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  if (wgmma) // the dot reads the copies through the async proxy
+    emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+  NVVM::Barrier0Op::create(b, loc);
+  Value ahead = arith::AddIOp::create(
+      b, loc, grown.getInductionVar(),
+      arith::MulIOp::create(b, loc, grown.getStep(), index(stages - 1)));
+  Value previous = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slot, index(0)),
+      index(stages - 1), arith::SubIOp::create(b, loc, slot, index(1)));
+  prefetch(ahead, previous);
+
+  for (LoadOp load : p.loads)
+    state.asyncCopies[load].prefetched = true;
+  for (DotOp dot : p.dots)
+    state.dotSlots[dot] = slot;
+
+  // Nothing may land in shared memory after the loop: its space is reused.
+  b.setInsertionPointAfter(grown);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+}
+
+} // namespace tileopt::nvvm

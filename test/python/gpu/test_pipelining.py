@@ -1,0 +1,144 @@
+"""Compute-bound matmuls: software pipelining (``num_stages``), large tiles in dynamic shared
+memory, and the epilogue's layout conversion in slices, run in the PTX emulator against PyTorch.
+
+The emulator raises on any out-of-bounds access and on shared-memory races between warps
+(``shared_checks="raise"``, its default), so every run here also checks that the pipeline's
+waits and barriers keep each ring slot's copies and reads apart.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import torch
+from test_kernels import assert_close, matmul_bound
+from tileopt import kernels
+from tileopt.builder import KernelBuilder
+from tileopt.compiler import compile
+from tileopt.errors import CompilationError, OptionError
+
+PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+
+
+def _matmul(target: str, bm: int, bn: int, bk: int, warps: int, stages: int) -> Any:
+    kb = kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk)
+    return compile(kb, target, num_warps=warps, num_stages=stages, **PROMISES)
+
+
+def _check(kern: Any, bm: int, bn: int, m: int, k: int, n: int) -> None:
+    a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+    c = torch.full((m, n), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
+    kern = _matmul(target, 64, 64, 32, 4, stages)
+    ptx = str(kern.asm["ptx"])
+    waits = set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx))
+    if stages == 1:  # each iteration waits for its own copies
+        assert waits == {"0"}
+    else:  # stages - 1 iterations in flight, drained after the loop
+        assert waits == {str(stages - 2), "0"}
+        # One ring slot per stage: 64x32 and 32x64 f16 operands (padded rows on sm_80). The
+        # epilogue's 64x64 f32 conversion (rows padded by one word) reuses the rings' space.
+        slot = 8192 if target == "sm_90a" else 9728
+        assert kern.metadata.shared_bytes == max(stages * slot, 64 * 65 * 4)
+    # K from below one block (every prefetch past the end) to several rings' worth;
+    # M and N not multiples of the tile.
+    for m, k, n in [(200, 304, 144), (70, 16, 48), (64, 96, 64)]:
+        _check(kern, 64, 64, m, k, n)
+
+
+@pytest.mark.parametrize(
+    ("target", "bm", "bn", "warps", "stages"),
+    [
+        ("sm_80", 128, 128, 4, 3),
+        ("sm_80", 128, 128, 8, 4),
+        ("sm_80", 128, 256, 8, 3),
+        ("sm_90a", 128, 128, 4, 4),
+        ("sm_90a", 128, 128, 8, 3),
+        ("sm_90a", 128, 256, 8, 4),
+    ],
+)
+def test_large_tiles_run_in_dynamic_shared_memory(
+    target: str, bm: int, bn: int, warps: int, stages: int
+) -> None:
+    """The tiles Triton compiles without spills compile without spills here too; above 48 KiB
+    their shared memory is the launch's dynamic shared memory."""
+    kern = _matmul(target, bm, bn, 64, warps, stages)
+    md = kern.metadata
+    ptx = str(kern.asm["ptx"])
+    assert md.dynamic_shared_bytes == md.shared_bytes > 48 * 1024
+    assert re.search(r"\.extern \.shared \.align \d+ \.b8 matmul_smem\[\];", ptx)
+    assert f"cp.async.wait_group \t{stages - 2};" in ptx
+    if md.registers is None:
+        pytest.skip("neither ptxas nor nvJitLink is installed: no register report")
+    assert md.spill_bytes == 0 and md.registers <= 255
+    _check(kern, bm, bn, 200, 304, 272)
+
+
+def test_too_many_stages_for_the_chip_get_fewer() -> None:
+    """Four 128x256x64 stages do not fit an A100's 163 KiB: the pipeline keeps three."""
+    kern = _matmul("sm_80", 128, 256, 64, 8, 4)
+    assert "cp.async.wait_group \t1;" in str(kern.asm["ptx"])
+    assert kern.metadata.shared_bytes <= 163 * 1024
+
+
+def test_num_stages_is_checked() -> None:
+    kb = kernels.matmul("f16")
+    for bad in (0, 9, 2.0, True):
+        with pytest.raises(OptionError, match="num_stages must be"):
+            compile(kb, "sm_80", num_stages=bad)
+    kb = kernels.matmul("f16")
+    kb.module.body.operations[0].attributes["tile.num_stages"] = _i64(kb, 9)
+    with pytest.raises(CompilationError, match=r"tile.num_stages must be an integer in \[1, 8\]"):
+        compile(kb, "sm_80")
+
+
+def _i64(kb: KernelBuilder, value: int) -> Any:
+    from tileopt import ir
+
+    with kb.module.context:
+        return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def test_kernel_attribute_sets_its_stages() -> None:
+    kb = kernels.matmul("f16")
+    kb.module.body.operations[0].attributes["tile.num_stages"] = _i64(kb, 2)
+    ptx = str(compile(kb, "sm_80", num_stages=4, **PROMISES).asm["ptx"])
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {"0"}  # 2 stages: 0 ahead
+
+
+def test_dynamic_shared_memory_from_ptx_needs_its_size() -> None:
+    """PTX does not record the size of its dynamic shared memory: compiling such PTX asks
+    for it, and a launch passes what it was given."""
+    kern = _matmul("sm_80", 128, 128, 64, 8, 3)
+    ptx, size = str(kern.asm["ptx"]), kern.metadata.dynamic_shared_bytes
+    signature = kern.metadata.abi
+    with pytest.raises(CompilationError, match="pass compile\\(..., dynamic_shared_bytes=N\\)"):
+        compile(ptx, "sm_80", 8, start="ptx", signature=signature)
+    again = compile(ptx, "sm_80", 8, start="ptx", signature=signature, dynamic_shared_bytes=size)
+    assert again.metadata.dynamic_shared_bytes == size
+    _check(again, 128, 128, 130, 64, 144)
+    with pytest.raises(OptionError, match="dynamic_shared_bytes= is for start='ptx'"):
+        compile(kernels.matmul("f16"), "sm_80", dynamic_shared_bytes=1024)
+
+
+def test_epilogue_reuses_the_rings_and_converts_in_slices() -> None:
+    """After the loop its rings are dead: the epilogue's 66 KB conversion of the 128x128 f32
+    accumulator reuses their space (three 32 KB stages, as Triton's). Where both layouts hold
+    whole slices of rows (mma.sync's 2x2 warps and the store's rows of warps) the conversion
+    goes in four slices of 32 rows (16.5 KB), so one unpipelined stage is all the kernel
+    needs."""
+    kern = _matmul("sm_90a", 128, 128, 64, 8, 3)
+    assert kern.metadata.shared_bytes == 3 * 32768
+    kern = _matmul("sm_80", 128, 128, 64, 4, 1)
+    assert kern.metadata.shared_bytes == 128 * (64 + 8) * 2 + 64 * (128 + 8) * 2
+    ptx = str(kern.asm["ptx"])
+    assert ptx.count("bar.sync") >= 2 + 2 * 4  # the loop's two, two per slice
+    _check(kern, 128, 128, 200, 80, 272)

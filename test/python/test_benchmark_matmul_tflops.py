@@ -1,0 +1,34 @@
+"""benchmarks/matmul_tflops.py where there is no GPU: it says why it skips and exits 0.
+
+The benchmark itself needs a CUDA GPU; this checks only its skip path, on every machine
+(``CUDA_VISIBLE_DEVICES=""`` hides a GPU from torch where there is one).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "matmul_tflops.py"
+
+
+def test_matmul_tflops_skips_without_a_gpu() -> None:
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick"], env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("matmul_tflops: skipped: "), proc.stdout
+    assert "torch.cuda.is_available() is False" in proc.stdout
+
+
+def test_matmul_tflops_rejects_unknown_options_before_skipping() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--dtypes", "f8"], capture_output=True, text=True,
+        timeout=300, check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "unknown dtypes" in proc.stderr
