@@ -196,6 +196,15 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
     useScratch(rewriter, loc, ks, this->state, op);
     auto srcType = cast<RankedTensorType>(op.getSource().getType());
     auto resType = cast<RankedTensorType>(op.getResult().getType());
+    // One element (a reduction's result): every thread holds it already.
+    if (isSingleElement(srcType)) {
+      VectorType type = this->vectorType(resType);
+      Value element = unpack(rewriter, loc, adaptor.getSource()).front();
+      rewriter.replaceOp(op, pack(rewriter, loc, type,
+                                  SmallVector<Value>(type.getNumElements(),
+                                                     element)));
+      return success();
+    }
     // A reshape keeps the row-major order: stage it unpadded and flat.
     bool reshape = std::is_same_v<Op, ReshapeOp>;
     int64_t pad = reshape ? 0 : smemPad(srcType.getElementType());

@@ -428,6 +428,12 @@ struct RestageSlicing {
 RestageSlicing restageSlicing(mlir::RankedTensorType from,
                               mlir::RankedTensorType to, int64_t pad);
 
+/// Whether a tile has one element: each thread holds it in any layout, so
+/// changing its layout or shape moves nothing.
+inline bool isSingleElement(mlir::RankedTensorType type) {
+  return type.getNumElements() == 1;
+}
+
 /// The shared memory a layout conversion through it aims to stay within.
 constexpr int64_t kRestageSliceBytes = 16 * 1024;
 

@@ -99,9 +99,14 @@ struct ReduceLowering : TilePattern<ReduceOp> {
     SmallVector<SmallVector<int64_t>> offsets =
         getRegisterOffsets(blocked, shape);
 
-    // 1. In registers: group by the coordinates off the axis.
+    // 1. In registers: group by the coordinates off the axis, then combine
+    // each group's registers: one by one (a sum of products fuses into a
+    // chain of fma), or for several operands (argmax) as a tree of
+    // neighbours in axis order (the earlier element on the left), where a
+    // combine of two computed indices costs more than of constant ones and
+    // the tree has fewer of them.
     SmallVector<SmallVector<int64_t>> groupKeys;
-    SmallVector<SmallVector<Value>> accs; // per group, per operand
+    SmallVector<SmallVector<SmallVector<Value>>> members; // group, register
     llvm::DenseSet<ArrayRef<int64_t>> seenFull;
     SmallVector<SmallVector<int64_t>> wrapped;
     for (const SmallVector<int64_t> &o : offsets)
@@ -117,11 +122,29 @@ struct ReduceLowering : TilePattern<ReduceOp> {
         values.push_back(inputs[k][r]);
       if (it == groupKeys.end()) {
         groupKeys.push_back(key);
-        accs.push_back(values);
+        members.push_back({values});
       } else {
-        size_t g = it - groupKeys.begin();
-        accs[g] = combine(rewriter, op, accs[g], values);
+        members[it - groupKeys.begin()].push_back(values);
       }
+    }
+    SmallVector<SmallVector<Value>> accs; // per group, per operand
+    for (SmallVector<SmallVector<Value>> &level : members) {
+      while (level.size() > 1) {
+        SmallVector<SmallVector<Value>> next;
+        if (numOperands == 1) {
+          next.push_back(level[0]);
+          for (size_t i = 1; i < level.size(); ++i)
+            next[0] = combine(rewriter, op, next[0], level[i]);
+          level = std::move(next);
+          break;
+        }
+        for (size_t i = 0; i + 1 < level.size(); i += 2)
+          next.push_back(combine(rewriter, op, level[i], level[i + 1]));
+        if (level.size() % 2)
+          next.push_back(level.back());
+        level = std::move(next);
+      }
+      accs.push_back(level.front());
     }
 
     // 2. Across the lanes that hold distinct elements of the axis.

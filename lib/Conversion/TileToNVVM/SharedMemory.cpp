@@ -18,6 +18,9 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return paddedElements(t.getShape(), pad) * storageBits(t.getElementType()) /
            8;
   };
+  if (isa<ConvertLayoutOp, ReshapeOp>(op) &&
+      isSingleElement(cast<RankedTensorType>(op->getOperand(0).getType())))
+    return 0;
   if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
     RankedTensorType t = convert.getSource().getType();
     return restageBytes(t, convert.getResult().getType(),
