@@ -200,9 +200,9 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
     if (isSingleElement(srcType)) {
       VectorType type = this->vectorType(resType);
       Value element = unpack(rewriter, loc, adaptor.getSource()).front();
-      rewriter.replaceOp(op, pack(rewriter, loc, type,
-                                  SmallVector<Value>(type.getNumElements(),
-                                                     element)));
+      rewriter.replaceOp(
+          op, pack(rewriter, loc, type,
+                   SmallVector<Value>(type.getNumElements(), element)));
       return success();
     }
     // A reshape keeps the row-major order: stage it unpadded and flat.

@@ -137,25 +137,40 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         arith::ConstantIntOp::create(b, loc, i64, int64_t(fixed)));
   };
 
-  unsigned wm = mma.getWarpsPerCTA()[0];
+  unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
   int64_t repsM = m / (kMmaM * wm);
-  int64_t regsPerRep = n / 2;
+  // Each warpgroup column computes `cols` columns: B's columns are staged
+  // so that its share (every wn-th 8-column block) is contiguous
+  // (stagedOperandOffset), starting at swizzle atom groupCol * cols * 2 /
+  // bSwizzle.
+  int64_t cols = n / wn;
+  int64_t regsPerRep = cols / 2;
   // This warpgroup's first row: 64 per warpgroup, 16 * wm per repetition.
   Value groupRow = arith::MulIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, ks.warp, c32(2)), c32(64));
+      b, loc,
+      arith::AndIOp::create(b, loc,
+                            arith::ShRUIOp::create(b, loc, ks.warp, c32(2)),
+                            c32(wm / 4 - 1)),
+      c32(64));
+  Value groupCol =
+      arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
+  Value bColumnStart = arith::MulIOp::create(
+      b, loc, groupCol, c32(cols * 2 / bSwizzle * k * bSwizzle));
   SmallVector<Value> acc = unpack(b, loc, accVec);
   StringRef type = lhsType.getElementType().isBF16() ? "bf16" : "f16";
   std::string text =
       llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {2}, "
                     "${3}, ${4}, 1, 1, 1, 0, 1;",
-                    n, type, asmRegisterList(0, regsPerRep), regsPerRep,
+                    cols, type, asmRegisterList(0, regsPerRep), regsPerRep,
                     regsPerRep + 1)
           .str();
   emitPtx(b, loc, "wgmma.fence.sync.aligned;");
   for (int64_t kk = 0; kk < k; kk += kMmaK) {
     int64_t aByte = kk * 2;
-    Value bDesc = descriptor(c32(bOffset + kk * bSwizzle), k * bSwizzle,
-                             8 * bSwizzle, bSwizzle);
+    Value bDesc =
+        descriptor(arith::AddIOp::create(b, loc, bColumnStart,
+                                         c32(bOffset + kk * bSwizzle)),
+                   k * bSwizzle, 8 * bSwizzle, bSwizzle);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
       Value aStart = arith::AddIOp::create(

@@ -2,6 +2,7 @@
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=num-warps=8 | FileCheck %s --check-prefix=WARPS8
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts --tile-remove-layout-conversions | FileCheck %s --check-prefix=CLEAN
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=target=sm_90a | FileCheck %s --check-prefix=SM90A
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts="target=sm_90a num-warps=8" | FileCheck %s --check-prefix=SM90A8
 
 // Loads and stores anchor 16-byte-per-thread layouts along the stride-1 dim;
 // elementwise ops inherit them; the broadcast 1-D bias meets the 2-D layout
@@ -231,5 +232,22 @@ tile.kernel @scalar_tile(%x: memref<f32>, %y: memref<?xf32>) {
   %p = tile.permute %t {permutation = array<i64>} : tensor<f32> -> tensor<f32>
   %r = tile.reshape %p : tensor<f32> -> tensor<1xf32>
   tile.store %r, %y[%c0] : tensor<1xf32>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+// On sm_90a, 8 warps and 64 rows: one warpgroup of rows, two of columns,
+// each computing 64 of the 128 columns with wgmma.
+// SM90A8: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [4, 2]>
+// SM90A8-LABEL: tile.kernel @wgmma_column_split
+// SM90A8: tile.dot {{.*}} -> tensor<64x128xf32, #[[SPLIT]]>
+tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+  %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<64x128xf16>
+  %z = arith.constant dense<0.0> : tensor<64x128xf32>
+  %d = tile.dot %ta, %tb, %z : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf32>
+  tile.store %d, %f[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
   tile.return
 }

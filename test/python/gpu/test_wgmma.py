@@ -33,8 +33,10 @@ def _matmul(dtype: str, promises: bool, **blocks: Any) -> Any:
         {"block_m": 128, "block_n": 32, "block_k": 64},  # two 64-row blocks a warpgroup
         {"block_m": 64, "block_n": 16, "block_k": 128},  # 32-byte B rows, A over 2 atoms
         {"block_m": 128, "block_n": 64, "block_k": 16, "num_warps": 8},  # two warpgroups
+        # two warpgroup columns: each computes every other 8-column block of B
+        {"block_m": 64, "block_n": 128, "block_k": 64, "num_warps": 8},
     ],
-    ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8"],
+    ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8", "64x128x64w8"],
 )
 @pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
 def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], promises: bool) -> None:

@@ -16,12 +16,10 @@ static int64_t product(ArrayRef<unsigned> values) {
   return result;
 }
 
-LogicalResult
-BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                          ArrayRef<unsigned> sizePerThread,
-                          ArrayRef<unsigned> threadsPerWarp,
-                          ArrayRef<unsigned> warpsPerCTA,
-                          ArrayRef<unsigned> order) {
+LogicalResult BlockedLayoutAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError,
+    ArrayRef<unsigned> sizePerThread, ArrayRef<unsigned> threadsPerWarp,
+    ArrayRef<unsigned> warpsPerCTA, ArrayRef<unsigned> order) {
   size_t rank = order.size();
   if (sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
       warpsPerCTA.size() != rank)
@@ -35,25 +33,27 @@ BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         return emitError() << "expected powers of two in a blocked layout, got "
                            << v;
   if (product(threadsPerWarp) != kWarpSize)
-    return emitError() << "expected threadsPerWarp to multiply to "
-                       << kWarpSize << ", got " << product(threadsPerWarp);
+    return emitError() << "expected threadsPerWarp to multiply to " << kWarpSize
+                       << ", got " << product(threadsPerWarp);
   llvm::SmallVector<bool> seen(rank, false);
   for (unsigned d : order) {
     if (d >= rank || seen[d])
-      return emitError() << "expected order to be a permutation of [0, "
-                         << rank << ")";
+      return emitError() << "expected order to be a permutation of [0, " << rank
+                         << ")";
     seen[d] = true;
   }
   return success();
 }
 
 /// The check every layout makes of the tile it encodes: one rank.
-static LogicalResult verifyLayoutRank(Attribute layout, ArrayRef<int64_t> shape,
-                                      function_ref<InFlightDiagnostic()> emitError) {
+static LogicalResult
+verifyLayoutRank(Attribute layout, ArrayRef<int64_t> shape,
+                 function_ref<InFlightDiagnostic()> emitError) {
   if (getLayoutRank(layout) == shape.size())
     return success();
   InFlightDiagnostic diag = emitError();
-  diag << "expected a layout of rank " << shape.size() << " for a tile of shape [";
+  diag << "expected a layout of rank " << shape.size()
+       << " for a tile of shape [";
   llvm::interleaveComma(shape, diag);
   return diag << "], got a layout of rank " << getLayoutRank(layout) << ": "
               << layout;
@@ -65,9 +65,9 @@ LogicalResult BlockedLayoutAttr::verifyEncoding(
   return verifyLayoutRank(*this, shape, emitError);
 }
 
-LogicalResult
-MmaLayoutAttr::verifyEncoding(ArrayRef<int64_t> shape, Type,
-                              function_ref<InFlightDiagnostic()> emitError) const {
+LogicalResult MmaLayoutAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type,
+    function_ref<InFlightDiagnostic()> emitError) const {
   return verifyLayoutRank(*this, shape, emitError);
 }
 
@@ -151,15 +151,16 @@ unsigned tileopt::tile::getNumWarps(Attribute layout) {
 
 /// Register offsets of an mma layout: per 16x8 block (rows of blocks, then
 /// columns), the C fragment's (0,0), (0,1), (8,0), (8,1).
-static SmallVector<SmallVector<int64_t>> getMmaOffsets(MmaLayoutAttr layout,
-                                                       ArrayRef<int64_t> shape) {
+static SmallVector<SmallVector<int64_t>>
+getMmaOffsets(MmaLayoutAttr layout, ArrayRef<int64_t> shape) {
   int64_t wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
   int64_t repsM = std::max<int64_t>(1, shape[0] / (kMmaM * wm));
   int64_t repsN = std::max<int64_t>(1, shape[1] / (kMmaN * wn));
   SmallVector<SmallVector<int64_t>> offsets;
   for (int64_t m = 0; m < repsM; ++m)
     for (int64_t n = 0; n < repsN; ++n)
-      for (auto [i, j] : {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}})
+      for (auto [i, j] :
+           {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}})
         offsets.push_back({m * kMmaM * wm + i, n * kMmaN * wn + j});
   return offsets;
 }
@@ -299,7 +300,12 @@ bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
 
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
                                llvm::ArrayRef<unsigned> warpsPerCTA) {
-  return warpsPerCTA.size() == 2 && warpsPerCTA[0] % 4 == 0 &&
-         warpsPerCTA[1] == 1 && m % (kMmaM * warpsPerCTA[0]) == 0 &&
-         n % 16 == 0 && n >= 16 && n <= 256;
+  if (warpsPerCTA.size() != 2 || warpsPerCTA[0] % 4 != 0 ||
+      m % (kMmaM * warpsPerCTA[0]) != 0 || n % warpsPerCTA[1] != 0)
+    return false;
+  // Each warpgroup column computes n / warpsPerCTA[1] columns; split ones
+  // start at a swizzle atom of B (at most 128 bytes wide).
+  int64_t cols = n / warpsPerCTA[1];
+  return cols % 16 == 0 && cols >= 16 && cols <= 256 &&
+         (warpsPerCTA[1] == 1 || cols * 2 % std::min<int64_t>(n * 2, 128) == 0);
 }

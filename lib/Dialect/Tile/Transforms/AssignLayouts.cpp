@@ -55,12 +55,15 @@ public:
       : context(context), numWarps(numWarps), smVersion(smVersion),
         wgmma(wgmma) {}
 
-  LogicalResult run(KernelOp kernel) { return assignBlock(kernel.getBody().front()); }
+  LogicalResult run(KernelOp kernel) {
+    return assignBlock(kernel.getBody().front());
+  }
 
 private:
   /// The default layout for a tile of `type` (rank 0 included): 16 bytes
   /// per thread along the last dimension.
-  Attribute defaultLayout(RankedTensorType type, ArrayRef<unsigned> order = {}) {
+  Attribute defaultLayout(RankedTensorType type,
+                          ArrayRef<unsigned> order = {}) {
     unsigned bits = std::max(8u, type.getElementTypeBitWidth());
     unsigned vector = std::max(1u, 128 / bits);
     return getDefaultLayout(context, type.getShape(), vector, numWarps, order);
@@ -105,10 +108,11 @@ private:
     // Triton does), so a warp's tile stays square-ish and the operand
     // fragments it loads from shared memory are few; never past the tile:
     // warps left over (a small tile) repeat the work of the first ones.
-    // On sm_90a the warps tile rows only when that fits wgmma (isWgmmaDot).
-    SmallVector<unsigned> rowsOnly{numWarps, 1};
-    if (wgmma && isWgmmaDot(m, n, rowsOnly))
-      return MmaLayoutAttr::get(context, rowsOnly);
+    // On sm_90a the warps tile rows, or warpgroups of four split the columns
+    // too, when that fits wgmma (isWgmmaDot).
+    for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
+      if (isWgmmaDot(m, n, {wm, numWarps / wm}))
+        return MmaLayoutAttr::get(context, {wm, numWarps / wm});
     unsigned wm = 1, wn = 1;
     while (wm * wn < numWarps) {
       bool growM = (wm * 2) * kMmaM <= m, growN = (wn * 2) * kMmaN <= n;
@@ -123,7 +127,8 @@ private:
   }
 
   void setLayout(Value value, Attribute layout) {
-    setTileType(value, withLayout(cast<RankedTensorType>(value.getType()), layout));
+    setTileType(value,
+                withLayout(cast<RankedTensorType>(value.getType()), layout));
   }
 
   /// Makes `operand` of `op` have `layout`, inserting a conversion.
@@ -192,18 +197,20 @@ private:
       return success();
     }
     if (auto store = dyn_cast<StoreOp>(op)) {
-      convertOperand(store.getValueMutable(),
-                     accessLayout(store.getValue().getType(),
-                                  store.getView().getType()));
+      convertOperand(
+          store.getValueMutable(),
+          accessLayout(store.getValue().getType(), store.getView().getType()));
       return success();
     }
     if (isa<SplatOp, IotaOp, arith::ConstantOp>(op)) {
       Value result = op->getResult(0);
-      setLayout(result, defaultLayout(cast<RankedTensorType>(result.getType())));
+      setLayout(result,
+                defaultLayout(cast<RankedTensorType>(result.getType())));
       return success();
     }
     if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      setLayout(broadcast.getResult(), getLayout(broadcast.getSource().getType()));
+      setLayout(broadcast.getResult(),
+                getLayout(broadcast.getSource().getType()));
       return success();
     }
     if (auto expand = dyn_cast<ExpandDimsOp>(op)) {
@@ -235,19 +242,22 @@ private:
       return success();
     }
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      setLayout(reshape.getResult(), defaultLayout(reshape.getResult().getType()));
+      setLayout(reshape.getResult(),
+                defaultLayout(reshape.getResult().getType()));
       return success();
     }
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       // Reductions run on blocked layouts.
       Attribute layout = pickOperandLayout(op);
       if (!isa<BlockedLayoutAttr>(layout))
-        layout = defaultBlockedLayout(cast<RankedTensorType>(op->getOperand(0).getType()));
+        layout = defaultBlockedLayout(
+            cast<RankedTensorType>(op->getOperand(0).getType()));
       for (OpOperand &operand : reduce->getOpOperands())
         convertOperand(operand, layout);
       for (Value result : reduce.getResults())
         if (isTile(result))
-          setLayout(result, SliceLayoutAttr::get(context, reduce.getAxis(), layout));
+          setLayout(result,
+                    SliceLayoutAttr::get(context, reduce.getAxis(), layout));
       return success();
     }
     if (auto dot = dyn_cast<DotOp>(op)) {
@@ -255,8 +265,8 @@ private:
       // memory); the accumulator takes the tensor-core layout when it can.
       for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()})
         if (!isa<BlockedLayoutAttr>(getLayout(operand->get().getType())))
-          convertOperand(*operand, defaultBlockedLayout(
-                                       cast<RankedTensorType>(operand->get().getType())));
+          convertOperand(*operand, defaultBlockedLayout(cast<RankedTensorType>(
+                                       operand->get().getType())));
       Attribute layout = dotLayout(dot);
       convertOperand(dot.getAccMutable(), layout);
       setLayout(dot.getResult(), layout);
@@ -307,8 +317,9 @@ private:
       return failure();
     for (OpOperand &operand : yield->getOpOperands())
       if (isTile(operand.get()))
-        convertOperand(operand,
-                       getLayout(forOp.getResult(operand.getOperandNumber()).getType()));
+        convertOperand(
+            operand,
+            getLayout(forOp.getResult(operand.getOperandNumber()).getType()));
     return success();
   }
 
@@ -316,15 +327,16 @@ private:
   /// the condition forwards keeps its layout into the body and the results.
   LogicalResult assignWhile(scf::WhileOp whileOp) {
     Block &before = whileOp.getBefore().front();
-    for (auto [init, arg] : llvm::zip(whileOp.getInits(), before.getArguments()))
+    for (auto [init, arg] :
+         llvm::zip(whileOp.getInits(), before.getArguments()))
       if (isTile(init))
         setLayout(arg, getLayout(init.getType()));
     if (failed(assignBlock(before)))
       return failure();
     scf::ConditionOp condition = whileOp.getConditionOp();
     Block &after = whileOp.getAfter().front();
-    for (auto [forwarded, arg, result] :
-         llvm::zip(condition.getArgs(), after.getArguments(), whileOp.getResults()))
+    for (auto [forwarded, arg, result] : llvm::zip(
+             condition.getArgs(), after.getArguments(), whileOp.getResults()))
       if (isTile(forwarded)) {
         setLayout(arg, getLayout(forwarded.getType()));
         setLayout(result, getLayout(forwarded.getType()));
@@ -334,8 +346,10 @@ private:
     Operation *yield = after.getTerminator();
     for (OpOperand &operand : yield->getOpOperands())
       if (isTile(operand.get()))
-        convertOperand(operand, getLayout(before.getArgument(operand.getOperandNumber())
-                                              .getType()));
+        convertOperand(
+            operand,
+            getLayout(
+                before.getArgument(operand.getOperandNumber()).getType()));
     return success();
   }
 
@@ -348,7 +362,8 @@ private:
       if (!isTile(result))
         continue;
       unsigned index = cast<OpResult>(result).getResultNumber();
-      Attribute layout = getLayout(ifOp.thenYield().getOperand(index).getType());
+      Attribute layout =
+          getLayout(ifOp.thenYield().getOperand(index).getType());
       setLayout(result, layout);
       if (ifOp.elseBlock())
         convertOperand(ifOp.elseYield()->getOpOperand(index), layout);
@@ -403,9 +418,9 @@ struct TileAssignLayouts
       });
       if (tooLarge.wasInterrupted() || failed(assigner.run(kernel)))
         return signalPassFailure();
-      kernel->setAttr(KernelOp::getNumWarpsAttrName(),
-                      IntegerAttr::get(IntegerType::get(&getContext(), 32),
-                                       numWarps));
+      kernel->setAttr(
+          KernelOp::getNumWarpsAttrName(),
+          IntegerAttr::get(IntegerType::get(&getContext(), 32), numWarps));
     }
   }
 };

@@ -75,9 +75,10 @@ bool hasWgmma(llvm::StringRef chip);
 
 /// Whether an f16/bf16 dot of an `m` x `n` accumulator in an mma layout of
 /// `warpsPerCTA` runs on wgmma.mma_async m64nNk16 (on a chip that hasWgmma):
-/// each warpgroup (4 warps) owns whole 64-row blocks across all `n`
-/// columns, so the warps must tile rows only, and `n` must be 16..256 (a
-/// swizzled operand row is at least 32 bytes).
+/// each warpgroup (4 warps along the rows) owns whole 64-row blocks, and
+/// the warpsPerCTA[1] warpgroup columns split the `n` columns (N = n /
+/// warpsPerCTA[1], 16..256: a swizzled operand row is at least 32 bytes;
+/// split ones start at a 128-byte swizzle atom of B).
 bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA);
 
 /// The layout of `layout` with its dimensions permuted (dim i of the result
