@@ -118,6 +118,11 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
+  // Induction variables may be any integer type, not only index.
+  Type ivType = loop.getInductionVar().getType();
+  auto ivConst = [&](int64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(ivType, v));
+  };
 
   // Copies of the iteration at `iv` into ring slot `slot`, if it exists.
   // The first one waits for every warp to be done with the shared memory
@@ -156,8 +161,8 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   for (unsigned i = 0; i + 1 < stages; ++i) {
     Value iv = loop.getLowerBound();
     if (i)
-      iv = arith::AddIOp::create(b, loc, iv,
-                                 arith::MulIOp::create(b, loc, step, index(i)));
+      iv = arith::AddIOp::create(
+          b, loc, iv, arith::MulIOp::create(b, loc, step, ivConst(i)));
     prefetch(iv, index(i));
   }
 
@@ -189,7 +194,7 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   NVVM::Barrier0Op::create(b, loc);
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),
-      arith::MulIOp::create(b, loc, grown.getStep(), index(stages - 1)));
+      arith::MulIOp::create(b, loc, grown.getStep(), ivConst(stages - 1)));
   Value previous = arith::SelectOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slot, index(0)),
