@@ -129,8 +129,11 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   // before the loop.
   bool first = true;
   auto prefetch = [&](Value iv, Value slot) {
-    Value enabled = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
-                                          loop.getUpperBound());
+    Value enabled =
+        arith::CmpIOp::create(b, loc,
+                              loop.getUnsignedCmp() ? arith::CmpIPredicate::ult
+                                                    : arith::CmpIPredicate::slt,
+                              iv, loop.getUpperBound());
     IRMapping map;
     map.map(loop.getInductionVar(), iv);
     for (Operation *op : slice)
@@ -168,6 +171,7 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
 
   // The loop carries the slot of its iteration's dot.
   DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
+  bool unsignedCmp = loop.getUnsignedCmp();
   auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
       b, ValueRange{index(0)}, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
@@ -178,6 +182,7 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
             arith::SelectOp::create(yb, yloc, wrap, index(0), next)};
       }));
   grown->setDiscardableAttrs(attrs);
+  grown.setUnsignedCmp(unsignedCmp);
   loop = grown; // the old loop is gone, its body moved into the new one
   Value slot = grown.getRegionIterArgs().back();
 

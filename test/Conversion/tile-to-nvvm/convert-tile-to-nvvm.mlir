@@ -939,16 +939,19 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
-// An i32 loop pipelines too: its shifted induction variables are i32.
+// An unsigned i32 loop pipelines too: its shifted induction variables are
+// i32, compared with its bound unsigned, and it stays unsigned.
 // CHECK-LABEL: gpu.func @pipelined_i32_loop
-// CHECK: scf.for {{.*}} : i32
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK: scf.for unsigned {{.*}} : i32
 // CHECK: nvvm.cp.async.wait.group 1
+// CHECK: arith.cmpi ult, %{{.*}}, %{{.*}} : i32
 tile.kernel @pipelined_i32_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>, %k: i32) {
   %c0 = arith.constant 0 : index
   %c0_i32 = arith.constant 0 : i32
   %c32_i32 = arith.constant 32 : i32
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
-  %r = scf.for %i = %c0_i32 to %k step %c32_i32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) : i32 {
+  %r = scf.for unsigned %i = %c0_i32 to %k step %c32_i32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) : i32 {
     %o = arith.index_cast %i : i32 to index
     %a = tile.load %x[%c0, %o] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
     %b = tile.load %x[%o, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
