@@ -850,7 +850,6 @@ struct LoadLowering : TilePattern<LoadOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelState &ks = state.get(op);
-    useScratch(rewriter, loc, ks, state, op); // the scalar fallback's
     RankedTensorType tile = op.getResult().getType();
     Type element = tile.getElementType();
     unsigned bits = storageBits(element);
@@ -908,6 +907,7 @@ struct LoadLowering : TilePattern<LoadOp> {
       rewriter.replaceOp(op, LLVM::PoisonOp::create(rewriter, loc, resultType));
       return success();
     }
+    useScratch(rewriter, loc, ks, state, op); // the scalar fallback's
 
     // Addresses are computed in each branch: the vector one needs few.
     auto emit = [&](OpBuilder &b, unsigned vecElems) -> SmallVector<Value> {

@@ -119,12 +119,9 @@ struct LoweringState {
   /// The ring slot (an index value of its loop) that each pipelined dot
   /// reads its operands from (pipelineLoop).
   llvm::DenseMap<mlir::Operation *, mlir::Value> dotSlots;
-  /// Where each op that uses shared memory keeps it (planSharedMemory);
-  /// absent: at the start.
+  /// Where each op that uses shared memory keeps it, and the first users of
+  /// each kernel (SharedMemoryPlan).
   llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
-  /// Per kernel, the op that uses shared memory first, if no loop is around
-  /// it (planSharedMemory): nothing ran before it, so it needs no barrier
-  /// before its first write.
   llvm::DenseSet<mlir::Operation *> firstSharedUsers;
   /// Tile compares whose results are equal over runs of this many
   /// consecutive elements (see uniformCompareRun).
@@ -552,13 +549,26 @@ void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
 /// padding.
 bool isAsyncCopyable(tile::LoadOp load, const AccessFacts &facts);
 
-/// Lays out each kernel's shared memory (state.placements) and returns its
-/// size: the rings of a pipelined loop (pipelineLoop) are live through the
-/// loop, so the ops inside it keep their shared memory after them; every
-/// other op's is live only while it runs, so all of them start at the same
-/// place (or after the rings around them).
-int64_t planSharedMemory(tile::KernelOp kernel, unsigned stages,
-                         LoweringState &state);
+/// Where the ops of a kernel keep their shared memory (planSharedMemory).
+struct SharedMemoryPlan {
+  /// The kernel's shared memory.
+  int64_t bytes = 0;
+  /// Per op that uses shared memory; absent: at the start.
+  llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
+  /// The op that uses shared memory first, if no loop is around it: nothing
+  /// ran before it, so it needs no barrier before its first write.
+  mlir::Operation *firstUser = nullptr;
+};
+
+/// Lays out `kernel`'s shared memory with `stages` slots in the ring of each
+/// of `ringDots` (the dots of pipelined loops, see pipelineLoop): a ring is
+/// live through its loop, so the ops inside the loop keep their shared
+/// memory after it; every other op's is live only while it runs, so all of
+/// them start at the same place (or after the rings around them).
+SharedMemoryPlan
+planSharedMemory(tile::KernelOp kernel, unsigned stages,
+                 const llvm::DenseSet<mlir::Operation *> &ringDots,
+                 const LoweringState &state);
 
 //===----------------------------------------------------------------------===//
 // Software pipelining (SoftwarePipeline.cpp)
@@ -577,6 +587,12 @@ struct LoopPipeline {
 /// The loops of `kernel` that pipelineLoop can pipeline.
 llvm::SmallVector<LoopPipeline> findPipelines(tile::KernelOp kernel,
                                               const LoweringState &state);
+
+/// The most stages, at most `stages`, with which the rings of `pipelines`
+/// and the rest of `kernel`'s shared memory fit in `limit` bytes; 1 if none.
+unsigned fitStages(tile::KernelOp kernel,
+                   llvm::ArrayRef<LoopPipeline> pipelines, unsigned stages,
+                   int64_t limit, const LoweringState &state);
 
 /// Keeps the copies of `stages - 1` iterations of `p.loop` in flight while
 /// its dots run, with the dots' staging areas as rings of `stages` slots

@@ -110,17 +110,31 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   });
 }
 
-int64_t planSharedMemory(KernelOp kernel, unsigned stages,
-                         LoweringState &state) {
+SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
+                                  const DenseSet<Operation *> &ringDots,
+                                  const LoweringState &state) {
+  // Each op's scratch, and the ops that use shared memory in program order.
+  SmallVector<std::pair<Operation *, int64_t>> users;
+  bool wgmma = false;
+  kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto dot = dyn_cast<DotOp>(op))
+      wgmma |= usesWgmma(dot, state);
+    int64_t bytes = scratchBytes(op, state);
+    auto copy = state.asyncCopies.find(op);
+    if (bytes || (copy != state.asyncCopies.end() && !copy->second.prefetched))
+      users.push_back({op, bytes});
+  });
   // wgmma's swizzled operands want 1024-byte alignment; 128 keeps the others'
   // vectors and rows aligned.
-  bool wgmma = kernel
-                   .walk([&](DotOp dot) {
-                     return usesWgmma(dot, state) ? WalkResult::interrupt()
-                                                  : WalkResult::advance();
-                   })
-                   .wasInterrupted();
   int64_t align = wgmma ? 1024 : 128;
+  SharedMemoryPlan plan;
+  // The first user of shared memory, outside loops, needs no barrier first.
+  if (!users.empty() &&
+      !users.front().first->getParentOfType<LoopLikeOpInterface>())
+    plan.firstUser = users.front().first;
+
+  // The rings first, outer loops before inner ones: each dot's slot is its
+  // staging area, `stages` of them after the rings of the loops around.
   llvm::DenseMap<Operation *, int64_t> ringBytes; // per pipelined loop
   auto reservedAround = [&](Operation *op) {
     int64_t bytes = 0;
@@ -129,43 +143,30 @@ int64_t planSharedMemory(KernelOp kernel, unsigned stages,
       bytes += ringBytes.lookup(p);
     return bytes;
   };
-  int64_t total = 0;
-  // The rings first, outer loops before inner ones: each dot's slot is its
-  // staging area, `stages` of them after the rings of the loops around.
+  llvm::DenseMap<Operation *, int64_t> scratch(users.begin(), users.end());
   kernel.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     int64_t start = reservedAround(loop), at = start;
     for (auto dot : loop.getBody()->getOps<DotOp>()) {
-      if (!state.dotSlots.count(dot))
+      if (!ringDots.contains(dot))
         continue;
-      int64_t slotBytes = llvm::alignTo(scratchBytes(dot, state), align);
+      int64_t slotBytes = llvm::alignTo(scratch.lookup(dot), align);
       at = llvm::alignTo(at, align);
-      state.placements[dot] = {at, slotBytes};
+      plan.placements[dot] = {at, slotBytes};
       at += stages * slotBytes;
     }
     ringBytes[loop] = at - start;
-    total = std::max(total, at);
-  });
-  // The first user of shared memory, outside loops, needs no barrier first.
-  kernel.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    auto copy = state.asyncCopies.find(op);
-    if (!scratchBytes(op, state) &&
-        (copy == state.asyncCopies.end() || copy->second.prefetched))
-      return WalkResult::advance();
-    if (!op->getParentOfType<LoopLikeOpInterface>())
-      state.firstSharedUsers.insert(op);
-    return WalkResult::interrupt();
+    plan.bytes = std::max(plan.bytes, at);
   });
   // Everything else is live only while it runs: after the rings around it.
-  kernel.walk([&](Operation *op) {
-    int64_t bytes = scratchBytes(op, state);
-    if (!bytes || state.dotSlots.count(op))
-      return;
+  for (auto [op, bytes] : users) {
+    if (!bytes || ringDots.contains(op))
+      continue;
     int64_t at = llvm::alignTo(reservedAround(op), align);
     if (at)
-      state.placements[op] = {at, 0};
-    total = std::max(total, at + bytes);
-  });
-  return total;
+      plan.placements[op] = {at, 0};
+    plan.bytes = std::max(plan.bytes, at + bytes);
+  }
+  return plan;
 }
 
 } // namespace tileopt::nvvm

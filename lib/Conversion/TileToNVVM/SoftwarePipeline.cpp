@@ -107,6 +107,19 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
   });
 }
 
+unsigned fitStages(KernelOp kernel, ArrayRef<LoopPipeline> pipelines,
+                   unsigned stages, int64_t limit, const LoweringState &state) {
+  if (pipelines.empty())
+    return 1;
+  DenseSet<Operation *> ringDots;
+  for (const LoopPipeline &p : pipelines)
+    ringDots.insert(p.dots.begin(), p.dots.end());
+  for (; stages > 1; --stages)
+    if (planSharedMemory(kernel, stages, ringDots, state).bytes <= limit)
+      break;
+  return stages;
+}
+
 void pipelineLoop(const LoopPipeline &p, unsigned stages,
                   LoweringState &state) {
   scf::ForOp loop = p.loop;

@@ -309,23 +309,15 @@ struct ConvertTileToNVVM
       if (stages > 1)
         pipelines = findPipelines(kernel, state);
       // The deepest pipeline whose rings fit.
-      for (; stages > 1 && !pipelines.empty(); --stages) {
-        for (const LoopPipeline &p : pipelines)
-          for (DotOp dot : p.dots)
-            state.dotSlots[dot] = Value();
-        int64_t bytes = planSharedMemory(kernel, stages, state);
-        kernel.walk([&](Operation *op) {
-          state.placements.erase(op);
-          state.dotSlots.erase(op);
-          state.firstSharedUsers.erase(op);
-        });
-        if (bytes <= limit)
-          break;
-      }
+      stages = fitStages(kernel, pipelines, stages, limit, state);
+      DenseSet<Operation *> ringDots;
       if (stages > 1)
-        for (const LoopPipeline &p : pipelines)
+        for (const LoopPipeline &p : pipelines) {
           pipelineLoop(p, stages, state);
-      int64_t bytes = planSharedMemory(kernel, stages, state);
+          ringDots.insert(p.dots.begin(), p.dots.end());
+        }
+      SharedMemoryPlan plan = planSharedMemory(kernel, stages, ringDots, state);
+      int64_t bytes = plan.bytes;
       if (bytes > limit) {
         Operation *largest = kernel;
         int64_t need = 0;
@@ -340,6 +332,9 @@ struct ConvertTileToNVVM
             << "; use smaller tiles";
         return signalPassFailure();
       }
+      state.placements.insert(plan.placements.begin(), plan.placements.end());
+      if (plan.firstUser)
+        state.firstSharedUsers.insert(plan.firstUser);
       sharedBytes[kernel.getSymName()] = bytes;
     }
 
