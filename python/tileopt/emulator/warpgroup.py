@@ -6,18 +6,26 @@ fence, commit and wait instructions have nothing left to order: they are accepte
 (class ``sync``). A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
 % 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator. Those rows need only the warp's
 own registers and shared memory (the matrix descriptors), so each warp computes its slice
-on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of f16/bf16
-values exact and one rounding of the sum to the accumulator type, as ``mma.sync`` does.
+on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of f16/bf16/tf32
+values exact and one rounding of the sum to the accumulator type, as ``mma.sync`` does. tf32
+inputs are 32-bit words (registers or shared memory) whose low 13 mantissa bits are ignored
+(truncated, as for ``mma.sync`` .tf32).
 
 Shared-memory operands are read through 64-bit matrix descriptors (PTX ISA, "Matrix
 Descriptor Format" and "Shared Memory Matrix Layout"): start address, leading- and
 stride-dimension byte offsets (LBO, SBO), base offset and swizzle mode, over the canonical
-K-major and MN-major layouts. See :func:`operand_addresses`.
+K-major and MN-major layouts, with 16-byte core-matrix rows for every element size (8 f16/bf16
+or 4 tf32 elements). See :func:`operand_addresses`.
 
-Supported: ``.m64nNk16`` (N = 8..256, step 8) with ``.f16``/``.bf16`` inputs and ``.f32``
-accumulators, or ``.f16`` inputs and ``.f16`` accumulators; A from a descriptor or from
-registers, B from a descriptor. Other shapes and types (tf32, fp8, integer, b1) and the
-sparse ``.sp`` form are refused at load time.
+Supported (N = 8..256, step 8; A from a descriptor or from registers, B from a descriptor):
+
+* ``.m64nNk16`` with ``.f16``/``.bf16`` inputs and ``.f32`` accumulators, or ``.f16`` inputs
+  and ``.f16`` accumulators; K-major or MN-major (imm-trans) operands;
+* ``.m64nNk8.f32.tf32.tf32``: K-major operands only, as the PTX ISA requires for .tf32 (the
+  instruction takes no imm-trans operands; a kernel that passes them is refused); A in
+  registers is four .b32 registers per thread, laid out as for ``mma.sync.m16n8k8`` .tf32.
+
+Other shapes and types (fp8, integer, b1) and the sparse ``.sp`` form are refused at load time.
 """
 
 from __future__ import annotations
@@ -159,11 +167,48 @@ def _imm(cx, op, allowed: tuple[int, ...], what: str) -> int:
     return op.value
 
 
-def _decode16(raw: np.ndarray, t: str) -> np.ndarray:
-    """16-bit f16/bf16 patterns -> float64."""
+def _decode(raw: np.ndarray, t: str) -> np.ndarray:
+    """Element bit patterns from shared memory -> float64: 16-bit f16/bf16, or 32-bit words
+    read as tf32 (the low 13 mantissa bits ignored)."""
     if t == "f16":
         return raw.view(np.float16).astype(np.float64)
+    if t == "tf32":
+        return nm.f32_to_tf32(raw.view(np.float32), "rz").astype(np.float64)
     return nm.bf16_to_f32(raw).astype(np.float64)
+
+
+def _check_types(cx, shape: str, types: list[str], k: int) -> None:
+    """Refuse the input types and K that are not emulated (fp8, integer, b1, mixed)."""
+    at = types[1] if len(types) == 3 else ""
+    ok = (
+        len(types) == 3
+        and types[2] == at
+        and ((at in ("f16", "bf16") and k == 16) or (at == "tf32" and k == 8))
+    )
+    if not ok:
+        raise cx.unsupported(
+            f"wgmma.mma_async .{shape}.{'.'.join(types)}: only .m64nNk16 with .f16/.bf16 A and "
+            "B, or .m64nNk8 with .tf32 A and B, is emulated (not fp8, integer or b1)"
+        )
+
+
+def _tf32_operand_count(cx, operands: list, a_in_regs: bool) -> None:
+    """.tf32 takes ``d, a, b-desc, scale-d, imm-scale-a, imm-scale-b``: no imm-trans operands,
+    since the PTX ISA allows only K-major .tf32 operands (ptxas rejects the extra operands)."""
+    if len(operands) == 6:
+        return
+    names = "imm-trans-b" if a_in_regs else "imm-trans-a/imm-trans-b"
+    if len(operands) == (7 if a_in_regs else 8):
+        if any(not isinstance(o, Imm) or o.value != 0 for o in operands[6:]):
+            raise cx.error(
+                f"MN-major (transposed, {names} = 1) .tf32 operand: the PTX ISA allows only "
+                "K-major A and B in shared memory for wgmma .tf32 (transposes are for .f16/.bf16)"
+            )
+        raise cx.error(
+            f"wgmma.mma_async .tf32 takes no {names} operands (.tf32 operands are always "
+            "K-major); drop them"
+        )
+    raise cx.error("wgmma.mma_async .tf32 expects 6 operands")
 
 
 def _mma_async(cx, ins, types, mods):
@@ -173,11 +218,7 @@ def _mma_async(cx, ins, types, mods):
     if len(shapes) != 1:
         raise cx.unsupported("wgmma.mma_async needs one .m64nNkK shape")
     M, N, K = map(int, _SHAPE.fullmatch(shapes[0]).groups())
-    if len(types) != 3 or types[1] not in ("f16", "bf16") or types[2] != types[1] or K != 16:
-        raise cx.unsupported(
-            f"wgmma.mma_async .{shapes[0]}.{'.'.join(types)}: only .m64nNk16 with "
-            ".f16/.bf16 A and B is emulated (not tf32, fp8, integer or b1)"
-        )
+    _check_types(cx, shapes[0], types, K)
     check_mods(cx, mods, {"mma_async", "sync", "aligned"} | set(shapes))
     if "sync" not in mods or "aligned" not in mods:
         raise cx.unsupported()
@@ -186,10 +227,15 @@ def _mma_async(cx, ins, types, mods):
         raise cx.error(f"invalid wgmma shape .{shapes[0]}")
     if dt_ not in ("f32", "f16") or (dt_ == "f16" and at != "f16"):
         raise cx.unsupported(f"wgmma.mma_async accumulator .{dt_} with .{at} inputs")
+    tf32 = at == "tf32"
+    esize = 4 if tf32 else 2  # bytes per element in shared memory
+    T = 16 // esize  # elements per 16-byte core-matrix row
     operands = ins.operands
     a_in_regs = isinstance(operands[1], Vec) if len(operands) > 1 else False
     counts = (6, 7) if a_in_regs else (6, 8)
-    if len(operands) not in counts:
+    if tf32:
+        _tf32_operand_count(cx, operands, a_in_regs)
+    elif len(operands) not in counts:
         raise cx.error(f"wgmma.mma_async expects {' or '.join(map(str, counts))} operands")
     d_op, a_op, b_op, sd_op = operands[:4]
     scale_a = _imm(cx, operands[4], (1, -1), "imm-scale-a")
@@ -204,10 +250,12 @@ def _mma_async(cx, ins, types, mods):
     rsd = cx.reader(sd_op, "pred")
     rb_desc = cx.reader(b_op, "b64")
     if a_in_regs:
-        ar, ac = _frag_tables("m16n8k16", at)[0]
+        # a warp's 16 x K slice of A is laid out as the A fragment of mma.sync m16n8kK
+        ar, ac = _frag_tables(f"m16n8k{K}", at)[0]
         ra, na = _frag_reader(cx, a_op, at, None)
-        if na != 8:
-            raise cx.error("wgmma.mma_async A in registers takes four .f16x2 registers")
+        if na != ar.shape[1]:
+            what = ".b32 (tf32)" if tf32 else f".{at}x2"
+            raise cx.error(f"wgmma.mma_async A in registers takes four {what} registers")
         ra_desc = None
     else:
         ra_desc = cx.reader(a_op, "b64")
@@ -235,22 +283,25 @@ def _mma_async(cx, ins, types, mods):
         return per_warp
 
     def load(st, desc, warp_tid, mn, kk, mn_major: bool) -> np.ndarray:
-        """Operand elements (W, len(mn), K) as float64 from shared memory, per warp."""
+        """Operand elements (W, len(mn), K) as float64 from shared memory, per warp, read in
+        16-byte chunks of T elements."""
         W = desc.shape[0]
-        if mn_major:  # 16-byte chunks run along MN: 8 consecutive mn at one k
-            addr = operand_addresses(desc[:, None, None], mn[:, None, ::8], kk[None, :, None], True)
-        else:  # along K: 8 consecutive k at one mn
+        if mn_major:  # 16-byte chunks run along MN: T consecutive mn at one k
             addr = operand_addresses(
-                desc[:, None, None], mn[:, :, None], kk[None, None, ::8], False
+                desc[:, None, None], mn[:, None, ::T], kk[None, :, None], True, esize
+            )
+        else:  # along K: T consecutive k at one mn
+            addr = operand_addresses(
+                desc[:, None, None], mn[:, :, None], kk[None, None, ::T], False, esize
             )
         flat = addr.reshape(W, -1)
         tids_rep = np.repeat(warp_tid, flat.shape[1])
         parts = resolve(st, ins, tids_rep, "shared", flat.ravel(), 16, None, "r")
-        raw = np.stack(read_elems(parts, tids_rep.size, 2, 8, np.uint16), axis=-1)
-        vals = _decode16(raw, at)
-        if mn_major:  # (W, K, MN/8, 8) -> (W, MN, K)
+        raw = np.stack(read_elems(parts, tids_rep.size, esize, T, nm.UINT[8 * esize]), axis=-1)
+        vals = _decode(raw, at)
+        if mn_major:  # (W, K, MN/T, T) -> (W, MN, K)
             return vals.reshape(W, K, -1).transpose(0, 2, 1)
-        return vals.reshape(W, mn.shape[1], K)  # (W, MN, K/8, 8)
+        return vals.reshape(W, mn.shape[1], K)  # (W, MN, K/T, T)
 
     kidx = np.arange(K)
 

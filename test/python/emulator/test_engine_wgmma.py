@@ -4,6 +4,8 @@ errors). The numerics are checked against nvcc (test_nvcc_wgmma.py) and Triton
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tileopt.emulator as emu
@@ -16,9 +18,10 @@ def _desc(addr: int, lbo: int, sbo: int, mode: int = 0, base: int = 0) -> int:
     return (addr >> 4) | ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (base << 49) | (mode << 62)
 
 
-def _kernel(mma: str, a_extra: str = "") -> str:
-    """64x8 f32 accumulators of 1.0; shared memory (4 KiB) filled with f16 1.0 by 128 threads;
-    `mma` runs with %rd1 / %rd2 the A / B descriptors from the parameters; out[tid*4+i] = d_i."""
+def _kernel(mma: str, a_extra: str = "", fill: str = "0x3C003C00") -> str:
+    """64x8 f32 accumulators of 1.0; shared memory (4 KiB) filled with the 32-bit word *fill*
+    (two f16 1.0 by default) by 128 threads; `mma` runs with %rd1 / %rd2 the A / B descriptors
+    from the parameters; out[tid*4+i] = d_i."""
     return (
         HEAD
         + f""".visible .entry k(.param .u64 out, .param .u64 adesc, .param .u64 bdesc)
@@ -32,7 +35,7 @@ def _kernel(mma: str, a_extra: str = "") -> str:
   shl.b32 %r2, %r1, 5;
   mov.u32 %r3, smem;
   add.s32 %r2, %r2, %r3;
-  mov.b32 %r4, 0x3C003C00;
+  mov.b32 %r4, {fill};
   st.shared.v4.b32 [%r2], {{%r4, %r4, %r4, %r4}};
   st.shared.v4.b32 [%r2+16], {{%r4, %r4, %r4, %r4}};
   bar.sync 0;
@@ -107,9 +110,18 @@ def test_wgmma_needs_whole_warpgroups() -> None:
     "mma,what",
     [
         (
-            "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 "
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.tf32.tf32 "
             "{%f1,%f2,%f3,%f4}, %rd1, %rd2, 1, 1, 1;",
+            "or .m64nNk8 with .tf32",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k8.f32.f16.f16 "
+            "{%f1,%f2,%f3,%f4}, %rd1, %rd2, 1, 1, 1, 0, 0;",
             "only .m64nNk16",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k8.f16.tf32.tf32 {%r1,%r2}, %rd1, %rd2, 1, 1, 1;",
+            "accumulator .f16 with .tf32 inputs",
         ),
         (
             "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
@@ -178,4 +190,82 @@ def test_operand_addresses_128b_swizzle_k_major() -> None:
         d_k = np.uint64(int(d) + (k0 * 2 >> 4))
         got = operand_addresses(d_k, mn, k - k0, mn_major=False)
         want = 1024 + (mn // 8) * 1024 + (mn % 8) * 128 + (((k // 8) ^ (mn % 8)) * 16) + (k % 8) * 2
+        np.testing.assert_array_equal(got, want)
+
+
+# ---------------------------------------------------------------- tf32 (.m64nNk8)
+
+TF32_MMA = (  # {imms}: imm-scale-b (and whatever follows it)
+    "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 "
+    "{{%f1,%f2,%f3,%f4}}, {a}, %rd2, 1, 1, {imms};"
+)
+# 64 x 8 and 8 x 8 tf32, K-major, no swizzle: core matrices of 8 rows x 4 k, next 4 k at LBO
+TF32_DESC_A = _desc(0, 128, 256)
+TF32_DESC_B = _desc(2048, 128, 256)
+# 1.0 and 2.0 with all 13 low mantissa bits set: truncated to tf32 they are 1.0 and 2.0, rounded
+# to nearest they would be 1 + 2^-10 and 2 + 2^-9
+ONE_LOW_BITS, TWO_LOW_BITS = "0x3F801FFF", "0x40001FFF"
+
+
+@pytest.mark.parametrize(
+    "a,extra,expect",
+    [
+        pytest.param("%rd1", "", 1.0 + 8 * 1.0, id="a_desc"),
+        pytest.param(
+            "{%r5,%r5,%r5,%r5}", f"mov.b32 %r5, {TWO_LOW_BITS};", 1.0 + 8 * 2.0, id="a_regs"
+        ),
+    ],
+)
+@pytest.mark.parametrize("sb,sign", [("1", 1.0), ("-1", -1.0)], ids=["b", "neg_b"])
+def test_wgmma_tf32_truncates_the_inputs(
+    a: str, extra: str, expect: float, sb: str, sign: float
+) -> None:
+    ptx = _kernel(TF32_MMA.format(a=a, imms=sb), extra, fill=ONE_LOW_BITS)
+    out, stats = _launch(ptx, TF32_DESC_A, TF32_DESC_B)
+    np.testing.assert_array_equal(out, np.full(512, 1.0 + sign * (expect - 1.0), np.float32))
+    assert stats.instructions_by_class["mma"] == 4
+
+
+@pytest.mark.parametrize(
+    "a,trans,what",
+    [
+        ("%rd1", "1, 0", "MN-major (transposed, imm-trans-a/imm-trans-b = 1) .tf32 operand"),
+        ("%rd1", "0, 1", "MN-major (transposed, imm-trans-a/imm-trans-b = 1) .tf32 operand"),
+        ("{%r1,%r1,%r1,%r1}", "1", "MN-major (transposed, imm-trans-b = 1) .tf32 operand"),
+        ("%rd1", "0, 0", "takes no imm-trans-a/imm-trans-b operands"),
+        ("{%r1,%r1,%r1,%r1}", "0", "takes no imm-trans-b operands"),
+    ],
+)
+def test_wgmma_tf32_transposed_operands_are_refused(a: str, trans: str, what: str) -> None:
+    """The PTX ISA allows only K-major .tf32 operands; its syntax (and ptxas) has no imm-trans
+    operands for .tf32."""
+    with pytest.raises(emu.PTXLoadError) as info:
+        emu.load_ptx(_kernel(TF32_MMA.format(a=a, imms=f"1, {trans}")))
+    msg = str(info.value)
+    assert what in msg and "K-major" in msg, msg
+
+
+@pytest.mark.parametrize(
+    "a,what",
+    [
+        ("{%r1,%r1,%r1}", "A in registers takes four .b32 (tf32) registers"),
+        ("%rd1, %rd1", ".tf32 expects 6 operands"),
+    ],
+)
+def test_wgmma_tf32_malformed_operands(a: str, what: str) -> None:
+    with pytest.raises(emu.PTXLoadError, match=re.escape(what)):
+        emu.load_ptx(_kernel(TF32_MMA.format(a=a, imms="1")))
+
+
+def test_operand_addresses_128b_swizzle_k_major_tf32() -> None:
+    """32-bit elements: 4 per 16-byte chunk, the same 128-byte swizzle of chunks; one k8 step is
+    32 bytes, so the descriptor start advances by 32 bytes per step inside the atom row."""
+    d = np.uint64(_desc(1024, 16, 1024, 1))
+    mn = np.arange(16)[:, None]
+    for k0 in (0, 8, 16, 24):
+        k = k0 + np.arange(8)[None, :]
+        d_k = np.uint64(int(d) + (k0 * 4 >> 4))
+        got = operand_addresses(d_k, mn, k - k0, mn_major=False, esize=4)
+        chunk = (k * 4 // 16) ^ (mn % 8)
+        want = 1024 + (mn // 8) * 1024 + (mn % 8) * 128 + chunk * 16 + (k % 4) * 4
         np.testing.assert_array_equal(got, want)
