@@ -42,9 +42,13 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
     return arith::AddIOp::create(
         b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
-  Value index = linearIndex(b, loc, {row, col}, {rows, cols}, kMmaSmemPad);
+  Type element = type.getElementType();
+  Value index =
+      linearIndex(b, loc, {row, col}, {rows, cols}, mmaSmemPad(element));
   return arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, index, i32Const(b, loc, 2)),
+      b, loc,
+      arith::MulIOp::create(b, loc, index,
+                            i32Const(b, loc, storageBits(element) / 8)),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 

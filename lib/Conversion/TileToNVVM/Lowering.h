@@ -198,12 +198,21 @@ mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::VectorType type,
 /// A PTX statement with no operands and no results, kept in place.
 void emitPtx(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text);
 
-/// An inline-asm statement whose f32 registers `regs` are read and written
-/// in place ("+f"), after the other inputs `inputs` ("l" each); kept in
-/// order with the other side-effecting statements.
+/// An inline-asm statement whose registers `regs` (all f32, "+f", or all i32,
+/// "+r") are read and written in place, after the other inputs `inputs`
+/// ("l" each); kept in order with the other side-effecting statements.
 llvm::SmallVector<mlir::Value>
 emitInPlaceAsm(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text,
                llvm::ArrayRef<mlir::Value> regs, mlir::ValueRange inputs);
+
+/// f16 values two to a b32 register (.f16x2: the first in the low half), as
+/// tensor cores take f16 accumulators; and back.
+llvm::SmallVector<mlir::Value>
+packHalfPairs(mlir::OpBuilder &b, mlir::Location loc,
+              llvm::ArrayRef<mlir::Value> halves);
+llvm::SmallVector<mlir::Value>
+unpackHalfPairs(mlir::OpBuilder &b, mlir::Location loc,
+                llvm::ArrayRef<mlir::Value> words);
 
 /// "{$first, ..., $(first + count - 1)}".
 std::string asmRegisterList(unsigned first, unsigned count);
@@ -442,9 +451,12 @@ int64_t restageBytes(mlir::RankedTensorType from, mlir::RankedTensorType to,
 // Tensor-core dots (DotOpToNVVM.cpp, MmaDotToNVVM.cpp, WgmmaDotToNVVM.cpp)
 //===----------------------------------------------------------------------===//
 
-/// Shared-memory padding (elements) of f16/bf16 dot operands: rows stay
-/// 16-byte aligned for ldmatrix and hit different banks.
-constexpr int64_t kMmaSmemPad = 8;
+/// Shared-memory padding (elements of `element`) of the rows of mma.sync
+/// dot operands: 16 bytes, so rows stay 16-byte aligned for ldmatrix and
+/// hit different banks.
+inline int64_t mmaSmemPad(mlir::Type element) {
+  return 128 / storageBits(element);
+}
 
 /// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
 /// fits (isWgmmaDot).
@@ -467,7 +479,7 @@ mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
 int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
 
 /// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
-/// mma.sync dot in its staging area: row-major rows padded by kMmaSmemPad.
+/// mma.sync dot in its staging area: row-major rows padded by mmaSmemPad.
 int64_t mmaOperandOffset(tile::DotOp dot, unsigned operand);
 
 /// Where element (row, col) of operand `operand` of a tensor-core dot goes in

@@ -1,8 +1,9 @@
 //===- MmaDotToNVVM.cpp - tile.dot on mma.sync ----------------------------===//
 //
 // Tensor-core dots of sm_80 and later: operands staged in shared memory in
-// padded rows, fragments loaded with ldmatrix, one mma.sync.m16n8k16 per
-// 16x8 block and k16 step.
+// padded rows, fragments loaded with ldmatrix, one mma.sync per 16x8 block
+// and k step: m16n8k16 for f16/bf16 inputs (f32 or f16 accumulators),
+// m16n8k8 for tf32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +19,13 @@ namespace tileopt::nvvm {
 
 int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
   RankedTensorType lhs = dot.getLhs().getType();
-  return operand == 0 ? 0
-                      : llvm::alignTo(lhs.getDimSize(0) *
-                                          (lhs.getDimSize(1) + kMmaSmemPad) * 2,
-                                      16);
+  Type element = lhs.getElementType();
+  if (operand == 0)
+    return 0;
+  return llvm::alignTo(lhs.getDimSize(0) *
+                           (lhs.getDimSize(1) + mmaSmemPad(element)) *
+                           storageBits(element) / 8,
+                       16);
 }
 
 namespace {
@@ -46,30 +50,57 @@ SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
   return regs;
 }
 
-/// One mma.sync.m16n8k16 (f16/bf16 inputs, f32 accumulator).
-SmallVector<Value> emitMma(OpBuilder &b, Location loc, bool bf16,
-                           ArrayRef<Value> a, ArrayRef<Value> bFrag,
-                           ArrayRef<Value> c) {
+/// One mma.sync of `shape` (m16n8k16, m16n8k8) on `inType` inputs (f16,
+/// bf16, tf32) in b32 registers `a` and `bFrag`, accumulating into `c`: f32
+/// registers, or f16 pairs in b32 ones (.f16x2).
+SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
+                           StringRef inType, ArrayRef<Value> a,
+                           ArrayRef<Value> bFrag, ArrayRef<Value> c) {
   MLIRContext *ctx = b.getContext();
-  std::string text = llvm::formatv(
-      "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{$0, $1, $2, $3}, "
-      "{{$4, $5, $6, $7}, {{$8, $9}, {{$10, $11, $12, $13};",
-      bf16 ? "bf16" : "f16");
-  std::string constraints = "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3";
+  Type cType = c.front().getType();
+  unsigned nc = c.size(), na = a.size(), nb = bFrag.size();
+  std::string text =
+      llvm::formatv("mma.sync.aligned.{0}.row.col.{1}.{2}.{2}.{1} {3}, {4}, "
+                    "{5}, {6};",
+                    shape, cType.isF32() ? "f32" : "f16", inType,
+                    asmRegisterList(0, nc), asmRegisterList(nc, na),
+                    asmRegisterList(nc + na, nb),
+                    asmRegisterList(nc + na + nb, nc))
+          .str();
+  std::string constraints;
+  for (unsigned i = 0; i < nc; ++i)
+    constraints += cType.isF32() ? "=f," : "=r,";
+  for (unsigned i = 0; i < na + nb; ++i)
+    constraints += "r,";
+  for (unsigned i = 0; i < nc; ++i)
+    constraints += std::to_string(i) + (i + 1 < nc ? "," : "");
   SmallVector<Value> operands(a);
   operands.append(bFrag.begin(), bFrag.end());
   operands.append(c.begin(), c.end());
-  Type f32 = b.getF32Type();
-  auto result = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  auto result =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(nc, cType));
   auto asmOp = LLVM::InlineAsmOp::create(
       b, loc, result, operands, text, constraints,
       /*has_side_effects=*/false, /*is_align_stack=*/false,
       LLVM::TailCallKind::None,
       LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
   SmallVector<Value> d;
-  for (unsigned i = 0; i < 4; ++i)
+  for (unsigned i = 0; i < nc; ++i)
     d.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
   return d;
+}
+
+/// An f32 in a b32 register rounded to tf32 (nearest, ties away from zero,
+/// as cvt.rna does): mma.sync would truncate it.
+Value roundToTf32(OpBuilder &b, Location loc, Value word) {
+  MLIRContext *ctx = b.getContext();
+  return LLVM::InlineAsmOp::create(
+             b, loc, b.getI32Type(), ValueRange{word},
+             "cvt.rna.tf32.f32 $0, $1;", "=r,r", /*has_side_effects=*/false,
+             /*is_align_stack=*/false, LLVM::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
 }
 
 } // namespace
@@ -86,15 +117,20 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
   int64_t lhsBytes = mmaOperandOffset(op, 1);
-  if (stageDotOperands(rewriter, loc, ks, asyncOperands, pipelined,
-                       [&](unsigned operand) {
-                         if (operand == 0)
-                           storeTileToShared(rewriter, loc, ks, lhsType, lhs,
-                                             {m, k}, kMmaSmemPad);
-                         else
-                           storeTileToShared(rewriter, loc, ks, rhsType, rhs,
-                                             {k, n}, kMmaSmemPad, lhsBytes);
-                       }))
+  int64_t pad = mmaSmemPad(inElement);
+  // tf32 (m16n8k8) or f16/bf16 (m16n8k16); a 16-byte ldmatrix row holds
+  // `chunk` elements.
+  int64_t mmaK = getMmaK(op);
+  bool tf32 = inElement.isF32();
+  int64_t chunk = 128 / storageBits(inElement);
+  if (stageDotOperands(
+          rewriter, loc, ks, asyncOperands, pipelined, [&](unsigned operand) {
+            if (operand == 0)
+              storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, pad);
+            else
+              storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, pad,
+                                lhsBytes);
+          }))
     barrier(rewriter, loc);
 
   unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
@@ -122,49 +158,83 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   auto plus = [&](Value a, Value b) {
     return arith::AddIOp::create(rewriter, loc, a, b);
   };
+  // tf32 B fragments: lane l reads column l / 4, rows l % 4 and l % 4 + 4.
+  Value group = arith::ShRUIOp::create(rewriter, loc, ks.lane,
+                                       i32Const(rewriter, loc, 2));
+  Value inGroup =
+      arith::AndIOp::create(rewriter, loc, ks.lane, i32Const(rewriter, loc, 3));
   SmallVector<Value> acc = unpack(rewriter, loc, accVec);
-  bool bf16 = inElement.isBF16();
-  for (int64_t kk = 0; kk < k; kk += kMmaK) {
-    // A: rows m0 + l%8 + 8*(matrix&1), columns kk + 8*(matrix>>1).
+  bool halfAcc = accVecType.getElementType().isF16();
+  StringRef shape = tf32 ? "m16n8k8" : "m16n8k16";
+  StringRef inType = tf32 ? "tf32" : inElement.isBF16() ? "bf16" : "f16";
+  for (int64_t kk = 0; kk < k; kk += mmaK) {
+    // A: rows m0 + l%8 + 8*(matrix&1), columns kk + chunk*(matrix>>1).
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t rm = 0; rm < repsM; ++rm) {
       Value row = plus(
           plus(times(warpM, kMmaM), i32Const(rewriter, loc, rm * kMmaM * wm)),
           plus(row8, times(matLow, 8)));
-      Value col = plus(i32Const(rewriter, loc, kk), times(matHigh, 8));
-      Value index = plus(times(row, k + kMmaSmemPad), col);
+      Value col = plus(i32Const(rewriter, loc, kk), times(matHigh, chunk));
+      Value index = plus(times(row, k + pad), col);
       aFrags.push_back(emitLdMatrix(
           rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index), 4,
           /*trans=*/false));
+      if (tf32)
+        for (Value &reg : aFrags.back())
+          reg = roundToTf32(rewriter, loc, reg);
     }
-    // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
-    // column of block rn + (matrix>>1). One ldmatrix.x4 loads two blocks.
     SmallVector<SmallVector<Value>> bFrags;
-    Value bRow =
-        plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
-    for (int64_t rn = 0; rn < repsN; rn += 2) {
-      bool pair = rn + 1 < repsN;
-      Value col =
-          plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn));
-      if (pair)
-        col = plus(col, times(matHigh, kMmaN * wn));
-      Value index = plus(times(bRow, n + kMmaSmemPad), col);
-      SmallVector<Value> regs =
-          emitLdMatrix(rewriter, loc,
-                       sharedPtr(rewriter, loc, ks, inElement, index, lhsBytes),
-                       pair ? 4 : 2, /*trans=*/true);
-      bFrags.push_back({regs[0], regs[1]});
-      if (pair)
-        bFrags.push_back({regs[2], regs[3]});
+    if (tf32) {
+      // ldmatrix cannot transpose 32-bit elements: one load per register.
+      for (int64_t rn = 0; rn < repsN; ++rn) {
+        Value col = plus(
+            plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn)),
+            group);
+        SmallVector<Value> regs;
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = plus(inGroup, i32Const(rewriter, loc, kk + 4 * half));
+          Value ptr = sharedPtr(rewriter, loc, ks, rewriter.getI32Type(),
+                                plus(times(row, n + pad), col), lhsBytes);
+          regs.push_back(roundToTf32(
+              rewriter, loc,
+              LLVM::LoadOp::create(rewriter, loc, rewriter.getI32Type(), ptr)));
+        }
+        bFrags.push_back(regs);
+      }
+    } else {
+      // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
+      // column of block rn + (matrix>>1). One ldmatrix.x4 loads two blocks.
+      Value bRow =
+          plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
+      for (int64_t rn = 0; rn < repsN; rn += 2) {
+        bool pair = rn + 1 < repsN;
+        Value col =
+            plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn));
+        if (pair)
+          col = plus(col, times(matHigh, kMmaN * wn));
+        Value index = plus(times(bRow, n + pad), col);
+        SmallVector<Value> regs = emitLdMatrix(
+            rewriter, loc,
+            sharedPtr(rewriter, loc, ks, inElement, index, lhsBytes),
+            pair ? 4 : 2, /*trans=*/true);
+        bFrags.push_back({regs[0], regs[1]});
+        if (pair)
+          bFrags.push_back({regs[2], regs[3]});
+      }
     }
     for (int64_t rm = 0; rm < repsM; ++rm)
       for (int64_t rn = 0; rn < repsN; ++rn) {
-        unsigned base = (rm * repsN + rn) * 4;
-        SmallVector<Value> d =
-            emitMma(rewriter, loc, bf16, aFrags[rm], bFrags[rn],
-                    ArrayRef<Value>(acc).slice(base, 4));
-        for (unsigned i = 0; i < 4; ++i)
-          acc[base + i] = d[i];
+        MutableArrayRef<Value> c =
+            MutableArrayRef<Value>(acc).slice((rm * repsN + rn) * 4, 4);
+        SmallVector<Value> d;
+        if (halfAcc)
+          d = unpackHalfPairs(rewriter, loc,
+                              emitMma(rewriter, loc, shape, inType, aFrags[rm],
+                                      bFrags[rn],
+                                      packHalfPairs(rewriter, loc, c)));
+        else
+          d = emitMma(rewriter, loc, shape, inType, aFrags[rm], bFrags[rn], c);
+        llvm::copy(d, c.begin());
       }
   }
   if (int64_t(acc.size()) != accVecType.getNumElements())

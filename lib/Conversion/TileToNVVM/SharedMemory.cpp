@@ -38,7 +38,8 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
       return wgmmaOperandOffset(dot, 1) +
              wgmmaOperandBytes(r.getDimSize(0), r.getDimSize(1) * 2);
     if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
-      return mmaOperandOffset(dot, 1) + bytesOf(r, kMmaSmemPad);
+      return mmaOperandOffset(dot, 1) +
+             bytesOf(r, mmaSmemPad(r.getElementType()));
     int64_t pad = smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }

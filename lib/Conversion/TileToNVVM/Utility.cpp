@@ -118,9 +118,10 @@ void emitPtx(OpBuilder &b, Location loc, StringRef text) {
 SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
                                   ArrayRef<Value> regs, ValueRange inputs) {
   MLIRContext *ctx = b.getContext();
+  Type regType = regs.empty() ? b.getF32Type() : regs.front().getType();
   std::string constraints;
   for (size_t i = 0; i < regs.size(); ++i)
-    constraints += (i ? ",=f" : "=f");
+    constraints += regType.isF32() ? (i ? ",=f" : "=f") : (i ? ",=r" : "=r");
   for (size_t i = 0; i < inputs.size(); ++i)
     constraints += ",l";
   for (size_t i = 0; i < regs.size(); ++i)
@@ -128,7 +129,7 @@ SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
   SmallVector<Value> operands(inputs);
   operands.append(regs.begin(), regs.end());
   auto result = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(regs.size(), b.getF32Type()));
+      ctx, SmallVector<Type>(regs.size(), regType));
   auto asmOp = LLVM::InlineAsmOp::create(
       b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
       /*is_align_stack=*/false, LLVM::TailCallKind::None,
@@ -137,6 +138,30 @@ SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
   for (size_t i = 0; i < regs.size(); ++i)
     out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
   return out;
+}
+
+SmallVector<Value> packHalfPairs(OpBuilder &b, Location loc,
+                                 ArrayRef<Value> halves) {
+  auto pair = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> words;
+  for (size_t i = 0; i + 1 < halves.size(); i += 2)
+    words.push_back(LLVM::BitcastOp::create(
+        b, loc, b.getI32Type(),
+        vector::FromElementsOp::create(b, loc, pair,
+                                       ValueRange{halves[i], halves[i + 1]})));
+  return words;
+}
+
+SmallVector<Value> unpackHalfPairs(OpBuilder &b, Location loc,
+                                   ArrayRef<Value> words) {
+  auto pair = VectorType::get({2}, b.getF16Type());
+  SmallVector<Value> halves;
+  for (Value word : words) {
+    Value v = LLVM::BitcastOp::create(b, loc, pair, word);
+    for (int64_t i = 0; i < 2; ++i)
+      halves.push_back(vector::ExtractOp::create(b, loc, v, i));
+  }
+  return halves;
 }
 
 std::string asmRegisterList(unsigned first, unsigned count) {

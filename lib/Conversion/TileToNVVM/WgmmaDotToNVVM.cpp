@@ -18,7 +18,7 @@ namespace tileopt::nvvm {
 bool usesWgmma(DotOp dot, const LoweringState &state) {
   RankedTensorType acc = dot.getAcc().getType();
   auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
-  return state.wgmma && mma &&
+  return state.wgmma && mma && getMmaK(dot) == 16 &&
          isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
 }
 
@@ -156,16 +156,22 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
   Value bColumnStart = arith::MulIOp::create(
       b, loc, groupCol, c32(cols * 2 / bSwizzle * k * bSwizzle));
+  // f16 accumulators go two to a register (.f16x2), in the f32 order.
   SmallVector<Value> acc = unpack(b, loc, accVec);
+  bool halfAcc = accVecType.getElementType().isF16();
+  if (halfAcc) {
+    acc = packHalfPairs(b, loc, acc);
+    regsPerRep /= 2;
+  }
   StringRef type = lhsType.getElementType().isBF16() ? "bf16" : "f16";
   std::string text =
-      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {2}, "
-                    "${3}, ${4}, 1, 1, 1, 0, 1;",
-                    cols, type, asmRegisterList(0, regsPerRep), regsPerRep,
-                    regsPerRep + 1)
+      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.{1}.{2}.{2} {3}, "
+                    "${4}, ${5}, 1, 1, 1, 0, 1;",
+                    cols, halfAcc ? "f16" : "f32", type,
+                    asmRegisterList(0, regsPerRep), regsPerRep, regsPerRep + 1)
           .str();
   emitPtx(b, loc, "wgmma.fence.sync.aligned;");
-  for (int64_t kk = 0; kk < k; kk += kMmaK) {
+  for (int64_t kk = 0; kk < k; kk += getMmaK(op)) {
     int64_t aByte = kk * 2;
     Value bDesc =
         descriptor(arith::AddIOp::create(b, loc, bColumnStart,
@@ -186,6 +192,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
   // The wait takes the accumulators in place, so nothing reads them early.
   acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  if (halfAcc)
+    acc = unpackHalfPairs(b, loc, acc);
   if (int64_t(acc.size()) != accVecType.getNumElements())
     return op.emitOpError("internal error: wgmma accumulator size mismatch");
   rewriter.replaceOp(op, pack(b, loc, accVecType, acc));

@@ -961,3 +961,58 @@ tile.kernel @pipelined_i32_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> 
   tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// An f16 accumulator goes two to a b32 register (f16x2) into mma.sync's
+// .f16 form (16 rows and 64 columns per warp: 8 blocks, 2 k16 steps), and
+// on sm_90a into wgmma's (m64n64: 16 registers instead of 32).
+// CHECK-LABEL: gpu.func @mma_dot_f16_acc
+// CHECK-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {$0, $1}, {$2, $3, $4, $5}, {$6, $7}, {$8, $9};
+// CHECK-NOT: mma.sync
+// WGMMA-LABEL: gpu.func @mma_dot_f16_acc
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $16, $17, 1, 1, 1, 0, 1;
+// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA-NOT: mma.sync
+tile.kernel @mma_dot_f16_acc(%x: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf16, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf16, #mma>
+  tile.store %d, %x[%c0, %c0] : tensor<64x64xf16, #mma>, memref<?x?xf16>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [2, 2]>
+
+// tf32: m16n8k8 on f32 operands staged with 4-element (16-byte) padding. A
+// comes through ldmatrix (a 16-byte row holds 4 elements), B one b32 load
+// per register (ldmatrix cannot transpose 32-bit elements), and every
+// fragment register is rounded to tf32 first (mma.sync would truncate):
+// 2 x 4 blocks per warp, 2 k8 steps, on sm_80 and sm_90a alike.
+// CHECK-LABEL: gpu.func @mma_dot_tf32
+// CHECK-COUNT-2: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
+// CHECK-COUNT-8: cvt.rna.tf32.f32 $0, $1;
+// CHECK-COUNT-8: llvm.load {{.*}} : !llvm.ptr<3> -> i32
+// CHECK-COUNT-8: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};
+// WGMMA-LABEL: gpu.func @mma_dot_tf32
+// WGMMA-COUNT-16: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// WGMMA-NOT: wgmma
+tile.kernel @mma_dot_tf32(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x16xf32, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<16x64xf32, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z input_precision = tf32 : tensor<64x16xf32, #a>, tensor<16x64xf32, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %x[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}

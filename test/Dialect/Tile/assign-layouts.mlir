@@ -251,3 +251,42 @@ tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: me
   tile.store %d, %f[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// f16 accumulators and tf32 dots use tensor cores too (mma.sync m16n8k16
+// .f16, m16n8k8 .tf32: K a multiple of 8 is enough for tf32). On sm_90a an
+// f16 accumulator gets wgmma's warpgroup rows; tf32 stays on mma.sync's
+// split (wgmma reads tf32 only K-major), and a tf32 dot with K = 4 and an
+// f32 dot without tf32 stay on CUDA cores.
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// CHECK-LABEL: tile.kernel @other_tensor_core_types
+// CHECK: tile.dot {{.*}} -> tensor<64x64xf16, #[[MMA]]>
+// CHECK: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// CHECK: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #blocked
+// CHECK: tile.dot {{.*}} : tensor<64x8xf32, #{{.*}}>, tensor<8x64xf32, #{{.*}}> -> tensor<64x64xf32, #blocked
+// SM90A-DAG: #[[ROWS:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// SM90A-DAG: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// SM90A-LABEL: tile.kernel @other_tensor_core_types
+// SM90A: tile.dot {{.*}} -> tensor<64x64xf16, #[[ROWS]]>
+// SM90A: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #[[SPLIT]]>
+tile.kernel @other_tensor_core_types(%a: memref<?x?xf16>, %f: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %ha = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
+  %hb = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+  %hz = arith.constant dense<0.0> : tensor<64x64xf16>
+  %h = tile.dot %ha, %hb, %hz : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf16>
+  tile.store %h, %a[%c0, %c0] : tensor<64x64xf16>, memref<?x?xf16>
+  %fa = tile.load %f[%c0, %c0] : memref<?x?xf32> -> tensor<64x8xf32>
+  %fb = tile.load %f[%c0, %c0] : memref<?x?xf32> -> tensor<8x64xf32>
+  %fz = arith.constant dense<0.0> : tensor<64x64xf32>
+  %t = tile.dot %fa, %fb, %fz input_precision = tf32 : tensor<64x8xf32>, tensor<8x64xf32> -> tensor<64x64xf32>
+  tile.store %t, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  %ga = tile.load %f[%c0, %c0] : memref<?x?xf32> -> tensor<64x4xf32>
+  %gb = tile.load %f[%c0, %c0] : memref<?x?xf32> -> tensor<4x64xf32>
+  %g = tile.dot %ga, %gb, %fz input_precision = tf32 : tensor<64x4xf32>, tensor<4x64xf32> -> tensor<64x64xf32>
+  tile.store %g, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  %e = tile.dot %fa, %fb, %fz : tensor<64x8xf32>, tensor<8x64xf32> -> tensor<64x64xf32>
+  tile.store %e, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  tile.return
+}

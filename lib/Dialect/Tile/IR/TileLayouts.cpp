@@ -296,6 +296,19 @@ Attribute tileopt::tile::permuteLayout(Attribute layout,
   return BlockedLayoutAttr::get(layout.getContext(), spt, tpw, wpc, order);
 }
 
+int64_t tileopt::tile::getMmaK(DotOp dot) {
+  mlir::Type in = dot.getLhs().getType().getElementType();
+  mlir::Type acc = dot.getAcc().getType().getElementType();
+  if ((in.isF16() || in.isBF16()) && acc.isF32())
+    return 16;
+  if (in.isF16() && acc.isF16())
+    return 16;
+  if (in.isF32() && acc.isF32() &&
+      dot.getInputPrecision() == InputPrecision::tf32)
+    return 8;
+  return 0;
+}
+
 bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
 
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,

@@ -92,16 +92,15 @@ private:
     return defaultLayout(tile, order);
   }
 
-  /// mma.sync (m16n8k16) for f16/bf16 inputs on sm_80 and newer when the
-  /// tile divides into its blocks; else a blocked layout (CUDA cores).
+  /// Tensor cores (getMmaK) on sm_80 and newer when the tile divides into
+  /// their blocks; else a blocked layout (CUDA cores).
   Attribute dotLayout(DotOp dot) {
     RankedTensorType lhs = dot.getLhs().getType();
     RankedTensorType acc = dot.getAcc().getType();
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = acc.getDimSize(1);
-    Type in = lhs.getElementType();
-    bool tensorCores = smVersion >= 80 && (in.isF16() || in.isBF16()) &&
-                       acc.getElementType().isF32() && m % kMmaM == 0 &&
-                       n % kMmaN == 0 && k % kMmaK == 0;
+    int64_t mmaK = getMmaK(dot);
+    bool tensorCores = smVersion >= 80 && mmaK && m % kMmaM == 0 &&
+                       n % kMmaN == 0 && k % mmaK == 0;
     if (!tensorCores)
       return defaultLayout(acc);
     // Each doubling goes to the dimension with more mma blocks per warp (as
@@ -110,7 +109,9 @@ private:
     // warps left over (a small tile) repeat the work of the first ones.
     // On sm_90a the warps tile rows, or warpgroups of four split the columns
     // too, when that fits wgmma (isWgmmaDot).
-    for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
+    // tf32 stays on mma.sync: wgmma reads tf32 only K-major, and B is
+    // staged N-major.
+    for (unsigned wm = numWarps; wgmma && mmaK == 16 && wm >= 4; wm /= 2)
       if (isWgmmaDot(m, n, {wm, numWarps / wm}))
         return MmaLayoutAttr::get(context, {wm, numWarps / wm});
     unsigned wm = 1, wn = 1;

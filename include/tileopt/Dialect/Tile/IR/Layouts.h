@@ -67,18 +67,24 @@ mlir::Attribute getRootLayout(mlir::Attribute layout);
 unsigned getNumWarps(mlir::Attribute layout);
 
 /// The rows and columns of one mma.sync m16n8 block.
-constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kMmaM = 16, kMmaN = 8;
+
+/// The k of the tensor-core MMA that `dot` runs on (sm_80 and newer): 16 for
+/// f16/bf16 inputs with f32 accumulators and for f16 inputs with f16 ones, 8
+/// for f32 inputs and accumulators where the dot allows tf32
+/// (input_precision = tf32); 0 when it runs on CUDA cores.
+int64_t getMmaK(DotOp dot);
 
 /// Whether `chip` has Hopper's warpgroup MMA (wgmma.mma_async): sm_90a, the
 /// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
 bool hasWgmma(llvm::StringRef chip);
 
-/// Whether an f16/bf16 dot of an `m` x `n` accumulator in an mma layout of
-/// `warpsPerCTA` runs on wgmma.mma_async m64nNk16 (on a chip that hasWgmma):
-/// each warpgroup (4 warps along the rows) owns whole 64-row blocks, and
-/// the warpsPerCTA[1] warpgroup columns split the `n` columns (N = n /
-/// warpsPerCTA[1], 16..256: a swizzled operand row is at least 32 bytes;
-/// split ones start at a 128-byte swizzle atom of B).
+/// Whether a dot with 16-bit inputs (getMmaK 16) and an `m` x `n` accumulator
+/// in an mma layout of `warpsPerCTA` runs on wgmma.mma_async m64nNk16 (on a
+/// chip that hasWgmma): each warpgroup (4 warps along the rows) owns whole
+/// 64-row blocks, and the warpsPerCTA[1] warpgroup columns split the `n`
+/// columns (N = n / warpsPerCTA[1], 16..256: a swizzled operand row is at least
+/// 32 bytes; split ones start at a 128-byte swizzle atom of B).
 bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA);
 
 /// The layout of `layout` with its dimensions permuted (dim i of the result

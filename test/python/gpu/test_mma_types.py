@@ -1,0 +1,116 @@
+"""Tensor cores for the dots that are not f16/bf16 -> f32: f16 accumulators (mma.sync
+m16n8k16 .f16 and wgmma .f16) and f32 inputs with ``input_precision = tf32`` (mma.sync
+m16n8k8 .tf32 on every target; wgmma reads tf32 only K-major, and B is staged N-major).
+
+Each kernel runs in the PTX emulator against float64 PyTorch on odd shapes, plain and with
+the promises that give cp.async copies and a software pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from test_kernels import EPS32, assert_close
+from tileopt import kernels
+from tileopt.builder import KernelBuilder, View
+from tileopt.compiler import compile
+
+PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+EPS16 = 2.0**-10
+SHAPES = [(70, 100, 90), (33, 48, 129)]
+PROMISED_SHAPES = [(96, 160, 80), (64, 64, 64)]
+
+
+def _matmul(dtype: str, acc: str, tf32: bool, bm: int, bn: int, bk: int) -> KernelBuilder:
+    """``c = a @ b`` in tiles with a ``acc`` accumulator, stored as ``acc``."""
+    kb = KernelBuilder(
+        "matmul", a=View(dtype, 2, contiguous=True), b=View(dtype, 2, contiguous=True),
+        c=View(acc, 2, contiguous=True),
+    )
+    with kb as k:
+        m, n = k.program_id(0) * bm, k.program_id(1) * bn
+        with k.loop(0, k.size(k.args.a, 1), bk, carried=[k.full([bm, bn], 0.0, acc)]) as loop:
+            (c,) = loop.carried
+            a = k.load(k.args.a, [m, loop.iv], [bm, bk])
+            b = k.load(k.args.b, [loop.iv, n], [bk, bn])
+            loop.yield_(k.dot(a, b, c, tf32=tf32))
+        k.store(loop.results[0], k.args.c, [m, n])
+    return kb
+
+
+def _run(kern: Any, a: torch.Tensor, b: torch.Tensor, out: torch.dtype, bm: int,
+         bn: int) -> torch.Tensor:
+    c = torch.full((a.shape[0], b.shape[1]), float("nan"), dtype=out)
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+    return c
+
+
+def tf32_round(x: torch.Tensor) -> torch.Tensor:
+    """f32 rounded to tf32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna)."""
+    bits = x.float().contiguous().view(torch.int32)
+    rounded = (bits + 0x1000) & ~0x1FFF
+    return rounded.view(torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("target", "warps", "blocks", "instruction"),
+    [
+        ("sm_80", 4, (64, 64, 32), "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
+        ("sm_90a", 4, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
+        ("sm_90a", 8, (64, 128, 64), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
+    ],
+    ids=["sm_80", "sm_90a", "sm_90a-w8-split"],
+)
+@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
+def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
+                                           instruction: str, promises: bool) -> None:
+    bm, bn, bk = blocks
+    kern = compile(_matmul("f16", "f16", False, bm, bn, bk), target, num_warps=warps,
+                   **(PROMISES if promises else {}))
+    ptx = str(kern.asm["ptx"])
+    assert instruction in ptx
+    assert "fma.rn.f16" not in ptx
+    assert ("cp.async.cg.shared.global" in ptx) == promises
+    torch.manual_seed(0)
+    for m, k, n in PROMISED_SHAPES if promises else SHAPES:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+        c = _run(kern, a, b, torch.float16, bm, bn)
+        # Each k step of an f16 accumulator rounds the sum to f16 at worst, then the
+        # result is f16 already.
+        bound = (k + 1) * (EPS16 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+        assert_close(c, a.double() @ b.double(), atol=bound)
+
+
+@pytest.mark.parametrize(
+    ("target", "warps", "blocks"),
+    [("sm_80", 4, (64, 64, 32)), ("sm_90a", 4, (64, 64, 32)), ("sm_80", 8, (128, 64, 16))],
+    ids=["sm_80", "sm_90a", "sm_80-w8"],
+)
+@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
+def test_tf32_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
+                                    promises: bool) -> None:
+    bm, bn, bk = blocks
+    kern = compile(_matmul("f32", "f32", True, bm, bn, bk), target, num_warps=warps,
+                   **(PROMISES if promises else {}))
+    ptx = str(kern.asm["ptx"])
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    assert "cvt.rna.tf32.f32" in ptx
+    assert "wgmma" not in ptx
+    assert ("cp.async.cg.shared.global" in ptx) == promises
+    torch.manual_seed(1)
+    for m, k, n in PROMISED_SHAPES if promises else SHAPES:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        c = _run(kern, a, b, torch.float32, bm, bn)
+        # Exact products of the inputs rounded to tf32, accumulated in f32.
+        ref = tf32_round(a).double() @ tf32_round(b).double()
+        bound = (k + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+        assert_close(c, ref, atol=bound)
+        # And not the f32 product: the inputs were rounded.
+        assert not torch.allclose(c.double(), a.double() @ b.double(), rtol=0, atol=1e-5)
+
+
+def test_f32_dots_without_tf32_stay_exact_on_cuda_cores() -> None:
+    ptx = str(compile(_matmul("f32", "f32", False, 64, 64, 32), "sm_80").asm["ptx"])
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
