@@ -28,7 +28,7 @@ lit: build
 	$(VENV)/bin/lit -sv $(BUILD_DIR)/test
 
 pytest: build
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 lint: venv
 	$(PY) -m ruff check .
@@ -36,7 +36,7 @@ lint: venv
 test: build
 	@start=$$(date +%s); lit=0; pytest=0; lint=0; \
 	$(VENV)/bin/lit -sv $(BUILD_DIR)/test || lit=$$?; \
-	$(PY) -m pytest -q || pytest=$$?; \
+	$(PY) -m pytest -q -n auto || pytest=$$?; \
 	$(PY) -m ruff check . || lint=$$?; \
 	verdict() { if [ $$1 -eq 0 ]; then echo PASS; else echo FAIL; fi; }; \
 	echo; echo "==================== tileopt test summary ===================="; \
