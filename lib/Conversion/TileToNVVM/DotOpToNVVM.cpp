@@ -90,7 +90,8 @@ struct DotLowering : TilePattern<DotOp> {
         return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                              adaptor.getAcc(), mma, ks, rewriter,
                              vectorType(op.getAcc().getType()),
-                             state.asyncOperands.lookup(op), bool(slot));
+                             state.asyncOperands.lookup(op), bool(slot),
+                             state.overlappedDots.contains(op));
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                          adaptor.getAcc(), mma, ks, rewriter,
                          vectorType(op.getAcc().getType()),

@@ -119,6 +119,9 @@ struct LoweringState {
   /// The ring slot (an index value of its loop) that each pipelined dot
   /// reads its operands from (pipelineLoop).
   llvm::DenseMap<mlir::Operation *, mlir::Value> dotSlots;
+  /// Pipelined wgmma dots whose MMA keeps running into the next iteration
+  /// (wgmma.wait_group 1; pipelineLoop).
+  llvm::DenseSet<mlir::Operation *> overlappedDots;
   /// Where each op that uses shared memory keeps it, and the first users of
   /// each kernel (SharedMemoryPlan).
   llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
@@ -504,13 +507,16 @@ bool stageDotOperands(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 /// layout, then each warpgroup issues one wgmma.mma_async m64nNk16 per 64-row
 /// block and k16 step on descriptors of them, and waits for all. The
 /// accumulator fragment of m64nN is the mma layout's (each warp 16 rows,
-/// 8-column blocks in order), so the registers stay where they are.
+/// 8-column blocks in order), so the registers stay where they are. An
+/// `overlapped` dot (LoweringState::overlappedDots) waits only for the
+/// previous one (wgmma.wait_group 1).
 mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   mlir::Value rhs, mlir::Value accVec,
                                   tile::MmaLayoutAttr mma, KernelState &ks,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
-                                  unsigned asyncOperands, bool pipelined);
+                                  unsigned asyncOperands, bool pipelined,
+                                  bool overlapped);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
 /// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
@@ -608,8 +614,18 @@ unsigned fitStages(tile::KernelOp kernel,
 
 /// Keeps the copies of `stages - 1` iterations of `p.loop` in flight while
 /// its dots run, with the dots' staging areas as rings of `stages` slots
-/// (see SoftwarePipeline.cpp).
+/// (see SoftwarePipeline.cpp); a wgmma dot that only accumulates into the
+/// loop's value keeps running into the next iteration, and the copies are
+/// then `stages - 2` iterations ahead.
 void pipelineLoop(const LoopPipeline &p, unsigned stages, LoweringState &state);
+
+/// Marks a loop whose results, listed by index, wgmma dots may still be
+/// writing (pipelineLoop; waitForWgmmaResults removes it).
+constexpr llvm::StringLiteral kWgmmaPendingAttr = "tile.wgmma_pending";
+
+/// Waits (wgmma.wait_group 0) for the wgmma dots still writing `loop`'s
+/// results listed in kWgmmaPendingAttr, before anything reads them.
+void waitForWgmmaResults(mlir::scf::ForOp loop);
 
 //===----------------------------------------------------------------------===//
 // Type conversion and patterns

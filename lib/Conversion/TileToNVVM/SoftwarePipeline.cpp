@@ -13,6 +13,14 @@
 //             dot on slot k
 //   after:    wait_group 0
 //
+// On sm_90a a lone wgmma dot that only accumulates into the loop's value
+// does not wait for its own MMA (wgmma.wait_group 1, as Triton's pipelined
+// wgmma): it runs while the next iteration waits, refills and issues.
+// The slot it reads is then free only after the next iteration's barrier,
+// so the copies run `stages - 2` iterations ahead (wait_group stages - 3,
+// refill slot k - 2), and after the loop a wgmma.wait_group 0 takes the
+// accumulators (waitForWgmmaResults).
+//
 // Copies of iterations past the loop's end are predicated off (cp.async of
 // zero bytes). This runs on tile IR before the conversion: the copies of
 // future iterations are clones of the loop body's loads and of the index
@@ -83,6 +91,21 @@ bool writesMemory(scf::ForOp loop) {
       .wasInterrupted();
 }
 
+/// The index of `loop`'s result that `dot` alone accumulates into (its acc
+/// is that iteration argument and its result is only yielded there), if
+/// its accumulator is f32: then nothing in the loop reads the registers a
+/// still running wgmma writes.
+std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
+  if (!dot.getAcc().getType().getElementType().isF32() || !dot->hasOneUse() ||
+      !dot.getAcc().hasOneUse())
+    return std::nullopt;
+  OpOperand &use = *dot->getUses().begin();
+  if (use.getOwner() != loop.getBody()->getTerminator() ||
+      loop.getRegionIterArgs()[use.getOperandNumber()] != dot.getAcc())
+    return std::nullopt;
+  return use.getOperandNumber();
+}
+
 } // namespace
 
 SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
@@ -127,6 +150,13 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
   bool wgmma =
       llvm::any_of(p.dots, [&](DotOp dot) { return usesWgmma(dot, state); });
+  // A lone wgmma dot that only accumulates keeps running while the next
+  // iteration starts (wgmma.wait_group 1): the slot it reads is free one
+  // iteration later, so the copies run `lead` = stages - 2 iterations ahead.
+  std::optional<unsigned> pending;
+  if (wgmma && stages >= 3 && p.dots.size() == 1)
+    pending = accumulatedResult(loop, p.dots.front());
+  unsigned lead = stages - 1 - (pending ? 1 : 0);
   IRRewriter b(loop.getContext());
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
@@ -171,10 +201,10 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   };
 
-  // Prologue: iterations 0 .. stages - 2 into slots 0 .. stages - 2.
+  // Prologue: iterations 0 .. lead - 1 into slots 0 .. lead - 1.
   b.setInsertionPoint(loop);
   Value step = loop.getStep();
-  for (unsigned i = 0; i + 1 < stages; ++i) {
+  for (unsigned i = 0; i < lead; ++i) {
     Value iv = loop.getLowerBound();
     if (i)
       iv = arith::AddIOp::create(
@@ -196,28 +226,36 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
       }));
   grown->setDiscardableAttrs(attrs);
   grown.setUnsignedCmp(unsignedCmp);
+  if (pending) {
+    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr({*pending}));
+    state.overlappedDots.insert(p.dots.front());
+  }
   loop = grown; // the old loop is gone, its body moved into the new one
   Value slot = grown.getRegionIterArgs().back();
 
   // In the body, before its first load: wait for this iteration's copies,
-  // then refill the slot the previous iteration's dot read.
+  // then refill the slot that no dot reads any more (the previous
+  // iteration's, or the one before it with a running wgmma) with the
+  // iteration `lead` ahead.
   LoadOp earliest = p.loads.front();
   for (LoadOp load : p.loads)
     if (load->isBeforeInBlock(earliest))
       earliest = load;
   b.setInsertionPoint(earliest);
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, stages - 2);
+  NVVM::CpAsyncWaitGroupOp::create(b, loc, lead - 1);
   if (wgmma) // the dot reads the copies through the async proxy
     emitPtx(b, loc, "fence.proxy.async.shared::cta;");
   NVVM::Barrier0Op::create(b, loc);
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),
-      arith::MulIOp::create(b, loc, grown.getStep(), ivConst(stages - 1)));
-  Value previous = arith::SelectOp::create(
+      arith::MulIOp::create(b, loc, grown.getStep(), ivConst(lead)));
+  Value sum = arith::AddIOp::create(b, loc, slot, index(lead));
+  Value free = arith::SelectOp::create(
       b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slot, index(0)),
-      index(stages - 1), arith::SubIOp::create(b, loc, slot, index(1)));
-  prefetch(ahead, previous);
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, sum,
+                            index(stages)),
+      arith::SubIOp::create(b, loc, sum, index(stages)), sum);
+  prefetch(ahead, free);
 
   for (LoadOp load : p.loads)
     state.asyncCopies[load].prefetched = true;

@@ -372,6 +372,8 @@ struct ConvertTileToNVVM
     module.walk([](scf::ForOp loop) {
       if (loop->hasAttr(kNarrowLoopAttr))
         narrowInductionVariable(loop);
+      if (loop->hasAttr(kWgmmaPendingAttr))
+        waitForWgmmaResults(loop);
     });
 
     // Size each kernel's shared memory now that its users exist: above the

@@ -95,7 +95,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
                             VectorType accVecType, unsigned asyncOperands,
-                            bool pipelined) {
+                            bool pipelined, bool overlapped) {
   Location loc = op.getLoc();
   OpBuilder &b = rewriter;
   RankedTensorType lhsType = op.getLhs().getType();
@@ -191,13 +191,39 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   }
   emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
   // The wait takes the accumulators in place, so nothing reads them early.
-  acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  // An overlapped dot leaves its own group running: only the next dot (in
+  // the next iteration) or the wait after the loop reads its accumulators.
+  acc = emitInPlaceAsm(b, loc,
+                       overlapped ? "wgmma.wait_group.sync.aligned 1;"
+                                  : "wgmma.wait_group.sync.aligned 0;",
+                       acc, {});
   if (halfAcc)
     acc = unpackHalfPairs(b, loc, acc);
   if (int64_t(acc.size()) != accVecType.getNumElements())
     return op.emitOpError("internal error: wgmma accumulator size mismatch");
   rewriter.replaceOp(op, pack(b, loc, accVecType, acc));
   return success();
+}
+
+void waitForWgmmaResults(scf::ForOp loop) {
+  auto pending = loop->getAttrOfType<DenseI64ArrayAttr>(kWgmmaPendingAttr);
+  loop->removeAttr(kWgmmaPendingAttr);
+  OpBuilder b = OpBuilder::atBlockEnd(loop->getBlock());
+  b.setInsertionPointAfter(loop);
+  for (int64_t index : pending.asArrayRef()) {
+    Value result = loop.getResult(index);
+    auto type = cast<VectorType>(result.getType());
+    SmallVector<Value> acc = unpack(b, loop.getLoc(), result);
+    llvm::SmallPtrSet<Operation *, 32> reads;
+    for (Value v : acc)
+      reads.insert(v.getDefiningOp());
+    acc = emitInPlaceAsm(b, loop.getLoc(), "wgmma.wait_group.sync.aligned 0;",
+                         acc, {});
+    Value waited = pack(b, loop.getLoc(), type, acc);
+    result.replaceUsesWithIf(waited, [&](OpOperand &use) {
+      return !reads.contains(use.getOwner());
+    });
+  }
 }
 
 } // namespace tileopt::nvvm

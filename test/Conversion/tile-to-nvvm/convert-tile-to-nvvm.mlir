@@ -892,6 +892,11 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // (wait_group 1), passes one barrier, refills the slot the previous
 // iteration read with iteration k + 2 (zero bytes past the end) and runs
 // the dot on its slot, which the loop carries; the ring drains after it.
+// On sm_90a the wgmma keeps running into the next iteration (wait_group 1):
+// its slot is refilled one iteration later, so the prologue copies one
+// iteration, each iteration waits for all its copies (wait_group 0) and
+// refills the slot two behind; after the loop wait_group 0 takes the
+// accumulators before the store reads them.
 // CHECK-LABEL: gpu.func @pipelined_k_loop
 // CHECK-SAME: tile.shared_bytes = 29184 : i64
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
@@ -909,14 +914,21 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // CHECK: nvvm.cp.async.wait.group 0
 // WGMMA-LABEL: gpu.func @pipelined_k_loop
 // WGMMA-SAME: tile.shared_bytes = 24576 : i64
+// WGMMA: nvvm.cp.async.commit.group
+// WGMMA-NOT: nvvm.cp.async.commit.group
 // WGMMA: scf.for
-// WGMMA: nvvm.cp.async.wait.group 1
+// WGMMA: nvvm.cp.async.wait.group 0
 // WGMMA-NEXT: fence.proxy.async.shared::cta;
 // WGMMA-NEXT: nvvm.barrier0
 // WGMMA-NOT: nvvm.barrier0
+// WGMMA: nvvm.cp.async.commit.group
 // WGMMA: wgmma.mma_async
+// WGMMA: wgmma.wait_group.sync.aligned 1;
 // WGMMA: scf.yield
 // WGMMA: nvvm.cp.async.wait.group 0
+// WGMMA: %[[WAITED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: llvm.extractvalue %[[WAITED]][0]
+// WGMMA: st.global
 tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -73,6 +73,8 @@ def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tupl
     assert instruction in ptx
     assert "fma.rn.f16" not in ptx
     assert ("cp.async.cg.shared.global" in ptx) == promises
+    # An f16 accumulator is repacked between MMAs: each wgmma is waited for.
+    assert "wgmma.wait_group.sync.aligned 1;" not in ptx
     torch.manual_seed(0)
     for m, k, n in PROMISED_SHAPES if promises else SHAPES:
         a, b = torch.randn(m, k).half(), torch.randn(k, n).half()

@@ -40,10 +40,12 @@ def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
     kern = _matmul(target, 64, 64, 32, 4, stages)
     ptx = str(kern.asm["ptx"])
     waits = set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx))
+    # A running wgmma (sm_90a, 3 stages or more) holds one slot: its copies run one fewer ahead.
+    ahead = stages - 1 - (target == "sm_90a" and stages >= 3)
     if stages == 1:  # each iteration waits for its own copies
         assert waits == {"0"}
-    else:  # stages - 1 iterations in flight, drained after the loop
-        assert waits == {str(stages - 2), "0"}
+    else:  # `ahead` iterations in flight, drained after the loop
+        assert waits == {str(ahead - 1), "0"}
         # One ring slot per stage: 64x32 and 32x64 f16 operands (padded rows on sm_80). The
         # epilogue's 64x64 f32 conversion (rows padded by one word) reuses the rings' space.
         slot = 8192 if target == "sm_90a" else 9728
@@ -75,11 +77,32 @@ def test_large_tiles_run_in_dynamic_shared_memory(
     ptx = str(kern.asm["ptx"])
     assert md.dynamic_shared_bytes == md.shared_bytes > 48 * 1024
     assert re.search(r"\.extern \.shared \.align \d+ \.b8 matmul_smem\[\];", ptx)
-    assert f"cp.async.wait_group \t{stages - 2};" in ptx
+    ahead = stages - 1 - (target == "sm_90a")
+    assert f"cp.async.wait_group \t{ahead - 1};" in ptx
     if md.registers is None:
         pytest.skip("neither ptxas nor nvJitLink is installed: no register report")
     assert md.spill_bytes == 0 and md.registers <= 255
     _check(kern, bm, bn, 200, 304, 272)
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_wgmma_runs_into_the_next_iteration(stages: int) -> None:
+    """With 3 stages or more the pipelined wgmma waits only for the previous iteration's MMA
+    (wait_group 1), so each MMA runs while the next iteration waits for its copies and issues
+    its own; the copies run stages - 2 iterations ahead (one slot is the running MMA's), and
+    after the loop wait_group 0 takes the accumulators before the epilogue reads them."""
+    kern = _matmul("sm_90a", 64, 64, 32, 4, stages)
+    ptx = str(kern.asm["ptx"])
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
+    loop = ptx.index("cp.async.wait_group")  # the first wait is the loop's
+    prologue_commits = ptx[:loop].count("cp.async.commit_group")
+    if stages == 2:  # no slot to spare: each MMA is waited for
+        assert waits == ["0"] and prologue_commits == 1
+    else:
+        assert waits == ["1", "0"] and prologue_commits == stages - 2
+        assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {str(stages - 3), "0"}
+    for m, k, n in [(200, 304, 144), (70, 16, 48), (64, 96, 64), (130, 64, 80)]:
+        _check(kern, 64, 64, m, k, n)
 
 
 def test_too_many_stages_for_the_chip_get_fewer() -> None:
