@@ -107,6 +107,72 @@ void expandIntegerAbs(KernelOp kernel) {
   });
 }
 
+/// Carries each vector value of `loop` (a tile's registers) as one scalar per
+/// element: LLVM then sees scalar phis, whose folds it does across the loop
+/// (as it does for Triton's): a reduction after a loop that may run zero
+/// times moves into the loop's exit, and the path around the loop carries
+/// its result, not every register.
+void scalarizeLoopCarriedVectors(scf::ForOp loop) {
+  if (llvm::none_of(loop.getResultTypes(), llvm::IsaPred<VectorType>))
+    return;
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  auto split = [&](Value v) {
+    SmallVector<Value> parts;
+    auto type = dyn_cast<VectorType>(v.getType());
+    if (!type)
+      return SmallVector<Value>{v};
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      parts.push_back(vector::ExtractOp::create(b, loc, v, i));
+    return parts;
+  };
+  auto join = [&](Type type, ValueRange parts) -> Value {
+    if (!isa<VectorType>(type))
+      return parts.front();
+    return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
+                                          parts);
+  };
+  auto width = [](Type type) -> int64_t {
+    auto vector = dyn_cast<VectorType>(type);
+    return vector ? vector.getNumElements() : 1;
+  };
+  SmallVector<Value> inits;
+  for (Value init : loop.getInitArgs())
+    llvm::append_range(inits, split(init));
+  auto scalar = scf::ForOp::create(
+      b, loc, loop.getLowerBound(), loop.getUpperBound(), loop.getStep(), inits,
+      /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
+  scalar->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  Block *body = scalar.getBody();
+  b.setInsertionPointToStart(body);
+  SmallVector<Value> args{scalar.getInductionVar()};
+  unsigned at = 0;
+  for (BlockArgument arg : loop.getRegionIterArgs()) {
+    int64_t n = width(arg.getType());
+    args.push_back(
+        join(arg.getType(), scalar.getRegionIterArgs().slice(at, n)));
+    at += n;
+  }
+  body->getOperations().splice(body->end(), loop.getBody()->getOperations());
+  for (auto [from, to] : llvm::zip(loop.getBody()->getArguments(), args))
+    from.replaceAllUsesWith(to);
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  b.setInsertionPoint(yield);
+  SmallVector<Value> yielded;
+  for (Value v : yield.getOperands())
+    llvm::append_range(yielded, split(v));
+  yield->setOperands(yielded);
+  b.setInsertionPointAfter(scalar);
+  at = 0;
+  for (Value result : loop.getResults()) {
+    int64_t n = width(result.getType());
+    result.replaceAllUsesWith(
+        join(result.getType(), scalar.getResults().slice(at, n)));
+    at += n;
+  }
+  loop.erase();
+}
+
 /// LLVM's description of the NVPTX target (its chips and features), or
 /// null if the back end is not linked in.
 std::unique_ptr<llvm::MCSubtargetInfo> nvptxSubtargetInfo() {
@@ -375,6 +441,10 @@ struct ConvertTileToNVVM
       if (loop->hasAttr(kWgmmaPendingAttr))
         waitForWgmmaResults(loop);
     });
+    SmallVector<scf::ForOp> loops;
+    module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops)
+      scalarizeLoopCarriedVectors(loop);
 
     // Size each kernel's shared memory now that its users exist: above the
     // static limit it is the launch's dynamic shared memory (an external

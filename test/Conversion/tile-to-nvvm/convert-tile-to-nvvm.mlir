@@ -445,14 +445,16 @@ tile.kernel @narrow(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_
 // Loops whose bounds are below 2^31 (constants, sizes of 32-bit views and
 // their minimum) count in i32 with an unsigned compare: iv + step cannot
 // wrap. A bound from an index argument, a 64-bit view's size, or a step
-// that is not a positive constant keeps the index loop.
+// that is not a positive constant keeps the index loop. Loops carry a
+// tile's registers as scalars (LLVM folds scalar phis across the loop).
 // CHECK-LABEL: gpu.func @narrow_loops
-// CHECK: scf.for unsigned %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) : i32 {
+// CHECK: scf.for unsigned %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32) : i32 {
+// CHECK-NEXT: vector.from_elements
 // CHECK-NEXT: arith.index_castui %[[I]] : i32 to index
 // CHECK: scf.for unsigned %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<4xf32>) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
 tile.kernel @narrow_loops(%x: memref<?xf32, strided<[1], offset: ?>> {tile.index_bitwidth = 32}, %w: memref<?xf32, strided<[1], offset: ?>>, %n: index, %s: index) {
   %c0 = arith.constant 0 : index
   %c512 = arith.constant 512 : index
@@ -903,7 +905,7 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
-// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> (vector<32xf32>, index)
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> ({{(f32, )+}}index)
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
