@@ -83,7 +83,8 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     of the parallel dimensions (the grid is one-dimensional; the kernel
     splits the program id) and the whole of the reduced ones, whose padding
     takes the combiner's identity. Contractions loop over k with `tile.dot`
-    (f32 accumulation) and apply their epilogue to the accumulator tile.
+    (f32 accumulation; `input_precision = tf32` on f32 inputs with
+    `allow-tf32`) and apply their epilogue to the accumulator tile.
     Block sizes follow Inductor's heuristics: up to 1024 elements for an
     elementwise kernel, whole rows and up to 2048 elements for reductions,
     16..64 x 16..64 output tiles (k by 16..32) for contractions; the kernel's
@@ -104,6 +105,12 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     output is divided by the row sums once, then the product's epilogue
     runs.
   }];
+  let options = [
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 contractions (matmuls, attention) may round their inputs to "
+           "tf32 (`input_precision = tf32`: tensor cores), as "
+           "torch.backends.cuda.matmul.allow_tf32 allows">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",

@@ -130,8 +130,8 @@ struct PendingStore {
 
 class Converter {
 public:
-  Converter(ModuleOp module, func::FuncOp func)
-      : module(module), func(func), builder(func) {}
+  Converter(ModuleOp module, func::FuncOp func, bool allowTf32)
+      : module(module), func(func), builder(func), allowTf32(allowTf32) {}
   LogicalResult run();
 
 private:
@@ -142,6 +142,7 @@ private:
   func::FuncOp host;
   DenseMap<Value, Buffer> buffers;
   int numGlobals = 0;
+  bool allowTf32;
 
   // The groups, in the order of their first op.
   /// The groups' ops (generics, and reshapes of their values in registers)
@@ -235,6 +236,8 @@ public:
 
   /// Host values passed to each kernel argument, in order.
   SmallVector<Value> launchArgs;
+  /// f32 dots may round their inputs to tf32 (ConvertLinalgToTile's option).
+  bool allowTf32 = false;
   /// Makes a host `index` constant (for launch arguments).
   std::function<Value(int64_t)> hostIndex;
   /// The tiles of the group's values.
@@ -257,6 +260,14 @@ public:
                  ArrayRef<PendingStore> stores,
                  std::function<Value(Value, const StridedLayout &)> view,
                  std::function<const Buffer *(Value)> bufferOf);
+
+  /// The input precision of a dot on `lhs`: tf32 for f32 inputs if allowed.
+  tile::InputPrecisionAttr dotPrecision(Value lhs) {
+    if (!allowTf32 || !getElementTypeOrSelf(lhs.getType()).isF32())
+      return nullptr;
+    return tile::InputPrecisionAttr::get(b.getContext(),
+                                         tile::InputPrecision::tf32);
+  }
 
   RankedTensorType tileType(const llvm::SmallBitVector &spans, Type element) {
     SmallVector<int64_t> shape;
@@ -865,7 +876,7 @@ LogicalResult KernelWriter::writeContraction(
     Value a = loadMatmulOperand(*mm, true, offsets[mm->sm], kk, bm, bk, loc);
     Value bt = loadMatmulOperand(*mm, false, kk, offsets[mm->sn], bk, bn, loc);
     Value acc = tile::DotOp::create(b, loc, a, bt, loop.getRegionIterArgs()[0],
-                                    /*input_precision=*/nullptr);
+                                    dotPrecision(a));
     scf::YieldOp::create(b, loc, acc);
   }
   FailureOr<TileValue> result =
@@ -1258,7 +1269,7 @@ LogicalResult KernelWriter::writeAttention(
   // This block's scores.
   Value kt = loadMatmulOperand(*qkOps, false, index(0), kk, bd, bn, loc);
   Value s = tile::DotOp::create(b, loc, q, kt, splat(f32Tile({bm, bn}), 0.0),
-                                /*input_precision=*/nullptr);
+                                dotPrecision(q));
   FailureOr<TileValue> scores =
       matmulResult(qk, getSpace(qk), *qkOps, s, view, bufferOf);
   if (failed(scores)) {
@@ -1344,8 +1355,7 @@ LogicalResult KernelWriter::writeAttention(
   pvOps->aElt = pvOps->dotElt = pvOps->bElt;
   Value v = loadMatmulOperand(*pvOps, false, kk, index(0), bn, bv, loc);
   Value scaled = arith::MulFOp::create(b, loc, accIn, rowsBy(alpha, bv));
-  Value accNext = tile::DotOp::create(b, loc, p, v, scaled,
-                                      /*input_precision=*/nullptr);
+  Value accNext = tile::DotOp::create(b, loc, p, v, scaled, dotPrecision(p));
   scf::YieldOp::create(b, loc, ValueRange{accNext, maxNext, sumNext});
   restore();
   // The output: o / l, then the product's epilogue.
@@ -1844,6 +1854,7 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   }
 
   KernelWriter writer(kernel, space, tiling);
+  writer.allowTf32 = allowTf32;
   writer.hostIndex = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(builder, kernel.getLoc(), v);
   };
@@ -2018,6 +2029,8 @@ LogicalResult Converter::run() {
 
 struct ConvertLinalgToTilePass
     : tileopt::impl::ConvertLinalgToTileBase<ConvertLinalgToTilePass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> funcs;
@@ -2027,7 +2040,7 @@ struct ConvertLinalgToTilePass
                        [](Type t) { return isa<RankedTensorType>(t); }))
         funcs.push_back(func);
     for (func::FuncOp func : funcs)
-      if (failed(Converter(module, func).run()))
+      if (failed(Converter(module, func, allowTf32).run()))
         return signalPassFailure();
   }
 };

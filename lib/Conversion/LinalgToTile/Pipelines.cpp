@@ -16,19 +16,31 @@
 
 using namespace mlir;
 
+namespace {
+
+struct LinalgToTileOptions : PassPipelineOptions<LinalgToTileOptions> {
+  Option<bool> allowTf32{
+      *this, "allow-tf32",
+      llvm::cl::desc("f32 contractions may round their inputs to tf32 "
+                     "(convert-linalg-to-tile's allow-tf32)"),
+      llvm::cl::init(false)};
+};
+
+} // namespace
+
 void tileopt::registerLinalgToTilePipeline() {
-  PassPipelineRegistration<>(
+  PassPipelineRegistration<LinalgToTileOptions>(
       "tileopt-linalg-to-tile",
       "Form kernels from linalg on tensors: canonicalize (drops unused "
       "results such as a max's argmax), generalize named ops, "
       "tile-form-kernels, convert-linalg-to-tile, canonicalize, cse",
-      [](OpPassManager &pm) {
+      [](OpPassManager &pm, const LinalgToTileOptions &options) {
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createLinalgGeneralizeNamedOpsPass());
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
         pm.addPass(createTileFormKernels());
-        pm.addPass(createConvertLinalgToTile());
+        pm.addPass(createConvertLinalgToTile({options.allowTf32}));
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
       });

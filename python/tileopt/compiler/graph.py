@@ -43,6 +43,24 @@ from tileopt.errors import ArgumentError, CompilationError, DeviceError, OptionE
 #: The pass pipeline that turns the linalg function of an imported graph into a tile module.
 LINALG_TO_TILE_PIPELINE = "builtin.module(tileopt-linalg-to-tile)"
 
+
+def linalg_to_tile_pipeline(allow_tf32: bool = False) -> str:
+    """Kernel formation's pass pipeline; with ``allow_tf32`` its f32 matmuls and attention
+    may round their inputs to tf32 (tensor cores, ``input_precision = tf32``)."""
+    if allow_tf32:
+        return "builtin.module(tileopt-linalg-to-tile{allow-tf32=true})"
+    return LINALG_TO_TILE_PIPELINE
+
+
+def tf32_allowed() -> bool:
+    """Whether PyTorch lets f32 matmuls use tf32 (``torch.backends.cuda.matmul.fp32_precision
+    == "tf32"``, which ``allow_tf32 = True`` and ``set_float32_matmul_precision("high")`` set),
+    as Inductor reads it: a model compiled then gets tf32 tensor cores for its f32 matmuls."""
+    import torch
+
+    return getattr(torch.backends.cuda.matmul, "fp32_precision", "ieee") == "tf32"
+
+
 #: The devices a CompiledGraph runs on.
 GRAPH_DEVICES: tuple[str, ...] = ("emulator", "cuda")
 
@@ -329,7 +347,8 @@ def compile_tile_module(
 # the compile cache's side of a graph
 
 
-def _graph_key(graph: Any, target: str, kernel_options: Mapping[str, Any]) -> str:
+def _graph_key(graph: Any, target: str, kernel_options: Mapping[str, Any],
+               pipeline: str) -> str:
     """The cache key of a specialisation: the imported graph's linalg text and inputs, the
     target, the kernel options, kernel formation's pipeline and the toolchain."""
     inputs = [(inp.name, inp.kind, inp.target, str(inp.dtype), tuple(inp.shape))
@@ -337,7 +356,7 @@ def _graph_key(graph: Any, target: str, kernel_options: Mapping[str, Any]) -> st
     return cache.key(
         "graph",
         cache.toolchain(),
-        LINALG_TO_TILE_PIPELINE,
+        pipeline,
         repr((target, sorted(kernel_options.items()), inputs, graph.num_user_inputs)),
         graph.linalg,
     )
@@ -423,6 +442,8 @@ class _Specialisation:
     stages: dict[str, str]
     times: dict[str, float]
     dtypes: list[Any]
+    #: Whether its f32 matmuls may use tf32 (:func:`tf32_allowed` when it was compiled).
+    allow_tf32: bool
 
 
 def _describe_input(inp: Any) -> str:
@@ -538,9 +559,11 @@ class CompiledGraph:
             dtype = str(_torch_dtype(inp.dtype)).removeprefix("torch.")
             label = inp.name if inp.kind == "user" else f"{inp.kind} {inp.target}"
             descriptions.append(f"{label} {dtype}[{shape}]")
+        allow_tf32 = tf32_allowed()
+        pipeline = linalg_to_tile_pipeline(allow_tf32)
         # A formation of a test's own is not part of the key: those are compiled every time.
         key = None if self._formation is not None else _graph_key(
-            graph, self.target, self.kernel_options)
+            graph, self.target, self.kernel_options, pipeline)
         with _contexts.get(), ir.Location.unknown():
             t0 = time.perf_counter()
             program = None if key is None else _cached_program(key, descriptions)
@@ -554,7 +577,7 @@ class CompiledGraph:
                     tile_module = _parse(tile) if isinstance(tile, str) else tile
                 else:
                     tile_module = form_kernels(graph.linalg, describe_location=getattr(
-                        frontend, "describe_location", None))
+                        frontend, "describe_location", None), pipeline=pipeline)
                 times["formation"] = time.perf_counter() - t0
                 program = compile_tile_module(
                     tile_module, target=self.target, input_descriptions=descriptions,
@@ -573,7 +596,7 @@ class CompiledGraph:
         forward = program.bind(self.device, torch_device=self._torch_device(flat),
                                on_launch=self._record)
         spec = _Specialisation(graph, program, forward, stages, times,
-                               [_torch_dtype(inp.dtype) for inp in graph.inputs])
+                               [_torch_dtype(inp.dtype) for inp in graph.inputs], allow_tf32)
         self.specialisations[self._key(flat)] = spec
         return spec
 
@@ -692,7 +715,7 @@ class CompiledGraph:
         self._check_user_inputs(flat)
         key = self._key(flat)
         spec = self.specialisations.get(key)
-        if spec is None:
+        if spec is None or spec.allow_tf32 != tf32_allowed():
             spec = self._specialise(tuple(flat), flat)
         self._current = spec
         args = []

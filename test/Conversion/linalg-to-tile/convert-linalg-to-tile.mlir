@@ -1,4 +1,5 @@
 // RUN: tileopt-opt %s -split-input-file --tileopt-linalg-to-tile | FileCheck %s
+// RUN: tileopt-opt %s -split-input-file --tileopt-linalg-to-tile="allow-tf32=true" | FileCheck %s --check-prefix=TF32
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
@@ -88,10 +89,15 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // CHECK: tile.load {{.*}} -> tensor<64x32xf32>
 // CHECK: tile.load {{.*}} -> tensor<32x64xf32>
 // CHECK: tile.dot
+// CHECK-NOT: input_precision
 // CHECK: scf.yield
 // CHECK: tile.reshape {{.*}} : tensor<64x64xf32> -> tensor<64x64x1xf32>
 // CHECK: arith.addf
 // CHECK: tile.store
+// With allow-tf32 (torch's fp32_precision "tf32") the f32 dot may round its
+// inputs to tf32.
+// TF32-LABEL: tile.kernel @k0_matmul
+// TF32: tile.dot {{.*}} input_precision = tf32 : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
 // CHECK-LABEL: func.func @linear
 // CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [64, 80], strides: [1, 64]
 // CHECK: tile.launch @k0_matmul grid(%c4, %c1, %c1)

@@ -171,6 +171,55 @@ def test_mlp() -> None:
     assert len(graph.kernels) <= 3
 
 
+def _tf32(x: Any) -> Any:
+    """f32 rounded to tf32 to nearest, ties away from zero (cvt.rna.tf32.f32)."""
+    bits = x.float().contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+@pytest.fixture
+def fp32_precision() -> Any:
+    """Sets ``torch.backends.cuda.matmul.fp32_precision`` for a test and restores it."""
+    matmul = torch.backends.cuda.matmul
+    saved = matmul.fp32_precision
+
+    def set_precision(value: str) -> None:
+        matmul.fp32_precision = value
+
+    yield set_precision
+    matmul.fp32_precision = saved
+
+
+def test_f32_matmuls_use_tf32_where_torch_allows_it(fp32_precision: Any) -> None:
+    """As Inductor does: with ``fp32_precision = "tf32"`` (``allow_tf32 = True``) f32 matmuls
+    and attention get ``input_precision = tf32`` (mma.sync m16n8k8, inputs rounded to tf32);
+    with the default they stay exact f32. Changing the setting recompiles."""
+    torch.manual_seed(0)
+    a, b = randn(70, 48), randn(48, 40)
+    q, k, v = (randn(1, 2, 37, 16) for _ in range(3))
+
+    def model(a: Any, b: Any, q: Any, k: Any, v: Any) -> Any:
+        return a @ b, F.scaled_dot_product_attention(q, k, v)
+
+    fp32_precision("tf32")
+    graph = tileopt.compile(model, (a, b, q, k, v), target="sm_80")
+    assert graph.stages["tile"].count("input_precision = tf32") == 3  # a @ b, q k^T, p v
+    ptx = "".join(text for name, text in graph.stages.items() if name.startswith("ptx:"))
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+    with torch.no_grad():
+        mm, attn = graph(a, b, q, k, v)
+        want = _tf32(a).double() @ _tf32(b).double()
+        bound = 49 * 2.0**-24 * (a.double().abs() @ b.double().abs()) + 1e-30
+        assert ((mm.double() - want).abs() <= bound).all()
+        assert not torch.allclose(mm, a @ b, rtol=0, atol=1e-6)  # rounded inputs
+        _close(attn, F.scaled_dot_product_attention(q, k, v), 2e-3)
+
+        fp32_precision("ieee")
+        mm, _ = graph(a, b, q, k, v)
+        assert "input_precision" not in graph.stages["tile"]
+        _close(mm, a @ b, 2e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # attention and blocks
 
