@@ -185,10 +185,31 @@ struct ReduceLowering : TilePattern<ReduceOp> {
               rewriter, loc, ks.warp,
               i32Const(rewriter, loc, llvm::Log2_64(warpStride))),
           i32Const(rewriter, loc, wpc - 1));
+      // Each thread's groups get consecutive slots, so that its shared
+      // accesses can be vectors: along a result dimension its `threads`
+      // threads of `spt` elements cover without wrapping, element
+      // base + rep * spt * threads + within goes to slot
+      // base * reps + rep * spt + within. Elsewhere the slot is the element.
       SmallVector<Value> groupIndex;
       for (const SmallVector<int64_t> &key : groupKeys) {
         SmallVector<Value> coord;
         for (auto [d, size] : llvm::enumerate(resultShape)) {
+          int64_t dim = int64_t(d) < axis ? d : d + 1;
+          int64_t spt = blocked.getSizePerThread()[dim];
+          int64_t cover = spt * blocked.getThreadsPerWarp()[dim] *
+                          blocked.getWarpsPerCTA()[dim];
+          if (cover <= size) {
+            int64_t reps = size / cover;
+            Value scaled =
+                reps == 1
+                    ? base[d]
+                    : arith::MulIOp::create(rewriter, loc, base[d],
+                                            i32Const(rewriter, loc, reps));
+            coord.push_back(arith::AddIOp::create(
+                rewriter, loc, scaled,
+                i32Const(rewriter, loc, key[d] / cover * spt + key[d] % spt)));
+            continue;
+          }
           Value c = arith::AddIOp::create(rewriter, loc, base[d],
                                           i32Const(rewriter, loc, key[d]));
           coord.push_back(arith::AndIOp::create(

@@ -175,6 +175,23 @@ def test_row_sum(compiled: Any, target: str, shape: tuple[int, int]) -> None:
     assert_close(out, x.double().sum(1), atol=sum_bound(x, 1, 256))
 
 
+def test_cross_warp_partials_are_vectors() -> None:
+    """A thread's partial sums of several rows sit in consecutive shared-memory slots, so it
+    writes and reads them as vectors (as Triton does): row_sum's 4 rows on 2 x 2 warps give
+    each thread 2 rows."""
+    from tileopt.compiler import compile
+
+    kern = compile(kernels.row_sum(block_m=4, block_n=256), "sm_90", aligned=True,
+                   divisible_sizes=["x"], int32_indexing=True)
+    ptx = str(kern.asm["ptx"])
+    assert "st.shared.v2.b32" in ptx and "ld.shared.v2.b32" in ptx
+    for shape in [(37, 320), (4, 256), (130, 16)]:
+        x = torch.randn(shape)
+        out = torch.full((shape[0],), float("nan"))
+        kern.launch(kernels.row_sum_grid(shape, 4), x, out)
+        assert_close(out, x.double().sum(1), atol=sum_bound(x, 1, 256))
+
+
 @pytest.mark.parametrize("shape", [(33, 700), (4097, 3), (64, 128), (1, 5)])
 def test_col_sum(compiled: Any, target: str, shape: tuple[int, int]) -> None:
     x = torch.randn(shape)
