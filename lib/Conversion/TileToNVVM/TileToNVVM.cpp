@@ -113,13 +113,18 @@ void expandIntegerAbs(KernelOp kernel) {
 /// times moves into the loop's exit, and the path around the loop carries
 /// its result, not every register.
 void scalarizeLoopCarriedVectors(scf::ForOp loop) {
-  if (llvm::none_of(loop.getResultTypes(), llvm::IsaPred<VectorType>))
+  // A tile's registers are a 1-D vector (TileTypeConverter).
+  auto registers = [](Type type) {
+    auto vector = dyn_cast<VectorType>(type);
+    return vector && vector.getRank() == 1 ? vector : VectorType();
+  };
+  if (llvm::none_of(loop.getResultTypes(), registers))
     return;
   Location loc = loop.getLoc();
   OpBuilder b(loop);
   auto split = [&](Value v) {
     SmallVector<Value> parts;
-    auto type = dyn_cast<VectorType>(v.getType());
+    VectorType type = registers(v.getType());
     if (!type)
       return SmallVector<Value>{v};
     for (int64_t i = 0; i < type.getNumElements(); ++i)
@@ -127,13 +132,12 @@ void scalarizeLoopCarriedVectors(scf::ForOp loop) {
     return parts;
   };
   auto join = [&](Type type, ValueRange parts) -> Value {
-    if (!isa<VectorType>(type))
+    if (!registers(type))
       return parts.front();
-    return vector::FromElementsOp::create(b, loc, cast<VectorType>(type),
-                                          parts);
+    return vector::FromElementsOp::create(b, loc, registers(type), parts);
   };
-  auto width = [](Type type) -> int64_t {
-    auto vector = dyn_cast<VectorType>(type);
+  auto width = [&](Type type) -> int64_t {
+    VectorType vector = registers(type);
     return vector ? vector.getNumElements() : 1;
   };
   SmallVector<Value> inits;
