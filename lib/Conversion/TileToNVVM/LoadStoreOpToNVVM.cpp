@@ -75,28 +75,12 @@ SmallVector<Value> emitPredicatedLoad(OpBuilder &b, Location loc, Value ptr,
   SmallVector<Value> operands{ptr, pred};
   for (Value p : padding)
     operands.push_back(p);
-  Type resultType = wordType;
-  if (count > 1)
-    resultType = LLVM::LLVMStructType::getLiteral(
-        ctx, SmallVector<Type>(count, wordType));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, resultType, operands, asmText, constraints,
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
-  if (count == 1)
-    return {asmOp.getResult(0)};
-  SmallVector<Value> words;
-  for (unsigned i = 0; i < count; ++i)
-    words.push_back(
-        LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
-  return words;
+  return emitAsm(b, loc, SmallVector<Type>(count, wordType), operands, asmText,
+                 constraints, /*sideEffects=*/true);
 }
 
 void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
                          unsigned bits, ArrayRef<Value> words) {
-  MLIRContext *ctx = b.getContext();
   unsigned count = words.size();
   std::string asmText, constraints;
   llvm::raw_string_ostream os(asmText), cs(constraints);
@@ -118,12 +102,7 @@ void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
   os << ";";
   SmallVector<Value> operands{ptr, pred};
   operands.append(words.begin(), words.end());
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange{}, operands, asmText, constraints,
-      /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-      /*operand_attrs=*/ArrayAttr());
+  emitAsm(b, loc, {}, operands, asmText, constraints, /*sideEffects=*/true);
 }
 
 /// Bitcasts an element to/from the integer word that PTX moves.

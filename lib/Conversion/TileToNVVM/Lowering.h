@@ -198,6 +198,13 @@ llvm::SmallVector<mlir::Value> unpack(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value pack(mlir::OpBuilder &b, mlir::Location loc, mlir::VectorType type,
                  llvm::ArrayRef<mlir::Value> values);
 
+/// An inline-asm statement (AT&T dialect) with `results` outputs, returned
+/// one by one (several are a struct that it takes apart).
+llvm::SmallVector<mlir::Value>
+emitAsm(mlir::OpBuilder &b, mlir::Location loc, mlir::TypeRange results,
+        mlir::ValueRange operands, llvm::StringRef text,
+        llvm::StringRef constraints, bool sideEffects);
+
 /// A PTX statement with no operands and no results, kept in place.
 void emitPtx(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text);
 

@@ -56,7 +56,6 @@ SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
 SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
                            StringRef inType, ArrayRef<Value> a,
                            ArrayRef<Value> bFrag, ArrayRef<Value> c) {
-  MLIRContext *ctx = b.getContext();
   Type cType = c.front().getType();
   unsigned nc = c.size(), na = a.size(), nb = bFrag.size();
   std::string text =
@@ -77,30 +76,16 @@ SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
   SmallVector<Value> operands(a);
   operands.append(bFrag.begin(), bFrag.end());
   operands.append(c.begin(), c.end());
-  auto result =
-      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(nc, cType));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, result, operands, text, constraints,
-      /*has_side_effects=*/false, /*is_align_stack=*/false,
-      LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
-  SmallVector<Value> d;
-  for (unsigned i = 0; i < nc; ++i)
-    d.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
-  return d;
+  return emitAsm(b, loc, SmallVector<Type>(nc, cType), operands, text,
+                 constraints, /*sideEffects=*/false);
 }
 
 /// An f32 in a b32 register rounded to tf32 (nearest, ties away from zero,
 /// as cvt.rna does): mma.sync would truncate it.
 Value roundToTf32(OpBuilder &b, Location loc, Value word) {
-  MLIRContext *ctx = b.getContext();
-  return LLVM::InlineAsmOp::create(
-             b, loc, b.getI32Type(), ValueRange{word},
-             "cvt.rna.tf32.f32 $0, $1;", "=r,r", /*has_side_effects=*/false,
-             /*is_align_stack=*/false, LLVM::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT),
-             ArrayAttr())
-      .getResult(0);
+  return emitAsm(b, loc, b.getI32Type(), word, "cvt.rna.tf32.f32 $0, $1;",
+                 "=r,r", /*sideEffects=*/false)
+      .front();
 }
 
 } // namespace

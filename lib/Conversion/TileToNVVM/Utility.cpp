@@ -107,17 +107,35 @@ Value pack(OpBuilder &b, Location loc, VectorType type,
   return vector::FromElementsOp::create(b, loc, type, values);
 }
 
-void emitPtx(OpBuilder &b, Location loc, StringRef text) {
+SmallVector<Value> emitAsm(OpBuilder &b, Location loc, TypeRange results,
+                           ValueRange operands, StringRef text,
+                           StringRef constraints, bool sideEffects) {
   MLIRContext *ctx = b.getContext();
-  LLVM::InlineAsmOp::create(
-      b, loc, TypeRange(), ValueRange(), text, "", /*has_side_effects=*/true,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
+  Type result =
+      results.size() == 1 ? results.front()
+      : results.empty()
+          ? Type()
+          : LLVM::LLVMStructType::getLiteral(
+                ctx, SmallVector<Type>(results.begin(), results.end()));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, result ? TypeRange(result) : TypeRange(), operands, text,
+      constraints, sideEffects, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None,
       LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
+  if (results.size() < 2)
+    return SmallVector<Value>(asmOp->getResults());
+  SmallVector<Value> out;
+  for (size_t i = 0; i < results.size(); ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
+  return out;
+}
+
+void emitPtx(OpBuilder &b, Location loc, StringRef text) {
+  emitAsm(b, loc, {}, {}, text, "", /*sideEffects=*/true);
 }
 
 SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
                                   ArrayRef<Value> regs, ValueRange inputs) {
-  MLIRContext *ctx = b.getContext();
   Type regType = regs.empty() ? b.getF32Type() : regs.front().getType();
   std::string constraints;
   for (size_t i = 0; i < regs.size(); ++i)
@@ -128,16 +146,8 @@ SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
     constraints += "," + std::to_string(i);
   SmallVector<Value> operands(inputs);
   operands.append(regs.begin(), regs.end());
-  auto result = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(regs.size(), regType));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, result, operands, text, constraints, /*has_side_effects=*/true,
-      /*is_align_stack=*/false, LLVM::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(ctx, LLVM::AsmDialect::AD_ATT), ArrayAttr());
-  SmallVector<Value> out;
-  for (size_t i = 0; i < regs.size(); ++i)
-    out.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getResult(0), i));
-  return out;
+  return emitAsm(b, loc, SmallVector<Type>(regs.size(), regType), operands,
+                 text, constraints, /*sideEffects=*/true);
 }
 
 SmallVector<Value> packHalfPairs(OpBuilder &b, Location loc,
