@@ -139,7 +139,11 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     the next iterations land in a ring of staging slots while a dot runs.
     f16/bf16 dots with an mma accumulator use ldmatrix + mma.sync, or on
     sm_90a (whose PTX has them) wgmma.mma_async on swizzled shared-memory
-    operands, copied there with cp.async where the loads allow it. Index
+    operands, copied there with cp.async where the loads allow it, or in a
+    pipelined loop with TMA (`cp.async.bulk.tensor` completing on one
+    mbarrier per ring slot) from 16-byte aligned 2-D views; the kernel then
+    takes the tensor maps as extra parameters (`tile.tensor_maps`, see
+    `mark-tensor-map-params`). Index
     loops with 32-bit bounds count in i32.
     Host functions' `tile.launch` ops become `gpu.launch_func` with the same
     expanded arguments (from `memref.extract_strided_metadata`). The output
@@ -160,6 +164,10 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
            "software-pipelining depth of loops that feed tensor-core dots "
            "(1: no pipelining; a kernel's tile.num_stages takes precedence), "
            "as Triton's num_stages">,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "on sm_90a, copy the operands of pipelined wgmma dots with TMA "
+           "(cp.async.bulk.tensor on tensor maps the launcher builds) where "
+           "the views allow it; false keeps cp.async">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
@@ -167,6 +175,26 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     "::mlir::memref::MemRefDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
+  ];
+}
+
+def MarkTensorMapParams : Pass<"mark-tensor-map-params", "::mlir::ModuleOp"> {
+  let summary = "make kernels' TMA tensor-map parameters by-value grid constants";
+  let description = [{
+    A kernel whose copies use TMA (`convert-tile-to-nvvm` on sm_90a) takes
+    its tensor maps as its last parameters, one per entry of the
+    `tile.tensor_maps` attribute of its function (docs/kernel-abi.md). After
+    `convert-gpu-to-nvvm` has made the kernel an `llvm.func`, this pass gives
+    each of them the attributes that make it a 128-byte `CUtensorMap` passed
+    by value and read in place (`.param .align 64 .b8 p[128]`, a
+    `__grid_constant__` in CUDA): `llvm.byval = !llvm.array<128 x i8>`,
+    `llvm.align = 64` and `nvvm.grid_constant`. `gpu.func` cannot carry
+    them: NVVM accepts grid constants only on `llvm.func` kernels, and the
+    upstream conversion drops `llvm.byval`. A function whose parameters are
+    fewer than its tensor maps, or not pointers, is an error.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
   ];
 }
 

@@ -32,6 +32,12 @@ struct KernelLowering : TilePattern<KernelOp> {
     if (failed(getTypeConverter()->convertSignatureArgs(
             kernel.getArgumentTypes(), signature)))
       return rewriter.notifyMatchFailure(kernel, "unsupported argument types");
+    // TMA's tensor maps follow, 128 bytes each by value (a grid constant).
+    SmallVector<TensorMapParam> maps =
+        state.tensorMaps.lookup(kernel.getSymName());
+    auto genericPtr = LLVM::LLVMPointerType::get(ctx);
+    for (size_t i = 0; i < maps.size(); ++i)
+      signature.addInputs(genericPtr);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToEnd(gpuModule.getBody());
     auto func = gpu::GPUFuncOp::create(
@@ -39,6 +45,20 @@ struct KernelLowering : TilePattern<KernelOp> {
         FunctionType::get(ctx, signature.getConvertedTypes(), {}));
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                   rewriter.getUnitAttr());
+    if (!maps.empty()) {
+      // Made by-value grid constants after the function is an llvm.func
+      // (mark-tensor-map-params).
+      SmallVector<Attribute> described;
+      for (const TensorMapParam &map : maps)
+        described.push_back(rewriter.getDictionaryAttr({
+            rewriter.getNamedAttr("view", rewriter.getI64IntegerAttr(map.view)),
+            rewriter.getNamedAttr("box",
+                                  rewriter.getDenseI64ArrayAttr(map.box)),
+            rewriter.getNamedAttr("swizzle",
+                                  rewriter.getI64IntegerAttr(map.swizzle)),
+        }));
+      func->setAttr("tile.tensor_maps", rewriter.getArrayAttr(described));
+    }
     func.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
         {int32_t(kWarpSize * state.numWarps.lookup(kernel.getSymName())), 1,
          1}));
@@ -56,6 +76,8 @@ struct KernelLowering : TilePattern<KernelOp> {
       ks.arguments.push_back(
           entry->getArguments().slice(mapping->inputNo, mapping->size));
     }
+    llvm::append_range(ks.tensorMaps,
+                       entry->getArguments().take_back(maps.size()));
     Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
     ks.lane =
         arith::AndIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 31));

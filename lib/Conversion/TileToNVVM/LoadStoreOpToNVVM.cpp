@@ -845,16 +845,32 @@ struct LoadLowering : TilePattern<LoadOp> {
       // Straight into the dot's staging area (or a slot of its ring); the
       // dot reads it from there.
       const AsyncCopy &to = copy->second;
+      Value slot = to.slot ? rewriter.getRemappedValue(to.slot) : Value();
+      ScratchPlacement place = state.placements.lookup(to.dot);
       if (to.prefetched) {
+        if (to.phase) // TMA brought this iteration's tiles
+          waitMbarrier(
+              rewriter, loc,
+              mbarrierPtr(rewriter, loc, ks, place.mbarrierOffset, slot),
+              rewriter.getRemappedValue(to.phase));
         rewriter.replaceOp(op,
                            LLVM::PoisonOp::create(rewriter, loc, resultType));
         return success();
       }
-      useScratch(rewriter, loc, ks, state, op,
-                 to.slot ? rewriter.getRemappedValue(to.slot) : Value(),
-                 to.dot);
+      useScratch(rewriter, loc, ks, state, op, slot, to.dot);
       if (to.barrier)
         leadingBarrier(rewriter, loc, ks);
+      if (to.tensorMap >= 0) {
+        if (to.barrier)
+          initMbarriers(rewriter, loc, ks, place.mbarrierOffset, place.slots,
+                        to.mbarriers);
+        issueTmaCopy(
+            rewriter, loc, ks, op, to, offsets,
+            mbarrierPtr(rewriter, loc, ks, place.mbarrierOffset, slot));
+        rewriter.replaceOp(op,
+                           LLVM::PoisonOp::create(rewriter, loc, resultType));
+        return success();
+      }
       Access access(rewriter, loc, tile,
                     vectorView(rewriter, loc, view, plan, plan.elems), offsets,
                     element, ks, /*ownersOnly=*/false);

@@ -20,6 +20,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <optional>
 #include <string>
@@ -48,6 +49,8 @@ struct KernelState {
   bool usedBefore = true;
   /// The kernel's parameters, per tile.kernel argument.
   llvm::SmallVector<mlir::ValueRange> arguments;
+  /// Its tensor-map parameters (LoweringState::tensorMaps), in order.
+  llvm::SmallVector<mlir::Value> tensorMaps;
 };
 
 /// The widest vector a load or store may move: `elems` elements along `dim`.
@@ -93,6 +96,26 @@ struct AsyncCopy {
   /// A loop body's load whose data an earlier iteration's copy brought into
   /// the ring: it emits nothing.
   bool prefetched = false;
+  /// A TMA copy (sm_90a): the index of its kernel's tensor map
+  /// (LoweringState::tensorMaps), else -1. The ring slot's mbarrier counts
+  /// its bytes; `mbarriers` loads share it (its arrival count).
+  int tensorMap = -1;
+  unsigned mbarriers = 0;
+  /// On the body's first prefetched TMA load: the phase parity (index) of
+  /// the slot's mbarrier that its iteration waits for.
+  mlir::Value phase;
+};
+
+/// A tensor map a kernel takes as an extra parameter (docs/kernel-abi.md):
+/// over kernel argument `view`, moving boxes of `box` elements (row-major)
+/// into shared memory swizzled by `swizzle` bytes (0, 32, 64 or 128).
+struct TensorMapParam {
+  unsigned view;
+  llvm::SmallVector<int64_t> box;
+  int64_t swizzle;
+  bool operator==(const TensorMapParam &other) const {
+    return view == other.view && box == other.box && swizzle == other.swizzle;
+  }
 };
 
 /// Where an op's shared memory starts (planSharedMemory): `offset` bytes in,
@@ -101,6 +124,10 @@ struct AsyncCopy {
 struct ScratchPlacement {
   int64_t offset = 0;
   int64_t slotBytes = 0;
+  /// For a ring that TMA fills: its number of slots, and where their
+  /// mbarriers start (8 bytes each).
+  unsigned slots = 0;
+  int64_t mbarrierOffset = 0;
 };
 
 struct LoweringState {
@@ -109,6 +136,8 @@ struct LoweringState {
   llvm::StringMap<unsigned> numWarps;
   /// The chip has wgmma (hasWgmma: sm_90a).
   bool wgmma = false;
+  /// Pipelines feeding wgmma may copy with TMA (the pass's `tma` option).
+  bool tma = false;
   /// Loads that copy straight into their dot's shared-memory staging area
   /// with cp.async (planAsyncCopies), and per dot which operands (bit 0: lhs,
   /// bit 1: rhs) arrive that way.
@@ -122,6 +151,13 @@ struct LoweringState {
   /// Pipelined wgmma dots whose MMA keeps running into the next iteration
   /// (wgmma.wait_group 1; pipelineLoop).
   llvm::DenseSet<mlir::Operation *> overlappedDots;
+  /// Pipelined dots whose operands TMA copies (findPipelines), and each
+  /// kernel's tensor maps, by kernel name.
+  llvm::DenseSet<mlir::Operation *> tmaDots;
+  llvm::StringMap<llvm::SmallVector<TensorMapParam>> tensorMaps;
+  /// Kernels that host code launches (tile.launch): their parameters are
+  /// the ABI's alone, so they take no tensor maps.
+  llvm::StringSet<> hostLaunched;
   /// Where each op that uses shared memory keeps it, and the first users of
   /// each kernel (SharedMemoryPlan).
   llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
@@ -476,6 +512,11 @@ bool usesWgmma(tile::DotOp dot, const LoweringState &state);
 /// layout of wgmmaOffset, whole 8-row swizzle atoms.
 int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes);
 
+/// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
+/// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
+/// rows wider than 128 bytes span several 128-byte atoms.
+int64_t wgmmaSwizzle(int64_t rowBytes);
+
 /// Byte offset of element (row, col) (b16) of an operand with `rows` rows of
 /// `rowBytes` in wgmma's canonical swizzled layout (the one Triton and
 /// CUTLASS use): columns split into atoms `swizzle` bytes wide, each atom
@@ -607,6 +648,9 @@ struct LoopPipeline {
   mlir::scf::ForOp loop;
   llvm::SmallVector<tile::LoadOp> loads;
   llvm::SmallVector<tile::DotOp> dots;
+  /// Its copies are TMA's (isTmaCopyable): one wgmma dot, every load a
+  /// tensor map's box.
+  bool tma = false;
 };
 
 /// The loops of `kernel` that pipelineLoop can pipeline.
@@ -624,7 +668,8 @@ unsigned fitStages(tile::KernelOp kernel,
 /// (see SoftwarePipeline.cpp); a wgmma dot that only accumulates into the
 /// loop's value keeps running into the next iteration, and the copies are
 /// then `stages - 2` iterations ahead.
-void pipelineLoop(const LoopPipeline &p, unsigned stages, LoweringState &state);
+mlir::scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
+                              LoweringState &state);
 
 /// Marks a loop whose results, listed by index, wgmma dots may still be
 /// writing (pipelineLoop; waitForWgmmaResults removes it).
@@ -633,6 +678,51 @@ constexpr llvm::StringLiteral kWgmmaPendingAttr = "tile.wgmma_pending";
 /// Waits (wgmma.wait_group 0) for the wgmma dots still writing `loop`'s
 /// results listed in kWgmmaPendingAttr, before anything reads them.
 void waitForWgmmaResults(mlir::scf::ForOp loop);
+
+//===----------------------------------------------------------------------===//
+// TMA copies (TmaToNVVM.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Whether TMA can copy `load`, the operand `copy.operand` of the wgmma dot
+/// `copy.dot`, into its staging area: a 2-D kernel view with unit inner
+/// stride and 16-byte divisibility (what a tensor map needs), zero padding,
+/// a box layout that is wgmma's (no regrouped B columns), in a kernel that
+/// host code does not launch.
+bool isTmaCopyable(tile::LoadOp load, AsyncCopy copy,
+                   const LoweringState &state);
+
+/// The tensor map a TMA-copied load needs: boxes of one swizzle atom's
+/// columns and up to 256 rows.
+TensorMapParam tensorMapParam(tile::LoadOp load);
+
+/// Marks a pipelined loop whose ring slots have TMA mbarriers: their byte
+/// offset and count (invalidateMbarriers removes it).
+constexpr llvm::StringLiteral kTmaMbarriersAttr = "tile.tma_mbarriers";
+
+/// The mbarrier of ring slot `slot` (an index value).
+mlir::Value mbarrierPtr(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                        int64_t mbarrierOffset, mlir::Value slot);
+
+/// The first thread initialises `count` mbarriers expecting `arrivals`
+/// arrivals each.
+void initMbarriers(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                   int64_t mbarrierOffset, unsigned count, unsigned arrivals);
+
+/// The first thread (where `copy.enabled`) expects the tile's bytes on
+/// `mbarrier` and copies `load`'s tile at `offsets` into the staging area
+/// of `copy.dot` (ks.scratchBase) with TMA.
+void issueTmaCopy(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                  tile::LoadOp load, const AsyncCopy &copy,
+                  llvm::ArrayRef<mlir::Value> offsets, mlir::Value mbarrier);
+
+/// Every thread waits until `mbarrier` completes the phase of parity
+/// `phase` (an index value).
+void waitMbarrier(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mbarrier,
+                  mlir::Value phase);
+
+/// After a loop with kTmaMbarriersAttr: once every thread is done, the first
+/// one invalidates the mbarriers, so their memory can be reused.
+void invalidateMbarriers(mlir::scf::ForOp loop, LoweringState &state);
 
 //===----------------------------------------------------------------------===//
 // Type conversion and patterns

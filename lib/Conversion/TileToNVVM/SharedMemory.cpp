@@ -152,8 +152,14 @@ SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
         continue;
       int64_t slotBytes = llvm::alignTo(scratch.lookup(dot), align);
       at = llvm::alignTo(at, align);
-      plan.placements[dot] = {at, slotBytes};
+      ScratchPlacement &place = plan.placements[dot];
+      place = {at, slotBytes};
       at += stages * slotBytes;
+      if (state.tmaDots.contains(dot)) {
+        place.slots = stages;
+        place.mbarrierOffset = at;
+        at += stages * 8;
+      }
     }
     ringBytes[loop] = at - start;
     plan.bytes = std::max(plan.bytes, at);

@@ -125,9 +125,14 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
     if (!llvm::is_contained(p.dots, copy->second.dot))
       p.dots.push_back(copy->second.dot);
   });
-  return llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
+  pipelines = llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
     return !writesMemory(p.loop) && succeeded(addressSlice(p.loop, p.loads));
   });
+  for (LoopPipeline &p : pipelines)
+    p.tma = p.dots.size() == 1 && llvm::all_of(p.loads, [&](LoadOp load) {
+              return isTmaCopyable(load, state.asyncCopies.lookup(load), state);
+            });
+  return pipelines;
 }
 
 unsigned fitStages(KernelOp kernel, ArrayRef<LoopPipeline> pipelines,
@@ -143,8 +148,8 @@ unsigned fitStages(KernelOp kernel, ArrayRef<LoopPipeline> pipelines,
   return stages;
 }
 
-void pipelineLoop(const LoopPipeline &p, unsigned stages,
-                  LoweringState &state) {
+scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
+                        LoweringState &state) {
   scf::ForOp loop = p.loop;
   Location loc = loop.getLoc();
   SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
@@ -171,6 +176,17 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
   // The first one waits for every warp to be done with the shared memory
   // before the loop.
   bool first = true;
+  // TMA copies go through the kernel's tensor maps, one per view and box.
+  SmallVector<TensorMapParam> &maps =
+      state.tensorMaps[loop->getParentOfType<KernelOp>().getSymName()];
+  auto tensorMap = [&](LoadOp load) -> int {
+    TensorMapParam param = tensorMapParam(load);
+    auto *it = llvm::find(maps, param);
+    if (it != maps.end())
+      return it - maps.begin();
+    maps.push_back(param);
+    return maps.size() - 1;
+  };
   auto prefetch = [&](Value iv, Value slot) {
     Value enabled =
         arith::CmpIOp::create(b, loc,
@@ -187,6 +203,10 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
       copy.barrier = std::exchange(first, false);
       copy.slot = slot;
       copy.enabled = enabled;
+      if (p.tma) {
+        copy.tensorMap = tensorMap(load);
+        copy.mbarriers = p.loads.size();
+      }
       state.asyncCopies[clone] = copy;
       // The shifted offsets keep what made the copy a 16-byte cp.async
       // (their divisors only grow); bounds facts are the clone's own.
@@ -198,7 +218,8 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
       facts.fallback = original.fallback;
       state.accesses[clone] = facts;
     }
-    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    if (!p.tma)
+      NVVM::CpAsyncCommitGroupOp::create(b, loc);
   };
 
   // Prologue: iterations 0 .. lead - 1 into slots 0 .. lead - 1.
@@ -212,17 +233,26 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
     prefetch(iv, index(i));
   }
 
-  // The loop carries the slot of its iteration's dot.
+  // The loop carries the slot of its iteration's dot and, with TMA, the
+  // parity of the slot's mbarrier phase: it flips at each wrap.
   DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
   bool unsignedCmp = loop.getUnsignedCmp();
+  SmallVector<Value> inits = {index(0)};
+  if (p.tma)
+    inits.push_back(index(0));
   auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
-      b, ValueRange{index(0)}, /*replaceInitOperandUsesInLoop=*/false,
+      b, inits, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
         Value next = arith::AddIOp::create(yb, yloc, args[0], index(1));
         Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
                                            next, index(stages));
-        return SmallVector<Value>{
+        SmallVector<Value> yields = {
             arith::SelectOp::create(yb, yloc, wrap, index(0), next)};
+        if (p.tma)
+          yields.push_back(arith::SelectOp::create(
+              yb, yloc, wrap,
+              arith::XOrIOp::create(yb, yloc, args[1], index(1)), args[1]));
+        return yields;
       }));
   grown->setDiscardableAttrs(attrs);
   grown.setUnsignedCmp(unsignedCmp);
@@ -231,7 +261,8 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
     state.overlappedDots.insert(p.dots.front());
   }
   loop = grown; // the old loop is gone, its body moved into the new one
-  Value slot = grown.getRegionIterArgs().back();
+  Value slot =
+      grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - inits.size()];
 
   // In the body, before its first load: wait for this iteration's copies,
   // then refill the slot that no dot reads any more (the previous
@@ -242,9 +273,11 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
     if (load->isBeforeInBlock(earliest))
       earliest = load;
   b.setInsertionPoint(earliest);
-  NVVM::CpAsyncWaitGroupOp::create(b, loc, lead - 1);
-  if (wgmma) // the dot reads the copies through the async proxy
-    emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+  if (!p.tma) {
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, lead - 1);
+    if (wgmma) // the dot reads the copies through the async proxy
+      emitPtx(b, loc, "fence.proxy.async.shared::cta;");
+  }
   NVVM::Barrier0Op::create(b, loc);
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),
@@ -261,10 +294,19 @@ void pipelineLoop(const LoopPipeline &p, unsigned stages,
     state.asyncCopies[load].prefetched = true;
   for (DotOp dot : p.dots)
     state.dotSlots[dot] = slot;
+  // With TMA the first load waits for the slot's mbarrier, after the refill
+  // was issued.
+  if (p.tma) {
+    AsyncCopy &waiter = state.asyncCopies[earliest];
+    waiter.slot = slot;
+    waiter.phase = grown.getRegionIterArgs().back();
+    return grown;
+  }
 
   // Nothing may land in shared memory after the loop: its space is reused.
   b.setInsertionPointAfter(grown);
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+  return grown;
 }
 
 } // namespace tileopt::nvvm

@@ -335,6 +335,7 @@ struct ConvertTileToNVVM
 
     LoweringState state;
     state.wgmma = hasWgmma(chip);
+    state.tma = tma;
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
@@ -361,6 +362,9 @@ struct ConvertTileToNVVM
       });
     for (KernelOp kernel : kernels)
       planAsyncCopies(kernel, state);
+    module.walk([&](LaunchOp launch) {
+      state.hostLaunched.insert(launch.getKernel());
+    });
 
     // Software pipelines, then each kernel's shared memory: static up to
     // 48 KiB, dynamic beyond, up to what the chip gives a block.
@@ -378,15 +382,30 @@ struct ConvertTileToNVVM
       SmallVector<LoopPipeline> pipelines;
       if (stages > 1)
         pipelines = findPipelines(kernel, state);
+      for (const LoopPipeline &p : pipelines)
+        if (p.tma)
+          state.tmaDots.insert(p.dots.front());
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
       DenseSet<Operation *> ringDots;
-      if (stages > 1)
-        for (const LoopPipeline &p : pipelines) {
-          pipelineLoop(p, stages, state);
-          ringDots.insert(p.dots.begin(), p.dots.end());
+      SmallVector<std::pair<scf::ForOp, DotOp>> tmaLoops;
+      for (const LoopPipeline &p : pipelines) {
+        if (stages == 1) {
+          state.tmaDots.erase(p.dots.front());
+          continue;
         }
+        scf::ForOp loop = pipelineLoop(p, stages, state);
+        ringDots.insert(p.dots.begin(), p.dots.end());
+        if (p.tma)
+          tmaLoops.push_back({loop, p.dots.front()});
+      }
       SharedMemoryPlan plan = planSharedMemory(kernel, stages, ringDots, state);
+      for (auto [loop, dot] : tmaLoops) {
+        ScratchPlacement place = plan.placements.lookup(dot);
+        loop->setAttr(kTmaMbarriersAttr,
+                      builder.getDenseI64ArrayAttr(
+                          {place.mbarrierOffset, int64_t(place.slots)}));
+      }
       int64_t bytes = plan.bytes;
       if (bytes > limit) {
         Operation *largest = kernel;
@@ -439,11 +458,13 @@ struct ConvertTileToNVVM
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    module.walk([](scf::ForOp loop) {
+    module.walk([&](scf::ForOp loop) {
       if (loop->hasAttr(kNarrowLoopAttr))
         narrowInductionVariable(loop);
       if (loop->hasAttr(kWgmmaPendingAttr))
         waitForWgmmaResults(loop);
+      if (loop->hasAttr(kTmaMbarriersAttr))
+        invalidateMbarriers(loop, state);
     });
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) { loops.push_back(loop); });

@@ -22,14 +22,11 @@ bool usesWgmma(DotOp dot, const LoweringState &state) {
          isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
 }
 
-namespace {
-
-/// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
-/// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
-/// rows wider than 128 bytes span several 128-byte atoms.
 int64_t wgmmaSwizzle(int64_t rowBytes) {
   return std::min<int64_t>(rowBytes, 128);
 }
+
+namespace {
 
 /// wgmma's descriptor code of a swizzle width (PTX ISA: 1 = 128B, 2 = 64B,
 /// 3 = 32B).

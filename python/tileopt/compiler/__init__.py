@@ -11,7 +11,7 @@ from __future__ import annotations
 from tileopt.compiler.graph import CompiledGraph, compile_graph
 from tileopt.compiler.kernel import Kernel, KernelMetadata, compile
 from tileopt.compiler.tools import PTXAssemblyError
-from tileopt.runtime.abi import KernelParam
+from tileopt.runtime.abi import KernelParam, TensorMapParam
 
 __all__ = [
     "CompiledGraph",
@@ -19,6 +19,7 @@ __all__ = [
     "KernelMetadata",
     "KernelParam",
     "PTXAssemblyError",
+    "TensorMapParam",
     "compile",
     "compile_graph",
 ]

@@ -27,7 +27,7 @@ from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import cache, nvidia
 from tileopt.errors import CompilationError, OptionError
 from tileopt.runtime import DEVICES
-from tileopt.runtime.abi import ArgumentError, KernelParam
+from tileopt.runtime.abi import ArgumentError, KernelParam, TensorMapParam
 
 #: Stages a compilation can start from (``start=``).
 START_STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx")
@@ -51,6 +51,11 @@ class KernelMetadata:
         dynamic_shared_bytes: the dynamic shared memory (the PTX's ``.extern .shared``
             array) every launch passes; kernels that need more than the 48 KiB of static
             shared memory get theirs this way (the CUDA launcher opts in above 48 KiB).
+        tensor_maps: the TMA tensor maps (sm_90a) the kernel takes after its arguments' PTX
+            parameters, one ``.param .align 64 .b8 [128]`` each, in order; every launch
+            builds them from the views they are over (see ``docs/kernel-abi.md``). The
+            lowering records them as the ``tile.tensor_maps`` attribute of the kernel's
+            ``llvm.func``.
     """
 
     name: str
@@ -63,6 +68,7 @@ class KernelMetadata:
     spill_load_bytes: int | None
     assembler: str = "none"
     dynamic_shared_bytes: int = 0
+    tensor_maps: tuple[TensorMapParam, ...] = ()
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -153,6 +159,8 @@ class Kernel:
             f"  target {md.target}, num_warps {md.num_warps} (block {md.block[0]})",
             f"  registers {regs}, spills {spills}, shared memory {md.shared_bytes} bytes",
             f"  PTX instructions {ptx_instructions}, cubin by {md.assembler}",
+            *(f"  tensor map {k}: {m} over argument {m.view} ({md.abi[m.view].name})"
+              for k, m in enumerate(md.tensor_maps)),
             f"  compile: {times}",
         ])
 
@@ -186,7 +194,7 @@ class Kernel:
                 self._emulator_module = emulator.load(str(self.asm["ptx"]))
             return emulator.launch(
                 self._emulator_module, md.name, md.abi, dims, md.block, args,
-                md.dynamic_shared_bytes, **options,
+                md.dynamic_shared_bytes, md.tensor_maps, **options,
             )
         if device == "cuda":
             from tileopt.runtime import cuda
@@ -205,7 +213,7 @@ class Kernel:
                     index,
                 )
             cuda.launch(self._cuda_modules[index], md.name, md.abi, dims, md.block, args,
-                        shared_bytes=md.dynamic_shared_bytes)
+                        shared_bytes=md.dynamic_shared_bytes, tensor_maps=md.tensor_maps)
             return None
         raise ArgumentError(f"unknown device {device!r}; expected one of {', '.join(DEVICES)}")
 
@@ -446,6 +454,22 @@ def _groups(value: object) -> list[list[str]]:
     )
 
 
+def _tensor_maps_option(value: object, start: str) -> tuple[TensorMapParam, ...]:
+    """The value of ``tensor_maps=``: TensorMapParams, only with ``start="ptx"``."""
+    if value is None:
+        return ()
+    if start != "ptx":
+        raise OptionError("tensor_maps= is for start='ptx' (the lowering records them for the "
+                          "other stages)")
+    if _is_collection(value):
+        maps = tuple(value)
+        if all(isinstance(m, TensorMapParam) for m in maps):
+            return maps
+    raise OptionError(
+        f"tensor_maps= takes a list of TensorMapParam(view, box, swizzle), got {value!r}"
+    )
+
+
 #: ``compile``'s target when none is given (a sentinel tells it from an explicit None).
 _DEFAULT_TARGET: Any = type("DefaultTarget", (), {"__repr__": lambda self: "'sm_90'"})()
 
@@ -479,7 +503,9 @@ def compile(
     same_shapes: Sequence[Sequence[str]] = (),
     fp_fusion: bool = True,
     num_stages: int | None = None,
+    tma: bool = True,
     dynamic_shared_bytes: int | None = None,
+    tensor_maps: Sequence[TensorMapParam] | None = None,
 ) -> Any:
     """Compiles a PyTorch model into fused kernels, or one tile kernel, for an NVIDIA GPU.
 
@@ -535,13 +561,18 @@ def compile(
             gone): a sequence of :class:`KernelParam`, or a mapping ``name -> View/Scalar``
             like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
             ``tile.kernel`` signature (names from the builder or ``arg<i>``).
-        opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages: see
+        opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages, tma: see
             :class:`tileopt.compiler.nvidia.Options` (``fp_fusion=False`` keeps every float
             multiply and add separately rounded; ``num_stages`` (default 3) is the depth of
-            the software pipeline of loops that feed tensor-core dots).
+            the software pipeline of loops that feed tensor-core dots; ``tma=False`` keeps
+            sm_90a's pipelines on cp.async instead of TMA).
         dynamic_shared_bytes: with ``start="ptx"``, the dynamic shared memory its launches
             pass, for PTX that declares an ``.extern .shared`` array (PTX does not record the
             size). From the other stages the lowering records it.
+        tensor_maps: with ``start="ptx"``, the TMA tensor maps (:class:`TensorMapParam`:
+            the view each is over, its box and swizzle) that the PTX takes after the
+            parameters of its arguments, one ``.param .align 64 .b8 [128]`` each. From the
+            other stages the lowering records them (``tile.tensor_maps``).
         contiguous: views whose innermost stride the kernel may take as 1 (``True``: every
             view; or their names): their memref types get a static inner stride of 1 before
             the tile stage, so the lowering's 128-bit loads and stores need no run-time stride
@@ -592,8 +623,9 @@ def compile(
             name: value for name, value in (
                 ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),
                 ("libdevice", libdevice), ("assembler", assembler), ("fp_fusion", fp_fusion),
-                ("num_stages", num_stages),
-            ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True}.get(name)
+                ("num_stages", num_stages), ("tma", tma),
+            ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True,
+                           "tma": True}.get(name)
         }
         if target is _DEFAULT_TARGET:
             target = "sm_90"
@@ -619,13 +651,14 @@ def compile(
         target = "sm_90"
     options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
                              ptx_version, libdevice, assembler, fp_fusion,
-                             3 if num_stages is None else num_stages)
+                             3 if num_stages is None else num_stages, tma)
     if dynamic_shared_bytes is not None:
         nvidia.check_int("dynamic_shared_bytes", dynamic_shared_bytes, range(0, 1 << 20),
                          "a byte count below 1 MiB")
         if start != "ptx":
             raise OptionError("dynamic_shared_bytes= is for start='ptx' (the lowering records "
                               "it for the other stages)")
+    maps = _tensor_maps_option(tensor_maps, start)
     nvidia.check_choice("start", start, START_STAGES)
     if kernel is not None and not isinstance(kernel, str):
         raise OptionError(f"kernel= takes the kernel's name (a str) or None, got {kernel!r}")
@@ -658,7 +691,7 @@ def compile(
     # num_warps=None differs from the default only after the tile stages (taken from the PTX).
     key = _kernel_key(text, options, num_warps is None and start != "tile", start, kernel,
                       names, given, [v for v, _ in view_options.values()], groups,
-                      dynamic_shared_bytes)
+                      dynamic_shared_bytes, maps)
     cached = load_cached(key)
     if cached is not None:
         for stage, content in cached.asm.items():
@@ -701,12 +734,14 @@ def compile(
                 _dump(name, stage, asm[stage])
             ptx = src
             dynamic_shared_bytes = nvidia.recorded_dynamic_shared_bytes(str(asm["llvm"]), name)
+            maps = nvidia.recorded_tensor_maps(str(asm["llvm"]), name)
     if params is None:
         raise CompilationError(
             f"kernel {name}: pass signature= (the kernel's views and scalars) when starting at "
             f"stage {start!r}; memref types are gone by then"
         )
-    nvidia.check_ptx_abi(ptx, name, params)
+    nvidia.check_tensor_map_params(name, params, maps)
+    nvidia.check_ptx_abi(ptx, name, params, maps)
     dynamic = nvidia.check_dynamic_shared(ptx, name, dynamic_shared_bytes)
     warps = nvidia.ptx_num_warps(ptx, name)
     if warps is not None and warps != options.num_warps:
@@ -736,6 +771,7 @@ def compile(
         spill_load_bytes=info.spill_load_bytes if info else None,
         assembler=result.assembler,
         dynamic_shared_bytes=dynamic,
+        tensor_maps=maps,
     )
     compiled = Kernel(asm, metadata, times, key)
     cache.store("kernel", key, compiled, _kernel_payload)
@@ -764,12 +800,18 @@ def _kernel_payload(kernel: Kernel) -> dict[str, Any]:
     md = kernel.metadata
     cubin = kernel.asm.get("cubin")
     return {
-        "metadata": {f.name: getattr(md, f.name) for f in fields(md) if f.name != "abi"},
+        "metadata": {f.name: getattr(md, f.name) for f in fields(md)
+                     if f.name not in _METADATA_LISTS},
         "abi": [{f.name: getattr(p, f.name) for f in fields(p)} for p in md.abi],
+        "tensor_maps": [{f.name: getattr(m, f.name) for f in fields(m)}
+                        for m in md.tensor_maps],
         "asm": {stage: code for stage, code in kernel.asm.items() if stage != "cubin"},
         "cubin": base64.b64encode(cubin).decode() if isinstance(cubin, bytes) else None,
     }
 
+
+#: KernelMetadata's fields that a cache entry holds beside its "metadata", as lists of dicts.
+_METADATA_LISTS = ("abi", "tensor_maps")
 
 #: The types of KernelMetadata's fields that a cache entry is checked against (others: any).
 _METADATA_TYPES: dict[str, Any] = {
@@ -783,7 +825,7 @@ def _kernel_from_payload(payload: dict[str, Any], key: str) -> Kernel:
     """The Kernel of a cache entry's payload; TypeError/ValueError/KeyError unless it has
     the shape :func:`_kernel_payload` gives."""
     md = payload["metadata"]
-    names = {f.name for f in fields(KernelMetadata)} - {"abi"}
+    names = {f.name for f in fields(KernelMetadata)} - set(_METADATA_LISTS)
     if set(md) != names or not all(
             isinstance(md[n], _METADATA_TYPES.get(n, object)) for n in names):
         raise ValueError(f"metadata {md!r} does not have the fields of KernelMetadata")
@@ -791,12 +833,13 @@ def _kernel_from_payload(payload: dict[str, Any], key: str) -> Kernel:
         KernelParam(**{n: tuple(v) if isinstance(v, list) else v for n, v in p.items()})
         for p in payload["abi"]
     )
+    tensor_maps = tuple(TensorMapParam(**m) for m in payload["tensor_maps"])
     asm: dict[str, str | bytes] = dict(payload["asm"])
     if "ptx" not in asm or not all(isinstance(code, str) for code in asm.values()):
         raise ValueError("the stages are not text, or there is no PTX")
     if payload["cubin"] is not None:
         asm["cubin"] = base64.b64decode(payload["cubin"], validate=True)
-    return Kernel(asm, KernelMetadata(**md, abi=abi), {}, key)
+    return Kernel(asm, KernelMetadata(**md, abi=abi, tensor_maps=tensor_maps), {}, key)
 
 
 def load_cached(key: str) -> Kernel | None:

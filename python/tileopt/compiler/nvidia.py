@@ -43,7 +43,13 @@ from typing import Any
 from tileopt import ir, passmanager
 from tileopt.compiler import tools
 from tileopt.errors import CompilationError, OptionError
-from tileopt.runtime.abi import KernelParam
+from tileopt.runtime.abi import (
+    TENSOR_MAP_BITS,
+    ArgumentError,
+    KernelParam,
+    TensorMapParam,
+    check_tensor_maps,
+)
 
 #: Stage names, in order; ``Kernel.asm`` has one entry per stage that ran.
 STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx", "cubin")
@@ -59,7 +65,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "cse",
     ),
     "llvm": (
-        "convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion} num-stages={num_stages}}",
+        "convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion} num-stages={num_stages} "
+        "tma={tma}}",
     ),
 }
 
@@ -69,6 +76,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
 #: nothing, so a module given at stage "llvm" goes through them too.
 UPSTREAM_TO_LLVM: tuple[str, ...] = (
     "gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm,canonicalize,cse)",
+    "mark-tensor-map-params",
     "convert-nvvm-to-llvm",
     "reconcile-unrealized-casts",
 )
@@ -147,6 +155,10 @@ class Options:
             operands are in flight while a dot runs. 1 waits for each iteration's copies. A
             kernel's ``tile.num_stages`` attribute takes precedence; kernels whose stages do
             not fit the chip's shared memory get fewer.
+        tma: on sm_90a, let pipelined loops feeding wgmma copy their operands with the
+            Tensor Memory Accelerator (``cp.async.bulk.tensor`` on tensor maps that the
+            launchers build, see docs/kernel-abi.md) where the views allow it, as Triton's
+            tensor descriptors do; False keeps ``cp.async``.
     """
 
     target: str = "sm_90"
@@ -157,6 +169,7 @@ class Options:
     assembler: str = "auto"
     fp_fusion: bool = True
     num_stages: int = 3
+    tma: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
@@ -202,11 +215,14 @@ class Options:
         if not isinstance(self.fp_fusion, bool):
             raise OptionError(f"fp_fusion must be True or False, got {self.fp_fusion!r}")
         set_("num_stages", check_int("num_stages", self.num_stages, range(1, 9), "in 1..8"))
+        if not isinstance(self.tma, bool):
+            raise OptionError(f"tma must be True or False, got {self.tma!r}")
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
         return {"target": self.target, "num_warps": self.num_warps,
-                "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages}
+                "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages,
+                "tma": str(self.tma).lower()}
 
     def nvvm_target(self, features: str | None = None, link_libdevice: bool = True) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.
@@ -573,21 +589,128 @@ def check_dynamic_shared(ptx: str, kernel: str, size: int | None) -> int:
     return size or 0
 
 
-def check_ptx_abi(ptx: str, kernel: str, params: Sequence[KernelParam]) -> None:
-    """CompilationError unless ``kernel``'s PTX parameters are exactly the ABI of ``params``."""
+_TENSOR_MAPS = re.compile(r"\btile\.tensor_maps\s*=\s*\[")
+_MAP_ENTRY = re.compile(r"\{([^{}]*)\}")
+_MAP_FIELD = re.compile(
+    r"\s*(\w+)\s*=\s*(?:array<i\d+(?::\s*([\d\s,]*))?>|\[([^\]]*)\]|(\d+)(?:\s*:\s*\w+)?)\s*(?:,|$)"
+)
+
+
+def _map_from_text(kernel: str, k: int, text: str) -> TensorMapParam:
+    """Tensor map ``k`` from the text of its dictionary, ``box = array<i64: 128, 64>,
+    swizzle = 128 : i64, view = 0 : i64``; CompilationError on anything else."""
+    bad = CompilationError(
+        f"kernel {kernel}: cannot read tensor map {k} from its tile.tensor_maps entry "
+        f"{{{text}}}: expected {{box = array<i64: ...>, swizzle = N : i64, view = N : i64}}"
+    )
+    values: dict[str, Any] = {}
+    at = 0
+    text = text.strip()
+    while at < len(text):
+        m = _MAP_FIELD.match(text, at)
+        if m is None or m.end() == at or m.group(1) in values:
+            raise bad
+        if m.group(4) is not None:
+            values[m.group(1)] = int(m.group(4))
+        else:
+            items = m.group(2) if m.group(3) is None else m.group(3)
+            values[m.group(1)] = tuple(
+                int(re.sub(r"\s*:\s*\w+$", "", v).strip()) for v in (items or "").split(",")
+                if v.strip())
+        at = m.end()
+    if set(values) != {"box", "swizzle", "view"}:
+        raise bad
+    try:
+        return TensorMapParam(values["view"], values["box"], values["swizzle"])
+    except ArgumentError as e:
+        raise CompilationError(f"kernel {kernel}: tile.tensor_maps entry {k}: {e}") from None
+
+
+def recorded_tensor_maps(llvm: str, kernel: str) -> tuple[TensorMapParam, ...]:
+    """The TMA tensor maps that the lowering recorded on ``kernel``'s ``llvm.func`` in the
+    text of stage ``llvm`` (its ``tile.tensor_maps`` attribute, an array of dictionaries
+    ``{box = array<i64: ...>, swizzle = N : i64, view = N : i64}``); () if it recorded none.
+    CompilationError for an entry with other keys (a map the launchers would build wrong)."""
+    m = re.search(rf"llvm\.func @{re.escape(kernel)}\(.*", llvm)
+    found = _TENSOR_MAPS.search(m.group()) if m else None
+    if m is None or found is None:
+        return ()
+    line = m.group()
+    depth, end = 1, len(line)
+    for i in range(found.end(), len(line)):
+        depth += {"[": 1, "]": -1}.get(line[i], 0)
+        if depth == 0:
+            end = i
+            break
+    else:
+        raise CompilationError(f"kernel {kernel}: its tile.tensor_maps attribute is not closed")
+    body = line[found.end():end]
+    entries = _MAP_ENTRY.findall(body)
+    if _MAP_ENTRY.sub("", body).replace(",", "").strip():
+        raise CompilationError(
+            f"kernel {kernel}: tile.tensor_maps = [{body}] is not an array of dictionaries"
+        )
+    return tuple(_map_from_text(kernel, k, text) for k, text in enumerate(entries))
+
+
+def check_tensor_map_params(
+    kernel: str, params: Sequence[KernelParam], tensor_maps: Sequence[TensorMapParam]
+) -> None:
+    """CompilationError unless every tensor map is over a view of ``params`` of its box's
+    rank, with a box and swizzle that TMA allows."""
+    try:
+        check_tensor_maps(params, tensor_maps)
+    except ArgumentError as e:
+        raise CompilationError(f"kernel {kernel}: {e}") from None
+
+
+def _check_map_alignment(ptx: str, kernel: str, first: int, count: int) -> None:
+    """CompilationError unless PTX parameters ``first`` .. ``first + count - 1`` of ``kernel``
+    are 64-byte aligned, as the driver needs a ``CUtensorMap`` parameter to be."""
+    if not count:
+        return
+    m = next(m for m in _ENTRY.finditer(ptx) if m.group(1) == kernel)
+    decls = [d for d in m.group(2).split(",") if d.strip()]
+    for i, decl in enumerate(decls[first:first + count], first):
+        align = re.search(r"\.align\s+(\d+)", decl)
+        if align is None or int(align.group(1)) % 64:
+            raise CompilationError(
+                f"kernel {kernel}: PTX parameter {i}, tensor map {i - first}, is declared "
+                f"{' '.join(decl.split())!r}; a CUtensorMap parameter needs .align 64 (the "
+                f"llvm.align = 64 argument attribute); see docs/kernel-abi.md"
+            )
+
+
+def check_ptx_abi(
+    ptx: str, kernel: str, params: Sequence[KernelParam],
+    tensor_maps: Sequence[TensorMapParam] = (),
+) -> None:
+    """CompilationError unless ``kernel``'s PTX parameters are exactly the ABI of ``params``,
+    then one 128-byte parameter per tensor map."""
     entries = ptx_entries(ptx)
     if kernel not in entries:
         raise CompilationError(
             f"the PTX has no .entry {kernel} (entries: {', '.join(entries) or 'none'})"
         )
     got = entries[kernel][0]
-    want = [w for p in params for w in p.ptx_param_bits()]
-    if got != want:
+    abi = [w for p in params for w in p.ptx_param_bits()]
+    want = abi + [TENSOR_MAP_BITS] * len(tensor_maps)
+    if got == want:
+        _check_map_alignment(ptx, kernel, len(abi), len(tensor_maps))
+        return
+    if got[:len(abi)] == abi and all(w == TENSOR_MAP_BITS for w in got[len(abi):]):
         raise CompilationError(
-            f"kernel {kernel}: its PTX parameters ({len(got)}: bit widths {got}) do not follow "
-            f"the kernel ABI of ({', '.join(map(str, params))}), which needs {len(want)}: {want}; "
-            f"see docs/kernel-abi.md"
+            f"kernel {kernel}: its PTX has {len(got) - len(abi)} tensor-map parameters "
+            f"(.b8 [128]) after the {len(abi)} of its arguments, but {len(tensor_maps)} tensor "
+            f"maps are known (the tile.tensor_maps attribute of its llvm.func; for PTX, "
+            f"compile(..., tensor_maps=)); see docs/kernel-abi.md"
         )
+    maps = f" and {len(tensor_maps)} tensor maps" if tensor_maps else ""
+    raise CompilationError(
+        f"kernel {kernel}: its PTX parameters ({len(got)}: bit widths {got}) do not follow "
+        f"the kernel ABI of ({', '.join(map(str, params))}){maps}, which needs {len(want)}: "
+        f"{want}; see docs/kernel-abi.md"
+    )
 
 
 # ---------------------------------------------------------------------------------------------

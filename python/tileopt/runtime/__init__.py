@@ -8,8 +8,8 @@ bindings or the compiler.
 
 from __future__ import annotations
 
-from tileopt.runtime.abi import ArgumentError, KernelParam
+from tileopt.runtime.abi import ArgumentError, KernelParam, TensorMapParam
 
 DEVICES = ("emulator", "cuda")
 
-__all__ = ["DEVICES", "ArgumentError", "KernelParam"]
+__all__ = ["DEVICES", "ArgumentError", "KernelParam", "TensorMapParam"]

@@ -8,6 +8,10 @@ The ABI is written down in ``docs/kernel-abi.md``; in short, for each kernel arg
 * a scalar is one parameter of its own type (``i32`` -> ``.u32``/``.s32``, ``i64``/``index`` ->
   ``.u64``, ``f32`` -> ``.f32``, ``f64`` -> ``.f64``, ``f16``/``bf16`` -> ``.b16``).
 
+After them, a kernel that copies with Hopper's TMA has one ``.param .align 64 .b8 p[128]`` per
+tensor map (:class:`TensorMapParam`): a by-value ``CUtensorMap`` over one of its views, which
+the launchers build at every launch.
+
 This module describes a kernel's parameters (:class:`KernelParam`), checks the arguments of a
 launch against them (:class:`ArgumentError` names the argument on a mismatch) and expands them
 into the flat parameter lists that the emulator and the CUDA launcher take. Pure Python and
@@ -16,6 +20,7 @@ numpy; torch is used only when tensors are passed.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -26,6 +31,7 @@ from typing import Any, Literal
 import numpy as np
 
 from tileopt.errors import ArgumentError
+from tileopt.runtime.tma import DataType, L2Promotion, OOBFill, Swizzle, TensorMap
 
 ParamKind = Literal["view", "scalar"]
 
@@ -242,6 +248,138 @@ class KernelParam:
 
 
 # ---------------------------------------------------------------------------------------------
+# tensor maps (sm_90a TMA)
+
+#: Bits of a tensor-map parameter: a by-value ``CUtensorMap``, ``.param .align 64 .b8 p[128]``.
+TENSOR_MAP_BITS = 128 * 8
+
+#: The swizzles a tensor map may have, in bytes (``Swizzle.NONE``, ``B32``, ``B64``, ``B128``).
+SWIZZLES: tuple[int, ...] = (0, 32, 64, 128)
+
+#: The tensor-map element type of each ABI type (integers are signless: only the width counts).
+TMA_DTYPES: dict[str, DataType] = {
+    "i1": DataType.UINT8, "i8": DataType.UINT8, "i16": DataType.UINT16,
+    "i32": DataType.INT32, "i64": DataType.INT64, "index": DataType.INT64,
+    "f16": DataType.FLOAT16, "bf16": DataType.BFLOAT16, "f32": DataType.FLOAT32,
+    "f64": DataType.FLOAT64,
+}
+
+
+@dataclass(frozen=True)
+class TensorMapParam:
+    """A tensor-map parameter of a kernel that copies with Hopper's TMA (sm_90a).
+
+    The kernel takes it after the parameters of all its arguments, one
+    ``.param .align 64 .b8 p[128]`` (a ``CUtensorMap`` by value) per map, in order. The map's
+    tensor is the whole view ``view`` as passed to the launch (its address, sizes and
+    strides, its element type), out-of-bounds elements read as zeros, no interleave, element
+    strides 1, 128-byte L2 promotion. The lowering records the maps as the
+    ``tile.tensor_maps`` attribute of the kernel's ``llvm.func``.
+
+    Attributes:
+        view: the index of the kernel argument (a view) the map is over.
+        box: elements one copy moves per dimension, row-major (outermost first), one per
+            dimension of the view.
+        swizzle: bytes of the shared-memory swizzle: 0 (none), 32, 64 or 128
+            (``tileopt.runtime.tma.Swizzle.NONE``, ``B32``, ``B64``, ``B128``).
+    """
+
+    view: int
+    box: tuple[int, ...]
+    swizzle: int = 0
+
+    def __post_init__(self) -> None:
+        def whole(v: object) -> bool:
+            return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+        box = tuple(self.box) if isinstance(self.box, Sequence) else None
+        if not whole(self.view) or int(self.view) < 0:
+            raise ArgumentError(f"tensor map: view must be an argument index, got {self.view!r}")
+        if not box or not all(whole(b) and b > 0 for b in box):
+            raise ArgumentError(f"tensor map: box must be positive integers, got {self.box!r}")
+        if not whole(self.swizzle) or self.swizzle not in SWIZZLES:
+            raise ArgumentError(
+                f"tensor map: swizzle must be one of {', '.join(map(str, SWIZZLES))} (bytes), "
+                f"got {self.swizzle!r}"
+            )
+        object.__setattr__(self, "view", int(self.view))
+        object.__setattr__(self, "box", tuple(int(b) for b in box))
+        object.__setattr__(self, "swizzle", int(self.swizzle))
+
+    @property
+    def swizzle_mode(self) -> Swizzle:
+        """The swizzle as ``CUtensorMapSwizzle``."""
+        return Swizzle(SWIZZLES.index(self.swizzle))
+
+    def __str__(self) -> str:
+        return f"box [{_dims(self.box)}], swizzle {self.swizzle}"
+
+
+def check_tensor_maps(params: Sequence[KernelParam], maps: Sequence[TensorMapParam]) -> None:
+    """Raises :class:`ArgumentError` unless every map is over a view of ``params`` whose rank
+    its box has, and the box and swizzle follow ``cuTensorMapEncodeTiled``'s rules."""
+    for k, m in enumerate(maps):
+        what = f"tensor map {k} ({m})"
+        if m.view >= len(params) or params[m.view].kind != "view":
+            shown = params[m.view] if m.view < len(params) else "none"
+            raise ArgumentError(f"{what} is over argument {m.view} ({shown}), not a view")
+        p = params[m.view]
+        if len(m.box) != p.rank:
+            raise ArgumentError(
+                f"{what} has a box of rank {len(m.box)} over {_describe(m.view, p)} of rank "
+                f"{p.rank}"
+            )
+        try:  # the box's rules, on a stand-in tensor
+            TensorMap(None, TMA_DTYPES[p.dtype], m.box[::-1], (16,) * (p.rank - 1),
+                      m.box[::-1], swizzle=m.swizzle_mode)
+        except ValueError as e:
+            raise ArgumentError(f"{what} over {_describe(m.view, p)}: {e}") from None
+
+
+def _tensor_map(k: int, m: TensorMapParam, p: KernelParam, a: Any, base: object,
+                zeros: Callable[[], object]) -> TensorMap:
+    """Tensor map ``k`` over view argument ``a`` (already checked against ``p``), its tensor
+    at ``base`` (the address of ``a``'s first element, or an emulator buffer that starts
+    there); ArgumentError naming the argument when TMA cannot describe the array. An empty
+    array gets a map over ``zeros()``, 16 zero bytes."""
+    sizes = tuple(int(n) for n in a.shape)
+    strides = _element_strides(a)
+    what = f"{_describe(m.view, p)} has tensor map {k} ({m})"
+    hint = ("pass a copy whose address and row strides are multiples of 16 bytes with "
+            "contiguous rows (tensor.contiguous(), with the rows padded where needed)")
+    if not all(sizes):
+        # Every element a box reads lies past an empty view's end: zeros, the loads'
+        # padding. TMA has no empty tensors; one row of 16 zero bytes reads the same.
+        return TensorMap(zeros(), TMA_DTYPES[p.dtype], (16 // dtype(p.dtype).itemsize,)
+                         + (1,) * (len(sizes) - 1), (16,) * (len(sizes) - 1), m.box[::-1],
+                         swizzle=m.swizzle_mode, oob_fill=OOBFill.ZERO)
+    if strides is None or any(s < 0 for s, n in zip(strides, sizes, strict=True) if n > 1):
+        raise ArgumentError(f"{what}, which needs positive strides, got "
+                            f"{strides if strides is not None else a.strides}; {hint}")
+    if sizes[-1] > 1 and strides[-1] != 1:
+        raise ArgumentError(f"{what}, which needs a contiguous innermost dimension (stride 1), "
+                            f"got strides {strides}; {hint}")
+    item = dtype(p.dtype).itemsize
+    row_strides = []
+    for d in range(len(sizes) - 1):
+        stride = strides[d] * item
+        if sizes[d] == 1 and (stride <= 0 or stride % 16):
+            # One index: the stride is never used, any valid one describes the same elements.
+            reach = item * (1 + sum((n - 1) * abs(s) for n, s in
+                                    zip(sizes[d + 1:], strides[d + 1:], strict=True)))
+            stride = -(-reach // 16) * 16
+        row_strides.append(stride)
+    try:
+        return TensorMap(base, TMA_DTYPES[p.dtype], sizes[::-1], tuple(row_strides[::-1]),
+                         m.box[::-1], swizzle=m.swizzle_mode, l2_promotion=L2Promotion.B128,
+                         oob_fill=OOBFill.ZERO)
+    except ValueError as e:
+        raise ArgumentError(
+            f"{what}, which TMA cannot make for shape {sizes}, strides {strides}: {e}; {hint}"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
 # argument checking
 
 
@@ -439,9 +577,12 @@ def check_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) 
             )
 
 
-def describe_ptx_param(params: Sequence[KernelParam], index: int) -> str:
+def describe_ptx_param(
+    params: Sequence[KernelParam], index: int, tensor_maps: Sequence[TensorMapParam] = ()
+) -> str:
     """Which kernel argument PTX parameter ``index`` belongs to, e.g.
-    ``"PTX parameter 5 is the size 0 of argument 1 (y: view<?x?xf32>)"``."""
+    ``"PTX parameter 5 is the size 0 of argument 1 (y: view<?x?xf32>)"``; the parameters
+    after the arguments' are the ``tensor_maps``."""
     at = 0
     for i, p in enumerate(params):
         n = len(p.ptx_param_bits())
@@ -457,6 +598,12 @@ def describe_ptx_param(params: Sequence[KernelParam], index: int) -> str:
                 part = f"the stride {k - 1 - p.rank}"
             return f"PTX parameter {index} is {part} of argument {i} ({p})"
         at += n
+    if at <= index < at + len(tensor_maps):
+        m = tensor_maps[index - at]
+        view = params[m.view] if 0 <= m.view < len(params) else "?"
+        return (f"PTX parameter {index} is tensor map {index - at} ({m}) of argument {m.view} "
+                f"({view})")
+    at += len(tensor_maps)
     return f"PTX parameter {index} is not part of the kernel ABI ({at} parameters)"
 
 
@@ -507,13 +654,25 @@ def _view_params(pointer: Any, sizes: Sequence[int], strides: Sequence[int]) -> 
 def _flat_args(
     params: Sequence[KernelParam], args: Sequence[Any], kernel: str,
     view: Callable[[int, KernelParam, Any], list[Any]],
+    tensor_maps: Sequence[TensorMapParam] = (),
+    tensor_map: Callable[[int, TensorMapParam, Any], Any] | None = None,
 ) -> list[Any]:
     """The flat parameter list of a launch (checks ``args`` first): ``view(i, p, a)`` expands
-    the views, scalars are typed like their PTX parameters."""
+    the views, scalars are typed like their PTX parameters; then ``tensor_map(k, m,
+    pointer)`` makes the parameter of each map from the pointer parameter of its view."""
     check_args(params, args, kernel)
+    check_tensor_maps(params, tensor_maps)
     flat: list[Any] = []
+    pointers: dict[int, Any] = {}
     for i, (p, a) in enumerate(zip(params, args, strict=True)):
-        flat.extend(view(i, p, a) if p.kind == "view" else [scalar_param(i, p, a)])
+        if p.kind == "view":
+            pointers[i] = len(flat)
+            flat.extend(view(i, p, a))
+        else:
+            flat.append(scalar_param(i, p, a))
+    if tensor_maps:
+        assert tensor_map is not None
+        flat.extend(tensor_map(k, m, flat[pointers[m.view]]) for k, m in enumerate(tensor_maps))
     return flat
 
 
@@ -561,7 +720,10 @@ def _emulator_view(i: int, p: KernelParam, a: Any) -> list[Any]:
     return _numpy_view(i, p, a) if isinstance(a, np.ndarray) else _torch_view(i, p, a)
 
 
-def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
+def emulator_args(
+    params: Sequence[KernelParam], args: Sequence[Any], kernel: str,
+    tensor_maps: Sequence[TensorMapParam] = (),
+) -> list[Any]:
     """The emulator's flat argument list for a launch of ``kernel`` (checks ``args`` first).
 
     A view becomes a 1-D array/tensor that spans exactly the elements the view can reach
@@ -570,9 +732,15 @@ def emulator_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: st
     lowest address), then sizes and strides. Non-contiguous views, transposes, slices and,
     for numpy, negative strides keep their real strides: the kernel sees the same addresses
     it would see on a GPU. Scalars are typed like their PTX parameters (``f16``/``bf16`` as
-    raw 16-bit patterns).
+    raw 16-bit patterns). Each of ``tensor_maps`` is a
+    :class:`~tileopt.runtime.tma.TensorMap` over that same 1-D array, so the map and the
+    view are one emulated buffer.
     """
-    return _flat_args(params, args, kernel, _emulator_view)
+    def tensor_map(k: int, m: TensorMapParam, pointer: Any) -> TensorMap:
+        return _tensor_map(k, m, params[m.view], args[m.view], pointer,
+                           lambda: np.zeros(16, np.uint8))
+
+    return _flat_args(params, args, kernel, _emulator_view, tensor_maps, tensor_map)
 
 
 def _cuda_view(i: int, p: KernelParam, a: Any) -> list[Any]:
@@ -585,10 +753,40 @@ def _cuda_view(i: int, p: KernelParam, a: Any) -> list[Any]:
     return _view_params(np.uint64(a.data_ptr()), a.shape, a.stride())
 
 
-def cuda_args(params: Sequence[KernelParam], args: Sequence[Any], kernel: str) -> list[Any]:
-    """The CUDA launcher's flat argument list: device pointers and typed numpy scalars.
+_DEVICE_ZEROS: dict[Any, Any] = {}
+
+
+def _device_zeros(device: Any) -> int:
+    """The address of 16 zero bytes on ``device``, kept for the process (the tensor of the
+    maps of empty views)."""
+    import torch
+
+    if device not in _DEVICE_ZEROS:
+        _DEVICE_ZEROS[device] = torch.zeros(16, dtype=torch.uint8, device=device)
+    return int(_DEVICE_ZEROS[device].data_ptr())
+
+
+@functools.lru_cache(maxsize=256)
+def encode_tensor_map(tensor_map: TensorMap) -> bytes:
+    """The driver's 128-byte encoding of a map over a device address, cached: encoding is a
+    driver call, and a map is the same for the same address, shape, strides, box and
+    swizzle."""
+    return tensor_map.encode_cuda()
+
+
+def cuda_args(
+    params: Sequence[KernelParam], args: Sequence[Any], kernel: str,
+    tensor_maps: Sequence[TensorMapParam] = (),
+) -> list[Any]:
+    """The CUDA launcher's flat argument list: device pointers and typed numpy scalars, then
+    each of ``tensor_maps`` as the driver's 128 bytes (:func:`encode_tensor_map`).
 
     Views must be CUDA torch tensors; the pointer is ``data_ptr()`` (the first element's
     address: torch includes the storage offset).
     """
-    return _flat_args(params, args, kernel, _cuda_view)
+    def tensor_map(k: int, m: TensorMapParam, pointer: Any) -> bytes:
+        a = args[m.view]
+        return encode_tensor_map(_tensor_map(k, m, params[m.view], a, int(pointer),
+                                             lambda: _device_zeros(a.device)))
+
+    return _flat_args(params, args, kernel, _cuda_view, tensor_maps, tensor_map)

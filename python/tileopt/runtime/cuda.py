@@ -3,6 +3,10 @@
 Kernels run on the current torch stream of the tensors' device, so they order with the
 surrounding PyTorch work. Without a CUDA driver every entry point raises
 :class:`~tileopt.errors.DeviceError` saying so.
+
+cuda.core's ``launch`` passes numbers and pointers only; a kernel with TMA tensor maps (a
+128-byte ``CUtensorMap`` by value per map) is launched with the driver's ``cuLaunchKernel``
+on parameters packed here (:class:`PackedParams`).
 """
 
 from __future__ import annotations
@@ -10,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from tileopt.errors import DeviceError
-from tileopt.runtime.abi import KernelParam, cuda_args
+from tileopt.runtime.abi import KernelParam, TensorMapParam, cuda_args
 
 _PINS = "cuda-bindings==13.5.0 cuda-core==1.2.2 cuda-pathfinder==1.9.0"
 
@@ -161,6 +167,81 @@ def _torch_stream(cc: Any, module: CudaModule) -> Any:
     return module.device.create_stream(stream)
 
 
+class PackedParams:
+    """A launch's kernel parameters in host memory, as ``cuLaunchKernel`` takes them: an array
+    of pointers (:attr:`address`), the ``i``-th to the bytes of parameter ``i``.
+
+    ``flat`` holds numpy scalars (their bytes, in native order) and ``bytes`` (a struct by
+    value: a 128-byte tensor map). Every value starts at an offset aligned to its size (64
+    bytes for a ``CUtensorMap``), as its PTX parameter is. The driver copies the values at the
+    launch; keep this object alive until ``cuLaunchKernel`` returns.
+    """
+
+    def __init__(self, flat: Sequence[Any]) -> None:
+        values: list[bytes] = []
+        for i, v in enumerate(flat):
+            if isinstance(v, bytes | bytearray):
+                values.append(bytes(v))
+            elif isinstance(v, np.generic):
+                values.append(v.tobytes())
+            else:
+                raise DeviceError(f"kernel parameter {i}: cannot pass a {type(v).__name__} by "
+                                  f"value; expected a numpy scalar or bytes")
+        offsets = []
+        end = 0
+        for b in values:
+            align = 64 if len(b) >= 64 else max(len(b), 1)
+            end = -(-end // align) * align
+            offsets.append(end)
+            end += len(b)
+        self._data = np.zeros(end + 64, np.uint8)
+        start = -self._data.ctypes.data % 64  # the first value 64-byte aligned
+        for off, b in zip(offsets, values, strict=True):
+            self._data[start + off : start + off + len(b)] = np.frombuffer(b, np.uint8)
+        base = self._data.ctypes.data + start
+        self._pointers = np.array([base + off for off in offsets] or [0], np.uint64)
+
+    @property
+    def address(self) -> int:
+        """The address of the array of pointers (``void**``), ``kernelParams``."""
+        return int(self._pointers.ctypes.data)
+
+
+def _launch_packed(
+    kernel: Any,
+    stream: Any,
+    grid: tuple[int, int, int],
+    block: tuple[int, int, int],
+    shared_bytes: int,
+    flat: Sequence[Any],
+) -> None:
+    """``cuLaunchKernel`` of a cuda.core ``kernel`` with the parameters ``flat``
+    (:class:`PackedParams`) on cuda.core ``stream``; RuntimeError if the driver fails."""
+    from cuda.bindings import driver
+
+    params = PackedParams(flat)
+    handle = kernel.handle
+    if isinstance(handle, driver.CUkernel):  # cuda.core loads kernels through libraries
+        err, function = driver.cuKernelGetFunction(handle)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction failed: {err!r}")
+    else:
+        function = handle
+    result = driver.cuLaunchKernel(function, *grid, *block, shared_bytes, stream.handle,
+                                   params.address, 0)
+    err = result[0] if isinstance(result, tuple) else result
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
+
+
+def _set_current(module: CudaModule, name: str, grid: tuple[int, int, int],
+                 block: tuple[int, int, int]) -> None:
+    try:
+        module.device.set_current()
+    except Exception as e:
+        raise DeviceError(f"launching {name} grid={grid} block={block} failed: {e}") from e
+
+
 def launch(
     module: CudaModule,
     name: str,
@@ -169,11 +250,15 @@ def launch(
     block: tuple[int, int, int],
     args: Sequence[Any],
     shared_bytes: int = 0,
+    tensor_maps: Sequence[TensorMapParam] = (),
 ) -> None:
     """Launches kernel ``name`` on the current torch stream of the module's device, with
-    ``shared_bytes`` of dynamic shared memory per program."""
+    ``shared_bytes`` of dynamic shared memory per program and, after the arguments'
+    parameters, one ``CUtensorMap`` (encoded by the driver) per ``tensor_maps``."""
     cc = _cuda_core()
-    flat = cuda_args(params, args, name)
+    if tensor_maps:  # the driver encodes the maps: it needs the device's context
+        _set_current(module, name, grid, block)
+    flat = cuda_args(params, args, name, tensor_maps)
     try:
         # The calling thread may have no current context (a thread torch never used): the
         # launch needs the device's primary context, the one torch's tensors live in.
@@ -182,8 +267,11 @@ def launch(
         kernel = module.kernel(name)
         if shared_bytes > STATIC_SHARED_LIMIT:
             module.opt_in_shared(name, shared_bytes)
-        config = cc.LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
-        cc.launch(stream, config, kernel, *flat)
+        if tensor_maps:
+            _launch_packed(kernel, stream, grid, block, shared_bytes, flat)
+        else:
+            config = cc.LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
+            cc.launch(stream, config, kernel, *flat)
     except DeviceError:
         raise
     except Exception as e:

@@ -7,7 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from tileopt.errors import ArgumentError, DeviceError, EmulatorError
-from tileopt.runtime.abi import KernelParam, describe_ptx_param, emulator_args
+from tileopt.runtime.abi import (
+    KernelParam,
+    TensorMapParam,
+    describe_ptx_param,
+    emulator_args,
+)
 
 
 def load(ptx: str) -> Any:
@@ -30,6 +35,7 @@ def launch(
     block: tuple[int, int, int],
     args: Sequence[Any],
     shared_bytes: int = 0,
+    tensor_maps: Sequence[TensorMapParam] = (),
     /,
     **options: Any,
 ) -> Any:
@@ -41,7 +47,9 @@ def launch(
     ``max_steps``, ``shared_checks``; any other name, or a bad value, raises
     :class:`ArgumentError`.
     ``shared_bytes`` is the dynamic shared memory (the PTX's ``.extern .shared`` array) of
-    each program, ``Kernel.metadata.dynamic_shared_bytes``.
+    each program, ``Kernel.metadata.dynamic_shared_bytes``. ``tensor_maps``
+    (``Kernel.metadata.tensor_maps``) are the kernel's TMA tensor maps: each is passed as a
+    :class:`~tileopt.runtime.tma.TensorMap` over the emulated memory of its view.
     """
     from tileopt.emulator.module import LAUNCH_OPTIONS, check_launch_options
 
@@ -55,12 +63,12 @@ def launch(
         check_launch_options(**options)
     except EmulatorError as e:
         raise ArgumentError(f"emulator option {e}") from None
-    flat = emulator_args(params, args, name)
+    flat = emulator_args(params, args, name, tensor_maps)
     try:
         return module.launch(name, grid=grid, block=block, args=flat, shared_bytes=shared_bytes,
                              **options)
     except EmulatorError as e:
         # The emulator names PTX parameters ("argument 8 (k_param_8, ...)"): say whose they are.
         for index in sorted({int(m) for m in re.findall(r"_param_(\d+)\b", str(e))}):
-            e.add_note(describe_ptx_param(params, index))
+            e.add_note(describe_ptx_param(params, index, tensor_maps))
         raise

@@ -1,6 +1,7 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80" | FileCheck %s
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80 fp-fusion=false" | FileCheck %s --check-prefix=NOFUSE
-// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=WGMMA
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a tma=false" | FileCheck %s --check-prefix=WGMMA
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=TMA
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
@@ -931,6 +932,30 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // WGMMA: %[[WAITED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
 // WGMMA: llvm.extractvalue %[[WAITED]][0]
 // WGMMA: st.global
+// With TMA (the default on sm_90a) the kernel takes one tensor map per view
+// and box, last; the first thread initialises one mbarrier per ring slot
+// (two copies arrive on each) and issues every copy, a box per swizzle atom
+// into wgmma's layout, with the slot's byte count; each iteration refills
+// the free slot, then waits for its own slot's phase (the parity flips at
+// each wrap). After the loop the mbarriers are invalidated for reuse.
+// TMA-LABEL: gpu.func @pipelined_k_loop(
+// TMA-SAME: %[[AMAP:[a-z0-9]+]]: !llvm.ptr, %[[BMAP:[a-z0-9]+]]: !llvm.ptr) kernel
+// TMA-SAME: tile.shared_bytes = 24600 : i64, tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
+// TMA-NOT: nvvm.cp.async
+// TMA: @p mbarrier.init.shared::cta.b64 [$1], 2;\0A@p mbarrier.init.shared::cta.b64 [$2], 2;\0A@p mbarrier.init.shared::cta.b64 [$3], 2;\0A@p fence.mbarrier_init.release.cluster;
+// TMA: "{\0A.reg .pred p;\0Asetp.ne.b32 p, $0, 0;\0A@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], 4096;\0A@p cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$3], [$2, {$4, $5}], [$1];\0A}", "r,r,l,r,r,r" %{{.*}}, %{{.*}}, %[[AMAP]],
+// TMA: cp.async.bulk.tensor{{.*}} %[[BMAP]],
+// TMA-NOT: cp.async.bulk.tensor
+// TMA: scf.for {{.*}} -> ({{(f32, )+}}index, index)
+// TMA: nvvm.barrier0
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;
+// TMA: wgmma.mma_async
+// TMA: wgmma.wait_group.sync.aligned 1;
+// TMA: scf.yield
+// TMA: nvvm.barrier0
+// TMA: @p mbarrier.inval.shared::cta.b64 [$1];\0A@p mbarrier.inval.shared::cta.b64 [$2];\0A@p mbarrier.inval.shared::cta.b64 [$3];
+// TMA: wgmma.wait_group.sync.aligned 0;
 tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

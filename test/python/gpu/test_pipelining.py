@@ -23,8 +23,9 @@ PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
 
 
 def _matmul(target: str, bm: int, bn: int, bk: int, warps: int, stages: int) -> Any:
+    """The pipelined matmul on cp.async copies (sm_90a's TMA pipelines: test_tma.py)."""
     kb = kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk)
-    return compile(kb, target, num_warps=warps, num_stages=stages, **PROMISES)
+    return compile(kb, target, num_warps=warps, num_stages=stages, tma=False, **PROMISES)
 
 
 def _check(kern: Any, bm: int, bn: int, m: int, k: int, n: int) -> None:

@@ -3,7 +3,7 @@ shared-memory operands) run in the PTX emulator against PyTorch.
 
 The emulator's wgmma is checked on its own against nvcc-compiled kernels and Triton's sm_90
 PTX (test/python/emulator); here tileopt's lowering is: its swizzled stores, its descriptors,
-its cp.async copies (with the promises that allow them) and the accumulator fragment.
+its cp.async and TMA copies (with the promises that allow them) and the accumulator fragment.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from tileopt.compiler import compile
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
 
 
-def _matmul(dtype: str, promises: bool, **blocks: Any) -> Any:
-    options = PROMISES if promises else {}
+def _matmul(dtype: str, copies: str, **blocks: Any) -> Any:
+    """With the promises the operands go global -> shared by cp.async or TMA (``copies``),
+    without them through registers ("plain")."""
+    options: dict[str, Any] = {} if copies == "plain" else dict(PROMISES, tma=copies == "tma")
     nw = blocks.pop("num_warps", 4)
     return compile(kernels.matmul(dtype, **blocks), "sm_90a", num_warps=nw, **options)
 
@@ -38,14 +40,17 @@ def _matmul(dtype: str, promises: bool, **blocks: Any) -> Any:
     ],
     ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8", "64x128x64w8"],
 )
-@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
-def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], promises: bool) -> None:
-    kern = _matmul(dtype, promises, **blocks)
+@pytest.mark.parametrize("copies", ["plain", "cp.async", "tma"])
+def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], copies: str) -> None:
+    kern = _matmul(dtype, copies, **blocks)
     ptx = str(kern.asm["ptx"])
+    promises = copies != "plain"
     assert ".target sm_90a" in ptx
-    assert "wgmma.mma_async.sync.aligned" in ptx and "mma.sync" not in ptx
-    # With the promises the operands go global -> shared with cp.async, else through registers.
-    assert ("cp.async.cg.shared.global" in ptx) == promises
+    assert "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    # TMA boxes cannot regroup B's 8-column blocks for two warpgroup columns: cp.async there.
+    tma = copies == "tma" and blocks.get("num_warps", 4) * 16 <= blocks.get("block_m", 64)
+    assert ("cp.async.bulk.tensor" in ptx) == tma
+    assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
     td = TORCH_DTYPES[dtype]
     bm, bn = blocks.get("block_m", 64), blocks.get("block_n", 64)
     shapes = [(96, 160, 80), (64, 64, 64)] if promises else [(70, 100, 90), (33, 17, 129)]
@@ -76,8 +81,8 @@ def test_wgmma_epilogue_and_batches() -> None:
 
 def test_wgmma_kernels_have_no_spills() -> None:
     for dtype in ("f16", "bf16"):
-        for promises in (False, True):
-            md = _matmul(dtype, promises).metadata
+        for copies in ("plain", "cp.async", "tma"):
+            md = _matmul(dtype, copies).metadata
             if md.registers is None:
                 pytest.skip("neither ptxas nor nvJitLink is installed: no register report")
             assert md.spill_bytes == 0

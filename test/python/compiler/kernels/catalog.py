@@ -21,6 +21,9 @@ HANDWRITTEN: dict[str, tuple[str, list[KernelParam]]] = {
     "scale": ("scale.mlir", [V("x", "f32", 2), V("y", "f32", 2), S("alpha", "f32")]),
     "exp_scale": ("exp.mlir", [V("x", "f32", 1), V("y", "f32", 1), S("alpha", "f32")]),
     "scale_half": ("scale_half.mlir", [V("x", "f16", 1), V("y", "f16", 1), S("alpha", "f16")]),
+    # sm_90a only; its tensor map (tile.tensor_maps) is not part of the signature.
+    "tma_copy": ("tma_copy.mlir", [V("x", "f16", 2), V("y", "f16", 2), S("dr", "i32"),
+                                   S("dc", "i32")]),
 }
 
 

@@ -1,0 +1,237 @@
+//===- TmaToNVVM.cpp - TMA copies of dot operands and their mbarriers -----===//
+//
+// On sm_90a a software pipeline feeding a wgmma dot moves its operand tiles
+// with the Tensor Memory Accelerator, as Triton's TMA pipelines do: one
+// thread issues cp.async.bulk.tensor per 2-D box of the tile, straight into
+// wgmma's swizzled layout (the copy swizzles as the wgmma descriptor reads),
+// on a tensor map that the launcher builds over the view (an extra kernel
+// parameter, docs/kernel-abi.md). Each ring slot has an mbarrier that counts
+// the slot's bytes (arrive.expect_tx); the iteration that reads the slot
+// waits for its phase. Out-of-bounds box elements arrive as zeros, which is
+// the zero padding of the tile.load it replaces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Lowering.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace tileopt::tile;
+
+namespace tileopt::nvvm {
+
+namespace {
+
+/// TMA moves boxes of at most 256 elements along each dimension.
+constexpr int64_t kMaxBox = 256;
+
+/// The kernel argument a load reads, if its view is one.
+BlockArgument kernelArgument(LoadOp load) {
+  auto arg = dyn_cast<BlockArgument>(load.getView());
+  if (!arg || !isa<KernelOp>(arg.getOwner()->getParentOp()))
+    return {};
+  return arg;
+}
+
+} // namespace
+
+bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
+  if (!state.tma || !usesWgmma(copy.dot, state))
+    return false;
+  BlockArgument arg = kernelArgument(load);
+  if (!arg)
+    return false;
+  auto kernel = cast<KernelOp>(arg.getOwner()->getParentOp());
+  if (state.hostLaunched.contains(kernel.getSymName()))
+    return false;
+  // The map's tensor: rows of unit stride whose start and stride are
+  // 16-byte aligned (tile.divisibility, which the launchers check).
+  auto view = cast<MemRefType>(arg.getType());
+  auto [strides, offset] = view.getStridesAndOffset();
+  auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
+      arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
+  if (view.getRank() != 2 || strides[1] != 1 || !divisibility ||
+      divisibility.getInt() % 16 != 0)
+    return false;
+  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
+  if (!padding || !padding.getValue().isZero())
+    return false;
+  // B's columns are regrouped per warpgroup column (stagedOperandOffset):
+  // no box moves them.
+  auto mma = cast<MmaLayoutAttr>(getLayout(copy.dot.getAcc().getType()));
+  if (copy.operand == 1 && mma.getWarpsPerCTA()[1] != 1)
+    return false;
+  int64_t rows = load.getResult().getType().getDimSize(0);
+  return rows <= kMaxBox || rows % kMaxBox == 0;
+}
+
+namespace {
+
+/// The boxes that copy `tile` into wgmma's layout (wgmmaOffset): each
+/// `swizzle`-byte column atom holds all rows, a box is one atom of at most
+/// 256 rows. Its view is left 0.
+TensorMapParam boxesOf(RankedTensorType tile) {
+  int64_t elementBytes = storageBits(tile.getElementType()) / 8;
+  int64_t swizzle = wgmmaSwizzle(tile.getDimSize(1) * elementBytes);
+  return {0,
+          {std::min(tile.getDimSize(0), kMaxBox), swizzle / elementBytes},
+          swizzle};
+}
+
+} // namespace
+
+TensorMapParam tensorMapParam(LoadOp load) {
+  TensorMapParam map = boxesOf(load.getResult().getType());
+  map.view = kernelArgument(load).getArgNumber();
+  return map;
+}
+
+Value mbarrierPtr(OpBuilder &b, Location loc, KernelState &ks,
+                  int64_t mbarrierOffset, Value slot) {
+  Value index = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), slot);
+  Value byte = arith::AddIOp::create(
+      b, loc, i32Const(b, loc, mbarrierOffset),
+      arith::MulIOp::create(b, loc, index, i32Const(b, loc, 8), kNoWrap),
+      kNoWrap);
+  Value base = LLVM::AddressOfOp::create(b, loc, ks.sharedMemory);
+  return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
+                             ValueRange{byte});
+}
+
+namespace {
+
+/// A shared-memory address as the 32-bit register PTX's .shared::cta
+/// operands take (half the registers of a 64-bit one).
+Value sharedAddress(OpBuilder &b, Location loc, Value ptr) {
+  return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
+}
+
+/// i32 1 in the program's first thread, which issues the copies.
+Value isFirstThread(OpBuilder &b, Location loc, KernelState &ks) {
+  Value both = arith::OrIOp::create(b, loc, ks.warp, ks.lane);
+  return arith::ExtUIOp::create(
+      b, loc, b.getI32Type(),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, both,
+                            i32Const(b, loc, 0)));
+}
+
+/// A TMA coordinate (s32) of an index offset, saturated: an offset beyond
+/// 32 bits lies past any tensor a map can describe and still reads zeros.
+Value coordinate(OpBuilder &b, Location loc, Value offset) {
+  Type i64 = b.getI64Type();
+  Value wide = arith::IndexCastOp::create(b, loc, i64, offset);
+  wide = arith::MaxSIOp::create(b, loc, wide,
+                                i64Const(b, loc, int64_t(INT32_MIN)));
+  wide = arith::MinSIOp::create(b, loc, wide,
+                                i64Const(b, loc, int64_t(INT32_MAX)));
+  return arith::TruncIOp::create(b, loc, b.getI32Type(), wide);
+}
+
+} // namespace
+
+void initMbarriers(OpBuilder &b, Location loc, KernelState &ks,
+                   int64_t mbarrierOffset, unsigned count, unsigned arrivals) {
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n";
+  SmallVector<Value> operands = {isFirstThread(b, loc, ks)};
+  std::string constraints = "r";
+  for (unsigned i = 0; i < count; ++i) {
+    operands.push_back(
+        sharedAddress(b, loc,
+                      mbarrierPtr(b, loc, ks, mbarrierOffset,
+                                  arith::ConstantIndexOp::create(b, loc, i))));
+    text += llvm::formatv("@p mbarrier.init.shared::cta.b64 [${0}], {1};\n",
+                          i + 1, arrivals)
+                .str();
+    constraints += ",r";
+  }
+  // The copies complete on the barriers through the async proxy.
+  text += "@p fence.mbarrier_init.release.cluster;\n}";
+  emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+}
+
+void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
+                  const AsyncCopy &copy, ArrayRef<Value> offsets,
+                  Value mbarrier) {
+  RankedTensorType tile = load.getResult().getType();
+  TensorMapParam map = boxesOf(tile);
+  int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+  int64_t elementBytes = storageBits(tile.getElementType()) / 8;
+  int64_t boxRows = map.box[0], boxCols = map.box[1];
+  Value issue = isFirstThread(b, loc, ks);
+  if (copy.enabled)
+    issue = arith::AndIOp::create(
+        b, loc, issue,
+        arith::ExtUIOp::create(b, loc, b.getI32Type(), copy.enabled));
+  SmallVector<Value> operands = {issue, sharedAddress(b, loc, mbarrier),
+                                 ks.tensorMaps[copy.tensorMap]};
+  std::string constraints = "r,r,l";
+  std::string text = llvm::formatv("{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n"
+                                   "@p mbarrier.arrive.expect_tx.shared::cta."
+                                   "b64 _, [$1], {0};\n",
+                                   rows * cols * elementBytes)
+                         .str();
+  Value row = coordinate(b, loc, offsets[0]);
+  Value col = coordinate(b, loc, offsets[1]);
+  Value operandBase = sharedPtr(b, loc, ks, b.getI8Type(), i32Const(b, loc, 0),
+                                wgmmaOperandOffset(copy.dot, copy.operand));
+  for (int64_t atom = 0; atom < cols / boxCols; ++atom)
+    for (int64_t chunk = 0; chunk < rows / boxRows; ++chunk) {
+      int64_t byte = (atom * rows + chunk * boxRows) * map.swizzle;
+      unsigned first = operands.size();
+      operands.push_back(sharedAddress(
+          b, loc,
+          LLVM::GEPOp::create(b, loc, operandBase.getType(), b.getI8Type(),
+                              operandBase,
+                              ArrayRef<LLVM::GEPArg>{int32_t(byte)})));
+      operands.push_back(
+          arith::AddIOp::create(b, loc, col, i32Const(b, loc, atom * boxCols)));
+      operands.push_back(arith::AddIOp::create(
+          b, loc, row, i32Const(b, loc, chunk * boxRows)));
+      constraints += ",r,r,r";
+      text += llvm::formatv("@p cp.async.bulk.tensor.2d.shared::cluster."
+                            "global.tile.mbarrier::complete_tx::bytes "
+                            "[${0}], [$2, {${1}, ${2}}], [$1];\n",
+                            first, first + 1, first + 2)
+                  .str();
+    }
+  text += "}";
+  emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+}
+
+void waitMbarrier(OpBuilder &b, Location loc, Value mbarrier, Value phase) {
+  Value parity = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), phase);
+  emitAsm(b, loc, {}, {sharedAddress(b, loc, mbarrier), parity},
+          "{\n.reg .pred p;\nwaitLoop${:uid}:\n"
+          "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+          "@!p bra waitLoop${:uid};\n}",
+          "r,r", /*sideEffects=*/true);
+}
+
+void invalidateMbarriers(scf::ForOp loop, LoweringState &state) {
+  auto attr = loop->getAttrOfType<DenseI64ArrayAttr>(kTmaMbarriersAttr);
+  loop->removeAttr(kTmaMbarriersAttr);
+  int64_t offset = attr[0], count = attr[1];
+  OpBuilder b(loop->getContext());
+  b.setInsertionPointAfter(loop);
+  Location loc = loop.getLoc();
+  KernelState &ks = state.get(loop);
+  // Every thread is done waiting before the memory is reused.
+  barrier(b, loc);
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n";
+  SmallVector<Value> operands = {isFirstThread(b, loc, ks)};
+  std::string constraints = "r";
+  for (int64_t i = 0; i < count; ++i) {
+    operands.push_back(
+        sharedAddress(b, loc,
+                      mbarrierPtr(b, loc, ks, offset,
+                                  arith::ConstantIndexOp::create(b, loc, i))));
+    text += llvm::formatv("@p mbarrier.inval.shared::cta.b64 [${0}];\n", i + 1)
+                .str();
+    constraints += ",r";
+  }
+  text += "}";
+  emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+}
+
+} // namespace tileopt::nvvm

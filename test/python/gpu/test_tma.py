@@ -1,0 +1,131 @@
+"""sm_90a's TMA pipelines: loops feeding wgmma copy their operand tiles with
+``cp.async.bulk.tensor`` on tensor maps that the launcher builds, completing on one mbarrier
+per ring slot, run in the PTX emulator against PyTorch.
+
+The emulator delivers each bulk copy at the latest moment it may (when a thread waits on its
+mbarrier), raises on out-of-bounds accesses and on shared-memory races between warps, and
+checks the mbarriers' arrival and transaction counts, so every run here also checks the
+pipeline's phases, its slot reuse and the boxes' zero fill past the tensors' ends.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import torch
+from test_kernels import assert_close, matmul_bound
+from tileopt import kernels
+from tileopt.compiler import TensorMapParam, compile
+
+PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+
+
+def _matmul(bm: int, bn: int, bk: int, warps: int, stages: int, dtype: str = "f16",
+            tma: bool = True) -> Any:
+    kb = kernels.matmul(dtype, block_m=bm, block_n=bn, block_k=bk)
+    return compile(kb, "sm_90a", num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+
+
+def _run(kern: Any, bm: int, bn: int, m: int, k: int, n: int,
+         dtype: torch.dtype = torch.float16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    a, b = torch.randn(m, k).to(dtype), torch.randn(k, n).to(dtype)
+    c = torch.full((m, n), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+    return a, b, c
+
+
+# K from below one block (every prefetch but the first past the end) to several rings' worth,
+# not a multiple of the block (the last boxes stick out along K); M and N not multiples of
+# the tile (boxes stick out along the rows and columns).
+SHAPES = [(200, 304, 144), (70, 16, 48), (64, 96, 64), (130, 80, 208)]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_tma_pipeline_matches_torch(stages: int) -> None:
+    kern = _matmul(64, 64, 32, 4, stages)
+    md = kern.metadata
+    ptx = str(kern.asm["ptx"])
+    # One map per operand: A's 64x32 boxes in 64-byte swizzle atoms, B's 32x64 in 128-byte.
+    assert md.tensor_maps == (TensorMapParam(0, (64, 32), 64), TensorMapParam(1, (32, 64), 128))
+    assert len(re.findall(r"\.param \.align 64 \.b8 matmul_param_\d+\[128\]", ptx)) == 2
+    assert "cp.async.cg" not in ptx and "cp.async.wait_group" not in ptx
+    # A ring slot holds both 4 KiB operands and its mbarrier (8 bytes) expects both copies;
+    # the epilogue's 64x64 f32 conversion (rows padded by one word) reuses the rings' space.
+    assert md.shared_bytes == max(stages * 8192 + stages * 8, 64 * 65 * 4)
+    assert ptx.count("mbarrier.init.shared::cta.b64") == stages
+    assert "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r" in ptx
+    assert ptx.count("mbarrier.try_wait.parity") == 1
+    assert ptx.count("mbarrier.inval.shared::cta.b64") == stages
+    # From 3 stages on the MMA keeps running into the next iteration, as with cp.async.
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
+    assert waits == (["0"] if stages == 2 else ["1", "0"])
+    for m, k, n in SHAPES:
+        a, b, c = _run(kern, 64, 64, m, k, n)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+@pytest.mark.parametrize(
+    ("bm", "bn", "bk", "warps", "stages", "dtype"),
+    [
+        (128, 128, 64, 4, 4, "f16"),
+        (128, 128, 64, 8, 3, "bf16"),
+        (128, 256, 64, 8, 3, "f16"),
+        (64, 16, 128, 4, 3, "bf16"),  # A: two 128-byte atoms, two boxes; B: 32-byte rows
+        (128, 32, 32, 4, 2, "f16"),  # 64-byte rows: 64-byte swizzle, two stages
+    ],
+)
+def test_tma_tiles_match_torch(bm: int, bn: int, bk: int, warps: int, stages: int,
+                               dtype: str) -> None:
+    """Large tiles (the ones Triton compiles without spills) and narrow ones, whose rows
+    span several swizzle atoms or fewer bytes than 128."""
+    kern = _matmul(bm, bn, bk, warps, stages, dtype)
+    md = kern.metadata
+    assert [m.view for m in md.tensor_maps] == [0, 1]
+    assert md.tensor_maps[0].box == (bm, min(bk, 64))
+    assert md.tensor_maps[1].box == (bk, min(bn, 64))
+    if md.registers is not None:
+        assert md.spill_bytes == 0
+    torch.manual_seed(0)
+    td = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    for m, k, n in [(200, 304, 144), (bm + 3, 2 * bk + 16, bn + 16)]:
+        a, b, c = _run(kern, bm, bn, m, k, n, td)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+def test_empty_operands_read_as_zeros() -> None:
+    """K = 0: the launchers give an empty view a map over zeros; no copy runs and the
+    product is zeros."""
+    kern = _matmul(64, 64, 32, 4, 3)
+    a, b, c = _run(kern, 64, 64, 70, 0, 48)
+    assert torch.equal(c, torch.zeros(70, 48))
+
+
+def test_tma_and_cp_async_compute_the_same() -> None:
+    """The same data in the same swizzled layout feeds the same MMAs: TMA's results are
+    cp.async's, bit for bit."""
+    torch.manual_seed(1)
+    a, b = torch.randn(130, 208).half(), torch.randn(208, 80).half()
+    results = []
+    for tma in (True, False):
+        kern = _matmul(64, 64, 64, 4, 3, tma=tma)
+        assert ("cp.async.bulk.tensor" in str(kern.asm["ptx"])) == tma
+        c = torch.full((130, 80), float("nan"))
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
+        results.append(c)
+    assert torch.equal(results[0], results[1])
+
+
+def test_views_a_box_cannot_read_keep_cp_async() -> None:
+    """A tensor map needs 16-byte aligned rows (the aligned= promise, which the launchers
+    check): without it the operands go through registers, and launches of an unaligned
+    tensor are refused before a TMA kernel could read it wrong."""
+    kb = kernels.matmul("f16")
+    plain = compile(kb, "sm_90a", divisible_sizes=True)
+    assert plain.metadata.tensor_maps == () and "cp.async" not in str(plain.asm["ptx"])
+    kern = _matmul(64, 64, 32, 4, 3)
+    a = torch.randn(64, 33).half()[:, 1:]  # rows 66 bytes apart
+    b, c = torch.randn(32, 64).half(), torch.zeros(64, 64)
+    with pytest.raises(Exception, match="16-byte aligned|aligned="):
+        kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
