@@ -64,11 +64,14 @@ checks share one size, as Triton's do. Sizes themselves are not known to either 
 both mask loads and stores with them (tileopt from the views' bounds in every dimension,
 Triton with explicit masks wherever a tile can leave the tensor).
 
-Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured three times: on sm_80,
+Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured four times: on sm_80,
 ``mma.sync`` on both sides; on sm_90, tileopt's ``mma.sync`` (what it emits for plain sm_90)
 against Triton's ``mma.sync`` (Triton's own switch ``DISABLE_MMA_V3=1``, an environment variable
 its C++ reads while it compiles that case; Triton 3.9 has no knob for it); on sm_90a, Hopper's
-``wgmma`` on both sides (Triton's default on capability 90; tileopt's with ``target="sm_90a"``).
+``wgmma`` on both sides (Triton's default on capability 90; tileopt's with ``target="sm_90a"``),
+once with the operands copied by ``cp.async`` (Triton's pointer loads, tileopt's ``tma=False``)
+and once by TMA (Triton's loads through host-side tensor descriptors, whose maps the emulator
+gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a).
 
 Software pipelining (``num_stages``). Both sides compile the matmul at the same ``num_stages``
 (``--stages``, default 3, Triton's own default): ``triton.compile(..., options={"num_stages":
@@ -135,6 +138,7 @@ import tileopt.emulator as emu
 import torch
 from tileopt import kernels
 from tileopt.compiler.tools import find_ptxas, parse_ptxas_info, run_ptxas
+from tileopt.runtime.tma import DataType, Swizzle, TensorMap
 
 TRITON_VERSION = "3.9.0"  # the release the README's numbers are for
 LOSS_THRESHOLD = 1.00  # a ratio above this is a loss for tileopt (the issue's goal) ...
@@ -145,6 +149,7 @@ SHARED_LIMITS = {80: 166912, 86: 101376, 89: 101376, 90: 232448}
 #: Whether this tileopt's compile takes num_stages (the software pipeline of dot loops); a
 #: tileopt without it compiles every matmul at one stage.
 TILEOPT_HAS_STAGES = "num_stages" in inspect.signature(tileopt.compile).parameters
+TILEOPT_HAS_TMA = "tma" in inspect.signature(tileopt.compile).parameters
 
 
 def _import_triton() -> Any | None:
@@ -311,6 +316,25 @@ def tr_matmul(
     tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
 
 
+@triton.jit
+def tr_matmul_tma(
+    a_desc, b_desc, c_ptr, m, n, k, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """tr_matmul with its operands loaded through host-side tensor descriptors (TMA)."""
+    row0 = tl.program_id(0) * BLOCK_M
+    col0 = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in range(0, k, BLOCK_K):
+        a = a_desc.load([row0, start])
+        b = b_desc.load([start, col0])
+        acc = tl.dot(a, b, acc)
+    rows = row0 + tl.arange(0, BLOCK_M)
+    cols = col0 + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < m) & (cols[None, :] < n)
+    tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
+
+
 # ---------------------------------------------------------------------------------------------
 # the cases
 
@@ -348,6 +372,9 @@ class Case:
     num_stages: int | None = None
     tile: str = ""  # the matmul's block_m x block_n x block_k
     large: bool = False  # one of the large-tile matmul configurations (their own table)
+    tileopt_extra: dict[str, Any] = field(default_factory=dict)  # more compile options
+    # Triton arguments that are host-side tensor descriptors: name -> block shape
+    triton_descriptors: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -384,17 +411,25 @@ def matmul_case(
     variant: str,
     env: dict[str, str],
     name: str = "matmul_f16",
+    tma: bool | None = None,
 ) -> Case:
-    """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target."""
+    """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target;
+    on sm_90a with ``tma`` its operands come through TMA on both sides (Triton: host-side
+    tensor descriptors), without it through cp.async (tileopt: ``tma=False``)."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
     grid = kernels.matmul_grid((m, k), (k, n), bm, bn)
+    fn, args = tr_matmul, {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
+                           "stride_a": k, "stride_b": n, "stride_c": n}
+    descriptors: dict[str, tuple[int, ...]] = {}
+    if tma:
+        fn, args = tr_matmul_tma, {"a_desc": "a", "b_desc": "b", "c_ptr": "c", "m": m, "n": n,
+                                   "k": k, "stride_c": n}
+        descriptors = {"a_desc": (bm, bk), "b_desc": (bk, bn)}
     return Case(
         name, lambda: kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk),
         grid, ["a", "b", "c"],
-        tr_matmul,
-        {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
-         "stride_a": k, "stride_b": n, "stride_c": n},
+        fn, args,
         {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, (*grid, 1),
         {"a": a, "b": b, "c": torch.zeros(m, n)}, {"c": a.float() @ b.float()},
         # this tiling's floor: a row block of a is read once per program column, ...
@@ -403,6 +438,8 @@ def matmul_case(
         target=target, num_warps=num_warps, atol=2e-2, rtol=1e-3, variant=variant,
         triton_env=env, num_stages=num_stages, tile=f"{bm}x{bn}x{bk}",
         large=name.endswith("_large"),
+        tileopt_extra={} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma},
+        triton_descriptors=descriptors,
     )
 
 
@@ -527,23 +564,26 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     size = 128 if quick else 512
     # sm_80: mma.sync on both sides. sm_90: tileopt's mma.sync against Triton's (its switch
     # DISABLE_MMA_V3=1). sm_90a: wgmma on both sides (Triton's default on capability 90).
-    for target, variant, env in (
-        ("sm_80", "", {}),
-        ("sm_90", "mma.sync", {"DISABLE_MMA_V3": "1"}),
-        ("sm_90a", "wgmma", {}),
+    # sm_90a with TMA: tileopt's default there, Triton's with tensor descriptors.
+    for target, variant, env, tma in (
+        ("sm_80", "", {}, None),
+        ("sm_90", "mma.sync", {"DISABLE_MMA_V3": "1"}, None),
+        ("sm_90a", "wgmma", {}, False),
+        ("sm_90a", "wgmma+TMA", {}, True),
     ):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
-                                 variant, env))
+                                 variant, env, tma=tma))
     if large:
         # Triton's tutorial/autotuner tiles for A100 and H100, at 4 and 8 warps, 3 and 4
-        # stages: enough programs of several K iterations to run in the emulator.
+        # stages: enough programs of several K iterations to run in the emulator. On sm_90a
+        # both sides copy with TMA (Triton through tensor descriptors).
         for target in ("sm_80", "sm_90a"):
             for block in ((128, 128, 64), (128, 256, 64)):
                 for warps in (4, 8):
                     for num_stages in (3, 4):
                         cases.append(matmul_case(
                             randn, 256, 256, 256, block, warps, num_stages, target, "", {},
-                            name="matmul_f16_large",
+                            name="matmul_f16_large", tma=True if target == "sm_90a" else None,
                         ))
     return cases
 
@@ -703,7 +743,7 @@ def tileopt_options(case: Case, names: Sequence[str]) -> dict[str, Any]:
     }
     if case.num_stages is not None and TILEOPT_HAS_STAGES:
         options["num_stages"] = case.num_stages
-    return options
+    return {**options, **case.tileopt_extra}
 
 
 def run_tileopt(case: Case, repeat: int, emulate: bool) -> Measured:
@@ -766,6 +806,11 @@ def triton_source(case: Case) -> Any:
     attrs: dict[tuple[int, ...], list[list[Any]]] = {}
     for name, value in case.triton_args.items():
         index = fn.arg_names.index(name)
+        if name in case.triton_descriptors:
+            t = case.tensors[value]
+            block = ", ".join(map(str, case.triton_descriptors[name]))
+            signature[name] = f"tensordesc<{_TRITON_DTYPES[t.dtype][1:]}[{block}]>"
+            continue
         if isinstance(value, str):
             t = case.tensors[value]
             signature[name] = _TRITON_DTYPES[t.dtype]
@@ -815,6 +860,26 @@ def compile_triton(case: Case, src: Any, num_stages: int | None, repeat: int) ->
                 os.environ[key] = value
 
 
+_TRITON_MAP_TYPES = {6: DataType.FLOAT16, 7: DataType.FLOAT32, 10: DataType.BFLOAT16}
+
+
+def triton_launch_args(case: Case, compiled: Any, tensors: dict[str, torch.Tensor]) -> list[Any]:
+    """Triton's kernel arguments: a host-side descriptor is its tensor map (made from the
+    compiled kernel's ``tensordesc_meta``: block, swizzle, element type), shape and strides."""
+    metas = iter(getattr(compiled.metadata, "tensordesc_meta", None) or ())
+    args: list[Any] = []
+    for name, value in case.triton_args.items():
+        if name in case.triton_descriptors:
+            t, meta = tensors[value], next(metas)
+            tmap = TensorMap.from_tensor(t, tuple(meta["block_size"]),
+                                         swizzle=Swizzle(meta["swizzle"]),
+                                         dtype=_TRITON_MAP_TYPES[meta["elem_type"]])
+            args += [tmap, *t.shape, *t.stride()]
+        else:
+            args.append(tensors[value] if isinstance(value, str) else value)
+    return args
+
+
 def run_triton(
     case: Case, repeat: int, emulate: bool, num_stages: int | None = None, default: bool = False
 ) -> Measured:
@@ -843,7 +908,7 @@ def run_triton(
     if not emulate or default:
         return measured
     tensors = fresh(case)
-    args: list[Any] = [tensors[a] if isinstance(a, str) else a for a in case.triton_args.values()]
+    args = triton_launch_args(case, compiled, tensors)
     # Triton >= 3.3 appends scratch pointers (global, profile) to every kernel's parameters.
     grid = case.triton_grid
     programs = grid[0] * grid[1] * grid[2]

@@ -101,6 +101,8 @@ struct AsyncCopy {
   /// its bytes; `mbarriers` loads share it (its arrival count).
   int tensorMap = -1;
   unsigned mbarriers = 0;
+  /// Only TMA can make this copy (isTmaCopyable, not isAsyncCopyable).
+  bool tmaOnly = false;
   /// On the body's first prefetched TMA load: the phase parity (index) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;
@@ -609,6 +611,13 @@ int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
 /// it skips), and no op between it and the dot may use shared memory (it
 /// would overwrite the staging area).
 void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
+
+/// Takes back the copies that only TMA could make (AsyncCopy::tmaOnly) and
+/// that `tmaLoads`, the loads of the kernel's TMA pipelines, do not hold:
+/// those loads go through registers.
+void demoteTmaOnlyCopies(tile::KernelOp kernel,
+                         const llvm::DenseSet<mlir::Operation *> &tmaLoads,
+                         LoweringState &state);
 
 /// Whether a load with `facts` can copy its tile into a dot's staging area
 /// with 16-byte cp.async: aligned whole 16-byte runs along the rows, zero

@@ -28,7 +28,10 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);
-  // The scalar fallback of a load or store (see scalarFallbackTile).
+  // The scalar fallback of a load or store (see scalarFallbackTile); none
+  // for a load that copies into a dot's staging area.
+  if (state.asyncCopies.contains(op))
+    return 0;
   if (auto it = state.accesses.find(op);
       it != state.accesses.end() && it->second.fallback)
     return fallbackStagingBytes(it->second.fallback);
@@ -76,39 +79,76 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return;
-    SmallVector<std::pair<LoadOp, unsigned>> copies;
+    // The operands' loads that may copy: with cp.async, or only with TMA
+    // (in a TMA pipeline, else demoteTmaOnlyCopies takes them back).
+    SmallVector<std::tuple<LoadOp, unsigned, bool>> candidates;
     for (unsigned operand = 0; operand < 2; ++operand) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
       if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
         continue;
-      if (!isAsyncCopyable(load, state.accesses[load]))
-        continue;
+      if (isAsyncCopyable(load, state.accesses[load]))
+        candidates.push_back({load, operand, false});
+      else if (isTmaCopyable(load, AsyncCopy{dot, operand}, state))
+        candidates.push_back({load, operand, true});
+    }
+    SmallVector<std::tuple<LoadOp, unsigned, bool>> copies;
+    for (auto [load, operand, tmaOnly] : candidates) {
       bool clobbered = false;
       for (Operation *op = load->getNextNode(); op != dot && !clobbered;
            op = op->getNextNode())
         clobbered = op->walk([&](Operation *nested) {
-                        return scratchBytes(nested, state) > 0
+                        bool candidate = llvm::any_of(candidates, [&](auto &c) {
+                          return std::get<0>(c).getOperation() == nested;
+                        });
+                        return !candidate && scratchBytes(nested, state) > 0
                                    ? WalkResult::interrupt()
                                    : WalkResult::advance();
                       }).wasInterrupted();
       if (!clobbered)
-        copies.push_back({load, operand});
+        copies.push_back({load, operand, tmaOnly});
     }
     if (copies.empty())
       return;
     llvm::sort(copies, [](auto &a, auto &b) {
-      return a.first->isBeforeInBlock(b.first);
+      return std::get<0>(a)->isBeforeInBlock(std::get<0>(b));
     });
     unsigned mask = 0;
     for (auto [i, copy] : llvm::enumerate(copies)) {
-      AsyncCopy &async = state.asyncCopies[copy.first];
+      AsyncCopy &async = state.asyncCopies[std::get<0>(copy)];
       async.dot = dot;
-      async.operand = copy.second;
+      async.operand = std::get<1>(copy);
+      async.tmaOnly = std::get<2>(copy);
       async.barrier = i == 0;
-      mask |= 1u << copy.second;
+      mask |= 1u << async.operand;
     }
     state.asyncOperands[dot] = mask;
   });
+}
+
+void demoteTmaOnlyCopies(KernelOp kernel, const DenseSet<Operation *> &tmaLoads,
+                         LoweringState &state) {
+  DenseSet<Operation *> dots;
+  kernel.walk([&](LoadOp load) {
+    auto it = state.asyncCopies.find(load);
+    if (it == state.asyncCopies.end() || !it->second.tmaOnly ||
+        tmaLoads.contains(load))
+      return;
+    DotOp dot = it->second.dot;
+    state.asyncOperands[dot] &= ~(1u << it->second.operand);
+    state.asyncCopies.erase(it);
+    dots.insert(dot);
+  });
+  // The first copy left before each dot waits for the shared memory.
+  for (Operation *dot : dots) {
+    LoadOp first;
+    for (Value operand : dot->getOperands().take_front(2))
+      if (auto load = operand.getDefiningOp<LoadOp>();
+          load && state.asyncCopies.contains(load) &&
+          (!first || load->isBeforeInBlock(first)))
+        first = load;
+    if (first)
+      state.asyncCopies[first].barrier = true;
+  }
 }
 
 SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,

@@ -387,10 +387,19 @@ struct ConvertTileToNVVM
           state.tmaDots.insert(p.dots.front());
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
+      // Copies only TMA can make need a TMA pipeline.
+      DenseSet<Operation *> tmaLoads;
+      for (const LoopPipeline &p : pipelines)
+        if (p.tma && stages > 1)
+          tmaLoads.insert(p.loads.begin(), p.loads.end());
+      demoteTmaOnlyCopies(kernel, tmaLoads, state);
       DenseSet<Operation *> ringDots;
       SmallVector<std::pair<scf::ForOp, DotOp>> tmaLoops;
-      for (const LoopPipeline &p : pipelines) {
-        if (stages == 1) {
+      for (LoopPipeline &p : pipelines) {
+        llvm::erase_if(p.loads, [&](LoadOp load) {
+          return !state.asyncCopies.contains(load);
+        });
+        if (stages == 1 || p.loads.empty()) {
           state.tmaDots.erase(p.dots.front());
           continue;
         }

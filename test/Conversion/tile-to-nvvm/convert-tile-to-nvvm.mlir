@@ -928,9 +928,9 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // WGMMA: wgmma.mma_async
 // WGMMA: wgmma.wait_group.sync.aligned 1;
 // WGMMA: scf.yield
-// WGMMA: nvvm.cp.async.wait.group 0
 // WGMMA: %[[WAITED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;"
-// WGMMA: llvm.extractvalue %[[WAITED]][0]
+// WGMMA-NEXT: llvm.extractvalue %[[WAITED]][0]
+// WGMMA: nvvm.cp.async.wait.group 0
 // WGMMA: st.global
 // With TMA (the default on sm_90a) the kernel takes one tensor map per view
 // and box, last; the first thread initialises one mbarrier per ring slot
@@ -957,6 +957,37 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // TMA: @p mbarrier.inval.shared::cta.b64 [$1];\0A@p mbarrier.inval.shared::cta.b64 [$2];\0A@p mbarrier.inval.shared::cta.b64 [$3];
 // TMA: wgmma.wait_group.sync.aligned 0;
 tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// Without whole 16-byte runs (no tile.size_divisibility) cp.async cannot
+// copy the operands, but TMA can: its boxes read past the end as zeros.
+// CHECK-LABEL: gpu.func @tma_only_k_loop
+// CHECK-NOT: nvvm.cp.async
+// CHECK: gpu.return
+// WGMMA-LABEL: gpu.func @tma_only_k_loop
+// WGMMA-NOT: nvvm.cp.async
+// WGMMA-NOT: tile.tensor_maps
+// WGMMA: gpu.return
+// TMA-LABEL: gpu.func @tma_only_k_loop
+// TMA-SAME: tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: scf.for
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: mbarrier.try_wait.parity
+tile.kernel @tma_only_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
