@@ -360,11 +360,11 @@ struct ConvertTileToNVVM
         if (std::optional<AccessOperands> access = accessOperands(op))
           state.accesses[op] = analyzeAccess(*access);
       });
-    for (KernelOp kernel : kernels)
-      planAsyncCopies(kernel, state);
     module.walk([&](LaunchOp launch) {
       state.hostLaunched.insert(launch.getKernel());
     });
+    for (KernelOp kernel : kernels)
+      planAsyncCopies(kernel, state);
 
     // Software pipelines, then each kernel's shared memory: static up to
     // 48 KiB, dynamic beyond, up to what the chip gives a block.

@@ -130,24 +130,37 @@ Value coordinate(OpBuilder &b, Location loc, Value offset) {
 
 } // namespace
 
-void initMbarriers(OpBuilder &b, Location loc, KernelState &ks,
-                   int64_t mbarrierOffset, unsigned count, unsigned arrivals) {
+namespace {
+
+/// The first thread runs `statement` (a format of its operand's number) on
+/// each of `count` mbarriers from byte `offset`, then `last`.
+void onEachMbarrier(OpBuilder &b, Location loc, KernelState &ks, int64_t offset,
+                    int64_t count, StringRef statement, StringRef last = "") {
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n";
   SmallVector<Value> operands = {isFirstThread(b, loc, ks)};
   std::string constraints = "r";
-  for (unsigned i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < count; ++i) {
     operands.push_back(
         sharedAddress(b, loc,
-                      mbarrierPtr(b, loc, ks, mbarrierOffset,
+                      mbarrierPtr(b, loc, ks, offset,
                                   arith::ConstantIndexOp::create(b, loc, i))));
-    text += llvm::formatv("@p mbarrier.init.shared::cta.b64 [${0}], {1};\n",
-                          i + 1, arrivals)
-                .str();
+    text += "@p " + llvm::formatv(statement.data(), i + 1).str() + "\n";
     constraints += ",r";
   }
+  if (!last.empty())
+    text += ("@p " + last + "\n").str();
+  emitAsm(b, loc, {}, operands, text + "}", constraints, /*sideEffects=*/true);
+}
+
+} // namespace
+
+void initMbarriers(OpBuilder &b, Location loc, KernelState &ks,
+                   int64_t mbarrierOffset, unsigned count, unsigned arrivals) {
   // The copies complete on the barriers through the async proxy.
-  text += "@p fence.mbarrier_init.release.cluster;\n}";
-  emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+  onEachMbarrier(b, loc, ks, mbarrierOffset, count,
+                 "mbarrier.init.shared::cta.b64 [${0}], " +
+                     std::to_string(arrivals) + ";",
+                 "fence.mbarrier_init.release.cluster;");
 }
 
 void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
@@ -218,20 +231,8 @@ void invalidateMbarriers(scf::ForOp loop, LoweringState &state) {
   KernelState &ks = state.get(loop);
   // Every thread is done waiting before the memory is reused.
   barrier(b, loc);
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n";
-  SmallVector<Value> operands = {isFirstThread(b, loc, ks)};
-  std::string constraints = "r";
-  for (int64_t i = 0; i < count; ++i) {
-    operands.push_back(
-        sharedAddress(b, loc,
-                      mbarrierPtr(b, loc, ks, offset,
-                                  arith::ConstantIndexOp::create(b, loc, i))));
-    text += llvm::formatv("@p mbarrier.inval.shared::cta.b64 [${0}];\n", i + 1)
-                .str();
-    constraints += ",r";
-  }
-  text += "}";
-  emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+  onEachMbarrier(b, loc, ks, offset, count,
+                 "mbarrier.inval.shared::cta.b64 [${0}];");
 }
 
 } // namespace tileopt::nvvm

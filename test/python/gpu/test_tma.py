@@ -17,6 +17,7 @@ import pytest
 import torch
 from test_kernels import assert_close, matmul_bound
 from tileopt import kernels
+from tileopt.builder import KernelBuilder, View
 from tileopt.compiler import TensorMapParam, compile
 
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
@@ -117,6 +118,37 @@ def test_empty_operands_read_as_zeros() -> None:
     kern = _matmul(64, 64, 32, 4, 3)
     a, b, c = _run(kern, 64, 64, 70, 0, 48)
     assert torch.equal(c, torch.zeros(70, 48))
+
+
+def test_two_tma_pipelines_in_one_kernel() -> None:
+    """c = a @ b + d @ e in two K loops: four tensor maps, each loop its own mbarriers
+    (initialised before it, invalidated after it, their memory reused by the next ring)."""
+    f16 = View("f16", 2, contiguous=True)
+    kb = KernelBuilder("two_matmuls", a=f16, b=f16, d=f16, e=f16,
+                       c=View("f32", 2, contiguous=True))
+    with kb as k:
+        m, n = k.program_id(0) * 64, k.program_id(1) * 64
+        acc = k.full([64, 64], 0.0, "f32")
+        for x, y in ((k.args.a, k.args.b), (k.args.d, k.args.e)):
+            with k.loop(0, k.size(x, 1), 32, carried=[acc]) as loop:
+                (carried,) = loop.carried
+                tx = k.load(x, [m, loop.iv], [64, 32])
+                ty = k.load(y, [loop.iv, n], [32, 64])
+                loop.yield_(k.dot(tx, ty, carried))
+            (acc,) = loop.results
+        k.store(acc, k.args.c, [m, n])
+    kern = compile(kb, "sm_90a", num_stages=3, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert [m.view for m in kern.metadata.tensor_maps] == [0, 1, 2, 3]
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 6
+    assert ptx.count("mbarrier.inval.shared::cta.b64") == 6
+    torch.manual_seed(2)
+    a, b = torch.randn(130, 96).half(), torch.randn(96, 80).half()
+    d, e = torch.randn(130, 48).half(), torch.randn(48, 80).half()
+    c = torch.full((130, 80), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, d, e, c)
+    want = a.double() @ b.double() + d.double() @ e.double()
+    assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
 
 
 def test_tma_and_cp_async_compute_the_same() -> None:
