@@ -25,7 +25,8 @@ void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
   Type stored = storageType(b, type.getElementType());
   int64_t bytes = storageBits(type.getElementType()) / 8;
   WriteOnce once(coords.offsets, type.getShape());
-  int64_t dim = contiguity(type.getEncoding()).first;
+  // Shared memory is row-major: vectors run along the last dimension.
+  int64_t dim = std::max<int64_t>(type.getRank() - 1, 0);
   for (Run run :
        contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
     if ((keep && !keep(coords.offsets[run.first])) || !once.claim(run))
@@ -51,14 +52,8 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
   // Registers contiguous along the row go out as one vector store when rows
   // (with their padding) keep 16-byte alignment; else one store each.
   Type stored = storageType(b, type.getElementType());
-  int64_t bytes = storageBits(type.getElementType()) / 8;
-  int64_t rank = logicalShape.size();
-  auto [dim, contiguous] = contiguity(type.getEncoding());
-  unsigned maxElems = 1;
-  if (rank > 0 && dim == rank - 1 &&
-      (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes % 16 == 0 &&
-      byteOffset % 16 == 0 && logicalShape == type.getShape())
-    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
+  unsigned maxElems =
+      rowVectorElems(type, logicalShape, pad, byteOffset, type.getShape());
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> coord) {
         Value index = linearIndex(b, loc, coord, logicalShape, pad);
@@ -68,24 +63,77 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
 
 namespace {
 
-SmallVector<Value> loadTileFromShared(OpBuilder &b, Location loc,
-                                      KernelState &ks, RankedTensorType type,
-                                      ArrayRef<int64_t> logicalShape,
-                                      int64_t pad, int64_t byteOffset = 0) {
+/// Loads the registers of `type` that `keep` accepts (all without it) from
+/// shared memory, `pointerOf` their coordinates, runs of up to `maxElems`
+/// along the last dimension as one vector each; the others stay null.
+SmallVector<Value>
+loadRunsFromShared(OpBuilder &b, Location loc, KernelState &ks,
+                   RankedTensorType type, unsigned maxElems,
+                   function_ref<Value(ArrayRef<Value>)> pointerOf,
+                   function_ref<bool(ArrayRef<int64_t>)> keep = {}) {
   TileCoords coords = emitCoords(b, loc, type, ks);
-  Type element = type.getElementType();
-  SmallVector<Value> values;
-  for (const SmallVector<Value> &coord : coords.coords) {
-    Value index = linearIndex(b, loc, coord, logicalShape, pad);
-    Value ptr =
-        sharedPtr(b, loc, ks, storageType(b, element), index, byteOffset);
-    Value v = LLVM::LoadOp::create(b, loc, storageType(b, element), ptr);
-    values.push_back(fromStorage(b, loc, v, element));
+  Type element = type.getElementType(), stored = storageType(b, element);
+  int64_t bytes = storageBits(element) / 8;
+  SmallVector<Value> values(coords.offsets.size());
+  int64_t dim = std::max<int64_t>(type.getRank() - 1, 0);
+  for (Run run :
+       contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
+    if (keep && !keep(coords.offsets[run.first]))
+      continue;
+    Value ptr = pointerOf(coords.coords[run.first]);
+    if (run.count == 1) {
+      values[run.first] = fromStorage(
+          b, loc, LLVM::LoadOp::create(b, loc, stored, ptr), element);
+      continue;
+    }
+    Value vec = LLVM::LoadOp::create(
+        b, loc, VectorType::get({int64_t(run.count)}, stored), ptr,
+        /*alignment=*/run.count * bytes);
+    for (unsigned e = 0; e < run.count; ++e)
+      values[run.first + e] = fromStorage(
+          b, loc, vector::ExtractOp::create(b, loc, vec, e), element);
   }
   return values;
 }
 
+/// The longest run of a tile's registers along its last dimension that one
+/// vector of at most 16 bytes can move.
+unsigned longestRowRun(RankedTensorType t) {
+  unsigned longest = 1;
+  for (Run run : contiguousRuns(
+           getRegisterOffsets(t.getEncoding(), t.getShape()), t.getShape(),
+           t.getRank() - 1, 128 / storageBits(t.getElementType())))
+    longest = std::max(longest, run.count);
+  return longest;
+}
+
 } // namespace
+
+unsigned rowVectorElems(RankedTensorType type, ArrayRef<int64_t> logicalShape,
+                        int64_t pad, int64_t byteOffset,
+                        ArrayRef<int64_t> registerShape) {
+  int64_t rank = logicalShape.size();
+  int64_t bytes = storageBits(type.getElementType()) / 8;
+  if (rank == 0 || byteOffset % 16 != 0 ||
+      (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes % 16 != 0 ||
+      logicalShape != registerShape)
+    return 1;
+  return std::min<int64_t>(16 / bytes, logicalShape.back());
+}
+
+int64_t restagePad(RankedTensorType from, RankedTensorType to) {
+  int64_t pad = smemPad(from.getElementType());
+  if (from.getRank() != 2 || to.getRank() != 2)
+    return pad;
+  // Both sides move row vectors: rows padded by a whole vector keep both
+  // aligned. Where a side goes down the columns one element at a time, the
+  // one-word pad spreads its accesses over the banks instead.
+  int64_t in = longestRowRun(from), out = longestRowRun(to);
+  int64_t vec = std::max(in, out);
+  if (std::min(in, out) > 1 && from.getDimSize(1) % vec == 0)
+    return vec;
+  return pad;
+}
 
 RestageSlicing restageSlicing(RankedTensorType from, RankedTensorType to,
                               int64_t pad) {
@@ -132,24 +180,27 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
                                         Value vector, RankedTensorType to,
                                         int64_t pad) {
   auto [dim, slices] = restageSlicing(from, to, pad);
+  Type stored = storageType(b, from.getElementType());
   if (slices == 1) {
     leadingBarrier(b, loc, ks);
     storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
     barrier(b, loc);
-    return loadTileFromShared(b, loc, ks, to, to.getShape(), pad);
+    return loadRunsFromShared(
+        b, loc, ks, to,
+        rowVectorElems(to, to.getShape(), pad, 0, to.getShape()),
+        [&](ArrayRef<Value> coord) {
+          return sharedPtr(b, loc, ks, stored,
+                           linearIndex(b, loc, coord, to.getShape(), pad));
+        });
   }
   // Slice by slice: each thread moves its registers in the slice, at their
-  // place in a tile of the slice's shape.
+  // place in a tile of the slice's shape. Vectors are aligned to their size
+  // (contiguousRuns), so none crosses into the next slice.
   SmallVector<int64_t> shape(from.getShape());
   shape[dim] /= slices;
-  Type element = from.getElementType(), stored = storageType(b, element);
-  int64_t bytes = storageBits(element) / 8;
-  auto [fastest, contiguous] = contiguity(from.getEncoding());
-  unsigned maxElems = 1;
-  if (fastest == 1 && (shape[1] + pad) * bytes % 16 == 0)
-    maxElems = std::min<unsigned>(contiguous, 16 / bytes);
-  TileCoords coords = emitCoords(b, loc, to, ks);
-  SmallVector<Value> values(coords.offsets.size());
+  unsigned maxElems = rowVectorElems(from, shape, pad, 0, shape);
+  SmallVector<Value> values(
+      getRegisterOffsets(to.getEncoding(), to.getShape()).size());
   for (int64_t s = 0; s < slices; ++s) {
     int64_t first = s * shape[dim];
     auto inSlice = [&](ArrayRef<int64_t> o) {
@@ -165,20 +216,16 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
       barrier(b, loc);
     else
       leadingBarrier(b, loc, ks);
-    storeRunsToShared(
-        b, loc, ks, from, vector, maxElems,
-        [&](ArrayRef<Value> coord) {
-          return sharedPtr(b, loc, ks, stored, at(coord));
-        },
-        inSlice);
+    auto pointerOf = [&](ArrayRef<Value> coord) {
+      return sharedPtr(b, loc, ks, stored, at(coord));
+    };
+    storeRunsToShared(b, loc, ks, from, vector, maxElems, pointerOf, inSlice);
     barrier(b, loc);
-    for (auto [r, offset] : llvm::enumerate(coords.offsets)) {
-      if (!inSlice(offset))
-        continue;
-      Value ptr = sharedPtr(b, loc, ks, stored, at(coords.coords[r]));
-      values[r] = fromStorage(b, loc, LLVM::LoadOp::create(b, loc, stored, ptr),
-                              element);
-    }
+    SmallVector<Value> loaded =
+        loadRunsFromShared(b, loc, ks, to, maxElems, pointerOf, inSlice);
+    for (auto [r, value] : llvm::enumerate(loaded))
+      if (value)
+        values[r] = value;
   }
   return values;
 }
@@ -207,7 +254,7 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
     }
     // A reshape keeps the row-major order: stage it unpadded and flat.
     bool reshape = std::is_same_v<Op, ReshapeOp>;
-    int64_t pad = reshape ? 0 : smemPad(srcType.getElementType());
+    int64_t pad = reshape ? 0 : restagePad(srcType, resType);
     SmallVector<Value> values = restageThroughShared(
         rewriter, loc, ks, srcType, adaptor.getSource(), resType, pad);
     rewriter.replaceOp(op,

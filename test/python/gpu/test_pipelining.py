@@ -48,9 +48,10 @@ def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
     else:  # `ahead` iterations in flight, drained after the loop
         assert waits == {str(ahead - 1), "0"}
         # One ring slot per stage: 64x32 and 32x64 f16 operands (padded rows on sm_80). The
-        # epilogue's 64x64 f32 conversion (rows padded by one word) reuses the rings' space.
+        # epilogue's 64x64 f32 conversion (rows padded by one 16-byte vector, which both
+        # sides move) reuses the rings' space.
         slot = 8192 if target == "sm_90a" else 9728
-        assert kern.metadata.shared_bytes == max(stages * slot, 64 * 65 * 4)
+        assert kern.metadata.shared_bytes == max(stages * slot, 64 * 68 * 4)
     # K from below one block (every prefetch past the end) to several rings' worth;
     # M and N not multiples of the tile.
     for m, k, n in [(200, 304, 144), (70, 16, 48), (64, 96, 64)]:
@@ -151,6 +152,19 @@ def test_dynamic_shared_memory_from_ptx_needs_its_size() -> None:
     _check(again, 128, 128, 130, 64, 144)
     with pytest.raises(OptionError, match="dynamic_shared_bytes= is for start='ptx'"):
         compile(kernels.matmul("f16"), "sm_80", dynamic_shared_bytes=1024)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_epilogue_conversion_moves_vectors(target: str) -> None:
+    """The accumulator's conversion to the store's layout moves vectors through shared memory
+    on both sides: the mma layout's column pairs as st.shared.v2, the store layout's 16-byte
+    row pieces as ld.shared.v4 (rows padded by one 16-byte vector keep both aligned), where
+    every element used to move alone (128 + 128 scalar accesses per thread here)."""
+    kern = _matmul(target, 128, 128, 64, 4, 3)
+    ptx = str(kern.asm["ptx"])
+    assert ptx.count("st.shared.v2.b32") == 64 and ptx.count("ld.shared.v4.b32") == 32
+    assert not re.search(r"(st|ld)\.shared\.b32", ptx)
+    _check(kern, 128, 128, 200, 80, 272)
 
 
 def test_epilogue_reuses_the_rings_and_converts_in_slices() -> None:
