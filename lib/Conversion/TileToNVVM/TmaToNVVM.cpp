@@ -128,10 +128,6 @@ Value coordinate(OpBuilder &b, Location loc, Value offset) {
   return arith::TruncIOp::create(b, loc, b.getI32Type(), wide);
 }
 
-} // namespace
-
-namespace {
-
 /// The first thread runs `statement` (a format of its operand's number) on
 /// each of `count` mbarriers from byte `offset`, then `last`.
 void onEachMbarrier(OpBuilder &b, Location loc, KernelState &ks, int64_t offset,
