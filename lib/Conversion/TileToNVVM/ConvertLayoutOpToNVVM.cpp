@@ -16,6 +16,24 @@ using namespace tileopt::tile;
 
 namespace tileopt::nvvm {
 
+namespace {
+
+/// The widest run (elements of `element`, at most 16 bytes) along the last
+/// dimension that one shared-memory vector may move when a tile is staged at
+/// row-major positions in `shape` (rows padded by `pad`) `byteOffset` bytes
+/// in: 1 unless rows stay 16-byte aligned.
+unsigned rowVectorElems(Type element, ArrayRef<int64_t> shape, int64_t pad,
+                        int64_t byteOffset = 0) {
+  int64_t rank = shape.size();
+  int64_t bytes = storageBits(element) / 8;
+  if (rank == 0 || byteOffset % 16 != 0 ||
+      (shape.back() + (rank > 1 ? pad : 0)) * bytes % 16 != 0)
+    return 1;
+  return std::min<int64_t>(16 / bytes, shape.back());
+}
+
+} // namespace
+
 void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector, unsigned maxElems,
                        function_ref<Value(ArrayRef<Value>)> pointerOf,
@@ -53,7 +71,9 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
   // (with their padding) keep 16-byte alignment; else one store each.
   Type stored = storageType(b, type.getElementType());
   unsigned maxElems =
-      rowVectorElems(type, logicalShape, pad, byteOffset, type.getShape());
+      logicalShape == type.getShape()
+          ? rowVectorElems(type.getElementType(), logicalShape, pad, byteOffset)
+          : 1;
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> coord) {
         Value index = linearIndex(b, loc, coord, logicalShape, pad);
@@ -108,18 +128,6 @@ unsigned longestRowRun(RankedTensorType t) {
 }
 
 } // namespace
-
-unsigned rowVectorElems(RankedTensorType type, ArrayRef<int64_t> logicalShape,
-                        int64_t pad, int64_t byteOffset,
-                        ArrayRef<int64_t> registerShape) {
-  int64_t rank = logicalShape.size();
-  int64_t bytes = storageBits(type.getElementType()) / 8;
-  if (rank == 0 || byteOffset % 16 != 0 ||
-      (logicalShape.back() + (rank > 1 ? pad : 0)) * bytes % 16 != 0 ||
-      logicalShape != registerShape)
-    return 1;
-  return std::min<int64_t>(16 / bytes, logicalShape.back());
-}
 
 int64_t restagePad(RankedTensorType from, RankedTensorType to) {
   int64_t pad = smemPad(from.getElementType());
@@ -186,8 +194,7 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
     storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
     barrier(b, loc);
     return loadRunsFromShared(
-        b, loc, ks, to,
-        rowVectorElems(to, to.getShape(), pad, 0, to.getShape()),
+        b, loc, ks, to, rowVectorElems(to.getElementType(), to.getShape(), pad),
         [&](ArrayRef<Value> coord) {
           return sharedPtr(b, loc, ks, stored,
                            linearIndex(b, loc, coord, to.getShape(), pad));
@@ -198,9 +205,8 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
   // (contiguousRuns), so none crosses into the next slice.
   SmallVector<int64_t> shape(from.getShape());
   shape[dim] /= slices;
-  unsigned maxElems = rowVectorElems(from, shape, pad, 0, shape);
-  SmallVector<Value> values(
-      getRegisterOffsets(to.getEncoding(), to.getShape()).size());
+  unsigned maxElems = rowVectorElems(from.getElementType(), shape, pad);
+  SmallVector<Value> values(getElemsPerThread(to.getEncoding(), to.getShape()));
   for (int64_t s = 0; s < slices; ++s) {
     int64_t first = s * shape[dim];
     auto inSlice = [&](ArrayRef<int64_t> o) {

@@ -496,16 +496,6 @@ constexpr int64_t kRestageSliceBytes = 16 * 1024;
 /// vectors, else smemPad.
 int64_t restagePad(mlir::RankedTensorType from, mlir::RankedTensorType to);
 
-/// The widest run (elements, at most 16 bytes) of registers along the last
-/// dimension that one shared-memory vector may move when a tile of
-/// `registerShape` is staged at row-major positions in `logicalShape` (rows
-/// padded by `pad`) `byteOffset` bytes in: 1 unless rows stay 16-byte
-/// aligned.
-unsigned rowVectorElems(mlir::RankedTensorType type,
-                        llvm::ArrayRef<int64_t> logicalShape, int64_t pad,
-                        int64_t byteOffset,
-                        llvm::ArrayRef<int64_t> registerShape);
-
 /// The bytes restageThroughShared stages at once.
 int64_t restageBytes(mlir::RankedTensorType from, mlir::RankedTensorType to,
                      int64_t pad);
