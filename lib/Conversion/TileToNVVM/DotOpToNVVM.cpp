@@ -42,14 +42,25 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
     return arith::AddIOp::create(
         b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
-  Type element = type.getElementType();
-  Value index =
-      linearIndex(b, loc, {row, col}, {rows, cols}, mmaSmemPad(element));
   return arith::AddIOp::create(
       b, loc,
-      arith::MulIOp::create(b, loc, index,
-                            i32Const(b, loc, storageBits(element) / 8)),
+      mmaOffset(b, loc, row, col, cols * storageBits(type.getElementType()) / 8,
+                storageBits(type.getElementType()) / 8),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
+}
+
+void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
+                     unsigned operand, bool wgmma, Value vector) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  unsigned chunk = 128 / storageBits(type.getElementType());
+  unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, chunk) : 1;
+  storeRunsToShared(
+      b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
+        return sharedPtr(
+            b, loc, ks, b.getI8Type(),
+            stagedOperandOffset(b, loc, dot, operand, wgmma, at[0], at[1]));
+      });
 }
 
 bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks,

@@ -504,13 +504,6 @@ int64_t restageBytes(mlir::RankedTensorType from, mlir::RankedTensorType to,
 // Tensor-core dots (DotOpToNVVM.cpp, MmaDotToNVVM.cpp, WgmmaDotToNVVM.cpp)
 //===----------------------------------------------------------------------===//
 
-/// Shared-memory padding (elements of `element`) of the rows of mma.sync
-/// dot operands: 16 bytes, so rows stay 16-byte aligned for ldmatrix and
-/// hit different banks.
-inline int64_t mmaSmemPad(mlir::Type element) {
-  return 128 / storageBits(element);
-}
-
 /// Whether `dot` runs on wgmma: the chip has it and its mma accumulator
 /// fits (isWgmmaDot).
 bool usesWgmma(tile::DotOp dot, const LoweringState &state);
@@ -536,16 +529,31 @@ mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
 /// shared-memory staging area.
 int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
 
+/// Byte offset of element (row, col) of an mma.sync operand whose rows are
+/// `rowBytes` long (a power of two) and elements `elemBytes`: rows one after
+/// the other, and the 16-byte chunk c of row r at c ^ phase(r), the XOR
+/// swizzle Triton uses for these operands: the 8 rows an ldmatrix reads
+/// (one chunk each) hit different banks without padding.
+mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
+                      mlir::Value col, int64_t rowBytes, int64_t elemBytes);
+
 /// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
-/// mma.sync dot in its staging area: row-major rows padded by mmaSmemPad.
+/// mma.sync dot in its staging area (each in mmaOffset's layout).
 int64_t mmaOperandOffset(tile::DotOp dot, unsigned operand);
 
 /// Where element (row, col) of operand `operand` of a tensor-core dot goes in
 /// its staging area (a byte offset into shared memory): wgmma's swizzled
-/// layout or mma.sync's padded rows.
+/// layout or mma.sync's (mmaOffset).
 mlir::Value stagedOperandOffset(mlir::OpBuilder &b, mlir::Location loc,
                                 tile::DotOp dot, unsigned operand, bool wgmma,
                                 mlir::Value row, mlir::Value col);
+
+/// Stores operand `operand` (registers `vector`) of a tensor-core dot into
+/// its staging area (stagedOperandOffset), a 16-byte chunk at a time where
+/// the layout holds the elements contiguously along the rows.
+void storeDotOperand(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
+                     tile::DotOp dot, unsigned operand, bool wgmma,
+                     mlir::Value vector);
 
 /// Puts both operands of a tensor-core dot into its staging area: those
 /// that planAsyncCopies did not send there with cp.async (bit i of
@@ -640,14 +648,14 @@ struct SharedMemoryPlan {
   mlir::Operation *firstUser = nullptr;
 };
 
-/// Lays out `kernel`'s shared memory with `stages` slots in the ring of each
-/// of `ringDots` (the dots of pipelined loops, see pipelineLoop): a ring is
+/// Lays out `kernel`'s shared memory with a ring of `ringSlots[dot]` slots
+/// for each dot of a pipelined loop (see pipelineLoop): a ring is
 /// live through its loop, so the ops inside the loop keep their shared
 /// memory after it; every other op's is live only while it runs, so all of
 /// them start at the same place (or after the rings around them).
 SharedMemoryPlan
-planSharedMemory(tile::KernelOp kernel, unsigned stages,
-                 const llvm::DenseSet<mlir::Operation *> &ringDots,
+planSharedMemory(tile::KernelOp kernel,
+                 const llvm::DenseMap<mlir::Operation *, unsigned> &ringSlots,
                  const LoweringState &state);
 
 //===----------------------------------------------------------------------===//
@@ -665,6 +673,15 @@ struct LoopPipeline {
   /// Its copies are TMA's (isTmaCopyable): one wgmma dot, every load a
   /// tensor map's box.
   bool tma = false;
+  /// Its dots are mma.sync's, in the loop's body: they read their slot
+  /// into registers, so the slot is refilled right after them and the ring
+  /// needs one slot fewer (as Triton's sm_80 pipeline).
+  bool refillAfterDots = false;
+
+  /// The slots of its dots' rings with `stages` stages.
+  unsigned slots(unsigned stages) const {
+    return refillAfterDots ? stages - 1 : stages;
+  }
 };
 
 /// The loops of `kernel` that pipelineLoop can pipeline.
@@ -678,10 +695,10 @@ unsigned fitStages(tile::KernelOp kernel,
                    int64_t limit, const LoweringState &state);
 
 /// Keeps the copies of `stages - 1` iterations of `p.loop` in flight while
-/// its dots run, with the dots' staging areas as rings of `stages` slots
-/// (see SoftwarePipeline.cpp); a wgmma dot that only accumulates into the
-/// loop's value keeps running into the next iteration, and the copies are
-/// then `stages - 2` iterations ahead.
+/// its dots run, with the dots' staging areas as rings of `p.slots(stages)`
+/// slots (see SoftwarePipeline.cpp); a wgmma dot that only accumulates into
+/// the loop's value keeps running into the next iteration, and the copies
+/// are then `stages - 2` iterations ahead.
 mlir::scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
                               LoweringState &state);
 

@@ -1,9 +1,9 @@
 //===- MmaDotToNVVM.cpp - tile.dot on mma.sync ----------------------------===//
 //
 // Tensor-core dots of sm_80 and later: operands staged in shared memory in
-// padded rows, fragments loaded with ldmatrix, one mma.sync per 16x8 block
-// and k step: m16n8k16 for f16/bf16 inputs (f32 or f16 accumulators),
-// m16n8k8 for tf32.
+// XOR-swizzled rows (mmaOffset), fragments loaded with ldmatrix, one mma.sync
+// per 16x8 block and k step: m16n8k16 for f16/bf16 inputs (f32 or f16
+// accumulators), m16n8k8 for tf32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,15 +17,32 @@ using namespace tileopt::tile;
 
 namespace tileopt::nvvm {
 
+Value mmaOffset(OpBuilder &b, Location loc, Value row, Value col,
+                int64_t rowBytes, int64_t elemBytes) {
+  auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+  Value byte = arith::MulIOp::create(b, loc, col, c(elemBytes), kNoWrap);
+  Value rowBase = arith::MulIOp::create(b, loc, row, c(rowBytes), kNoWrap);
+  // 8 chunks (128 bytes) of consecutive rows take 8 phases: a row of C < 8
+  // chunks keeps its phase for 8 / C rows and XORs only its own chunks.
+  int64_t chunks = rowBytes / 16;
+  if (chunks > 1) {
+    int64_t perPhase = std::max<int64_t>(1, 8 / chunks);
+    int64_t phases = std::min<int64_t>(chunks, 8);
+    Value phase = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, row, c(llvm::Log2_64(perPhase))),
+        c(phases - 1));
+    byte = arith::XOrIOp::create(b, loc, byte,
+                                 arith::ShLIOp::create(b, loc, phase, c(4)));
+  }
+  return arith::AddIOp::create(b, loc, rowBase, byte, kNoWrap);
+}
+
 int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
-  RankedTensorType lhs = dot.getLhs().getType();
-  Type element = lhs.getElementType();
   if (operand == 0)
     return 0;
-  return llvm::alignTo(lhs.getDimSize(0) *
-                           (lhs.getDimSize(1) + mmaSmemPad(element)) *
-                           storageBits(element) / 8,
-                       16);
+  RankedTensorType lhs = dot.getLhs().getType();
+  return llvm::alignTo(
+      lhs.getNumElements() * storageBits(lhs.getElementType()) / 8, 128);
 }
 
 namespace {
@@ -101,22 +118,51 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
-  int64_t lhsBytes = mmaOperandOffset(op, 1);
-  int64_t pad = mmaSmemPad(inElement);
   // tf32 (m16n8k8) or f16/bf16 (m16n8k16); a 16-byte ldmatrix row holds
   // `chunk` elements.
   int64_t mmaK = getMmaK(op);
   bool tf32 = inElement.isF32();
   int64_t chunk = 128 / storageBits(inElement);
-  if (stageDotOperands(
-          rewriter, loc, ks, asyncOperands, pipelined, [&](unsigned operand) {
-            if (operand == 0)
-              storeTileToShared(rewriter, loc, ks, lhsType, lhs, {m, k}, pad);
-            else
-              storeTileToShared(rewriter, loc, ks, rhsType, rhs, {k, n}, pad,
-                                lhsBytes);
-          }))
+  if (stageDotOperands(rewriter, loc, ks, asyncOperands, pipelined,
+                       [&](unsigned operand) {
+                         storeDotOperand(rewriter, loc, ks, op, operand,
+                                         /*wgmma=*/false, operand ? rhs : lhs);
+                       }))
     barrier(rewriter, loc);
+  // Shared-memory address of element (row, col) of the lhs or rhs.
+  auto operandPtr = [&](unsigned operand, Value row, Value col) {
+    return sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
+                     stagedOperandOffset(rewriter, loc, op, operand,
+                                         /*wgmma=*/false, row, col));
+  };
+  // A lane's ldmatrix rows differ from its first one by whole swizzle
+  // periods of rows and by chunks that XOR into its own swizzled chunk: each
+  // address is the lane's byte offset (`laneOffset` of `operand` at (row,
+  // col), from the start of shared memory) XOR the low 7 bits of
+  // `xorBytes`, plus its other bits and `addBytes`. The scratch base and
+  // the operand's offset are multiples of 128 and leave the XOR alone; they
+  // also keep the offset loop-variant in a pipeline, so that the compiler
+  // XORs where it loads rather than keeping every address in a register.
+  Value scratch = ks.scratchBase ? ks.scratchBase : i32Const(rewriter, loc, 0);
+  auto laneOffset = [&](unsigned operand, Value row, Value col) -> Value {
+    return arith::AddIOp::create(rewriter, loc, scratch,
+                                 stagedOperandOffset(rewriter, loc, op, operand,
+                                                     /*wgmma=*/false, row, col),
+                                 kNoWrap);
+  };
+  Value symbol = LLVM::AddressOfOp::create(rewriter, loc, ks.sharedMemory);
+  auto swizzledPtr = [&](Value offset, int64_t xorBytes, int64_t addBytes) {
+    if (xorBytes & 127)
+      offset = arith::XOrIOp::create(rewriter, loc, offset,
+                                     i32Const(rewriter, loc, xorBytes & 127));
+    if (int64_t add = (xorBytes & ~int64_t(127)) + addBytes)
+      offset = arith::AddIOp::create(rewriter, loc, offset,
+                                     i32Const(rewriter, loc, add), kNoWrap);
+    return LLVM::GEPOp::create(rewriter, loc, symbol.getType(),
+                               rewriter.getI8Type(), symbol,
+                               ValueRange{offset});
+  };
+  int64_t elemBytes = storageBits(inElement) / 8;
 
   unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
   int64_t repsM = std::max<int64_t>(1, m / (kMmaM * wm));
@@ -152,18 +198,25 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   bool halfAcc = accVecType.getElementType().isF16();
   StringRef shape = tf32 ? "m16n8k8" : "m16n8k16";
   StringRef inType = tf32 ? "tf32" : inElement.isBF16() ? "bf16" : "f16";
+  // A: rows m0 + l%8 + 8*(matrix&1) (16-row steps keep the phase), columns
+  // kk + chunk*(matrix>>1) (kk, a multiple of two chunks, XORs).
+  Value aLane =
+      laneOffset(0, plus(times(warpM, kMmaM), plus(row8, times(matLow, 8))),
+                 times(matHigh, chunk));
+  // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
+  // column of block rn + (matrix>>1), rn even: block rn * wn XORs into the
+  // lane's block warpN + (matrix>>1) * wn, which is below 2 * wn.
+  Value bLane =
+      laneOffset(1, plus(row8, times(matLow, 8)),
+                 plus(times(warpN, kMmaN), times(matHigh, kMmaN * wn)));
+  int64_t bRowBytes = n * elemBytes;
   for (int64_t kk = 0; kk < k; kk += mmaK) {
-    // A: rows m0 + l%8 + 8*(matrix&1), columns kk + chunk*(matrix>>1).
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t rm = 0; rm < repsM; ++rm) {
-      Value row = plus(
-          plus(times(warpM, kMmaM), i32Const(rewriter, loc, rm * kMmaM * wm)),
-          plus(row8, times(matLow, 8)));
-      Value col = plus(i32Const(rewriter, loc, kk), times(matHigh, chunk));
-      Value index = plus(times(row, k + pad), col);
       aFrags.push_back(emitLdMatrix(
-          rewriter, loc, sharedPtr(rewriter, loc, ks, inElement, index), 4,
-          /*trans=*/false));
+          rewriter, loc,
+          swizzledPtr(aLane, kk * elemBytes, rm * kMmaM * wm * k * elemBytes),
+          4, /*trans=*/false));
       if (tf32)
         for (Value &reg : aFrags.back())
           reg = roundToTf32(rewriter, loc, reg);
@@ -178,29 +231,20 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         SmallVector<Value> regs;
         for (int64_t half = 0; half < 2; ++half) {
           Value row = plus(inGroup, i32Const(rewriter, loc, kk + 4 * half));
-          Value ptr = sharedPtr(rewriter, loc, ks, rewriter.getI32Type(),
-                                plus(times(row, n + pad), col), lhsBytes);
           regs.push_back(roundToTf32(
               rewriter, loc,
-              LLVM::LoadOp::create(rewriter, loc, rewriter.getI32Type(), ptr)));
+              LLVM::LoadOp::create(rewriter, loc, rewriter.getI32Type(),
+                                   operandPtr(1, row, col))));
         }
         bFrags.push_back(regs);
       }
     } else {
-      // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
-      // column of block rn + (matrix>>1). One ldmatrix.x4 loads two blocks.
-      Value bRow =
-          plus(i32Const(rewriter, loc, kk), plus(row8, times(matLow, 8)));
+      // One ldmatrix.x4 loads blocks rn and rn + 1 (x2: the lone block).
       for (int64_t rn = 0; rn < repsN; rn += 2) {
         bool pair = rn + 1 < repsN;
-        Value col =
-            plus(times(warpN, kMmaN), i32Const(rewriter, loc, rn * kMmaN * wn));
-        if (pair)
-          col = plus(col, times(matHigh, kMmaN * wn));
-        Value index = plus(times(bRow, n + pad), col);
         SmallVector<Value> regs = emitLdMatrix(
             rewriter, loc,
-            sharedPtr(rewriter, loc, ks, inElement, index, lhsBytes),
+            swizzledPtr(bLane, rn * kMmaN * wn * elemBytes, kk * bRowBytes),
             pair ? 4 : 2, /*trans=*/true);
         bFrags.push_back({regs[0], regs[1]});
         if (pair)

@@ -41,8 +41,7 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
       return wgmmaOperandOffset(dot, 1) +
              wgmmaOperandBytes(r.getDimSize(0), r.getDimSize(1) * 2);
     if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
-      return mmaOperandOffset(dot, 1) +
-             bytesOf(r, mmaSmemPad(r.getElementType()));
+      return mmaOperandOffset(dot, 1) + bytesOf(r, 0);
     int64_t pad = smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }
@@ -151,9 +150,10 @@ void demoteTmaOnlyCopies(KernelOp kernel, const DenseSet<Operation *> &tmaLoads,
   }
 }
 
-SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
-                                  const DenseSet<Operation *> &ringDots,
-                                  const LoweringState &state) {
+SharedMemoryPlan
+planSharedMemory(KernelOp kernel,
+                 const llvm::DenseMap<Operation *, unsigned> &ringSlots,
+                 const LoweringState &state) {
   // Each op's scratch, and the ops that use shared memory in program order.
   SmallVector<std::pair<Operation *, int64_t>> users;
   bool wgmma = false;
@@ -175,7 +175,8 @@ SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
     plan.firstUser = users.front().first;
 
   // The rings first, outer loops before inner ones: each dot's slot is its
-  // staging area, `stages` of them after the rings of the loops around.
+  // staging area, `ringSlots[dot]` of them after the rings of the loops
+  // around.
   llvm::DenseMap<Operation *, int64_t> ringBytes; // per pipelined loop
   auto reservedAround = [&](Operation *op) {
     int64_t bytes = 0;
@@ -188,17 +189,18 @@ SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
   kernel.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     int64_t start = reservedAround(loop), at = start;
     for (auto dot : loop.getBody()->getOps<DotOp>()) {
-      if (!ringDots.contains(dot))
+      unsigned slots = ringSlots.lookup(dot);
+      if (!slots)
         continue;
       int64_t slotBytes = llvm::alignTo(scratch.lookup(dot), align);
       at = llvm::alignTo(at, align);
       ScratchPlacement &place = plan.placements[dot];
       place = {at, slotBytes};
-      at += stages * slotBytes;
+      at += slots * slotBytes;
       if (state.tmaDots.contains(dot)) {
-        place.slots = stages;
+        place.slots = slots;
         place.mbarrierOffset = at;
-        at += stages * 8;
+        at += slots * 8;
       }
     }
     ringBytes[loop] = at - start;
@@ -206,7 +208,7 @@ SharedMemoryPlan planSharedMemory(KernelOp kernel, unsigned stages,
   });
   // Everything else is live only while it runs: after the rings around it.
   for (auto [op, bytes] : users) {
-    if (!bytes || ringDots.contains(op))
+    if (!bytes || ringSlots.contains(op))
       continue;
     int64_t at = llvm::alignTo(reservedAround(op), align);
     if (at)

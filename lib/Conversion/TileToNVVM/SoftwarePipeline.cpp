@@ -4,7 +4,7 @@
 // shared memory with cp.async (planAsyncCopies) keeps the copies of its next
 // `stages - 1` iterations in flight while the dot of the current one runs,
 // as Triton's multi-buffered cp.async pipeline does: the dot's staging area
-// becomes a ring of `stages` slots, and
+// becomes a ring of slots, and
 //
 //   prologue: for i in [0, stages - 1): copy iteration i into slot i; commit
 //   loop:     wait until iteration k's copies landed (wait_group stages - 2);
@@ -12,6 +12,15 @@
 //             copy iteration k + stages - 1 into slot k - 1; commit;
 //             dot on slot k
 //   after:    wait_group 0
+//
+// with `stages` slots. mma.sync dots read their slot into registers
+// (ldmatrix) while they run, so with them the refill moves behind the dots
+// and into their own slot, and the ring keeps `stages - 1` slots, as
+// Triton's sm_80 pipeline does:
+//
+//   loop:     wait_group stages - 2; barrier; dot on slot k;
+//             barrier (every warp is done with slot k);
+//             copy iteration k + stages - 1 into slot k; commit
 //
 // On sm_90a a lone wgmma dot that only accumulates into the loop's value
 // does not wait for its own MMA (wgmma.wait_group 1, as Triton's pipelined
@@ -128,10 +137,14 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
   pipelines = llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
     return !writesMemory(p.loop) && succeeded(addressSlice(p.loop, p.loads));
   });
-  for (LoopPipeline &p : pipelines)
+  for (LoopPipeline &p : pipelines) {
     p.tma = p.dots.size() == 1 && llvm::all_of(p.loads, [&](LoadOp load) {
               return isTmaCopyable(load, state.asyncCopies.lookup(load), state);
             });
+    p.refillAfterDots = llvm::all_of(p.dots, [&](DotOp dot) {
+      return !usesWgmma(dot, state) && dot->getBlock() == p.loop.getBody();
+    });
+  }
   return pipelines;
 }
 
@@ -139,12 +152,14 @@ unsigned fitStages(KernelOp kernel, ArrayRef<LoopPipeline> pipelines,
                    unsigned stages, int64_t limit, const LoweringState &state) {
   if (pipelines.empty())
     return 1;
-  DenseSet<Operation *> ringDots;
-  for (const LoopPipeline &p : pipelines)
-    ringDots.insert(p.dots.begin(), p.dots.end());
-  for (; stages > 1; --stages)
-    if (planSharedMemory(kernel, stages, ringDots, state).bytes <= limit)
+  for (; stages > 1; --stages) {
+    DenseMap<Operation *, unsigned> ringSlots;
+    for (const LoopPipeline &p : pipelines)
+      for (DotOp dot : p.dots)
+        ringSlots[dot] = p.slots(stages);
+    if (planSharedMemory(kernel, ringSlots, state).bytes <= limit)
       break;
+  }
   return stages;
 }
 
@@ -162,6 +177,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   if (wgmma && stages >= 3 && p.dots.size() == 1)
     pending = accumulatedResult(loop, p.dots.front());
   unsigned lead = stages - 1 - (pending ? 1 : 0);
+  unsigned slots = p.slots(stages);
   IRRewriter b(loop.getContext());
   auto index = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
@@ -245,7 +261,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
       [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
         Value next = arith::AddIOp::create(yb, yloc, args[0], index(1));
         Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
-                                           next, index(stages));
+                                           next, index(slots));
         SmallVector<Value> yields = {
             arith::SelectOp::create(yb, yloc, wrap, index(0), next)};
         if (p.tma)
@@ -264,10 +280,11 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   Value slot =
       grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - inits.size()];
 
-  // In the body, before its first load: wait for this iteration's copies,
-  // then refill the slot that no dot reads any more (the previous
-  // iteration's, or the one before it with a running wgmma) with the
-  // iteration `lead` ahead.
+  // In the body, before its first load: wait for this iteration's copies.
+  // Then refill the slot that no dot reads any more with the iteration
+  // `lead` ahead: the previous iteration's slot (or the one before it with
+  // a running wgmma) right there, or, with mma.sync dots, this iteration's
+  // own slot once they read it.
   LoadOp earliest = p.loads.front();
   for (LoadOp load : p.loads)
     if (load->isBeforeInBlock(earliest))
@@ -279,15 +296,25 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
       emitPtx(b, loc, "fence.proxy.async.shared::cta;");
   }
   NVVM::Barrier0Op::create(b, loc);
+  Value free = slot;
+  if (p.refillAfterDots) {
+    Operation *last = p.dots.front();
+    for (DotOp dot : p.dots)
+      if (last->isBeforeInBlock(dot))
+        last = dot;
+    b.setInsertionPointAfter(last);
+    NVVM::Barrier0Op::create(b, loc);
+  } else {
+    Value sum = arith::AddIOp::create(b, loc, slot, index(lead));
+    free = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, sum,
+                              index(slots)),
+        arith::SubIOp::create(b, loc, sum, index(slots)), sum);
+  }
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),
       arith::MulIOp::create(b, loc, grown.getStep(), ivConst(lead)));
-  Value sum = arith::AddIOp::create(b, loc, slot, index(lead));
-  Value free = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, sum,
-                            index(stages)),
-      arith::SubIOp::create(b, loc, sum, index(stages)), sum);
   prefetch(ahead, free);
 
   for (LoadOp load : p.loads)

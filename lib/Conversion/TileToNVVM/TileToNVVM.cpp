@@ -393,7 +393,7 @@ struct ConvertTileToNVVM
         if (p.tma && stages > 1)
           tmaLoads.insert(p.loads.begin(), p.loads.end());
       demoteTmaOnlyCopies(kernel, tmaLoads, state);
-      DenseSet<Operation *> ringDots;
+      DenseMap<Operation *, unsigned> ringSlots;
       SmallVector<std::pair<scf::ForOp, DotOp>> tmaLoops;
       for (LoopPipeline &p : pipelines) {
         llvm::erase_if(p.loads, [&](LoadOp load) {
@@ -404,11 +404,12 @@ struct ConvertTileToNVVM
           continue;
         }
         scf::ForOp loop = pipelineLoop(p, stages, state);
-        ringDots.insert(p.dots.begin(), p.dots.end());
+        for (DotOp dot : p.dots)
+          ringSlots[dot] = p.slots(stages);
         if (p.tma)
           tmaLoops.push_back({loop, p.dots.front()});
       }
-      SharedMemoryPlan plan = planSharedMemory(kernel, stages, ringDots, state);
+      SharedMemoryPlan plan = planSharedMemory(kernel, ringSlots, state);
       for (auto [loop, dot] : tmaLoops) {
         ScratchPlacement place = plan.placements.lookup(dot);
         loop->setAttr(kTmaMbarriersAttr,

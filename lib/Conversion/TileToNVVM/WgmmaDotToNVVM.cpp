@@ -68,26 +68,6 @@ int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
       wgmmaOperandBytes(lhs.getDimSize(0), lhs.getDimSize(1) * 2), 1024);
 }
 
-namespace {
-
-/// Stores operand `operand` (registers `vector`) of a wgmma dot into its
-/// staging area (stagedOperandOffset), 16 bytes at a time where the layout
-/// holds 8 contiguous elements along the rows (a 16-byte swizzle chunk).
-void storeWgmmaOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
-                       unsigned operand, Value vector) {
-  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
-  auto [dim, contiguous] = contiguity(type.getEncoding());
-  unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, 8) : 1;
-  storeRunsToShared(
-      b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
-        return sharedPtr(b, loc, ks, b.getI8Type(),
-                         stagedOperandOffset(b, loc, dot, operand,
-                                             /*wgmma=*/true, at[0], at[1]));
-      });
-}
-
-} // namespace
-
 LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
@@ -106,10 +86,11 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
-  if (stageDotOperands(
-          b, loc, ks, asyncOperands, pipelined, [&](unsigned operand) {
-            storeWgmmaOperand(b, loc, ks, op, operand, operand ? rhs : lhs);
-          })) {
+  if (stageDotOperands(b, loc, ks, asyncOperands, pipelined,
+                       [&](unsigned operand) {
+                         storeDotOperand(b, loc, ks, op, operand,
+                                         /*wgmma=*/true, operand ? rhs : lhs);
+                       })) {
     // wgmma reads shared memory through the async proxy.
     emitPtx(b, loc, "fence.proxy.async.shared::cta;");
     barrier(b, loc);

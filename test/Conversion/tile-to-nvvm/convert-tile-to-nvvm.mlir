@@ -197,7 +197,7 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // go global -> shared with cp.async (zero-filled where out of bounds; no
 // barrier first: nothing used shared memory before), and the dot waits for
 // them instead of storing them:
-// into wgmma's swizzled layout on sm_90a, mma.sync's padded rows on sm_80.
+// into wgmma's swizzled layout on sm_90a, mma.sync's swizzled rows on sm_80.
 // A load with a shared-memory user between it and the dot (a reduction)
 // keeps the register path (A below); B, loaded after it, is copied.
 // CHECK-LABEL: gpu.func @dot_async_copies
@@ -891,17 +891,19 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 
 // A K loop whose operands arrive by cp.async is pipelined num-stages (3)
 // deep: the prologue copies iterations 0 and 1 (a commit group each) into
-// slots 0 and 1 of the ring; each iteration waits for its own group
-// (wait_group 1), passes one barrier, refills the slot the previous
-// iteration read with iteration k + 2 (zero bytes past the end) and runs
-// the dot on its slot, which the loop carries; the ring drains after it.
+// the ring's two slots (mma.sync reads a slot into registers, so the ring
+// has one slot fewer than stages); each iteration waits for its own group
+// (wait_group 1), passes a barrier, runs the dot on its slot, which the
+// loop carries, reading its swizzled rows (XOR) with ldmatrix, passes a
+// barrier again and refills that slot with iteration k + 2 (zero bytes
+// past the end); the ring drains after the loop.
 // On sm_90a the wgmma keeps running into the next iteration (wait_group 1):
 // its slot is refilled one iteration later, so the prologue copies one
 // iteration, each iteration waits for all its copies (wait_group 0) and
 // refills the slot two behind; after the loop wait_group 0 takes the
 // accumulators before the store reads them.
 // CHECK-LABEL: gpu.func @pipelined_k_loop
-// CHECK-SAME: tile.shared_bytes = 29184 : i64
+// CHECK-SAME: tile.shared_bytes = 16384 : i64
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
@@ -909,10 +911,17 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> ({{(f32, )+}}index)
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
+// CHECK-NOT: nvvm.cp.async
+// CHECK: arith.xori
+// CHECK: nvvm.ldmatrix
+// CHECK: arith.xori %{{.*}}, %c32_i32
+// CHECK-NEXT: llvm.getelementptr
+// CHECK-NEXT: nvvm.ldmatrix
+// CHECK-NOT: nvvm.cp.async
+// CHECK: nvvm.barrier0
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-NOT: nvvm.cp.async.wait.group
-// CHECK: nvvm.ldmatrix
 // CHECK: scf.yield
 // CHECK: nvvm.cp.async.wait.group 0
 // WGMMA-LABEL: gpu.func @pipelined_k_loop
@@ -1064,7 +1073,7 @@ tile.kernel @mma_dot_f16_acc(%x: memref<?x?xf16>) {
 #b = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [2, 2]>
 
-// tf32: m16n8k8 on f32 operands staged with 4-element (16-byte) padding. A
+// tf32: m16n8k8 on f32 operands staged in swizzled 16-byte chunks. A
 // comes through ldmatrix (a 16-byte row holds 4 elements), B one b32 load
 // per register (ldmatrix cannot transpose 32-bit elements), and every
 // fragment register is rounded to tf32 first (mma.sync would truncate):
