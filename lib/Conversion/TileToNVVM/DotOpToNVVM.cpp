@@ -38,14 +38,18 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
             arith::ShLIOp::create(b, loc, within, c(3))),
         arith::AndIOp::create(b, loc, col, c(7)));
   }
-  if (wgmma)
+  int64_t elemBytes = storageBits(type.getElementType()) / 8;
+  if (wgmma) {
+    WgmmaOperandShape shape = wgmmaOperandShape(dot, operand);
+    if (operand == 1 && shape.kMajor) // B transposed: its columns are rows
+      std::swap(row, col);
     return arith::AddIOp::create(
-        b, loc, wgmmaOffset(b, loc, row, col, rows, cols * 2),
+        b, loc,
+        wgmmaOffset(b, loc, row, col, shape.rows, shape.rowBytes, elemBytes),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
+  }
   return arith::AddIOp::create(
-      b, loc,
-      mmaOffset(b, loc, row, col, cols * storageBits(type.getElementType()) / 8,
-                storageBits(type.getElementType()) / 8),
+      b, loc, mmaOffset(b, loc, row, col, cols * elemBytes, elemBytes),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 
@@ -54,7 +58,10 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
   auto [dim, contiguous] = contiguity(type.getEncoding());
   unsigned chunk = 128 / storageBits(type.getElementType());
-  unsigned maxElems = dim == 1 ? std::min<unsigned>(contiguous, chunk) : 1;
+  // Staged rows run along the tile's rows, but for wgmma's transposed B.
+  bool transposed = wgmma && operand == 1 && wgmmaOperandShape(dot, 1).kMajor;
+  unsigned maxElems =
+      dim == 1 && !transposed ? std::min<unsigned>(contiguous, chunk) : 1;
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
         return sharedPtr(

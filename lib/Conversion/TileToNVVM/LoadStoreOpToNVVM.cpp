@@ -871,14 +871,19 @@ struct LoadLowering : TilePattern<LoadOp> {
                            LLVM::PoisonOp::create(rewriter, loc, resultType));
         return success();
       }
+      // 16-byte runs, or single elements (4 bytes) where the staging area
+      // transposes the tile.
+      unsigned elems = to.elementWise ? 1 : plan.elems;
+      int64_t bytes = to.elementWise ? 4 : 16;
       Access access(rewriter, loc, tile,
-                    vectorView(rewriter, loc, view, plan, plan.elems), offsets,
+                    vectorView(rewriter, loc, view, plan, elems), offsets,
                     element, ks, /*ownersOnly=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
-      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
-                                    plan.elems)) {
-        if (run.count * bits != 128)
-          return op.emitOpError("internal error: cp.async run is not 16 bytes");
+      for (Run run :
+           contiguousRuns(access.offsets, tile.getShape(), plan.dim, elems)) {
+        if (run.count * bits != bytes * 8)
+          return op.emitOpError("internal error: cp.async run is not ")
+                 << bytes << " bytes";
         ArrayRef<Value> at = coords.coords[run.first];
         Value dst = sharedPtr(
             rewriter, loc, ks, rewriter.getI8Type(),
@@ -890,14 +895,17 @@ struct LoadLowering : TilePattern<LoadOp> {
           copied =
               copied ? arith::AndIOp::create(rewriter, loc, copied, to.enabled)
                      : to.enabled;
-        Value size = copied
-                         ? arith::SelectOp::create(rewriter, loc, copied,
-                                                   i32Const(rewriter, loc, 16),
-                                                   i32Const(rewriter, loc, 0))
-                         : i32Const(rewriter, loc, 16);
+        Value size =
+            copied ? arith::SelectOp::create(rewriter, loc, copied,
+                                             i32Const(rewriter, loc, bytes),
+                                             i32Const(rewriter, loc, 0))
+                   : i32Const(rewriter, loc, bytes);
+        // .cg (L2 only) takes 16 bytes alone.
         NVVM::CpAsyncOp::create(rewriter, loc, dst,
-                                access.pointer(rewriter, run.first), 16,
-                                NVVM::LoadCacheModifierKind::CG, size);
+                                access.pointer(rewriter, run.first), bytes,
+                                bytes == 16 ? NVVM::LoadCacheModifierKind::CG
+                                            : NVVM::LoadCacheModifierKind::CA,
+                                size);
       }
       rewriter.replaceOp(op, LLVM::PoisonOp::create(rewriter, loc, resultType));
       return success();

@@ -103,6 +103,9 @@ struct AsyncCopy {
   unsigned mbarriers = 0;
   /// Only TMA can make this copy (isTmaCopyable, not isAsyncCopyable).
   bool tmaOnly = false;
+  /// One 4-byte cp.async per element: the B operand of a tf32 wgmma dot,
+  /// which its staging area holds transposed (K-major).
+  bool elementWise = false;
   /// On the body's first prefetched TMA load: the phase parity (index) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;
@@ -517,13 +520,25 @@ int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes);
 /// rows wider than 128 bytes span several 128-byte atoms.
 int64_t wgmmaSwizzle(int64_t rowBytes);
 
-/// Byte offset of element (row, col) (b16) of an operand with `rows` rows of
-/// `rowBytes` in wgmma's canonical swizzled layout (the one Triton and
-/// CUTLASS use): columns split into atoms `swizzle` bytes wide, each atom
-/// holds every row (`swizzle` bytes apart), and inside an 8-row group the
-/// 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 / swizzle)).
+/// Byte offset of element (row, col) (of `elemBytes`) of an operand with
+/// `rows` rows of `rowBytes` in wgmma's canonical swizzled layout (the one
+/// Triton and CUTLASS use): columns split into atoms `swizzle` bytes wide,
+/// each atom holds every row (`swizzle` bytes apart), and inside an 8-row
+/// group the 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 /
+/// swizzle)).
 mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
-                        mlir::Value col, int64_t rows, int64_t rowBytes);
+                        mlir::Value col, int64_t rows, int64_t rowBytes,
+                        int64_t elemBytes);
+
+/// How operand `operand` of a wgmma dot lies in its staging area (in
+/// wgmmaOffset's layout): `rows` rows of `rowBytes`; K-major (A, and tf32 B
+/// as its transpose: n rows of k, the only major PTX allows for tf32) or
+/// N-major (16-bit B: k rows of n).
+struct WgmmaOperandShape {
+  int64_t rows, rowBytes;
+  bool kMajor;
+};
+WgmmaOperandShape wgmmaOperandShape(tile::DotOp dot, unsigned operand);
 
 /// Byte offset of operand `operand` (0: lhs, 1: rhs) of a wgmma dot in its
 /// shared-memory staging area.
@@ -631,6 +646,9 @@ void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
 void demoteTmaOnlyCopies(tile::KernelOp kernel,
                          const llvm::DenseSet<mlir::Operation *> &tmaLoads,
                          LoweringState &state);
+
+/// Whether `load` reads zeros past its view (what cp.async and TMA fill).
+bool hasZeroPadding(tile::LoadOp load);
 
 /// Whether a load with `facts` can copy its tile into a dot's staging area
 /// with 16-byte cp.async: aligned whole 16-byte runs along the rows, zero

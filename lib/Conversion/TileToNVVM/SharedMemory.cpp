@@ -37,9 +37,10 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
-    if (usesWgmma(dot, state))
-      return wgmmaOperandOffset(dot, 1) +
-             wgmmaOperandBytes(r.getDimSize(0), r.getDimSize(1) * 2);
+    if (usesWgmma(dot, state)) {
+      WgmmaOperandShape b = wgmmaOperandShape(dot, 1);
+      return wgmmaOperandOffset(dot, 1) + wgmmaOperandBytes(b.rows, b.rowBytes);
+    }
     if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return mmaOperandOffset(dot, 1) + bytesOf(r, 0);
     int64_t pad = smemPad(l.getElementType());
@@ -65,19 +66,25 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   return 0;
 }
 
+bool hasZeroPadding(LoadOp load) {
+  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
+  return padding && padding.getValue().isZero();
+}
+
 bool isAsyncCopyable(LoadOp load, const AccessFacts &facts) {
   RankedTensorType tile = load.getResult().getType();
-  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
   return facts.aligned && facts.wholeRuns && !facts.fallback &&
          facts.plan.dim == 1 &&
          facts.plan.elems * storageBits(tile.getElementType()) == 128 &&
-         padding && padding.getValue().isZero();
+         hasZeroPadding(load);
 }
 
 void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return;
+    // tf32 wgmma's B is staged transposed: one element per copy.
+    bool transposedB = getMmaK(dot) == 8 && usesWgmma(dot, state);
     // The operands' loads that may copy: with cp.async, or only with TMA
     // (in a TMA pipeline, else demoteTmaOnlyCopies takes them back).
     SmallVector<std::tuple<LoadOp, unsigned, bool>> candidates;
@@ -85,6 +92,11 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
       if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
         continue;
+      if (operand == 1 && transposedB) {
+        if (hasZeroPadding(load))
+          candidates.push_back({load, operand, false});
+        continue;
+      }
       if (isAsyncCopyable(load, state.accesses[load]))
         candidates.push_back({load, operand, false});
       else if (isTmaCopyable(load, AsyncCopy{dot, operand}, state))
@@ -117,6 +129,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       async.dot = dot;
       async.operand = std::get<1>(copy);
       async.tmaOnly = std::get<2>(copy);
+      async.elementWise = transposedB && async.operand == 1;
       async.barrier = i == 0;
       mask |= 1u << async.operand;
     }

@@ -37,7 +37,8 @@ BlockArgument kernelArgument(LoadOp load) {
 } // namespace
 
 bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
-  if (!state.tma || !usesWgmma(copy.dot, state))
+  // tf32 B is staged transposed, which a box cannot do.
+  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16)
     return false;
   BlockArgument arg = kernelArgument(load);
   if (!arg)
@@ -54,8 +55,7 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   if (view.getRank() != 2 || strides[1] != 1 || !divisibility ||
       divisibility.getInt() % 16 != 0)
     return false;
-  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
-  if (!padding || !padding.getValue().isZero())
+  if (!hasZeroPadding(load))
     return false;
   // B's columns are regrouped per warpgroup column (stagedOperandOffset):
   // no box moves them.

@@ -18,8 +18,9 @@ namespace tileopt::nvvm {
 bool usesWgmma(DotOp dot, const LoweringState &state) {
   RankedTensorType acc = dot.getAcc().getType();
   auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
-  return state.wgmma && mma && getMmaK(dot) == 16 &&
-         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA());
+  return state.wgmma && mma &&
+         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA(),
+                    getMmaK(dot));
 }
 
 int64_t wgmmaSwizzle(int64_t rowBytes) {
@@ -41,10 +42,10 @@ int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes) {
 }
 
 Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
-                  int64_t rows, int64_t rowBytes) {
+                  int64_t rows, int64_t rowBytes, int64_t elemBytes) {
   int64_t swizzle = wgmmaSwizzle(rowBytes);
   auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-  Value byte = arith::ShLIOp::create(b, loc, col, c(1));
+  Value byte = arith::MulIOp::create(b, loc, col, c(elemBytes), kNoWrap);
   Value atom = arith::ShRUIOp::create(b, loc, byte, c(llvm::Log2_64(swizzle)));
   Value within = arith::AndIOp::create(b, loc, byte, c(swizzle - 1));
   Value phase =
@@ -60,12 +61,23 @@ Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
       swizzled, kNoWrap);
 }
 
+WgmmaOperandShape wgmmaOperandShape(DotOp dot, unsigned operand) {
+  RankedTensorType type =
+      operand ? dot.getRhs().getType() : dot.getLhs().getType();
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  int64_t elemBytes = storageBits(type.getElementType()) / 8;
+  if (operand == 0)
+    return {rows, cols * elemBytes, /*kMajor=*/true};
+  if (getMmaK(dot) == 8)
+    return {cols, rows * elemBytes, /*kMajor=*/true};
+  return {rows, cols * elemBytes, /*kMajor=*/false};
+}
+
 int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
   if (operand == 0)
     return 0;
-  RankedTensorType lhs = dot.getLhs().getType();
-  return llvm::alignTo(
-      wgmmaOperandBytes(lhs.getDimSize(0), lhs.getDimSize(1) * 2), 1024);
+  WgmmaOperandShape a = wgmmaOperandShape(dot, 0);
+  return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
 }
 
 LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
@@ -79,9 +91,11 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   RankedTensorType rhsType = op.getRhs().getType();
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
-  int64_t aRowBytes = k * 2, bRowBytes = n * 2;
-  int64_t aSwizzle = wgmmaSwizzle(aRowBytes),
-          bSwizzle = wgmmaSwizzle(bRowBytes);
+  // tf32 (k8) stages B K-major, 16-bit inputs (k16) N-major.
+  bool tf32 = getMmaK(op) == 8;
+  int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
+  int64_t aSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 0).rowBytes),
+          bSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 1).rowBytes);
   // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
@@ -120,7 +134,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // Each warpgroup column computes `cols` columns: B's columns are staged
   // so that its share (every wn-th 8-column block) is contiguous
   // (stagedOperandOffset), starting at swizzle atom groupCol * cols * 2 /
-  // bSwizzle.
+  // bSwizzle of N-major B, at row groupCol * cols of K-major B.
   int64_t cols = n / wn;
   int64_t regsPerRep = cols / 2;
   // This warpgroup's first row: 64 per warpgroup, 16 * wm per repetition.
@@ -133,7 +147,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   Value groupCol =
       arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
   Value bColumnStart = arith::MulIOp::create(
-      b, loc, groupCol, c32(cols * 2 / bSwizzle * k * bSwizzle));
+      b, loc, groupCol,
+      c32(tf32 ? cols * bSwizzle : cols * 2 / bSwizzle * k * bSwizzle));
   // f16 accumulators go two to a register (.f16x2), in the f32 order.
   SmallVector<Value> acc = unpack(b, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
@@ -141,25 +156,39 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     acc = packHalfPairs(b, loc, acc);
     regsPerRep /= 2;
   }
-  StringRef type = lhsType.getElementType().isBF16() ? "bf16" : "f16";
+  // Scales of D, A and B, then (16-bit inputs only) whether A and B are
+  // transposed: B is, being N-major.
+  StringRef type = tf32                                ? "tf32"
+                   : lhsType.getElementType().isBF16() ? "bf16"
+                                                       : "f16";
   std::string text =
-      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.{1}.{2}.{2} {3}, "
-                    "${4}, ${5}, 1, 1, 1, 0, 1;",
-                    cols, halfAcc ? "f16" : "f32", type,
-                    asmRegisterList(0, regsPerRep), regsPerRep, regsPerRep + 1)
+      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
+                    "${5}, ${6}, 1, 1, 1{7};",
+                    cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
+                    asmRegisterList(0, regsPerRep), regsPerRep, regsPerRep + 1,
+                    tf32 ? "" : ", 0, 1")
           .str();
+  // A K-major operand of `rows` rows at k step kk: its bytes kk * elemBytes
+  // in each row, in the atom they fall in.
+  auto kMajorStart = [&](int64_t kk, int64_t rows, int64_t swizzle) {
+    int64_t byte = kk * elemBytes;
+    return byte / swizzle * rows * swizzle + byte % swizzle;
+  };
   emitPtx(b, loc, "wgmma.fence.sync.aligned;");
   for (int64_t kk = 0; kk < k; kk += getMmaK(op)) {
-    int64_t aByte = kk * 2;
     Value bDesc =
-        descriptor(arith::AddIOp::create(b, loc, bColumnStart,
-                                         c32(bOffset + kk * bSwizzle)),
-                   k * bSwizzle, 8 * bSwizzle, bSwizzle);
+        tf32 ? descriptor(arith::AddIOp::create(
+                              b, loc, bColumnStart,
+                              c32(bOffset + kMajorStart(kk, n, bSwizzle))),
+                          16, 8 * bSwizzle, bSwizzle)
+             : descriptor(arith::AddIOp::create(b, loc, bColumnStart,
+                                                c32(bOffset + kk * bSwizzle)),
+                          k * bSwizzle, 8 * bSwizzle, bSwizzle);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
       Value aStart = arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
-          c32(aByte / aSwizzle * m * aSwizzle + aByte % aSwizzle));
+          c32(kMajorStart(kk, m, aSwizzle)));
       Value aDesc = descriptor(aStart, 16, 8 * aSwizzle, aSwizzle);
       MutableArrayRef<Value> regs =
           MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);

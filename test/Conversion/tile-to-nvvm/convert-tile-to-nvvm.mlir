@@ -1086,7 +1086,42 @@ tile.kernel @mma_dot_f16_acc(%x: memref<?x?xf16>) {
 // WGMMA-LABEL: gpu.func @mma_dot_tf32
 // WGMMA-COUNT-16: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 // WGMMA-NOT: wgmma
+// WGMMA: gpu.return
 tile.kernel @mma_dot_tf32(%x: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x16xf32, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<16x64xf32, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z input_precision = tf32 : tensor<64x16xf32, #a>, tensor<16x64xf32, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %x[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// tf32 on a warpgroup: mma.sync's m16n8k8 on sm_80 (inputs rounded), wgmma
+// m64n64k8 .tf32 on sm_90a, which reads both operands K-major and truncates
+// them (no rounding, no transpose flags). B is staged transposed: each
+// element goes by its own 4-byte cp.async (.ca) to its row n, column k,
+// while A, without alignment promises, goes through registers.
+// CHECK-LABEL: gpu.func @wgmma_dot_tf32
+// CHECK: cvt.rna.tf32.f32
+// CHECK: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// WGMMA-LABEL: gpu.func @wgmma_dot_tf32
+// WGMMA-COUNT-2: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 4, cache = ca, %{{.*}}
+// WGMMA-NOT: cvt.rna
+// WGMMA: llvm.store {{.*}} : vector<4xf32>, !llvm.ptr<3>
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{.*}}, $32, $33, 1, 1, 1;
+// WGMMA-NOT: mma.sync
+// WGMMA: gpu.return
+// TMA-LABEL: gpu.func @wgmma_dot_tf32
+// TMA-NOT: cp.async.bulk
+// TMA: wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32
+tile.kernel @wgmma_dot_tf32(%x: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x16xf32, #a>
   %b = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<16x64xf32, #b>

@@ -255,10 +255,9 @@ tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: me
 // -----
 
 // f16 accumulators and tf32 dots use tensor cores too (mma.sync m16n8k16
-// .f16, m16n8k8 .tf32: K a multiple of 8 is enough for tf32). On sm_90a an
-// f16 accumulator gets wgmma's warpgroup rows; tf32 stays on mma.sync's
-// split (wgmma reads tf32 only K-major), and a tf32 dot with K = 4 and an
-// f32 dot without tf32 stay on CUDA cores.
+// .f16, m16n8k8 .tf32: K a multiple of 8 is enough for tf32). On sm_90a
+// both get wgmma's warpgroup rows (m64nNk16 .f16, m64nNk8 .tf32), and a
+// tf32 dot with K = 4 and an f32 dot without tf32 stay on CUDA cores.
 // CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
 // CHECK-LABEL: tile.kernel @other_tensor_core_types
 // CHECK: tile.dot {{.*}} -> tensor<64x64xf16, #[[MMA]]>
@@ -266,10 +265,10 @@ tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: me
 // CHECK: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #blocked
 // CHECK: tile.dot {{.*}} : tensor<64x8xf32, #{{.*}}>, tensor<8x64xf32, #{{.*}}> -> tensor<64x64xf32, #blocked
 // SM90A-DAG: #[[ROWS:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
-// SM90A-DAG: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
 // SM90A-LABEL: tile.kernel @other_tensor_core_types
 // SM90A: tile.dot {{.*}} -> tensor<64x64xf16, #[[ROWS]]>
-// SM90A: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #[[SPLIT]]>
+// SM90A: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #[[ROWS]]>
+// SM90A: tile.dot {{.*}} input_precision = tf32 {{.*}} -> tensor<64x64xf32, #blocked
 tile.kernel @other_tensor_core_types(%a: memref<?x?xf16>, %f: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %ha = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>

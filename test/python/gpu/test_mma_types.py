@@ -1,6 +1,7 @@
 """Tensor cores for the dots that are not f16/bf16 -> f32: f16 accumulators (mma.sync
 m16n8k16 .f16 and wgmma .f16) and f32 inputs with ``input_precision = tf32`` (mma.sync
-m16n8k8 .tf32 on every target; wgmma reads tf32 only K-major, and B is staged N-major).
+m16n8k8 .tf32, which rounds the inputs to nearest first; on sm_90a wgmma m64nNk8 .tf32,
+which truncates them, as Triton's: B staged transposed, K-major, by 4-byte cp.async).
 
 Each kernel runs in the PTX emulator against float64 PyTorch on odd shapes, plain and with
 the promises that give cp.async copies and a software pipeline.
@@ -54,6 +55,12 @@ def tf32_round(x: torch.Tensor) -> torch.Tensor:
     return rounded.view(torch.float32)
 
 
+def tf32_truncate(x: torch.Tensor) -> torch.Tensor:
+    """f32 truncated to tf32 (the low 13 mantissa bits dropped), as wgmma reads it."""
+    bits = x.float().contiguous().view(torch.int32)
+    return (bits & ~0x1FFF).view(torch.float32)
+
+
 @pytest.mark.parametrize(
     ("target", "warps", "blocks", "instruction"),
     [
@@ -90,27 +97,43 @@ def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tupl
 
 
 @pytest.mark.parametrize(
-    ("target", "warps", "blocks"),
-    [("sm_80", 4, (64, 64, 32)), ("sm_90a", 4, (64, 64, 32)), ("sm_80", 8, (128, 64, 16))],
-    ids=["sm_80", "sm_90a", "sm_80-w8"],
+    ("target", "warps", "blocks", "instruction"),
+    [
+        ("sm_80", 4, (64, 64, 32), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+        ("sm_80", 8, (128, 64, 16), "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
+        ("sm_90a", 4, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
+        # Two warpgroups along the rows; two splitting the columns (each its 8-row groups
+        # of transposed B); one k8 step of 32-byte rows (32-byte swizzle).
+        ("sm_90a", 8, (128, 64, 16), "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
+        ("sm_90a", 8, (64, 128, 32), "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
+        ("sm_90a", 4, (64, 16, 8), "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32"),
+    ],
+    ids=["sm_80", "sm_80-w8", "sm_90a", "sm_90a-w8-rows", "sm_90a-w8-split", "sm_90a-k8"],
 )
 @pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
 def test_tf32_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
-                                    promises: bool) -> None:
+                                    instruction: str, promises: bool) -> None:
     bm, bn, bk = blocks
     kern = compile(_matmul("f32", "f32", True, bm, bn, bk), target, num_warps=warps,
                    **(PROMISES if promises else {}))
     ptx = str(kern.asm["ptx"])
-    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
-    assert "cvt.rna.tf32.f32" in ptx
-    assert "wgmma" not in ptx
+    assert instruction in ptx
+    wgmma = target == "sm_90a"
+    # mma.sync rounds its fragments to nearest; wgmma reads shared memory as it is.
+    assert ("cvt.rna.tf32.f32" in ptx) == (not wgmma)
+    assert ("mma.sync" in ptx) == (not wgmma)
+    # A copies 16 bytes at a time with the promises; wgmma's B, transposed, copies each
+    # element on its own, promises or not (no TMA: a box cannot transpose).
     assert ("cp.async.cg.shared.global" in ptx) == promises
+    assert ("cp.async.ca.shared.global" in ptx) == wgmma
+    assert "cp.async.bulk" not in ptx
     torch.manual_seed(1)
+    to_tf32 = tf32_truncate if wgmma else tf32_round
     for m, k, n in PROMISED_SHAPES if promises else SHAPES:
         a, b = torch.randn(m, k), torch.randn(k, n)
         c = _run(kern, a, b, torch.float32, bm, bn)
-        # Exact products of the inputs rounded to tf32, accumulated in f32.
-        ref = tf32_round(a).double() @ tf32_round(b).double()
+        # Exact products of the inputs made tf32, accumulated in f32.
+        ref = to_tf32(a).double() @ to_tf32(b).double()
         bound = (k + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
         assert_close(c, ref, atol=bound)
         # And not the f32 product: the inputs were rounded.

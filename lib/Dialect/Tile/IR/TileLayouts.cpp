@@ -312,13 +312,17 @@ int64_t tileopt::tile::getMmaK(DotOp dot) {
 bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
 
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
-                               llvm::ArrayRef<unsigned> warpsPerCTA) {
+                               llvm::ArrayRef<unsigned> warpsPerCTA,
+                               int64_t mmaK) {
   if (warpsPerCTA.size() != 2 || warpsPerCTA[0] % 4 != 0 ||
       m % (kMmaM * warpsPerCTA[0]) != 0 || n % warpsPerCTA[1] != 0)
     return false;
   // Each warpgroup column computes n / warpsPerCTA[1] columns; split ones
-  // start at a swizzle atom of B (at most 128 bytes wide).
+  // start at a swizzle atom of 16-bit B (at most 128 bytes wide), at an
+  // 8-row group of tf32 B (K-major: its rows are the columns).
   int64_t cols = n / warpsPerCTA[1];
-  return cols % 16 == 0 && cols >= 16 && cols <= 256 &&
+  if (mmaK == 8)
+    return cols % 8 == 0 && cols <= 256;
+  return mmaK == 16 && cols % 16 == 0 && cols >= 16 && cols <= 256 &&
          (warpsPerCTA[1] == 1 || cols * 2 % std::min<int64_t>(n * 2, 128) == 0);
 }

@@ -109,10 +109,8 @@ private:
     // warps left over (a small tile) repeat the work of the first ones.
     // On sm_90a the warps tile rows, or warpgroups of four split the columns
     // too, when that fits wgmma (isWgmmaDot).
-    // tf32 stays on mma.sync: wgmma reads tf32 only K-major, and B is
-    // staged N-major.
-    for (unsigned wm = numWarps; wgmma && mmaK == 16 && wm >= 4; wm /= 2)
-      if (isWgmmaDot(m, n, {wm, numWarps / wm}))
+    for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
+      if (isWgmmaDot(m, n, {wm, numWarps / wm}, mmaK))
         return MmaLayoutAttr::get(context, {wm, numWarps / wm});
     unsigned wm = 1, wn = 1;
     while (wm * wn < numWarps) {

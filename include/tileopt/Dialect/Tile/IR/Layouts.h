@@ -79,13 +79,17 @@ int64_t getMmaK(DotOp dot);
 /// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
 bool hasWgmma(llvm::StringRef chip);
 
-/// Whether a dot with 16-bit inputs (getMmaK 16) and an `m` x `n` accumulator
-/// in an mma layout of `warpsPerCTA` runs on wgmma.mma_async m64nNk16 (on a
-/// chip that hasWgmma): each warpgroup (4 warps along the rows) owns whole
-/// 64-row blocks, and the warpsPerCTA[1] warpgroup columns split the `n`
-/// columns (N = n / warpsPerCTA[1], 16..256: a swizzled operand row is at least
-/// 32 bytes; split ones start at a 128-byte swizzle atom of B).
-bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA);
+/// Whether a tensor-core dot of getMmaK `mmaK` and an `m` x `n` accumulator in
+/// an mma layout of `warpsPerCTA` runs on wgmma.mma_async (on a chip that
+/// hasWgmma): m64nNk16 for 16-bit inputs, m64nNk8 for tf32. Each warpgroup (4
+/// warps along the rows) owns whole 64-row blocks, and the warpsPerCTA[1]
+/// warpgroup columns split the `n` columns (N = n / warpsPerCTA[1], up to
+/// 256). 16-bit B is staged N-major: N is a multiple of 16 (a swizzled row
+/// of at least 32 bytes) and split columns start at a 128-byte swizzle atom.
+/// tf32 B is staged K-major (the only major PTX allows for tf32): N is a
+/// multiple of 8, and a warpgroup column starts at an 8-row group.
+bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA,
+                int64_t mmaK);
 
 /// The layout of `layout` with its dimensions permuted (dim i of the result
 /// is dim permutation[i] of the source), or null for slices.
