@@ -122,6 +122,25 @@ Value getCastInput(GenericOp op) {
   return getBodyInput(op, op.getBody()->front().getOperand(0));
 }
 
+/// Whether `producer` only widens f16 or bf16 to f32 (exactly) for the f32
+/// contraction that reads it through `use`. Fused into it, the contraction
+/// reads the narrow tensor and runs as an f16/bf16 dot with an f32
+/// accumulator, the same products and sums: torch's decomposition of a
+/// half-precision addmm or linear upcasts its operands first.
+bool widensForContraction(GenericOp producer, OpOperand *use) {
+  Value input = getCastInput(producer);
+  auto consumer = dyn_cast<GenericOp>(use->getOwner());
+  if (!input || !consumer || !isa<arith::ExtFOp>(producer.getBody()->front()))
+    return false;
+  Type from = getElementTypeOrSelf(input.getType());
+  Type to = getElementTypeOrSelf(producer->getResult(0).getType());
+  std::string ignored;
+  FailureOr<GenericKind> kind = classify(consumer, ignored);
+  return (from.isF16() || from.isBF16()) && to.isF32() && succeeded(kind) &&
+         *kind == GenericKind::Contraction &&
+         getElementTypeOrSelf(consumer->getResult(0).getType()).isF32();
+}
+
 /// The contraction whose result `op` only converts to another float type
 /// over the same loops; null otherwise.
 GenericOp getRoundedContraction(GenericOp op) {
@@ -1391,9 +1410,12 @@ struct TileFormKernelsPass
       // Index-only values (a causal mask from iotas) are recomputed where
       // they are read rather than stored; gathers (a concatenation) are not:
       // they would turn a contraction reading them into a reduction of
-      // gathered elements.
+      // gathered elements. A contraction reads f16/bf16 operands it only
+      // widens (widensForContraction).
       linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *o) {
         auto producer = o->get().getDefiningOp<GenericOp>();
+        if (producer && widensForContraction(producer, o))
+          return true;
         return producer &&
                producer.getNumLoops() == producer.getNumParallelLoops() &&
                llvm::none_of(

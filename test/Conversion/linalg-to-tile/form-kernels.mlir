@@ -124,6 +124,50 @@ func.func @linear_gelu(%x: tensor<37x32xf32>, %w: tensor<64x32xf32>, %b: tensor<
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A half-precision linear layer as torch decomposes it: both operands
+// widened to f32 first. The widenings fuse into the contraction, which then
+// reads the f16 input and the f16 weight (through its transpose, folded
+// into the map) and widens them itself: an f16 dot with an f32 accumulator,
+// no f32 copies. A widening that something else reads stays.
+// CHECK-LABEL: func.func @half_linear
+// CHECK: %[[WIDE:.*]] = linalg.generic {{.*}}ins(%arg0 : tensor<37x32xf16>) outs({{.*}}tile.group = 0
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.extf
+// CHECK-NOT: tensor<32x64xf32>
+// CHECK: %[[MM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<37x32xf16>, tensor<64x32xf16>) {{.*}}tile.group = 1
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: arith.mulf
+// CHECK: return %[[MM]], %[[WIDE]]
+func.func @half_linear(%x: tensor<37x32xf16>, %w: tensor<64x32xf16>) -> (tensor<37x64xf32>, tensor<37x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ex = tensor.empty() : tensor<37x32xf32>
+  %x32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<37x32xf16>) outs(%ex : tensor<37x32xf32>) {
+  ^bb0(%a: f16, %o: f32):
+    %t = arith.extf %a : f16 to f32
+    linalg.yield %t : f32
+  } -> tensor<37x32xf32>
+  %et = tensor.empty() : tensor<32x64xf16>
+  %wt = linalg.transpose ins(%w : tensor<64x32xf16>) outs(%et : tensor<32x64xf16>) permutation = [1, 0]
+  %ew = tensor.empty() : tensor<32x64xf32>
+  %w32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%wt : tensor<32x64xf16>) outs(%ew : tensor<32x64xf32>) {
+  ^bb0(%a: f16, %o: f32):
+    %t = arith.extf %a : f16 to f32
+    linalg.yield %t : f32
+  } -> tensor<32x64xf32>
+  %e = tensor.empty() : tensor<37x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<37x64xf32>) -> tensor<37x64xf32>
+  %mm = linalg.matmul ins(%x32, %w32 : tensor<37x32xf32>, tensor<32x64xf32>) outs(%f : tensor<37x64xf32>) -> tensor<37x64xf32>
+  return %mm, %x32 : tensor<37x64xf32>, tensor<37x32xf32>
+}
+
+// -----
+
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #sw = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
 

@@ -171,6 +171,23 @@ def test_mlp() -> None:
     assert len(graph.kernels) <= 3
 
 
+@pytest.mark.parametrize(("dtype", "mma"), [(torch.float16, "f16"), (torch.bfloat16, "bf16")],
+                         ids=["f16", "bf16"])
+def test_half_linear_runs_on_half_tensor_cores(dtype: Any, mma: str) -> None:
+    """torch decomposes a half-precision linear into f32 copies of the input and the weight
+    and an f32 matmul; kernel formation fuses the widenings into the matmul, which reads the
+    half-precision tensors (the weight through its transpose) and runs as an f16/bf16 dot
+    with an f32 accumulator: no f32 copies, tensor cores."""
+    layer = nn.Sequential(nn.Linear(64, 48), nn.ReLU()).to(dtype)
+    graph = check(layer, lambda: (randn(37, 64, dtype=dtype),))
+    matmuls = [name for name in graph.program.host.kernel_names if "matmul" in name]
+    assert len(matmuls) == 1, graph.summary()
+    ptx = graph.stages[f"ptx:{matmuls[0]}"]
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{mma}.{mma}.f32" in ptx
+    # The only widening left is the bias's (the epilogue reads it in f32).
+    assert graph.stages["tile"].count('tile.fused = "extf"') <= 1, graph.summary()
+
+
 def _tf32(x: Any) -> Any:
     """f32 rounded to tf32 to nearest, ties away from zero (cvt.rna.tf32.f32)."""
     bits = x.float().contiguous().view(torch.int32)
