@@ -1665,11 +1665,14 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
 }
 
 /// What a view argument's static layout lets the kernel assume, as Triton's
-/// JIT specializes a launch: an innermost stride of 1 (in the type), 16-byte
+/// JIT specializes a launch: a stride of 1 (in the type; the innermost
+/// dimension's, else another's: a transposed weight's K), 16-byte
 /// alignment of the first element and of the other strides
 /// (`tile.divisibility`; buffers start 16-byte aligned: the host code makes
-/// inputs contiguous with offset 0, allocations are aligned) and 32-bit
-/// indexing (`tile.index_bitwidth`). The launcher checks them on every call.
+/// inputs contiguous with offset 0, allocations are aligned), the sizes'
+/// divisibility (`tile.size_divisibility`: a specialization has static
+/// shapes) and 32-bit indexing (`tile.index_bitwidth`). The launcher checks
+/// them on every call.
 void Converter::promiseLayout(BlockArgument arg, Value hostView) {
   auto type = dyn_cast<MemRefType>(arg.getType());
   auto hostType = dyn_cast<MemRefType>(hostView.getType());
@@ -1691,10 +1694,16 @@ void Converter::promiseLayout(BlockArgument arg, Value hostView) {
   Builder b(arg.getContext());
   SmallVector<NamedAttribute> attrs;
   int64_t rank = type.getRank();
-  if (strides[rank - 1] == 1) {
+  // The unit stride of a dimension longer than 1 (size-1 dimensions may
+  // have any stride), the innermost one's first.
+  std::optional<int64_t> unit;
+  for (int64_t d = rank - 1; d >= 0 && !unit; --d)
+    if (strides[d] == 1 && (hostType.getDimSize(d) > 1 || d == rank - 1))
+      unit = d;
+  if (unit) {
     SmallVector<int64_t> dynamic(rank, ShapedType::kDynamic);
     SmallVector<int64_t> layout(rank, ShapedType::kDynamic);
-    layout[rank - 1] = 1;
+    layout[*unit] = 1;
     arg.setType(MemRefType::get(
         dynamic, type.getElementType(),
         StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, layout)));
@@ -1708,6 +1717,18 @@ void Converter::promiseLayout(BlockArgument arg, Value hostView) {
   if (aligned)
     attrs.push_back(b.getNamedAttr(tile::KernelOp::getDivisibilityAttrName(),
                                    b.getI64IntegerAttr(16)));
+  // Each size's power-of-two divisor up to 16 (whole 16-byte runs for
+  // cp.async, no scalar tails).
+  SmallVector<int64_t> divisors;
+  for (int64_t size : hostType.getShape())
+    divisors.push_back(
+        size ? std::min<int64_t>(16, int64_t(1)
+                                         << llvm::countr_zero(uint64_t(size)))
+             : 16);
+  if (llvm::any_of(divisors, [](int64_t d) { return d > 1; }))
+    attrs.push_back(
+        b.getNamedAttr(tile::KernelOp::getSizeDivisibilityAttrName(),
+                       b.getDenseI64ArrayAttr(divisors)));
   int64_t extent = staticOffset.value_or(INT64_MAX / 4);
   for (auto [size, stride] : llvm::zip(hostType.getShape(), strides))
     extent += (size - 1) * std::abs(stride);

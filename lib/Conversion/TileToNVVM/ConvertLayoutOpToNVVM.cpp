@@ -37,14 +37,16 @@ unsigned rowVectorElems(Type element, ArrayRef<int64_t> shape, int64_t pad,
 void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector, unsigned maxElems,
                        function_ref<Value(ArrayRef<Value>)> pointerOf,
-                       function_ref<bool(ArrayRef<int64_t>)> keep) {
+                       function_ref<bool(ArrayRef<int64_t>)> keep,
+                       int64_t dim) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type stored = storageType(b, type.getElementType());
   int64_t bytes = storageBits(type.getElementType()) / 8;
   WriteOnce once(coords.offsets, type.getShape());
-  // Shared memory is row-major: vectors run along the last dimension.
-  int64_t dim = std::max<int64_t>(type.getRank() - 1, 0);
+  // Row-major shared memory: vectors run along the last dimension.
+  if (dim < 0)
+    dim = std::max<int64_t>(type.getRank() - 1, 0);
   for (Run run :
        contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
     if ((keep && !keep(coords.offsets[run.first])) || !once.claim(run))

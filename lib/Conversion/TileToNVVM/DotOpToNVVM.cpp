@@ -18,6 +18,14 @@ using namespace tileopt::tile;
 
 namespace tileopt::nvvm {
 
+bool stagesRhsKMajor(DotOp dot, bool wgmma) {
+  int64_t mmaK = getMmaK(dot);
+  if (wgmma && mmaK == 8)
+    return true;
+  auto [dim, contiguous] = contiguity(dot.getRhs().getType().getEncoding());
+  return mmaK == 16 && dim == 0 && contiguous > 1;
+}
+
 Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
                           unsigned operand, bool wgmma, Value row, Value col) {
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
@@ -48,8 +56,13 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
         wgmmaOffset(b, loc, row, col, shape.rows, shape.rowBytes, elemBytes),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
   }
+  int64_t rowBytes = cols * elemBytes;
+  if (operand == 1 && stagesRhsKMajor(dot, /*wgmma=*/false)) {
+    std::swap(row, col);
+    rowBytes = rows * elemBytes;
+  }
   return arith::AddIOp::create(
-      b, loc, mmaOffset(b, loc, row, col, cols * elemBytes, elemBytes),
+      b, loc, mmaOffset(b, loc, row, col, rowBytes, elemBytes),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 
@@ -58,16 +71,18 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
   auto [dim, contiguous] = contiguity(type.getEncoding());
   unsigned chunk = 128 / storageBits(type.getElementType());
-  // Staged rows run along the tile's rows, but for wgmma's transposed B.
-  bool transposed = wgmma && operand == 1 && wgmmaOperandShape(dot, 1).kMajor;
-  unsigned maxElems =
-      dim == 1 && !transposed ? std::min<unsigned>(contiguous, chunk) : 1;
+  // Staged rows run along the tile's rows, or its columns for a K-major
+  // rhs: vectors go along that dimension.
+  int64_t staged = operand == 1 && stagesRhsKMajor(dot, wgmma) ? 0 : 1;
+  unsigned maxElems = dim == staged ? std::min<unsigned>(contiguous, chunk) : 1;
   storeRunsToShared(
-      b, loc, ks, type, vector, maxElems, [&](ArrayRef<Value> at) {
+      b, loc, ks, type, vector, maxElems,
+      [&](ArrayRef<Value> at) {
         return sharedPtr(
             b, loc, ks, b.getI8Type(),
             stagedOperandOffset(b, loc, dot, operand, wgmma, at[0], at[1]));
-      });
+      },
+      {}, staged);
 }
 
 bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks,

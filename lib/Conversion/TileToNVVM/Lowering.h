@@ -448,15 +448,16 @@ void narrowInductionVariable(mlir::scf::ForOp loop);
 //===----------------------------------------------------------------------===//
 
 /// Stores a tile's registers to shared memory, each replicated register
-/// once, as runs of at most `maxElems` registers contiguous along the
-/// layout's fastest dimension: one (vector) store per run at
+/// once, as runs of at most `maxElems` registers contiguous along dimension
+/// `dim` (the last one if negative): one (vector) store per run at
 /// `pointerOf(coordinates of the run's first register)`; with `keep`, only
 /// the runs whose first register's static offsets it accepts.
 void storeRunsToShared(
     mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
     mlir::RankedTensorType type, mlir::Value vector, unsigned maxElems,
     llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf,
-    llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> keep = {});
+    llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> keep = {},
+    int64_t dim = -1);
 
 /// Writes a tile's registers into shared memory at their (padded) row-major
 /// positions; returns nothing. Callers put barriers around.
@@ -551,6 +552,13 @@ int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
 /// (one chunk each) hit different banks without padding.
 mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
                       mlir::Value col, int64_t rowBytes, int64_t elemBytes);
+
+/// Whether a tensor-core dot stages its rhs K-major (n rows of k, its
+/// transpose): on wgmma for tf32 (the only major PTX allows), and for 16-bit
+/// inputs whose rhs tile holds runs along K (a transposed weight), which
+/// then copy into it as they are (mma.sync reads them with ldmatrix
+/// without .trans, wgmma without imm-trans-b).
+bool stagesRhsKMajor(tile::DotOp dot, bool wgmma);
 
 /// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
 /// mma.sync dot in its staging area (each in mmaOffset's layout).
@@ -651,9 +659,10 @@ void demoteTmaOnlyCopies(tile::KernelOp kernel,
 bool hasZeroPadding(tile::LoadOp load);
 
 /// Whether a load with `facts` can copy its tile into a dot's staging area
-/// with 16-byte cp.async: aligned whole 16-byte runs along the rows, zero
-/// padding.
-bool isAsyncCopyable(tile::LoadOp load, const AccessFacts &facts);
+/// with 16-byte cp.async: aligned whole 16-byte runs along dimension `dim`
+/// (the one the staging area holds contiguously), zero padding.
+bool isAsyncCopyable(tile::LoadOp load, const AccessFacts &facts,
+                     int64_t dim = 1);
 
 /// Where the ops of a kernel keep their shared memory (planSharedMemory).
 struct SharedMemoryPlan {

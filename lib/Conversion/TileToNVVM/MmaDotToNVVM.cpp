@@ -203,13 +203,18 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   Value aLane =
       laneOffset(0, plus(times(warpM, kMmaM), plus(row8, times(matLow, 8))),
                  times(matHigh, chunk));
-  // B (k x n row-major), transposed: rows kk + l%8 + 8*(matrix&1), the
-  // column of block rn + (matrix>>1), rn even: block rn * wn XORs into the
-  // lane's block warpN + (matrix>>1) * wn, which is below 2 * wn.
-  Value bLane =
-      laneOffset(1, plus(row8, times(matLow, 8)),
-                 plus(times(warpN, kMmaN), times(matHigh, kMmaN * wn)));
-  int64_t bRowBytes = n * elemBytes;
+  // B N-major (k rows of n), through ldmatrix .trans: rows kk + l%8 +
+  // 8*(matrix&1), the column of block rn + (matrix>>1), rn even: block
+  // rn * wn XORs into the lane's block warpN + (matrix>>1) * wn, which is
+  // below 2 * wn. B K-major (n rows of k, stagesRhsKMajor), through plain
+  // ldmatrix: row l%8 of block rn + (matrix>>1), columns kk + 8*(matrix&1),
+  // kk XORing in as for A; block rn * wn is a multiple of 8 rows.
+  bool bKMajor = stagesRhsKMajor(op, /*wgmma=*/false);
+  Value laneBlockCol = plus(times(warpN, kMmaN), times(matHigh, kMmaN * wn));
+  Value bLane = bKMajor
+                    ? laneOffset(1, times(matLow, 8), plus(laneBlockCol, row8))
+                    : laneOffset(1, plus(row8, times(matLow, 8)), laneBlockCol);
+  int64_t bRowBytes = (bKMajor ? k : n) * elemBytes;
   for (int64_t kk = 0; kk < k; kk += mmaK) {
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t rm = 0; rm < repsM; ++rm) {
@@ -242,10 +247,12 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       // One ldmatrix.x4 loads blocks rn and rn + 1 (x2: the lone block).
       for (int64_t rn = 0; rn < repsN; rn += 2) {
         bool pair = rn + 1 < repsN;
-        SmallVector<Value> regs = emitLdMatrix(
-            rewriter, loc,
-            swizzledPtr(bLane, rn * kMmaN * wn * elemBytes, kk * bRowBytes),
-            pair ? 4 : 2, /*trans=*/true);
+        Value ptr = bKMajor ? swizzledPtr(bLane, kk * elemBytes,
+                                          rn * kMmaN * wn * bRowBytes)
+                            : swizzledPtr(bLane, rn * kMmaN * wn * elemBytes,
+                                          kk * bRowBytes);
+        SmallVector<Value> regs =
+            emitLdMatrix(rewriter, loc, ptr, pair ? 4 : 2, /*trans=*/!bKMajor);
         bFrags.push_back({regs[0], regs[1]});
         if (pair)
           bFrags.push_back({regs[2], regs[3]});

@@ -71,10 +71,10 @@ bool hasZeroPadding(LoadOp load) {
   return padding && padding.getValue().isZero();
 }
 
-bool isAsyncCopyable(LoadOp load, const AccessFacts &facts) {
+bool isAsyncCopyable(LoadOp load, const AccessFacts &facts, int64_t dim) {
   RankedTensorType tile = load.getResult().getType();
   return facts.aligned && facts.wholeRuns && !facts.fallback &&
-         facts.plan.dim == 1 &&
+         facts.plan.dim == dim &&
          facts.plan.elems * storageBits(tile.getElementType()) == 128 &&
          hasZeroPadding(load);
 }
@@ -97,7 +97,10 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
           candidates.push_back({load, operand, false});
         continue;
       }
-      if (isAsyncCopyable(load, state.accesses[load]))
+      // A K-major rhs takes runs along K, everything else along the rows.
+      int64_t dim =
+          operand == 1 && stagesRhsKMajor(dot, usesWgmma(dot, state)) ? 0 : 1;
+      if (isAsyncCopyable(load, state.accesses[load], dim))
         candidates.push_back({load, operand, false});
       else if (isTmaCopyable(load, AsyncCopy{dot, operand}, state))
         candidates.push_back({load, operand, true});

@@ -37,8 +37,10 @@ BlockArgument kernelArgument(LoadOp load) {
 } // namespace
 
 bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
-  // tf32 B is staged transposed, which a box cannot do.
-  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16)
+  // Boxes copy N-major rhs tiles (a K-major rhs, tf32's among them, would
+  // need a box over the transposed tensor).
+  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16 ||
+      (copy.operand == 1 && stagesRhsKMajor(copy.dot, /*wgmma=*/true)))
     return false;
   BlockArgument arg = kernelArgument(load);
   if (!arg)

@@ -68,7 +68,7 @@ WgmmaOperandShape wgmmaOperandShape(DotOp dot, unsigned operand) {
   int64_t elemBytes = storageBits(type.getElementType()) / 8;
   if (operand == 0)
     return {rows, cols * elemBytes, /*kMajor=*/true};
-  if (getMmaK(dot) == 8)
+  if (stagesRhsKMajor(dot, /*wgmma=*/true))
     return {cols, rows * elemBytes, /*kMajor=*/true};
   return {rows, cols * elemBytes, /*kMajor=*/false};
 }
@@ -91,8 +91,10 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   RankedTensorType rhsType = op.getRhs().getType();
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
-  // tf32 (k8) stages B K-major, 16-bit inputs (k16) N-major.
+  // B is staged K-major for tf32 (k8) and transposed 16-bit inputs, else
+  // N-major (wgmmaOperandShape).
   bool tf32 = getMmaK(op) == 8;
+  bool bKMajor = wgmmaOperandShape(op, 1).kMajor;
   int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
   int64_t aSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 0).rowBytes),
           bSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 1).rowBytes);
@@ -148,7 +150,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
   Value bColumnStart = arith::MulIOp::create(
       b, loc, groupCol,
-      c32(tf32 ? cols * bSwizzle : cols * 2 / bSwizzle * k * bSwizzle));
+      c32(bKMajor ? cols * bSwizzle : cols * 2 / bSwizzle * k * bSwizzle));
   // f16 accumulators go two to a register (.f16x2), in the f32 order.
   SmallVector<Value> acc = unpack(b, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
@@ -157,7 +159,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     regsPerRep /= 2;
   }
   // Scales of D, A and B, then (16-bit inputs only) whether A and B are
-  // transposed: B is, being N-major.
+  // transposed (MN-major): B is when N-major.
   StringRef type = tf32                                ? "tf32"
                    : lhsType.getElementType().isBF16() ? "bf16"
                                                        : "f16";
@@ -166,7 +168,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                     "${5}, ${6}, 1, 1, 1{7};",
                     cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
                     asmRegisterList(0, regsPerRep), regsPerRep, regsPerRep + 1,
-                    tf32 ? "" : ", 0, 1")
+                    tf32      ? ""
+                    : bKMajor ? ", 0, 0"
+                              : ", 0, 1")
           .str();
   // A K-major operand of `rows` rows at k step kk: its bytes kk * elemBytes
   // in each row, in the atom they fall in.
@@ -177,13 +181,14 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   emitPtx(b, loc, "wgmma.fence.sync.aligned;");
   for (int64_t kk = 0; kk < k; kk += getMmaK(op)) {
     Value bDesc =
-        tf32 ? descriptor(arith::AddIOp::create(
-                              b, loc, bColumnStart,
-                              c32(bOffset + kMajorStart(kk, n, bSwizzle))),
-                          16, 8 * bSwizzle, bSwizzle)
-             : descriptor(arith::AddIOp::create(b, loc, bColumnStart,
-                                                c32(bOffset + kk * bSwizzle)),
-                          k * bSwizzle, 8 * bSwizzle, bSwizzle);
+        bKMajor
+            ? descriptor(arith::AddIOp::create(
+                             b, loc, bColumnStart,
+                             c32(bOffset + kMajorStart(kk, n, bSwizzle))),
+                         16, 8 * bSwizzle, bSwizzle)
+            : descriptor(arith::AddIOp::create(b, loc, bColumnStart,
+                                               c32(bOffset + kk * bSwizzle)),
+                         k * bSwizzle, 8 * bSwizzle, bSwizzle);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
       Value aStart = arith::AddIOp::create(

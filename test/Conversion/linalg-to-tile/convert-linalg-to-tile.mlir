@@ -10,9 +10,10 @@
 // result and launches one program.
 // The views' static layouts become promises the launcher checks: a unit
 // innermost stride (in the type), 16-byte alignment where the strides keep
-// it (not for rows of 37 floats), 32-bit indexing.
+// it (not for rows of 37 floats), 32-bit indexing, and each size's
+// power-of-two divisor up to 16 (4 rows; 37 columns: none).
 // CHECK-LABEL: tile.kernel @k0_pointwise
-// CHECK-SAME: (%arg0: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32 : i64}, %arg1: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64}
+// CHECK-SAME: (%arg0: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 4, 1>}, %arg1: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64}
 // CHECK-SAME: tile.fused = "addf, exp", tile.num_warps = 1 : i64
 // CHECK: tile.load %arg0[{{.*}}] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<4x64xf32>
 // CHECK: tile.load %arg1[{{.*}}] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<1x64xf32>
@@ -80,10 +81,12 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 
-// A linear layer: the transposed weight is a strided view (strides [1, 32]),
-// the matmul loops over k with tile.dot on 64 x 64 output tiles, and the
-// bias is added to the accumulator in the same kernel.
+// A linear layer: the transposed weight is a strided view (strides [1, 64]),
+// whose unit stride along K the kernel's type keeps (so its tiles load and
+// stage K-major), the matmul loops over k with tile.dot on 64 x 64 output
+// tiles, and the bias is added to the accumulator in the same kernel.
 // CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: %arg{{[0-9]+}}: memref<?x?xf32, strided<[1, ?], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 16>}
 // CHECK-SAME: tile.fused = "matmul, addf"
 // CHECK: scf.for
 // CHECK: tile.load {{.*}} -> tensor<64x32xf32>
