@@ -122,23 +122,28 @@ Value getCastInput(GenericOp op) {
   return getBodyInput(op, op.getBody()->front().getOperand(0));
 }
 
-/// Whether `producer` only widens f16 or bf16 to f32 (exactly) for the f32
-/// contraction that reads it through `use`. Fused into it, the contraction
-/// reads the narrow tensor and runs as an f16/bf16 dot with an f32
-/// accumulator, the same products and sums: torch's decomposition of a
-/// half-precision addmm or linear upcasts its operands first.
-bool widensForContraction(GenericOp producer, OpOperand *use) {
+/// Whether `producer` only widens f16 or bf16 to f32 (exactly) and goes
+/// into the generic that reads it through `use`, which then reads the
+/// narrow tensor and widens it itself: a contraction (it runs as an
+/// f16/bf16 dot with an f32 accumulator, the same products and sums; torch's
+/// decomposition of a half-precision addmm or linear upcasts its operands
+/// first), or any generic where the narrow tensor is the function's own (a
+/// bias, widened for a matmul's epilogue: no kernel stores an f32 copy).
+/// Widenings of computed values stay: the groups formed around them (an
+/// attention's softmax) read them as they are.
+bool fusesWidening(GenericOp producer, OpOperand *use) {
   Value input = getCastInput(producer);
   auto consumer = dyn_cast<GenericOp>(use->getOwner());
   if (!input || !consumer || !isa<arith::ExtFOp>(producer.getBody()->front()))
     return false;
   Type from = getElementTypeOrSelf(input.getType());
   Type to = getElementTypeOrSelf(producer->getResult(0).getType());
+  if (!(from.isF16() || from.isBF16()) || !to.isF32())
+    return false;
   std::string ignored;
   FailureOr<GenericKind> kind = classify(consumer, ignored);
-  return (from.isF16() || from.isBF16()) && to.isF32() && succeeded(kind) &&
-         *kind == GenericKind::Contraction &&
-         getElementTypeOrSelf(consumer->getResult(0).getType()).isF32();
+  return isa<BlockArgument>(input) ||
+         (succeeded(kind) && *kind == GenericKind::Contraction);
 }
 
 /// The contraction whose result `op` only converts to another float type
@@ -1410,11 +1415,11 @@ struct TileFormKernelsPass
       // Index-only values (a causal mask from iotas) are recomputed where
       // they are read rather than stored; gathers (a concatenation) are not:
       // they would turn a contraction reading them into a reduction of
-      // gathered elements. A contraction reads f16/bf16 operands it only
-      // widens (widensForContraction).
+      // gathered elements. Some widenings of f16/bf16 go where they are read
+      // (fusesWidening).
       linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *o) {
         auto producer = o->get().getDefiningOp<GenericOp>();
-        if (producer && widensForContraction(producer, o))
+        if (producer && fusesWidening(producer, o))
           return true;
         return producer &&
                producer.getNumLoops() == producer.getNumParallelLoops() &&

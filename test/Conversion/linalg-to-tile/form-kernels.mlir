@@ -126,11 +126,12 @@ func.func @linear_gelu(%x: tensor<37x32xf32>, %w: tensor<64x32xf32>, %b: tensor<
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// A half-precision linear layer as torch decomposes it: both operands
+// A half-precision linear layer as torch decomposes it: operands and bias
 // widened to f32 first. The widenings fuse into the contraction, which then
 // reads the f16 input and the f16 weight (through its transpose, folded
 // into the map) and widens them itself: an f16 dot with an f32 accumulator,
-// no f32 copies. A widening that something else reads stays.
+// no f32 copies. The bias's goes into the epilogue that adds it. A widening
+// that something else reads stays.
 // CHECK-LABEL: func.func @half_linear
 // CHECK: %[[WIDE:.*]] = linalg.generic {{.*}}ins(%arg0 : tensor<37x32xf16>) outs({{.*}}tile.group = 0
 // CHECK-NEXT: ^bb0
@@ -141,8 +142,12 @@ func.func @linear_gelu(%x: tensor<37x32xf32>, %w: tensor<64x32xf32>, %b: tensor<
 // CHECK-NEXT: arith.extf
 // CHECK-NEXT: arith.extf
 // CHECK-NEXT: arith.mulf
-// CHECK: return %[[MM]], %[[WIDE]]
-func.func @half_linear(%x: tensor<37x32xf16>, %w: tensor<64x32xf16>) -> (tensor<37x64xf32>, tensor<37x32xf32>) {
+// CHECK: %[[OUT:.*]] = linalg.generic {{.*}}ins(%[[MM]], %arg2 : tensor<37x64xf32>, tensor<64xf16>) {{.*}}tile.group = 1
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.extf
+// CHECK-NEXT: arith.addf
+// CHECK: return %[[OUT]], %[[WIDE]]
+func.func @half_linear(%x: tensor<37x32xf16>, %w: tensor<64x32xf16>, %bias: tensor<64xf16>) -> (tensor<37x64xf32>, tensor<37x32xf32>) {
   %zero = arith.constant 0.0 : f32
   %ex = tensor.empty() : tensor<37x32xf32>
   %x32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -163,7 +168,20 @@ func.func @half_linear(%x: tensor<37x32xf16>, %w: tensor<64x32xf16>) -> (tensor<
   %e = tensor.empty() : tensor<37x64xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<37x64xf32>) -> tensor<37x64xf32>
   %mm = linalg.matmul ins(%x32, %w32 : tensor<37x32xf32>, tensor<32x64xf32>) outs(%f : tensor<37x64xf32>) -> tensor<37x64xf32>
-  return %mm, %x32 : tensor<37x64xf32>, tensor<37x32xf32>
+  %eb = tensor.empty() : tensor<64xf32>
+  %b32 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%bias : tensor<64xf16>) outs(%eb : tensor<64xf32>) {
+  ^bb0(%a: f16, %o: f32):
+    %t = arith.extf %a : f16 to f32
+    linalg.yield %t : f32
+  } -> tensor<64xf32>
+  %out = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm, %b32 : tensor<37x64xf32>, tensor<64xf32>) outs(%e : tensor<37x64xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<37x64xf32>
+  return %out, %x32 : tensor<37x64xf32>, tensor<37x32xf32>
 }
 
 // -----
