@@ -49,14 +49,18 @@ struct KernelLowering : TilePattern<KernelOp> {
       // Made by-value grid constants after the function is an llvm.func
       // (mark-tensor-map-params).
       SmallVector<Attribute> described;
-      for (const TensorMapParam &map : maps)
-        described.push_back(rewriter.getDictionaryAttr({
+      for (const TensorMapParam &map : maps) {
+        SmallVector<NamedAttribute> fields = {
             rewriter.getNamedAttr("view", rewriter.getI64IntegerAttr(map.view)),
             rewriter.getNamedAttr("box",
                                   rewriter.getDenseI64ArrayAttr(map.box)),
             rewriter.getNamedAttr("swizzle",
-                                  rewriter.getI64IntegerAttr(map.swizzle)),
-        }));
+                                  rewriter.getI64IntegerAttr(map.swizzle))};
+        if (!map.dims.empty())
+          fields.push_back(rewriter.getNamedAttr(
+              "dims", rewriter.getDenseI64ArrayAttr(map.dims)));
+        described.push_back(rewriter.getDictionaryAttr(fields));
+      }
       func->setAttr("tile.tensor_maps", rewriter.getArrayAttr(described));
     }
     func.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(

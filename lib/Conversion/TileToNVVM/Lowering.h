@@ -112,14 +112,19 @@ struct AsyncCopy {
 };
 
 /// A tensor map a kernel takes as an extra parameter (docs/kernel-abi.md):
-/// over kernel argument `view`, moving boxes of `box` elements (row-major)
-/// into shared memory swizzled by `swizzle` bytes (0, 32, 64 or 128).
+/// over kernel argument `view`, moving boxes of `box` elements (outermost
+/// dimension first) into shared memory swizzled by `swizzle` bytes (0, 32,
+/// 64 or 128). The map's dimensions are the view's in the order `dims`
+/// (outermost first; empty: the view's own, row-major), so that a box of a
+/// view with unit stride along its first dimension reads it innermost.
 struct TensorMapParam {
   unsigned view;
   llvm::SmallVector<int64_t> box;
   int64_t swizzle;
+  llvm::SmallVector<int64_t> dims = {};
   bool operator==(const TensorMapParam &other) const {
-    return view == other.view && box == other.box && swizzle == other.swizzle;
+    return view == other.view && box == other.box && swizzle == other.swizzle &&
+           dims == other.dims;
   }
 };
 
@@ -742,16 +747,18 @@ void waitForWgmmaResults(mlir::scf::ForOp loop);
 //===----------------------------------------------------------------------===//
 
 /// Whether TMA can copy `load`, the operand `copy.operand` of the wgmma dot
-/// `copy.dot`, into its staging area: a 2-D kernel view with unit inner
-/// stride and 16-byte divisibility (what a tensor map needs), zero padding,
-/// a box layout that is wgmma's (no regrouped B columns), in a kernel that
-/// host code does not launch.
+/// `copy.dot`, into its staging area: a 2-D kernel view with unit stride
+/// along the staged rows (the inner dimension, or K for a K-major rhs) and
+/// 16-byte divisibility (what a tensor map needs), zero padding, a box
+/// layout that is wgmma's (no regrouped B columns), in a kernel that host
+/// code does not launch.
 bool isTmaCopyable(tile::LoadOp load, AsyncCopy copy,
                    const LoweringState &state);
 
-/// The tensor map a TMA-copied load needs: boxes of one swizzle atom's
-/// columns and up to 256 rows.
-TensorMapParam tensorMapParam(tile::LoadOp load);
+/// The tensor map a TMA-copied load (into `copy`'s staging area) needs:
+/// boxes of one swizzle atom's columns and up to 256 rows of the staged
+/// operand (a K-major rhs's rows are its columns).
+TensorMapParam tensorMapParam(tile::LoadOp load, const AsyncCopy &copy);
 
 /// Marks a pipelined loop whose ring slots have TMA mbarriers: their byte
 /// offset and count (invalidateMbarriers removes it).

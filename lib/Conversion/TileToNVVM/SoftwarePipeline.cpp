@@ -196,7 +196,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   SmallVector<TensorMapParam> &maps =
       state.tensorMaps[loop->getParentOfType<KernelOp>().getSymName()];
   auto tensorMap = [&](LoadOp load) -> int {
-    TensorMapParam param = tensorMapParam(load);
+    TensorMapParam param = tensorMapParam(load, state.asyncCopies.lookup(load));
     auto *it = llvm::find(maps, param);
     if (it != maps.end())
       return it - maps.begin();

@@ -34,14 +34,19 @@ BlockArgument kernelArgument(LoadOp load) {
   return arg;
 }
 
+/// Whether `copy`'s staging area holds its tile transposed (a K-major rhs):
+/// its boxes then read the view's dimensions in the order (1, 0).
+bool transposedBoxes(const AsyncCopy &copy) {
+  return copy.operand == 1 && stagesRhsKMajor(copy.dot, /*wgmma=*/true);
+}
+
 } // namespace
 
 bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
-  // Boxes copy N-major rhs tiles (a K-major rhs, tf32's among them, would
-  // need a box over the transposed tensor).
-  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16 ||
-      (copy.operand == 1 && stagesRhsKMajor(copy.dot, /*wgmma=*/true)))
+  // tf32 operands go by cp.async (its rhs element by element).
+  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16)
     return false;
+  bool transposed = transposedBoxes(copy);
   BlockArgument arg = kernelArgument(load);
   if (!arg)
     return false;
@@ -54,8 +59,8 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   auto [strides, offset] = view.getStridesAndOffset();
   auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
       arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
-  if (view.getRank() != 2 || strides[1] != 1 || !divisibility ||
-      divisibility.getInt() % 16 != 0)
+  if (view.getRank() != 2 || strides[transposed ? 0 : 1] != 1 ||
+      !divisibility || divisibility.getInt() % 16 != 0)
     return false;
   if (!hasZeroPadding(load))
     return false;
@@ -64,27 +69,32 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   auto mma = cast<MmaLayoutAttr>(getLayout(copy.dot.getAcc().getType()));
   if (copy.operand == 1 && mma.getWarpsPerCTA()[1] != 1)
     return false;
-  int64_t rows = load.getResult().getType().getDimSize(0);
+  int64_t rows = load.getResult().getType().getDimSize(transposed ? 1 : 0);
   return rows <= kMaxBox || rows % kMaxBox == 0;
 }
 
 namespace {
 
-/// The boxes that copy `tile` into wgmma's layout (wgmmaOffset): each
-/// `swizzle`-byte column atom holds all rows, a box is one atom of at most
-/// 256 rows. Its view is left 0.
-TensorMapParam boxesOf(RankedTensorType tile) {
+/// The boxes that copy `tile` into wgmma's layout (wgmmaOffset), transposed
+/// for a K-major rhs: each `swizzle`-byte column atom holds all rows, a box
+/// is one atom of at most 256 rows. Its view is left 0.
+TensorMapParam boxesOf(RankedTensorType tile, bool transposed) {
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
-  int64_t swizzle = wgmmaSwizzle(tile.getDimSize(1) * elementBytes);
-  return {0,
-          {std::min(tile.getDimSize(0), kMaxBox), swizzle / elementBytes},
-          swizzle};
+  int64_t rows = tile.getDimSize(transposed ? 1 : 0),
+          cols = tile.getDimSize(transposed ? 0 : 1);
+  int64_t swizzle = wgmmaSwizzle(cols * elementBytes);
+  TensorMapParam map = {
+      0, {std::min(rows, kMaxBox), swizzle / elementBytes}, swizzle};
+  if (transposed)
+    map.dims = {1, 0};
+  return map;
 }
 
 } // namespace
 
-TensorMapParam tensorMapParam(LoadOp load) {
-  TensorMapParam map = boxesOf(load.getResult().getType());
+TensorMapParam tensorMapParam(LoadOp load, const AsyncCopy &copy) {
+  TensorMapParam map =
+      boxesOf(load.getResult().getType(), transposedBoxes(copy));
   map.view = kernelArgument(load).getArgNumber();
   return map;
 }
@@ -165,8 +175,11 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                   const AsyncCopy &copy, ArrayRef<Value> offsets,
                   Value mbarrier) {
   RankedTensorType tile = load.getResult().getType();
-  TensorMapParam map = boxesOf(tile);
-  int64_t rows = tile.getDimSize(0), cols = tile.getDimSize(1);
+  // The staged rows and columns: the tile's, or its transpose's.
+  bool transposed = transposedBoxes(copy);
+  TensorMapParam map = boxesOf(tile, transposed);
+  unsigned rowDim = transposed ? 1 : 0, colDim = 1 - rowDim;
+  int64_t rows = tile.getDimSize(rowDim), cols = tile.getDimSize(colDim);
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
   int64_t boxRows = map.box[0], boxCols = map.box[1];
   Value issue = isFirstThread(b, loc, ks);
@@ -182,8 +195,8 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                                    "b64 _, [$1], {0};\n",
                                    rows * cols * elementBytes)
                          .str();
-  Value row = coordinate(b, loc, offsets[0]);
-  Value col = coordinate(b, loc, offsets[1]);
+  Value row = coordinate(b, loc, offsets[rowDim]);
+  Value col = coordinate(b, loc, offsets[colDim]);
   Value operandBase = sharedPtr(b, loc, ks, b.getI8Type(), i32Const(b, loc, 0),
                                 wgmmaOperandOffset(copy.dot, copy.operand));
   for (int64_t atom = 0; atom < cols / boxCols; ++atom)

@@ -598,10 +598,12 @@ _MAP_FIELD = re.compile(
 
 def _map_from_text(kernel: str, k: int, text: str) -> TensorMapParam:
     """Tensor map ``k`` from the text of its dictionary, ``box = array<i64: 128, 64>,
-    swizzle = 128 : i64, view = 0 : i64``; CompilationError on anything else."""
+    swizzle = 128 : i64, view = 0 : i64`` (and ``dims = array<i64: 1, 0>`` where the map
+    reorders the view's dimensions); CompilationError on anything else."""
     bad = CompilationError(
         f"kernel {kernel}: cannot read tensor map {k} from its tile.tensor_maps entry "
-        f"{{{text}}}: expected {{box = array<i64: ...>, swizzle = N : i64, view = N : i64}}"
+        f"{{{text}}}: expected {{box = array<i64: ...>, [dims = array<i64: ...>,] "
+        f"swizzle = N : i64, view = N : i64}}"
     )
     values: dict[str, Any] = {}
     at = 0
@@ -618,10 +620,11 @@ def _map_from_text(kernel: str, k: int, text: str) -> TensorMapParam:
                 int(re.sub(r"\s*:\s*\w+$", "", v).strip()) for v in (items or "").split(",")
                 if v.strip())
         at = m.end()
-    if set(values) != {"box", "swizzle", "view"}:
+    if not {"box", "swizzle", "view"} <= set(values) <= {"box", "dims", "swizzle", "view"}:
         raise bad
     try:
-        return TensorMapParam(values["view"], values["box"], values["swizzle"])
+        return TensorMapParam(values["view"], values["box"], values["swizzle"],
+                              values.get("dims"))
     except ArgumentError as e:
         raise CompilationError(f"kernel {kernel}: tile.tensor_maps entry {k}: {e}") from None
 

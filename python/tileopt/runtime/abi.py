@@ -278,15 +278,18 @@ class TensorMapParam:
 
     Attributes:
         view: the index of the kernel argument (a view) the map is over.
-        box: elements one copy moves per dimension, row-major (outermost first), one per
-            dimension of the view.
+        box: elements one copy moves per dimension of the map, outermost first.
         swizzle: bytes of the shared-memory swizzle: 0 (none), 32, 64 or 128
             (``tileopt.runtime.tma.Swizzle.NONE``, ``B32``, ``B64``, ``B128``).
+        dims: the view's dimensions in the map's order, outermost first (``(1, 0)``: the
+            map reads a view whose unit stride is along its first dimension, a transposed
+            matrix, with that dimension innermost); None: the view's own order.
     """
 
     view: int
     box: tuple[int, ...]
     swizzle: int = 0
+    dims: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         def whole(v: object) -> bool:
@@ -302,6 +305,15 @@ class TensorMapParam:
                 f"tensor map: swizzle must be one of {', '.join(map(str, SWIZZLES))} (bytes), "
                 f"got {self.swizzle!r}"
             )
+        if self.dims is not None:
+            dims = tuple(self.dims) if isinstance(self.dims, Sequence) else None
+            if dims is None or not all(whole(d) for d in dims) or sorted(
+                    int(d) for d in dims) != list(range(len(box))):
+                raise ArgumentError(
+                    f"tensor map: dims must order the box's {len(box)} dimensions (a "
+                    f"permutation of 0..{len(box) - 1}), got {self.dims!r}"
+                )
+            object.__setattr__(self, "dims", tuple(int(d) for d in dims))
         object.__setattr__(self, "view", int(self.view))
         object.__setattr__(self, "box", tuple(int(b) for b in box))
         object.__setattr__(self, "swizzle", int(self.swizzle))
@@ -311,8 +323,13 @@ class TensorMapParam:
         """The swizzle as ``CUtensorMapSwizzle``."""
         return Swizzle(SWIZZLES.index(self.swizzle))
 
+    def order(self, rank: int) -> tuple[int, ...]:
+        """The view's dimensions in the map's order, outermost first."""
+        return self.dims if self.dims is not None else tuple(range(rank))
+
     def __str__(self) -> str:
-        return f"box [{_dims(self.box)}], swizzle {self.swizzle}"
+        dims = f", dims [{_dims(self.dims)}]" if self.dims is not None else ""
+        return f"box [{_dims(self.box)}], swizzle {self.swizzle}{dims}"
 
 
 def check_tensor_maps(params: Sequence[KernelParam], maps: Sequence[TensorMapParam]) -> None:
@@ -342,8 +359,12 @@ def _tensor_map(k: int, m: TensorMapParam, p: KernelParam, a: Any, base: object,
     at ``base`` (the address of ``a``'s first element, or an emulator buffer that starts
     there); ArgumentError naming the argument when TMA cannot describe the array. An empty
     array gets a map over ``zeros()``, 16 zero bytes."""
-    sizes = tuple(int(n) for n in a.shape)
+    # The view's sizes and strides in the map's order.
+    order = m.order(a.ndim)
+    sizes = tuple(int(a.shape[d]) for d in order)
     strides = _element_strides(a)
+    if strides is not None:
+        strides = tuple(strides[d] for d in order)
     what = f"{_describe(m.view, p)} has tensor map {k} ({m})"
     hint = ("pass a copy whose address and row strides are multiples of 16 bytes with "
             "contiguous rows (tensor.contiguous(), with the rows padded where needed)")

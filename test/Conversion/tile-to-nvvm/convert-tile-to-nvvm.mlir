@@ -1130,3 +1130,41 @@ tile.kernel @wgmma_dot_tf32(%x: memref<?x?xf32>) {
   tile.store %d, %x[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#bt = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A transposed rhs (unit stride along K, loaded in runs along K) is staged
+// K-major: on sm_80 copied along K by cp.async and read by ldmatrix without
+// .trans; on sm_90a read by wgmma without imm-trans-b, and copied by TMA
+// boxes over the view's dimensions in the order (1, 0), K innermost.
+// CHECK-LABEL: gpu.func @kmajor_rhs
+// CHECK: nvvm.cp.async.shared.global
+// CHECK-NOT: mma_layout<col>
+// CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>
+// CHECK-NOT: mma_layout<col>
+// CHECK: gpu.return
+// WGMMA-LABEL: gpu.func @kmajor_rhs
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1, 0, 0;
+// TMA-LABEL: gpu.func @kmajor_rhs
+// TMA-SAME: tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 64, 32>, dims = array<i64: 1, 0>, swizzle = 64 : i64, view = 1 : i64}]
+// TMA: cp.async.bulk.tensor
+// TMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1, 0, 0;
+tile.kernel @kmajor_rhs(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %w: memref<?x?xf16, strided<[1, ?], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %w[%i, %c0] : memref<?x?xf16, strided<[1, ?], offset: ?>> -> tensor<32x64xf16, #bt>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #bt> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}

@@ -2,7 +2,8 @@
 unit stride along K (``strided<[1, ?]>``), its tiles load in runs along K, and the staging
 area holds them K-major (n rows of k), as they are. mma.sync reads them with ``ldmatrix``
 without ``.trans``, wgmma with a K-major descriptor and no ``imm-trans-b``; with the
-alignment promises the runs go global -> shared by cp.async and the loop is pipelined.
+alignment promises the runs go global -> shared by cp.async (on sm_90a by TMA boxes of the
+transposed tensor) and the loop is pipelined.
 
 Each kernel runs in the PTX emulator against float64 PyTorch on odd shapes.
 """
@@ -78,10 +79,15 @@ def test_transposed_rhs(target: str, warps: int, blocks: tuple[int, int, int],
         assert re.search(r"wgmma\.mma_async[^;]*, 1, 1, 1, 0, 0;", ptx)
     else:
         assert "ldmatrix.sync.aligned.m8n8" in ptx
-    # The promises give 16-byte cp.async runs along K (no TMA: a box would read the
-    # transposed tensor) and a pipeline.
-    assert ("cp.async.cg.shared.global" in ptx) == promises
-    assert "cp.async.bulk" not in ptx
+    # The promises give a pipeline: on sm_90a TMA boxes over the transposed tensor (its K
+    # innermost: tensor map dims (1, 0)) where B is one warpgroup column's, else 16-byte
+    # cp.async runs along K.
+    tma = promises and target == "sm_90a" and warps * 16 <= bm
+    assert ("cp.async.bulk.tensor" in ptx) == tma
+    assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
+    if tma:
+        assert kern.metadata.tensor_maps[1].dims == (1, 0)
+        assert kern.metadata.tensor_maps[1].box == (bn, bk)
     torch.manual_seed(0)
     shapes = [(96, 160, 80), (64, 64, 144)] if promises else [(70, 100, 90), (33, 24, 130)]
     for m, k, n in shapes:

@@ -149,6 +149,20 @@ def test_a_single_row_needs_no_valid_row_stride() -> None:
     assert tmap.global_dims == (100, 1) and tmap.global_strides[0] % 16 == 0
 
 
+def test_a_map_reorders_the_view_dimensions() -> None:
+    """``dims=(1, 0)``: the map reads a transposed view (unit stride along its first
+    dimension) with that dimension innermost: the untransposed tensor's rows. A view whose
+    map-innermost dimension is not contiguous is an ArgumentError that names it."""
+    w = torch.arange(48 * 64, dtype=torch.float16).reshape(48, 64)
+    m = TensorMapParam(0, (48, 32), 64, dims=(1, 0))
+    tmap = emulator_args([V("b", "f16", 2)], [w.t()], "k", [m])[-1]
+    assert tmap.global_dims == (64, 48) and tmap.global_strides == (128,)
+    assert tmap.box_dims == (32, 48)
+    with pytest.raises(ArgumentError, match=r"contiguous innermost dimension"):
+        emulator_args([V("b", "f16", 2)], [w], "k", [m])
+    assert str(m) == "box [48, 32], swizzle 64, dims [1, 0]"
+
+
 def test_map_parameters_are_described() -> None:
     """What an emulator error about a map's PTX parameter is annotated with."""
     assert abi.describe_ptx_param(SIG, 12, [MAP]) == (
@@ -171,6 +185,10 @@ def test_recorded_tensor_maps_reads_the_attribute() -> None:
             ": i64, view = 3 : i64}]} {\n  llvm.func @other() attributes {nvvm.kernel} {")
     assert nvidia.recorded_tensor_maps(line, "k") == (
         TensorMapParam(0, (128, 64), 128), TensorMapParam(3, (64, 32), 64))
+    transposed = ("llvm.func @t() attributes {tile.tensor_maps = [{box = array<i64: 64, 32>, "
+                  "dims = array<i64: 1, 0>, swizzle = 64 : i64, view = 1 : i64}]} {")
+    assert nvidia.recorded_tensor_maps(transposed, "t") == (
+        TensorMapParam(1, (64, 32), 64, dims=(1, 0)),)
     assert nvidia.recorded_dynamic_shared_bytes(line, "k") == 1024
     assert nvidia.recorded_tensor_maps(line, "other") == ()
     for bad, message in [
@@ -283,7 +301,9 @@ def test_tensor_map_params_are_checked() -> None:
                          ((0, (), 0), "box must be positive integers"),
                          ((0, (8, 0), 0), "box must be positive integers"),
                          ((True, (8,), 0), "view must be an argument index"),
-                         ((0, (8,), 16), "swizzle must be one of 0, 32, 64, 128")]:
+                         ((0, (8,), 16), "swizzle must be one of 0, 32, 64, 128"),
+                         ((0, (8, 8), 0, (0, 0)), "dims must order the box's 2 dimensions"),
+                         ((0, (8, 8), 0, (1,)), "dims must order the box's 2 dimensions")]:
         with pytest.raises(ArgumentError, match=message):
             TensorMapParam(*bad)
     params = [V("x", "f16", 2), S("n", "i32")]
