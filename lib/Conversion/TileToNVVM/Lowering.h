@@ -90,7 +90,7 @@ struct AsyncCopy {
   /// The first async copy before its dot: waits for every warp to be done
   /// with the shared memory it overwrites.
   bool barrier = false;
-  /// In a software pipeline: the ring slot (index) the copy fills, and
+  /// In a software pipeline: the ring slot (i32) the copy fills, and
   /// whether its iteration exists (i1; the copy moves no bytes otherwise).
   mlir::Value slot, enabled;
   /// A loop body's load whose data an earlier iteration's copy brought into
@@ -106,7 +106,7 @@ struct AsyncCopy {
   /// One 4-byte cp.async per element: the B operand of a tf32 wgmma dot,
   /// which its staging area holds transposed (K-major).
   bool elementWise = false;
-  /// On the body's first prefetched TMA load: the phase parity (index) of
+  /// On the body's first prefetched TMA load: the phase parity (i32) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;
 };
@@ -764,7 +764,7 @@ TensorMapParam tensorMapParam(tile::LoadOp load, const AsyncCopy &copy);
 /// offset and count (invalidateMbarriers removes it).
 constexpr llvm::StringLiteral kTmaMbarriersAttr = "tile.tma_mbarriers";
 
-/// The mbarrier of ring slot `slot` (an index value).
+/// The mbarrier of ring slot `slot` (an i32).
 mlir::Value mbarrierPtr(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                         int64_t mbarrierOffset, mlir::Value slot);
 
@@ -781,7 +781,7 @@ void issueTmaCopy(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                   llvm::ArrayRef<mlir::Value> offsets, mlir::Value mbarrier);
 
 /// Every thread waits until `mbarrier` completes the phase of parity
-/// `phase` (an index value).
+/// `phase` (an i32).
 void waitMbarrier(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mbarrier,
                   mlir::Value phase);
 

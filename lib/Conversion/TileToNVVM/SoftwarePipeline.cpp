@@ -179,9 +179,9 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   unsigned lead = stages - 1 - (pending ? 1 : 0);
   unsigned slots = p.slots(stages);
   IRRewriter b(loop.getContext());
-  auto index = [&](int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
+  // Slots and phase parities are i32, as the shared-memory offsets that
+  // they index.
+  auto slotConst = [&](int64_t v) { return i32Const(b, loc, v); };
   // Induction variables may be any integer type, not only index.
   Type ivType = loop.getInductionVar().getType();
   auto ivConst = [&](int64_t v) -> Value {
@@ -246,28 +246,28 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     if (i)
       iv = arith::AddIOp::create(
           b, loc, iv, arith::MulIOp::create(b, loc, step, ivConst(i)));
-    prefetch(iv, index(i));
+    prefetch(iv, slotConst(i));
   }
 
   // The loop carries the slot of its iteration's dot and, with TMA, the
   // parity of the slot's mbarrier phase: it flips at each wrap.
   DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
   bool unsignedCmp = loop.getUnsignedCmp();
-  SmallVector<Value> inits = {index(0)};
+  SmallVector<Value> inits = {slotConst(0)};
   if (p.tma)
-    inits.push_back(index(0));
+    inits.push_back(slotConst(0));
   auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
       b, inits, /*replaceInitOperandUsesInLoop=*/false,
       [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
-        Value next = arith::AddIOp::create(yb, yloc, args[0], index(1));
+        Value next = arith::AddIOp::create(yb, yloc, args[0], slotConst(1));
         Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
-                                           next, index(slots));
+                                           next, slotConst(slots));
         SmallVector<Value> yields = {
-            arith::SelectOp::create(yb, yloc, wrap, index(0), next)};
+            arith::SelectOp::create(yb, yloc, wrap, slotConst(0), next)};
         if (p.tma)
           yields.push_back(arith::SelectOp::create(
               yb, yloc, wrap,
-              arith::XOrIOp::create(yb, yloc, args[1], index(1)), args[1]));
+              arith::XOrIOp::create(yb, yloc, args[1], slotConst(1)), args[1]));
         return yields;
       }));
   grown->setDiscardableAttrs(attrs);
@@ -305,12 +305,12 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     b.setInsertionPointAfter(last);
     NVVM::Barrier0Op::create(b, loc);
   } else {
-    Value sum = arith::AddIOp::create(b, loc, slot, index(lead));
+    Value sum = arith::AddIOp::create(b, loc, slot, slotConst(lead));
     free = arith::SelectOp::create(
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, sum,
-                              index(slots)),
-        arith::SubIOp::create(b, loc, sum, index(slots)), sum);
+                              slotConst(slots)),
+        arith::SubIOp::create(b, loc, sum, slotConst(slots)), sum);
   }
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),

@@ -101,10 +101,9 @@ TensorMapParam tensorMapParam(LoadOp load, const AsyncCopy &copy) {
 
 Value mbarrierPtr(OpBuilder &b, Location loc, KernelState &ks,
                   int64_t mbarrierOffset, Value slot) {
-  Value index = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), slot);
   Value byte = arith::AddIOp::create(
       b, loc, i32Const(b, loc, mbarrierOffset),
-      arith::MulIOp::create(b, loc, index, i32Const(b, loc, 8), kNoWrap),
+      arith::MulIOp::create(b, loc, slot, i32Const(b, loc, 8), kNoWrap),
       kNoWrap);
   Value base = LLVM::AddressOfOp::create(b, loc, ks.sharedMemory);
   return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base,
@@ -148,10 +147,8 @@ void onEachMbarrier(OpBuilder &b, Location loc, KernelState &ks, int64_t offset,
   SmallVector<Value> operands = {isFirstThread(b, loc, ks)};
   std::string constraints = "r";
   for (int64_t i = 0; i < count; ++i) {
-    operands.push_back(
-        sharedAddress(b, loc,
-                      mbarrierPtr(b, loc, ks, offset,
-                                  arith::ConstantIndexOp::create(b, loc, i))));
+    operands.push_back(sharedAddress(
+        b, loc, mbarrierPtr(b, loc, ks, offset, i32Const(b, loc, i))));
     text += "@p " + llvm::formatv(statement.data(), i + 1).str() + "\n";
     constraints += ",r";
   }
@@ -224,8 +221,7 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
 }
 
 void waitMbarrier(OpBuilder &b, Location loc, Value mbarrier, Value phase) {
-  Value parity = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), phase);
-  emitAsm(b, loc, {}, {sharedAddress(b, loc, mbarrier), parity},
+  emitAsm(b, loc, {}, {sharedAddress(b, loc, mbarrier), phase},
           "{\n.reg .pred p;\nwaitLoop${:uid}:\n"
           "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
           "@!p bra waitLoop${:uid};\n}",

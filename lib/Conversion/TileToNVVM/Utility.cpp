@@ -52,14 +52,12 @@ void useScratch(OpBuilder &b, Location loc, KernelState &ks,
   if (!place.offset && !slot)
     return;
   Value base = i32Const(b, loc, place.offset);
-  if (slot) {
-    Value index = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), slot);
+  if (slot) // an i32 ring index (pipelineLoop)
     base = arith::AddIOp::create(
         b, loc, base,
-        arith::MulIOp::create(b, loc, index, i32Const(b, loc, place.slotBytes),
+        arith::MulIOp::create(b, loc, slot, i32Const(b, loc, place.slotBytes),
                               kNoWrap),
         kNoWrap);
-  }
   ks.scratchBase = base;
 }
 

@@ -908,7 +908,7 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // CHECK: nvvm.cp.async.commit.group
 // CHECK-COUNT-2: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
-// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> ({{(f32, )+}}index)
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %[[SLOT:.*]] = %{{.*}}) -> ({{(f32, )+}}i32)
 // CHECK: nvvm.cp.async.wait.group 1
 // CHECK-NEXT: nvvm.barrier0
 // CHECK-NOT: nvvm.cp.async
@@ -955,7 +955,7 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // TMA: "{\0A.reg .pred p;\0Asetp.ne.b32 p, $0, 0;\0A@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], 4096;\0A@p cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$3], [$2, {$4, $5}], [$1];\0A}", "r,r,l,r,r,r" %{{.*}}, %{{.*}}, %[[AMAP]],
 // TMA: cp.async.bulk.tensor{{.*}} %[[BMAP]],
 // TMA-NOT: cp.async.bulk.tensor
-// TMA: scf.for {{.*}} -> ({{(f32, )+}}index, index)
+// TMA: scf.for {{.*}} -> ({{(f32, )+}}i32, i32)
 // TMA: nvvm.barrier0
 // TMA-COUNT-2: cp.async.bulk.tensor
 // TMA: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;
