@@ -18,12 +18,18 @@ using namespace tileopt::tile;
 
 namespace tileopt::nvvm {
 
-bool stagesRhsKMajor(DotOp dot, bool wgmma) {
+StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
+  auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
+  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+  int64_t elemBytes = storageBits(type.getElementType()) / 8;
   int64_t mmaK = getMmaK(dot);
-  if (wgmma && mmaK == 8)
-    return true;
-  auto [dim, contiguous] = contiguity(dot.getRhs().getType().getEncoding());
-  return mmaK == 16 && dim == 0 && contiguous > 1;
+  auto [dim, contiguous] = contiguity(type.getEncoding());
+  bool transposed =
+      operand == 1 &&
+      ((wgmma && mmaK == 8) || (mmaK == 16 && dim == 0 && contiguous > 1));
+  if (transposed)
+    return {cols, rows * elemBytes, true};
+  return {rows, cols * elemBytes, false};
 }
 
 Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
@@ -47,22 +53,16 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
         arith::AndIOp::create(b, loc, col, c(7)));
   }
   int64_t elemBytes = storageBits(type.getElementType()) / 8;
-  if (wgmma) {
-    WgmmaOperandShape shape = wgmmaOperandShape(dot, operand);
-    if (operand == 1 && shape.kMajor) // B transposed: its columns are rows
-      std::swap(row, col);
+  StagedOperand staged = stagedOperand(dot, operand, wgmma);
+  if (staged.transposed) // its columns are the staged rows
+    std::swap(row, col);
+  if (wgmma)
     return arith::AddIOp::create(
         b, loc,
-        wgmmaOffset(b, loc, row, col, shape.rows, shape.rowBytes, elemBytes),
+        wgmmaOffset(b, loc, row, col, staged.rows, staged.rowBytes, elemBytes),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
-  }
-  int64_t rowBytes = cols * elemBytes;
-  if (operand == 1 && stagesRhsKMajor(dot, /*wgmma=*/false)) {
-    std::swap(row, col);
-    rowBytes = rows * elemBytes;
-  }
   return arith::AddIOp::create(
-      b, loc, mmaOffset(b, loc, row, col, rowBytes, elemBytes),
+      b, loc, mmaOffset(b, loc, row, col, staged.rowBytes, elemBytes),
       i32Const(b, loc, mmaOperandOffset(dot, operand)));
 }
 
@@ -71,9 +71,9 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
   auto [dim, contiguous] = contiguity(type.getEncoding());
   unsigned chunk = 128 / storageBits(type.getElementType());
-  // Staged rows run along the tile's rows, or its columns for a K-major
-  // rhs: vectors go along that dimension.
-  int64_t staged = operand == 1 && stagesRhsKMajor(dot, wgmma) ? 0 : 1;
+  // Staged rows run along the tile's rows, or its columns where it is
+  // transposed: vectors go along that dimension.
+  int64_t staged = stagedOperand(dot, operand, wgmma).transposed ? 0 : 1;
   unsigned maxElems = dim == staged ? std::min<unsigned>(contiguous, chunk) : 1;
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems,

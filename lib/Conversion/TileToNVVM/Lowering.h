@@ -536,16 +536,6 @@ mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
                         mlir::Value col, int64_t rows, int64_t rowBytes,
                         int64_t elemBytes);
 
-/// How operand `operand` of a wgmma dot lies in its staging area (in
-/// wgmmaOffset's layout): `rows` rows of `rowBytes`; K-major (A, and tf32 B
-/// as its transpose: n rows of k, the only major PTX allows for tf32) or
-/// N-major (16-bit B: k rows of n).
-struct WgmmaOperandShape {
-  int64_t rows, rowBytes;
-  bool kMajor;
-};
-WgmmaOperandShape wgmmaOperandShape(tile::DotOp dot, unsigned operand);
-
 /// Byte offset of operand `operand` (0: lhs, 1: rhs) of a wgmma dot in its
 /// shared-memory staging area.
 int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
@@ -558,12 +548,20 @@ int64_t wgmmaOperandOffset(tile::DotOp dot, unsigned operand);
 mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
                       mlir::Value col, int64_t rowBytes, int64_t elemBytes);
 
-/// Whether a tensor-core dot stages its rhs K-major (n rows of k, its
-/// transpose): on wgmma for tf32 (the only major PTX allows), and for 16-bit
-/// inputs whose rhs tile holds runs along K (a transposed weight), which
-/// then copy into it as they are (mma.sync reads them with ldmatrix
-/// without .trans, wgmma without imm-trans-b).
-bool stagesRhsKMajor(tile::DotOp dot, bool wgmma);
+/// How operand `operand` of a tensor-core dot lies in its staging area
+/// (wgmmaOffset's or mmaOffset's layout): `rows` rows of `rowBytes`, the
+/// tile's rows, or its columns where it is `transposed`. The lhs is always
+/// K-major (m rows of k); the rhs is N-major (k rows of n) but for its
+/// transpose (n rows of k, K-major): on wgmma for tf32 (the only major PTX
+/// allows), and for 16-bit inputs whose rhs tile holds runs along K (a
+/// transposed weight), which then copy into it as they are (mma.sync reads
+/// them with ldmatrix without .trans, wgmma without imm-trans-b, TMA with
+/// boxes over the view's dimensions (1, 0)).
+struct StagedOperand {
+  int64_t rows, rowBytes;
+  bool transposed;
+};
+StagedOperand stagedOperand(tile::DotOp dot, unsigned operand, bool wgmma);
 
 /// Byte offset of the lhs (operand 0, m x k) or rhs (1, k x n) of an
 /// mma.sync dot in its staging area (each in mmaOffset's layout).

@@ -206,15 +206,17 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // B N-major (k rows of n), through ldmatrix .trans: rows kk + l%8 +
   // 8*(matrix&1), the column of block rn + (matrix>>1), rn even: block
   // rn * wn XORs into the lane's block warpN + (matrix>>1) * wn, which is
-  // below 2 * wn. B K-major (n rows of k, stagesRhsKMajor), through plain
-  // ldmatrix: row l%8 of block rn + (matrix>>1), columns kk + 8*(matrix&1),
-  // kk XORing in as for A; block rn * wn is a multiple of 8 rows.
-  bool bKMajor = stagesRhsKMajor(op, /*wgmma=*/false);
+  // below 2 * wn. B K-major (n rows of k, transposed: stagedOperand),
+  // through plain ldmatrix: row l%8 of block rn + (matrix>>1), columns
+  // kk + 8*(matrix&1), kk XORing in as for A; block rn * wn is a multiple of
+  // 8 rows.
+  StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/false);
+  bool bKMajor = bStaged.transposed;
   Value laneBlockCol = plus(times(warpN, kMmaN), times(matHigh, kMmaN * wn));
   Value bLane = bKMajor
                     ? laneOffset(1, times(matLow, 8), plus(laneBlockCol, row8))
                     : laneOffset(1, plus(row8, times(matLow, 8)), laneBlockCol);
-  int64_t bRowBytes = (bKMajor ? k : n) * elemBytes;
+  int64_t bRowBytes = bStaged.rowBytes;
   for (int64_t kk = 0; kk < k; kk += mmaK) {
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t rm = 0; rm < repsM; ++rm) {

@@ -38,7 +38,7 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
     if (usesWgmma(dot, state)) {
-      WgmmaOperandShape b = wgmmaOperandShape(dot, 1);
+      StagedOperand b = stagedOperand(dot, 1, /*wgmma=*/true);
       return wgmmaOperandOffset(dot, 1) + wgmmaOperandBytes(b.rows, b.rowBytes);
     }
     if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
@@ -83,8 +83,9 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
       return;
+    bool wgmma = usesWgmma(dot, state);
     // tf32 wgmma's B is staged transposed: one element per copy.
-    bool transposedB = getMmaK(dot) == 8 && usesWgmma(dot, state);
+    bool elementWiseB = getMmaK(dot) == 8 && wgmma;
     // The operands' loads that may copy: with cp.async, or only with TMA
     // (in a TMA pipeline, else demoteTmaOnlyCopies takes them back).
     SmallVector<std::tuple<LoadOp, unsigned, bool>> candidates;
@@ -92,14 +93,13 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
       if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
         continue;
-      if (operand == 1 && transposedB) {
+      if (operand == 1 && elementWiseB) {
         if (hasZeroPadding(load))
           candidates.push_back({load, operand, false});
         continue;
       }
-      // A K-major rhs takes runs along K, everything else along the rows.
-      int64_t dim =
-          operand == 1 && stagesRhsKMajor(dot, usesWgmma(dot, state)) ? 0 : 1;
+      // Runs along the staged rows: a transposed rhs's go along K.
+      int64_t dim = stagedOperand(dot, operand, wgmma).transposed ? 0 : 1;
       if (isAsyncCopyable(load, state.accesses[load], dim))
         candidates.push_back({load, operand, false});
       else if (isTmaCopyable(load, AsyncCopy{dot, operand}, state))
@@ -132,7 +132,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       async.dot = dot;
       async.operand = std::get<1>(copy);
       async.tmaOnly = std::get<2>(copy);
-      async.elementWise = transposedB && async.operand == 1;
+      async.elementWise = elementWiseB && async.operand == 1;
       async.barrier = i == 0;
       mask |= 1u << async.operand;
     }

@@ -34,10 +34,9 @@ BlockArgument kernelArgument(LoadOp load) {
   return arg;
 }
 
-/// Whether `copy`'s staging area holds its tile transposed (a K-major rhs):
-/// its boxes then read the view's dimensions in the order (1, 0).
-bool transposedBoxes(const AsyncCopy &copy) {
-  return copy.operand == 1 && stagesRhsKMajor(copy.dot, /*wgmma=*/true);
+/// How `copy`'s tile lies in the wgmma staging area it fills.
+StagedOperand stagedOf(const AsyncCopy &copy) {
+  return stagedOperand(copy.dot, copy.operand, /*wgmma=*/true);
 }
 
 } // namespace
@@ -46,7 +45,7 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   // tf32 operands go by cp.async (its rhs element by element).
   if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16)
     return false;
-  bool transposed = transposedBoxes(copy);
+  StagedOperand staged = stagedOf(copy);
   BlockArgument arg = kernelArgument(load);
   if (!arg)
     return false;
@@ -59,7 +58,7 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   auto [strides, offset] = view.getStridesAndOffset();
   auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
       arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
-  if (view.getRank() != 2 || strides[transposed ? 0 : 1] != 1 ||
+  if (view.getRank() != 2 || strides[staged.transposed ? 0 : 1] != 1 ||
       !divisibility || divisibility.getInt() % 16 != 0)
     return false;
   if (!hasZeroPadding(load))
@@ -69,23 +68,21 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   auto mma = cast<MmaLayoutAttr>(getLayout(copy.dot.getAcc().getType()));
   if (copy.operand == 1 && mma.getWarpsPerCTA()[1] != 1)
     return false;
-  int64_t rows = load.getResult().getType().getDimSize(transposed ? 1 : 0);
-  return rows <= kMaxBox || rows % kMaxBox == 0;
+  return staged.rows <= kMaxBox || staged.rows % kMaxBox == 0;
 }
 
 namespace {
 
-/// The boxes that copy `tile` into wgmma's layout (wgmmaOffset), transposed
-/// for a K-major rhs: each `swizzle`-byte column atom holds all rows, a box
-/// is one atom of at most 256 rows. Its view is left 0.
-TensorMapParam boxesOf(RankedTensorType tile, bool transposed) {
+/// The boxes that copy `tile` into wgmma's layout (wgmmaOffset) as `staged`
+/// (a transposed tile through the view's dimensions (1, 0)): each
+/// `swizzle`-byte column atom holds all rows, a box is one atom of at most
+/// 256 rows. Its view is left 0.
+TensorMapParam boxesOf(RankedTensorType tile, StagedOperand staged) {
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
-  int64_t rows = tile.getDimSize(transposed ? 1 : 0),
-          cols = tile.getDimSize(transposed ? 0 : 1);
-  int64_t swizzle = wgmmaSwizzle(cols * elementBytes);
+  int64_t swizzle = wgmmaSwizzle(staged.rowBytes);
   TensorMapParam map = {
-      0, {std::min(rows, kMaxBox), swizzle / elementBytes}, swizzle};
-  if (transposed)
+      0, {std::min(staged.rows, kMaxBox), swizzle / elementBytes}, swizzle};
+  if (staged.transposed)
     map.dims = {1, 0};
   return map;
 }
@@ -93,8 +90,7 @@ TensorMapParam boxesOf(RankedTensorType tile, bool transposed) {
 } // namespace
 
 TensorMapParam tensorMapParam(LoadOp load, const AsyncCopy &copy) {
-  TensorMapParam map =
-      boxesOf(load.getResult().getType(), transposedBoxes(copy));
+  TensorMapParam map = boxesOf(load.getResult().getType(), stagedOf(copy));
   map.view = kernelArgument(load).getArgNumber();
   return map;
 }
@@ -173,9 +169,9 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                   Value mbarrier) {
   RankedTensorType tile = load.getResult().getType();
   // The staged rows and columns: the tile's, or its transpose's.
-  bool transposed = transposedBoxes(copy);
-  TensorMapParam map = boxesOf(tile, transposed);
-  unsigned rowDim = transposed ? 1 : 0, colDim = 1 - rowDim;
+  StagedOperand staged = stagedOf(copy);
+  TensorMapParam map = boxesOf(tile, staged);
+  unsigned rowDim = staged.transposed ? 1 : 0, colDim = 1 - rowDim;
   int64_t rows = tile.getDimSize(rowDim), cols = tile.getDimSize(colDim);
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
   int64_t boxRows = map.box[0], boxCols = map.box[1];

@@ -61,22 +61,10 @@ Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
       swizzled, kNoWrap);
 }
 
-WgmmaOperandShape wgmmaOperandShape(DotOp dot, unsigned operand) {
-  RankedTensorType type =
-      operand ? dot.getRhs().getType() : dot.getLhs().getType();
-  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  int64_t elemBytes = storageBits(type.getElementType()) / 8;
-  if (operand == 0)
-    return {rows, cols * elemBytes, /*kMajor=*/true};
-  if (stagesRhsKMajor(dot, /*wgmma=*/true))
-    return {cols, rows * elemBytes, /*kMajor=*/true};
-  return {rows, cols * elemBytes, /*kMajor=*/false};
-}
-
 int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
   if (operand == 0)
     return 0;
-  WgmmaOperandShape a = wgmmaOperandShape(dot, 0);
+  StagedOperand a = stagedOperand(dot, 0, /*wgmma=*/true);
   return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
 }
 
@@ -91,13 +79,15 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   RankedTensorType rhsType = op.getRhs().getType();
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
-  // B is staged K-major for tf32 (k8) and transposed 16-bit inputs, else
-  // N-major (wgmmaOperandShape).
+  // B is staged K-major (transposed) for tf32 (k8) and transposed 16-bit
+  // inputs, else N-major (stagedOperand).
   bool tf32 = getMmaK(op) == 8;
-  bool bKMajor = wgmmaOperandShape(op, 1).kMajor;
+  StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/true);
+  bool bKMajor = bStaged.transposed;
   int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
-  int64_t aSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 0).rowBytes),
-          bSwizzle = wgmmaSwizzle(wgmmaOperandShape(op, 1).rowBytes);
+  int64_t aSwizzle =
+              wgmmaSwizzle(stagedOperand(op, 0, /*wgmma=*/true).rowBytes),
+          bSwizzle = wgmmaSwizzle(bStaged.rowBytes);
   // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
@@ -150,7 +140,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
   Value bColumnStart = arith::MulIOp::create(
       b, loc, groupCol,
-      c32(bKMajor ? cols * bSwizzle : cols * 2 / bSwizzle * k * bSwizzle));
+      c32(bKMajor ? cols * bSwizzle
+                  : cols * elemBytes / bSwizzle * k * bSwizzle));
   // f16 accumulators go two to a register (.f16x2), in the f32 order.
   SmallVector<Value> acc = unpack(b, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
