@@ -7,6 +7,9 @@ PY := $(VENV)/bin/python
 BUILD_DIR := build/release
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
+# glibc fills freed memory with this byte, so a Python object that outlives the MLIR
+# object it wraps fails every run instead of one run in many.
+export MALLOC_PERTURB_ ?= 165
 
 .PHONY: venv build test lit pytest lint demo docs clean fuzz fuzz-models bench-graphs \
   bench-matmul
