@@ -52,9 +52,10 @@ itself, as in tileopt's views (``strided<[?, 1]>``). tileopt gets the same promi
 element's address and the strides other than 1 are multiples of 16 bytes; the launcher checks
 it), so where the tile offsets are provably multiples of the vector width it emits 16-byte
 accesses with no run-time check and no unaligned fallback; and
-``tileopt.compile(..., divisible_sizes=[...])`` promises, for the views whose innermost size is
-a multiple of 16 here, what ``tt.divisibility`` on that size tells Triton (so a 16-byte vector
-is all in bounds or all out: one predicate, no scalar tail); and
+``tileopt.compile(..., divisible_sizes={...})`` promises, for every size of a view that is a
+multiple of 16 here, what ``tt.divisibility`` on that size tells Triton (so a 16-byte vector
+is all in bounds or all out: one predicate, no scalar tail; a tile whose offset and size are
+multiples of its extent checks its bounds there once); and
 ``tileopt.compile(..., int32_indexing=True)`` promises that every view's sizes and element
 offsets fit in 32 bits, which Triton assumes of its ``i32`` size and stride arguments (its
 offsets are 32-bit), so both index in 32-bit arithmetic; and
@@ -734,9 +735,11 @@ def fresh(case: Case) -> dict[str, torch.Tensor]:
 
 def tileopt_options(case: Case, names: Sequence[str]) -> dict[str, Any]:
     """``tileopt.compile``'s keyword arguments for ``case`` (the views are ``names``)."""
-    # The views whose innermost size is a multiple of 16: what Triton's JIT would see.
-    divisible = [names[i] for i, a in enumerate(case.tileopt_args)
-                 if isinstance(a, str) and case.tensors[a].shape[-1] % 16 == 0]
+    # The sizes that are multiples of 16: what Triton's JIT would see.
+    divisible = {
+        names[i]: tuple(16 if size % 16 == 0 else 1 for size in case.tensors[a].shape)
+        for i, a in enumerate(case.tileopt_args) if isinstance(a, str)
+    }
     options: dict[str, Any] = {
         "target": case.target, "num_warps": case.num_warps, "aligned": True,
         "divisible_sizes": divisible, "int32_indexing": True, "same_shapes": case.same_shapes,

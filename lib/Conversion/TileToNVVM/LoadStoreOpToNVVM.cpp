@@ -184,7 +184,7 @@ public:
     if (ownersOnly)
       owner = emitOwnerPredicate(b, loc, layout, shape, state);
     base = emitThreadBase(b, loc, layout, state);
-    SmallVector<int64_t> baseMax = maxThreadBase(layout);
+    baseMax = maxThreadBase(layout);
     Type indexType = view.indexType;
     int64_t rank = view.rank();
     // Per dim: the thread's first index (tile offset + thread base) and
@@ -280,6 +280,27 @@ private:
                                  intConst(b, loc, view.indexType, offset));
   }
 
+  /// The index whose bounds check is register `r`'s along `d`: its own, or
+  /// where the tile offset and the size are multiples of a group g and the
+  /// thread's coordinate never crosses a group boundary that the register's
+  /// constant offset does not, the start of its group (tile offset + the
+  /// offset rounded down to g), which the thread's other registers of that
+  /// group and every other thread share.
+  Value boundsIndex(OpBuilder &b, unsigned r, int64_t d) {
+    int64_t group = view.boundsGroups.empty() ? 1 : view.boundsGroups[d];
+    int64_t offset = offsets[r][d];
+    bool sameGroup =
+        wraps[d] ? shape[d] <= group : baseMax[d] + offset % group < group;
+    if (group <= 1 || !sameGroup)
+      return index(b, r, d);
+    int64_t groupStart = wraps[d] ? 0 : offset - offset % group;
+    if (!groupStart)
+      return starts[d];
+    return arith::AddIOp::create(b, loc, starts[d],
+                                 intConst(b, loc, view.indexType, groupStart),
+                                 startFlags(d));
+  }
+
   Value emitInBounds(OpBuilder &b, unsigned r) {
     Value ok;
     for (int64_t d = 0; d < view.rank(); ++d) {
@@ -287,7 +308,7 @@ private:
         continue;
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          index(b, r, d), view.sizes[d]);
+                                          boundsIndex(b, r, d), view.sizes[d]);
       ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
     }
     if (!ok)
@@ -323,6 +344,7 @@ private:
   Block *home;
   Value owner, basePtr;
   SmallVector<Value> base, starts, first;
+  SmallVector<int64_t> baseMax;
   SmallVector<bool> wraps;
   llvm::DenseMap<unsigned, Value> okCache, ptrCache;
 };
@@ -510,20 +532,25 @@ template <typename AttrT> AttrT kernelArgAttr(Value view, StringRef name) {
                 : AttrT();
 }
 
-/// The largest power of two that divides the size `dim` reads: a static size
-/// or a kernel view's tile.size_divisibility.
+/// The largest power of two known to divide `view`'s size along `dim`: a
+/// static size or a kernel view's tile.size_divisibility.
+int64_t viewSizeDivisor(Value view, int64_t dim) {
+  auto type = dyn_cast<MemRefType>(view.getType());
+  if (!type || dim < 0 || dim >= type.getRank())
+    return 1;
+  if (!type.isDynamicDim(dim))
+    return powerOfTwoDivisor(type.getDimSize(dim));
+  auto divisors = kernelArgAttr<DenseI64ArrayAttr>(
+      view, KernelOp::getSizeDivisibilityAttrName());
+  if (!divisors || dim >= int64_t(divisors.size()))
+    return 1;
+  return powerOfTwoDivisor(divisors[dim]);
+}
+
+/// The largest power of two known to divide the size `dim` reads.
 int64_t sizeDivisor(memref::DimOp dim) {
   std::optional<int64_t> index = dim.getConstantIndex();
-  auto type = dyn_cast<MemRefType>(dim.getSource().getType());
-  if (!index || !type || *index < 0 || *index >= type.getRank())
-    return 1;
-  if (!type.isDynamicDim(*index))
-    return powerOfTwoDivisor(type.getDimSize(*index));
-  auto divisors = kernelArgAttr<DenseI64ArrayAttr>(
-      dim.getSource(), KernelOp::getSizeDivisibilityAttrName());
-  if (!divisors || *index >= divisors.size())
-    return 1;
-  return powerOfTwoDivisor(divisors[*index]);
+  return index ? viewSizeDivisor(dim.getSource(), *index) : 1;
 }
 
 /// Whether an index value is provably non-negative: constants, grid
@@ -711,6 +738,8 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
     facts.inBounds.push_back(extent == 1 &&
                              provenInBounds(offsets[d], view, d));
     facts.nonNegativeStarts.push_back(knownNonNegative(offsets[d]));
+    facts.boundsGroups.push_back(
+        std::min(viewSizeDivisor(view, d), knownDivisor(offsets[d])));
   }
   if (!llvm::is_contained(facts.inBounds, true))
     facts.inBounds.clear();

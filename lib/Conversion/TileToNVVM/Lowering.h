@@ -76,6 +76,10 @@ struct AccessFacts {
   llvm::SmallVector<bool> inBounds;
   /// Dimensions whose tile offset is provably non-negative (knownNonNegative).
   llvm::SmallVector<bool> nonNegativeStarts;
+  /// Per dimension, a power of two that divides both the tile offset and the
+  /// view's size: the indices of one aligned group of that many are in bounds
+  /// together, so they share one bounds check (Triton's mask constancy).
+  llvm::SmallVector<int64_t> boundsGroups;
   /// The kernel argument whose shape the view has (tile.same_shape_as).
   std::optional<unsigned> sameShapeAs;
   /// The tile type of the scalar fallback (scalarFallbackTile), or null.
@@ -352,6 +356,8 @@ struct View {
   /// elsewhere an index may be negative (out of bounds) and its arithmetic
   /// may wrap unsigned.
   llvm::SmallVector<bool> nonNegativeStarts;
+  /// AccessFacts::boundsGroups (empty: none).
+  llvm::SmallVector<int64_t> boundsGroups;
   int64_t rank() const { return sizes.size(); }
 };
 
@@ -823,6 +829,7 @@ template <typename Op> struct TilePattern : mlir::OpConversionPattern<Op> {
     View view = unpackView(b, loc, values, type, facts.narrow, sizes);
     view.inBounds = facts.inBounds;
     view.nonNegativeStarts = facts.nonNegativeStarts;
+    view.boundsGroups = facts.boundsGroups;
     return view;
   }
 };

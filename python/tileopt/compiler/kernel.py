@@ -293,18 +293,22 @@ def _apply_to_views(
     module: ir.Module,
     kernel: ir.Operation,
     option: str,
-    value: bool | Sequence[str],
+    value: bool | Sequence[str] | Mapping[str, tuple[int, ...]],
     names: Sequence[str] | None,
-    apply: Callable[[ir.Operation, list[int]], None],
+    apply: Callable[..., None],
 ) -> None:
     """Applies ``compile(..., contiguous=)``, ``aligned=``, ... (``option``) to ``kernel``: to
-    every view when ``value`` is True, else to the views it names."""
+    every view when ``value`` is True, else to the views it names (a mapping also gives each
+    view's per-dimension values: ``apply(kernel, indices, values)``)."""
     derived = nvidia.tile_signature(kernel, names)
     if value is True:
         indices = [i for i, p in enumerate(derived) if p.kind == "view" and p.rank > 0]
     else:
-        indices = _indices(option, {p.name: i for i, p in enumerate(derived)}, value)
-    apply(kernel, indices)
+        indices = _indices(option, {p.name: i for i, p in enumerate(derived)}, list(value))
+    if isinstance(value, Mapping):
+        apply(kernel, indices, list(value.values()))
+    else:
+        apply(kernel, indices)
     try:
         module.operation.verify()
     except ir.MLIRError as e:
@@ -441,6 +445,23 @@ def _view_names(option: str, value: object) -> bool | list[str]:
     )
 
 
+def _size_divisors(value: object) -> bool | list[str] | dict[str, tuple[int, ...]]:
+    """The value of ``divisible_sizes=``: True/False, view names, or a mapping from view names
+    to one positive divisor per dimension."""
+    if not isinstance(value, Mapping):
+        return _view_names("divisible_sizes", value)
+    divisors: dict[str, tuple[int, ...]] = {}
+    for name, per_dim in value.items():
+        if not (isinstance(name, str) and _is_collection(per_dim) and all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in per_dim)):
+            raise OptionError(
+                f"divisible_sizes= maps view names to one positive divisor per dimension, "
+                f"e.g. {{'x': (16, 16)}}, got {name!r}: {per_dim!r}"
+            )
+        divisors[name] = tuple(per_dim)
+    return divisors
+
+
 def _groups(value: object) -> list[list[str]]:
     """The value of ``same_shapes=``: groups of view names."""
     if _is_collection(value):
@@ -498,7 +519,7 @@ def compile(
     assembler: str = "auto",
     contiguous: bool | Sequence[str] = False,
     aligned: bool | Sequence[str] = False,
-    divisible_sizes: bool | Sequence[str] = False,
+    divisible_sizes: bool | Sequence[str] | Mapping[str, Sequence[int]] = False,
     int32_indexing: bool | Sequence[str] = False,
     same_shapes: Sequence[Sequence[str]] = (),
     fp_fusion: bool = True,
@@ -587,8 +608,12 @@ def compile(
         divisible_sizes: views (``True``: every view; or their names) whose innermost size
             the kernel may take as a multiple of 16 elements (``tile.size_divisibility``, as
             Triton's JIT specializes a size divisible by 16): a vector access then never
-            straddles the view's end, so it needs one predicate and no scalar tail. The
-            launcher rejects arrays of other sizes. Only with ``start="tile"``.
+            straddles the view's end, so it needs one predicate and no scalar tail. Or a
+            mapping from view names to one divisor per dimension, e.g. ``{"x": (16, 16)}``
+            (1: no promise), as Triton's JIT specializes every size divisible by 16: a tile
+            whose offset and size are multiples of its extent along a dimension checks its
+            bounds there once. The launcher rejects arrays of other sizes. Only with
+            ``start="tile"``.
         int32_indexing: views (``True``: every view; or their names) whose sizes and element
             offsets the kernel may take as below 2**31 (``tile.index_bitwidth = 32``): their
             index arithmetic is 32-bit, which saves registers, as Triton's ``i32`` arguments
@@ -672,15 +697,17 @@ def compile(
     asm: dict[str, str | bytes] = {}
     times: dict[str, float] = {}
 
-    view_options = {
+    view_options: dict[str, tuple[Any, Callable[..., None]]] = {
         option: (_view_names(option, value), apply)
         for option, value, apply in (
             ("contiguous", contiguous, nvidia.make_contiguous),
             ("aligned", aligned, nvidia.make_aligned),
-            ("divisible_sizes", divisible_sizes, nvidia.make_size_divisible),
             ("int32_indexing", int32_indexing, nvidia.make_int32_indexed),
         )
     }
+    view_options["divisible_sizes"] = (
+        _size_divisors(divisible_sizes), nvidia.make_size_divisible
+    )
     groups = _groups(same_shapes)
     if start != "tile" and (groups or any(v for v, _ in view_options.values())):
         raise OptionError(

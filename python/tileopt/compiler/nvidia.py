@@ -404,9 +404,10 @@ def arg_same_shape_as(kernel: ir.Operation, index: int) -> int | None:
 
 def _set_view_attrs(
     kernel: ir.Operation, indices: Sequence[int], what: str,
-    make: Callable[[ir.MemRefType], tuple[str, ir.Attribute]],
+    make: Callable[[int, ir.MemRefType], tuple[str, ir.Attribute]],
 ) -> None:
-    """Sets the argument attribute ``make(type)`` on each view argument of ``indices``."""
+    """Sets the argument attribute ``make(index, type)`` on each view argument of
+    ``indices``."""
     fn_type = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
     inputs = list(fn_type.inputs)
     if "arg_attrs" in kernel.attributes:
@@ -420,7 +421,7 @@ def _set_view_attrs(
                 f"kernel @{sym_name(kernel)}: argument {i} ({inputs[i]}) is not a view; only "
                 f"views can be {what}"
             )
-        name, attr = make(ir.MemRefType(inputs[i]))
+        name, attr = make(i, ir.MemRefType(inputs[i]))
         dicts[i][name] = attr
     kernel.attributes["arg_attrs"] = ir.ArrayAttr.get([ir.DictAttr.get(d) for d in dicts])
 
@@ -433,18 +434,31 @@ def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int
     with no run-time check and no scalar fallback code. The launcher checks the promise.
     """
     attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), divisibility)
-    _set_view_attrs(kernel, indices, "aligned", lambda _: (DIVISIBILITY_ATTR, attr))
+    _set_view_attrs(kernel, indices, "aligned", lambda *_: (DIVISIBILITY_ATTR, attr))
 
 
-def make_size_divisible(kernel: ir.Operation, indices: Sequence[int], divisor: int = 16) -> None:
-    """Promises that the innermost size of each view argument of ``indices`` is a multiple of
-    ``divisor`` elements (``tile.size_divisibility = array<i64: 1, ..., divisor>``).
+def make_size_divisible(
+    kernel: ir.Operation,
+    indices: Sequence[int],
+    divisors: Sequence[Sequence[int]] | None = None,
+) -> None:
+    """Promises that the sizes of each view argument of ``indices`` are multiples of
+    ``divisors`` (one per dimension, per view; by default 16 for the innermost size and 1 for
+    the others): ``tile.size_divisibility = array<i64: ...>``.
 
-    A vector access along that dimension then never straddles the view's end: one predicate per
-    vector and no scalar tail. The launcher checks the promise.
+    A vector access along a divisible dimension then never straddles the view's end (one
+    predicate per vector, no scalar tail), and a tile whose offset and size are multiples of
+    its extent checks its bounds once. The launcher checks the promise.
     """
-    def make(t: ir.MemRefType) -> tuple[str, ir.Attribute]:
-        sizes = [1] * (t.rank - 1) + [divisor] if t.rank else []
+    per_view = dict(zip(indices, divisors, strict=True)) if divisors is not None else {}
+
+    def make(i: int, t: ir.MemRefType) -> tuple[str, ir.Attribute]:
+        sizes = list(per_view.get(i, [1] * (t.rank - 1) + [16] if t.rank else []))
+        if len(sizes) != t.rank:
+            raise OptionError(
+                f"kernel @{sym_name(kernel)}: divisible_sizes= gives argument {i} {len(sizes)} "
+                f"divisors, but it is a view of rank {t.rank}"
+            )
         return SIZE_DIVISIBILITY_ATTR, ir.DenseI64ArrayAttr.get(sizes)
 
     _set_view_attrs(kernel, indices, "size-divisible", make)
@@ -456,7 +470,7 @@ def make_same_shape(kernel: ir.Operation, leader: int, indices: Sequence[int]) -
     share predicates. The launcher checks the shapes."""
     attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), leader)
     _set_view_attrs(kernel, [i for i in indices if i != leader], "shaped alike",
-                    lambda _: (SAME_SHAPE_AS_ATTR, attr))
+                    lambda *_: (SAME_SHAPE_AS_ATTR, attr))
 
 
 def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:
@@ -465,7 +479,7 @@ def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:
     32-bit (fewer registers), as Triton's is for ``i32`` arguments. The launcher checks it.
     """
     attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 32)
-    _set_view_attrs(kernel, indices, "int32-indexed", lambda _: (INDEX_BITWIDTH_ATTR, attr))
+    _set_view_attrs(kernel, indices, "int32-indexed", lambda *_: (INDEX_BITWIDTH_ATTR, attr))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -359,6 +359,48 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 
 // -----
 
+#rows = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [2, 2], order = [1, 0]>
+
+// Rows 4 * pid .. 4 * pid + 3 of a view whose row count is a multiple of 16:
+// all in bounds or all out, so each thread's two rows check the tile offset
+// alone (one compare for both).
+// CHECK-LABEL: gpu.func @row_groups
+// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK: ld.global.v4.b32
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK: ld.global.v4.b32
+tile.kernel @row_groups(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 16, 16>}) {
+  %pid = tile.program_id {dim = 0}
+  %c4 = arith.constant 4 : index
+  %c0 = arith.constant 0 : index
+  %off = arith.muli %pid, %c4 : index
+  %a = tile.load %x[%off, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<4x256xf32, #rows>
+  tile.store %a, %x[%off, %c0] : tensor<4x256xf32, #rows>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#rows = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [2, 2], order = [1, 0]>
+
+// Without the promise on the rows, each row checks its own index.
+// CHECK-LABEL: gpu.func @row_groups_unknown_size
+// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK-NOT: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK: gpu.return
+tile.kernel @row_groups_unknown_size(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 1, 16>}) {
+  %pid = tile.program_id {dim = 0}
+  %c4 = arith.constant 4 : index
+  %c0 = arith.constant 0 : index
+  %off = arith.muli %pid, %c4 : index
+  %a = tile.load %x[%off, %c0] : memref<?x?xf32, strided<[?, 1], offset: ?>> -> tensor<4x256xf32, #rows>
+  tile.store %a, %x[%off, %c0] : tensor<4x256xf32, #rows>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // An f32 division that may be approximate (fastmath<afn>) is PTX's

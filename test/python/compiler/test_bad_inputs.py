@@ -72,6 +72,14 @@ def double(block: int = 64) -> KernelBuilder:
                               r"names"),
         ({"aligned": 1}, r"aligned= takes True"),
         ({"divisible_sizes": [0]}, r"divisible_sizes= takes True"),
+        ({"divisible_sizes": {"x": (0,)}}, r"divisible_sizes= maps view names to one positive "
+                                           r"divisor per dimension, e\.g\. \{'x': \(16, 16\)\}, "
+                                           r"got 'x': \(0,\)"),
+        ({"divisible_sizes": {"x": 16}}, r"divisible_sizes= maps view names"),
+        ({"divisible_sizes": {"x": (16,)}}, r"divisible_sizes= gives argument 0 1 divisors, "
+                                            r"but it is a view of rank 2"),
+        ({"divisible_sizes": {"z": (16,)}}, r"divisible_sizes= names 'z', but the kernel's "
+                                            r"arguments are x, y"),
         ({"int32_indexing": ["z"]}, r"int32_indexing= names 'z', but the kernel's arguments are "
                                     r"x, y"),
         ({"same_shapes": 5}, r"same_shapes= takes groups of two or more view names"),

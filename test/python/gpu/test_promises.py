@@ -293,3 +293,47 @@ def test_32_bit_loops_run_the_same_iterations() -> None:
     torch.testing.assert_close(y[:m], torch.nn.functional.layer_norm(x, (n,), w, b, 1e-5),
                                atol=2e-5, rtol=1e-5)
     assert torch.all(y[m:] == 7.0)
+
+
+def _reduction(name: str, divisible: dict[str, tuple[int, ...]]) -> tileopt.Kernel:
+    builder = kernels.row_sum(block_m=4, block_n=256) if name == "row_sum" else kernels.col_sum(
+        block_m=32, block_n=128)
+    return tileopt.compile(builder, target="sm_80", aligned=True, int32_indexing=True,
+                           divisible_sizes=divisible)
+
+
+def test_divisible_row_counts_share_row_bounds_checks() -> None:
+    """Rows 4 * pid .. 4 * pid + 3 of x (rows a multiple of 16): in bounds together, so the
+    kernel compares the tile offset once instead of each thread's rows."""
+    cols_only = _reduction("row_sum", {"x": (1, 16)})
+    both = _reduction("row_sum", {"x": (16, 16), "out": (16,)})
+    assert [p.size_divisibility for p in both.metadata.abi] == [(16, 16), (16,)]
+
+    def compares(k: tileopt.Kernel) -> int:
+        return str(k.asm["ptx"]).count("setp.lt.u32")
+
+    assert compares(both) < compares(cols_only), (compares(both), compares(cols_only))
+
+
+@pytest.mark.parametrize(("name", "m", "n"), [
+    ("row_sum", 48, 784), ("row_sum", 16, 16), ("col_sum", 48, 272), ("col_sum", 80, 16),
+])
+def test_divisible_row_counts_match_torch(name: str, m: int, n: int) -> None:
+    """Odd multiples of 16 rows, so that the last tile (4 or 32 rows) is whole, or for
+    col_sum's 32-row blocks half in bounds: its two 16-row groups check apart."""
+    k = _reduction(name, {"x": (16, 16), "out": (16,)})
+    x = torch.randn(m, n)
+    size = m if name == "row_sum" else n
+    out = torch.full((size + 16,), 7.0)
+    grid = kernels.row_sum_grid((m, n), 4) if name == "row_sum" else kernels.col_sum_grid(
+        (m, n), 128)
+    k.launch(grid, x, out[:size], device="emulator")
+    torch.testing.assert_close(out[:size], x.sum(dim=1 if name == "row_sum" else 0))
+    assert torch.all(out[size:] == 7.0)  # nothing written past the view
+
+
+def test_row_counts_off_the_promise_are_rejected() -> None:
+    k = _reduction("row_sum", {"x": (16, 16), "out": (16,)})
+    with pytest.raises(ArgumentError, match=r"argument 0 \(x: .*size_divisibility \[16, 16\].*\) "
+                       r"was compiled for sizes that are multiples of \[16, 16\].*\(50, 64\)"):
+        k.launch((13,), torch.randn(50, 64), torch.empty(50), device="emulator")
