@@ -363,13 +363,17 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 
 // Rows 4 * pid .. 4 * pid + 3 of a view whose row count is a multiple of 16:
 // all in bounds or all out, so each thread's two rows check the tile offset
-// alone (one compare for both).
+// alone (one compare for both). The second row's address is the first's plus
+// two strides (a loop would hoist that step alone, not an offset per row).
 // CHECK-LABEL: gpu.func @row_groups
 // CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
-// CHECK: ld.global.v4.b32
+// CHECK: %[[P0:[0-9]+]] = llvm.getelementptr
+// CHECK: ld.global.v4.b32 {{.*}} %[[P0]],
 // CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
-// CHECK: ld.global.v4.b32
+// CHECK: %[[STEP:[0-9]+]] = arith.muli %c2_i32{{.*}}, %{{.*}} overflow<nsw> : i32
+// CHECK: %[[P1:[0-9]+]] = llvm.getelementptr %[[P0]][%[[STEP]]]
+// CHECK: ld.global.v4.b32 {{.*}} %[[P1]],
 tile.kernel @row_groups(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 16, 16>}) {
   %pid = tile.program_id {dim = 0}
   %c4 = arith.constant 4 : index

@@ -1110,10 +1110,17 @@ def _promises(g: Gen, rng: random.Random, opts: dict[str, Any]) -> None:
                 a.layout = "aligned"
         if chosen:
             opts["aligned"] = chosen
-    if rng.random() < 0.15:
+    promise = rng.random()
+    if promise < 0.15:
         chosen = [f"arg{i}" for i, a in views if a.shape[-1] % 16 == 0]
         if chosen:
             opts["divisible_sizes"] = chosen
+    elif promise < 0.3:  # each size's largest power-of-two divisor (up to 64), or none
+        opts["divisible_sizes"] = {
+            f"arg{i}": tuple(min(s & -s, 64) if s and rng.random() < 0.8 else 1
+                             for s in a.shape)
+            for i, a in views if rng.random() < 0.7
+        }
     if rng.random() < 0.3:
         opts["int32_indexing"] = True if rng.random() < 0.5 else [f"arg{views[0][0]}"]
     if rng.random() < 0.2:
