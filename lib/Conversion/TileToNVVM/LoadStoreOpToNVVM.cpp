@@ -167,6 +167,24 @@ std::optional<int64_t> staticStride(MemRefType type, int64_t dim) {
   return strides[dim];
 }
 
+/// `v` cast to `type` right after its definition, once: the accesses at one
+/// tile offset share the cast, where each of them sees it. (Casts in a loop's
+/// preheader and after the loop, LLVM duplicates into the zero-trip path.)
+Value castAtDefinition(OpBuilder &b, Location loc, Type type, Value v) {
+  OpBuilder::InsertionGuard guard(b);
+  if (Operation *def = v.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+  Block::iterator next = b.getInsertionPoint();
+  for (Operation *op = next == b.getBlock()->end() ? nullptr : &*next;
+       op && isa<arith::IndexCastOp>(op) && op->getOperand(0) == v;
+       op = op->getNextNode())
+    if (op->getResult(0).getType() == type)
+      return op->getResult(0);
+  return arith::IndexCastOp::create(b, loc, type, v);
+}
+
 /// The addresses and in-bounds predicates of a tile's registers for a load
 /// or store. The per-thread parts are emitted up front; a register's own
 /// address and predicate only when asked, so that a vector access computes
@@ -199,8 +217,7 @@ public:
     for (int64_t d = 0; d < rank; ++d) {
       for (const SmallVector<int64_t> &offset : offsets)
         wraps[d] = wraps[d] || baseMax[d] + offset[d] >= shape[d];
-      starts.push_back(
-          arith::IndexCastOp::create(b, loc, indexType, tileOffsets[d]));
+      starts.push_back(castAtDefinition(b, loc, indexType, tileOffsets[d]));
       Value threadBase = base[d];
       if (indexType != threadBase.getType())
         threadBase = arith::ExtUIOp::create(b, loc, indexType, threadBase);

@@ -366,7 +366,8 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 // alone (one compare for both). The second row's address is the first's plus
 // two strides (a loop would hoist that step alone, not an offset per row).
 // CHECK-LABEL: gpu.func @row_groups
-// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: arith.muli %{{.*}}, %c4 : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
 // CHECK: %[[P0:[0-9]+]] = llvm.getelementptr
 // CHECK: ld.global.v4.b32 {{.*}} %[[P0]],
@@ -390,7 +391,8 @@ tile.kernel @row_groups(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.di
 
 // Without the promise on the rows, each row checks its own index.
 // CHECK-LABEL: gpu.func @row_groups_unknown_size
-// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
+// CHECK: arith.muli %{{.*}}, %c4 : index
+// CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK-NOT: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
 // CHECK: gpu.return
 tile.kernel @row_groups_unknown_size(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 1, 16>}) {
