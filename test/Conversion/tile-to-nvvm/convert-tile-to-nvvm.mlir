@@ -364,7 +364,7 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 // Rows 4 * pid .. 4 * pid + 3 of a view whose row count is a multiple of 16:
 // all in bounds or all out, so each thread's two rows check the tile offset
 // alone (one compare for both). The second row's address is the first's plus
-// two strides (a loop would hoist that step alone, not an offset per row).
+// two strides.
 // CHECK-LABEL: gpu.func @row_groups
 // CHECK: arith.muli %{{.*}}, %c4 : index
 // CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
@@ -375,6 +375,9 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 // CHECK: %[[STEP:[0-9]+]] = arith.muli %c2_i32{{.*}}, %{{.*}} overflow<nsw> : i32
 // CHECK: %[[P1:[0-9]+]] = llvm.getelementptr %[[P0]][%[[STEP]]]
 // CHECK: ld.global.v4.b32 {{.*}} %[[P1]],
+// The store at the same offset shares the load's cast of it.
+// CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK: st.global.v4.b32
 tile.kernel @row_groups(%x: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 16, 16>}) {
   %pid = tile.program_id {dim = 0}
   %c4 = arith.constant 4 : index
