@@ -805,12 +805,8 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
     facts.narrow = hasNarrowIndices(view);
     const VectorPlan &plan = facts.plan;
     if (plan.elems > 1) {
-      auto sizeDivisibility = kernelArgAttr<DenseI64ArrayAttr>(
-          view, KernelOp::getSizeDivisibilityAttrName());
-      int64_t size = viewType.getDimSize(plan.dim);
-      if (ShapedType::isDynamic(size) && sizeDivisibility)
-        size = sizeDivisibility[plan.dim];
-      facts.wholeRuns = !ShapedType::isDynamic(size) && size % plan.elems == 0;
+      // Runs are powers of two (contiguousRuns).
+      facts.wholeRuns = viewSizeDivisor(view, plan.dim) % plan.elems == 0;
       auto divisibility =
           kernelArgAttr<IntegerAttr>(view, KernelOp::getDivisibilityAttrName());
       int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
