@@ -7,6 +7,9 @@
 
 #include "tileopt/Conversion/Passes.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
 namespace tileopt {
 #define GEN_PASS_DEF_MARKTENSORMAPPARAMS
 #include "tileopt/Conversion/Passes.h.inc"
