@@ -132,7 +132,8 @@ class _NvccCompiler:
             return self._memo[key]
         ptx_path = self.cache_dir / f"{key}_{arch}.ptx"
         if not ptx_path.exists():
-            src_path = self.cache_dir / f"{key}.cu"
+            # Per-process names: another xdist worker may compile the same kernel at once.
+            src_path = self.cache_dir / f"{key}_{arch}.{os.getpid()}.cu"
             src_path.write_text(source)
             tmp_out = self.cache_dir / f"{key}_{arch}.ptx.tmp{os.getpid()}"
             proc = subprocess.run(
@@ -157,7 +158,13 @@ class _NvccCompiler:
 
 @pytest.fixture(scope="session")
 def _nvcc_compiler(tmp_path_factory: pytest.TempPathFactory) -> _NvccCompiler:
-    return _NvccCompiler(tmp_path_factory.mktemp("nvcc_ptx_cache"))
+    # One directory for the whole run: xdist workers share what the others compiled.
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    cache_dir = root / "nvcc_ptx_cache"
+    cache_dir.mkdir(exist_ok=True)
+    return _NvccCompiler(cache_dir)
 
 
 @pytest.fixture(scope="session")
