@@ -83,6 +83,7 @@ struct KernelLowering : TilePattern<KernelOp> {
     llvm::append_range(ks.tensorMaps,
                        entry->getArguments().take_back(maps.size()));
     Value tid = NVVM::ThreadIdXOp::create(rewriter, loc, rewriter.getI32Type());
+    ks.tid = tid;
     ks.lane =
         arith::AndIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 31));
     ks.warp =

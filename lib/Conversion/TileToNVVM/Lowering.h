@@ -37,7 +37,9 @@ constexpr llvm::StringLiteral kGpuModuleName = "tileopt_kernels";
 /// The values every pattern of one kernel needs: the thread's lane and warp
 /// (i32) and the kernel's shared memory.
 struct KernelState {
-  mlir::Value lane, warp;
+  /// The thread's index in the block (tid.x), its lane (tid % 32) and warp
+  /// (tid / 32), i32.
+  mlir::Value tid, lane, warp;
   mlir::LLVM::GlobalOp sharedMemory;
   /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
   int64_t sharedAlignment = 16;

@@ -227,13 +227,23 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
         v = arith::ShRUIOp::create(b, loc, v, i32Const(b, loc, shift));
       return arith::AndIOp::create(b, loc, v, i32Const(b, loc, count - 1));
     };
-    Value laneD = bits(state.lane, laneShift, tpw);
-    Value warpD = bits(state.warp, warpShift, wpc);
-    Value lanePart =
-        arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt), kNoWrap);
-    Value warpPart = arith::MulIOp::create(
-        b, loc, warpD, i32Const(b, loc, spt * tpw), kNoWrap);
-    base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart, kNoWrap);
+    if (tpw == 32 && wpc > 1 && warpShift == 0) {
+      // A whole warp along d and the warp's low bits next: the index is bits
+      // of the thread id (lane + 32 * warp), one mask instead of a mask, a
+      // shift and an add (Triton's `(tid * spt) & mask`). Not for lanes split
+      // between dimensions: there it cost the wgmma loop registers (58 -> 64).
+      Value thread = bits(state.tid, 0, tpw * wpc);
+      base[d] =
+          arith::MulIOp::create(b, loc, thread, i32Const(b, loc, spt), kNoWrap);
+    } else {
+      Value laneD = bits(state.lane, laneShift, tpw);
+      Value warpD = bits(state.warp, warpShift, wpc);
+      Value lanePart =
+          arith::MulIOp::create(b, loc, laneD, i32Const(b, loc, spt), kNoWrap);
+      Value warpPart = arith::MulIOp::create(
+          b, loc, warpD, i32Const(b, loc, spt * tpw), kNoWrap);
+      base[d] = arith::AddIOp::create(b, loc, lanePart, warpPart, kNoWrap);
+    }
     laneShift += llvm::Log2_32(tpw);
     warpShift += llvm::Log2_32(wpc);
   }

@@ -1219,3 +1219,29 @@ tile.kernel @kmajor_rhs(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.di
   tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#row4w = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+#split = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// A whole warp along a dimension with the warps next to it: the thread's
+// index is the thread id masked (tid % 128), not a lane part plus a warp part.
+// Lanes split between dimensions keep the lane and warp parts.
+// CHECK-LABEL: gpu.func @thread_index
+// CHECK: %[[TID:.*]] = nvvm.read.ptx.sreg.tid.x : i32
+// CHECK: %[[LANE:.*]] = arith.andi %[[TID]], %c31_i32 : i32
+// CHECK: %[[WARP:.*]] = arith.shrui %[[TID]], %c5_i32 : i32
+// CHECK: %[[T:.*]] = arith.andi %[[TID]], %c127_i32 : i32
+// CHECK: arith.muli %[[T]], %c4_i32 overflow<nsw, nuw> : i32
+// CHECK: arith.andi %[[LANE]], %c7_i32 : i32
+// CHECK: arith.shrui %[[LANE]], %c3_i32 : i32
+// CHECK: arith.andi %[[WARP]], %c3_i32{{.*}} : i32
+tile.kernel @thread_index(%x: memref<?xf32> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0] : memref<?xf32> -> tensor<512xf32, #row4w>
+  tile.store %a, %x[%c0] : tensor<512xf32, #row4w>, memref<?xf32>
+  %b = tile.load %y[%c0, %c0] : memref<?x?xf32> -> tensor<16x32xf32, #split>
+  tile.store %b, %y[%c0, %c0] : tensor<16x32xf32, #split>, memref<?x?xf32>
+  tile.return
+}
