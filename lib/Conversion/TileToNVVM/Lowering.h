@@ -34,8 +34,8 @@ constexpr llvm::StringLiteral kGpuModuleName = "tileopt_kernels";
 // Per-kernel state shared by the patterns
 //===----------------------------------------------------------------------===//
 
-/// The values every pattern of one kernel needs: the thread's lane and warp
-/// (i32) and the kernel's shared memory.
+/// The values every pattern of one kernel needs: the thread's ids and the
+/// kernel's shared memory.
 struct KernelState {
   /// The thread's index in the block (tid.x), its lane (tid % 32) and warp
   /// (tid / 32), i32.
