@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc)
 # For the tests: glibc fills freed memory with this byte, so a Python object that outlives
 # the MLIR object it wraps fails every run instead of one run in many.
-PERTURB := MALLOC_PERTURB_=165
+PYTEST := MALLOC_PERTURB_=165 $(PY) -m pytest -q -n auto
 
 .PHONY: venv build test lit pytest lint demo docs clean fuzz fuzz-models bench-graphs \
   bench-matmul
@@ -31,7 +31,7 @@ lit: build
 	$(VENV)/bin/lit -sv $(BUILD_DIR)/test
 
 pytest: build
-	$(PERTURB) $(PY) -m pytest -q -n auto
+	$(PYTEST)
 
 lint: venv
 	$(PY) -m ruff check .
@@ -39,7 +39,7 @@ lint: venv
 test: build
 	@start=$$(date +%s); lit=0; pytest=0; lint=0; \
 	$(VENV)/bin/lit -sv $(BUILD_DIR)/test || lit=$$?; \
-	$(PERTURB) $(PY) -m pytest -q -n auto || pytest=$$?; \
+	$(PYTEST) || pytest=$$?; \
 	$(PY) -m ruff check . || lint=$$?; \
 	verdict() { if [ $$1 -eq 0 ]; then echo PASS; else echo FAIL; fi; }; \
 	echo; echo "==================== tileopt test summary ===================="; \
