@@ -32,6 +32,14 @@ unsigned rowVectorElems(Type element, ArrayRef<int64_t> shape, int64_t pad,
   return std::min<int64_t>(16 / bytes, shape.back());
 }
 
+/// rowVectorElems for a tile staged as `staging`: a vector stays within a
+/// swizzled group (runs are aligned to their size).
+unsigned rowVectorElems(Type element, ArrayRef<int64_t> shape,
+                        const StagingLayout &staging) {
+  unsigned elems = rowVectorElems(element, shape, staging.pad);
+  return staging.swizzled() ? std::min<int64_t>(elems, staging.vec) : elems;
+}
+
 } // namespace
 
 void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
@@ -129,33 +137,162 @@ unsigned longestRowRun(RankedTensorType t) {
   return longest;
 }
 
-} // namespace
-
-int64_t restagePad(RankedTensorType from, RankedTensorType to) {
-  int64_t pad = smemPad(from.getElementType());
-  if (from.getRank() != 2 || to.getRank() != 2)
-    return pad;
-  // Both sides move row vectors: rows padded by a whole vector keep both
-  // aligned. Where a side goes down the columns one element at a time, the
-  // one-word pad spreads its accesses over the banks instead.
-  int64_t in = longestRowRun(from), out = longestRowRun(to);
-  int64_t vec = std::max(in, out);
-  if (std::min(in, out) > 1 && from.getDimSize(1) % vec == 0)
-    return vec;
-  return pad;
+/// The bank wavefronts of one warp's shared-memory access of `width` bytes
+/// per lane at byte `addresses` (the lanes that take part): 16-byte accesses
+/// go a quarter warp at a time, 8-byte ones a half, and within each, a bank
+/// serves one 32-bit word per wavefront (lanes reading the same word share
+/// it).
+int64_t bankWavefronts(ArrayRef<int64_t> addresses, int64_t width) {
+  constexpr int64_t kBanks = 32;
+  size_t phaseLanes = width >= 16 ? 8 : width == 8 ? 16 : kWarpSize;
+  int64_t total = 0;
+  for (size_t first = 0; first < addresses.size(); first += phaseLanes) {
+    SmallVector<SmallVector<int64_t, 4>> words(kBanks);
+    int64_t most = 0;
+    for (int64_t address :
+         addresses.slice(first, std::min(phaseLanes, addresses.size() - first)))
+      for (int64_t word = address / 4; word <= (address + width - 1) / 4;
+           ++word) {
+        SmallVector<int64_t, 4> &bank = words[word % kBanks];
+        if (!llvm::is_contained(bank, word))
+          bank.push_back(word);
+        most = std::max<int64_t>(most, bank.size());
+      }
+    total += most;
+  }
+  return total;
 }
 
+/// What restaging 2-D `from` into `to` through `staging` costs each warp,
+/// summed over the warps: bank wavefronts and shared-memory instructions (an
+/// XOR more for each swizzled one). The first slice of restageSlicing stands
+/// for each.
+struct RestageCost {
+  int64_t wavefronts = 0, instructions = 0;
+};
+
+RestageCost restageCost(RankedTensorType from, RankedTensorType to,
+                        const StagingLayout &staging) {
+  auto [dim, slices] = restageSlicing(from, to, staging);
+  SmallVector<int64_t> shape(from.getShape());
+  shape[dim] /= slices;
+  unsigned maxElems = rowVectorElems(from.getElementType(), shape, staging);
+  int64_t bytes = storageBits(from.getElementType()) / 8;
+  RestageCost cost;
+  auto side = [&](RankedTensorType t, bool store) {
+    SmallVector<SmallVector<int64_t>> offsets =
+        getRegisterOffsets(t.getEncoding(), t.getShape());
+    int64_t threads = getNumWarps(t.getEncoding()) * kWarpSize;
+    SmallVector<SmallVector<int64_t>> bases;
+    for (int64_t tid = 0; tid < threads; ++tid)
+      bases.push_back(threadBase(t.getEncoding(), tid));
+    WriteOnce once(offsets, t.getShape());
+    SmallVector<int64_t> coord(2), addresses(kWarpSize);
+    for (Run run : contiguousRuns(offsets, t.getShape(), 1, maxElems)) {
+      ArrayRef<int64_t> offset = offsets[run.first];
+      if ((slices > 1 && offset[dim] >= shape[dim]) ||
+          (store && !once.claim(run)))
+        continue;
+      for (int64_t warp = 0; warp < threads; warp += kWarpSize) {
+        for (int64_t lane = 0; lane < kWarpSize; ++lane) {
+          for (int64_t d = 0; d < 2; ++d)
+            coord[d] = (bases[warp + lane][d] + offset[d]) % t.getDimSize(d);
+          addresses[lane] = staging.index(coord, shape) * bytes;
+        }
+        cost.wavefronts += bankWavefronts(addresses, run.count * bytes);
+        cost.instructions += staging.swizzled() ? 2 : 1;
+      }
+    }
+  };
+  side(from, /*store=*/true);
+  side(to, /*store=*/false);
+  cost.wavefronts *= slices;
+  cost.instructions *= slices;
+  return cost;
+}
+
+} // namespace
+
+StagingLayout restageLayout(RankedTensorType from, RankedTensorType to,
+                            int64_t maxBytes) {
+  StagingLayout pad = StagingLayout::padded(smemPad(from.getElementType()));
+  if (from.getRank() != 2 || to.getRank() != 2)
+    return pad;
+  SmallVector<StagingLayout> candidates = {pad, StagingLayout::padded(0)};
+  int64_t rows = from.getDimSize(0), cols = from.getDimSize(1);
+  for (int64_t vec : {longestRowRun(from), longestRowRun(to)}) {
+    candidates.push_back(StagingLayout::padded(vec));
+    for (int64_t perPhase = 1; perPhase <= std::min<int64_t>(rows, 16);
+         perPhase *= 2)
+      for (int64_t maxPhase = 2; vec * maxPhase <= cols && maxPhase <= 32;
+           maxPhase *= 2)
+        if (cols % (vec * maxPhase) == 0)
+          candidates.push_back({0, vec, perPhase, maxPhase});
+  }
+  // Lexicographic: wavefronts, then bytes and instructions in the order the
+  // budget asks for. Over the budget counts as more wavefronts than any.
+  auto key = [&](const StagingLayout &s) {
+    RestageCost cost = restageCost(from, to, s);
+    int64_t bytes = restageBytes(from, to, s);
+    bool over = maxBytes && bytes > maxBytes;
+    return maxBytes ? std::make_tuple(over, cost.wavefronts, cost.instructions,
+                                      bytes)
+                    : std::make_tuple(false, cost.wavefronts, bytes,
+                                      cost.instructions);
+  };
+  StagingLayout best = pad;
+  auto bestKey = key(best);
+  for (const StagingLayout &candidate : candidates)
+    if (auto k = key(candidate); k < bestKey)
+      best = candidate, bestKey = k;
+  return best;
+}
+
+StagingLayout stagingLayout(ConvertLayoutOp op, const LoweringState &state) {
+  if (auto it = state.stagingLayouts.find(op); it != state.stagingLayouts.end())
+    return it->second;
+  return restageLayout(op.getSource().getType(), op.getResult().getType());
+}
+
+void planStagingLayouts(KernelOp kernel, const SharedMemoryPlan &plan,
+                        LoweringState &state) {
+  kernel.walk([&](ConvertLayoutOp op) {
+    if (isSingleElement(op.getSource().getType()))
+      return;
+    int64_t offset = plan.placements.lookup(op).offset;
+    state.stagingLayouts[op] =
+        restageLayout(op.getSource().getType(), op.getResult().getType(),
+                      std::max<int64_t>(plan.bytes - offset, 1));
+  });
+}
+
+namespace {
+
+/// The bytes of one of `slices` slices along `dim` of a `type` tile staged
+/// as `staging`.
+int64_t sliceBytes(RankedTensorType type, const StagingLayout &staging,
+                   int64_t dim, int64_t slices) {
+  SmallVector<int64_t> shape(type.getShape());
+  if (!shape.empty())
+    shape[dim] /= slices;
+  return staging.elements(shape) * storageBits(type.getElementType()) / 8;
+}
+
+} // namespace
+
 RestageSlicing restageSlicing(RankedTensorType from, RankedTensorType to,
-                              int64_t pad) {
+                              const StagingLayout &staging) {
   RestageSlicing best;
   if (from.getRank() != 2 || from.getShape() != to.getShape())
     return best;
-  int64_t bytes = paddedElements(from.getShape(), pad) *
-                  storageBits(from.getElementType()) / 8;
+  auto fits = [&](RestageSlicing s) {
+    return sliceBytes(from, staging, s.dim, s.slices) <= kRestageSliceBytes;
+  };
   for (int64_t dim = 0; dim < 2; ++dim) {
     int64_t extent = from.getDimSize(dim);
     // Slices `c` wide hold whole registers of `t` when no thread's index of
-    // a register crosses into the next slice. (Then 2c do too.)
+    // a register crosses into the next slice. (Then 2c do too.) A swizzle
+    // needs whole groups of phases in a row.
     auto whole = [&](RankedTensorType t, int64_t c) {
       int64_t base = maxThreadBase(t.getEncoding())[dim];
       return llvm::all_of(getRegisterOffsets(t.getEncoding(), t.getShape()),
@@ -163,74 +300,74 @@ RestageSlicing restageSlicing(RankedTensorType from, RankedTensorType to,
                             return o[dim] < extent && o[dim] % c + base < c;
                           });
     };
-    int64_t slices = 1;
-    for (int64_t c = extent / 2;
-         c >= 1 && bytes / slices > kRestageSliceBytes && whole(from, c) &&
-         whole(to, c);
+    auto swizzles = [&](int64_t c) {
+      return dim == 0 ||
+             c % (std::max<int64_t>(staging.vec, 1) * staging.maxPhase) == 0;
+    };
+    RestageSlicing slicing{dim, 1};
+    for (int64_t c = extent / 2; c >= 1 && !fits(slicing) && whole(from, c) &&
+                                 whole(to, c) && swizzles(c);
          c /= 2)
-      slices = extent / c;
+      slicing.slices = extent / c;
     // The fewest slices within the aim, else the smallest slices.
-    bool fits = bytes / slices <= kRestageSliceBytes;
-    bool bestFits = bytes / best.slices <= kRestageSliceBytes;
-    if (best.slices == 1 || (fits && (!bestFits || slices < best.slices)) ||
-        (!fits && !bestFits && slices > best.slices))
-      best = {dim, slices};
+    if (best.slices == 1 ||
+        (fits(slicing) && (!fits(best) || slicing.slices < best.slices)) ||
+        (!fits(slicing) && !fits(best) && slicing.slices > best.slices))
+      best = slicing;
   }
   return best;
 }
 
-int64_t restageBytes(RankedTensorType from, RankedTensorType to, int64_t pad) {
-  return paddedElements(from.getShape(), pad) *
-         storageBits(from.getElementType()) / 8 /
-         restageSlicing(from, to, pad).slices;
+int64_t restageBytes(RankedTensorType from, RankedTensorType to,
+                     const StagingLayout &staging) {
+  RestageSlicing slicing = restageSlicing(from, to, staging);
+  return sliceBytes(from, staging, slicing.dim, slicing.slices);
 }
 
 SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
                                         KernelState &ks, RankedTensorType from,
                                         Value vector, RankedTensorType to,
-                                        int64_t pad) {
-  auto [dim, slices] = restageSlicing(from, to, pad);
-  Type stored = storageType(b, from.getElementType());
-  if (slices == 1) {
-    leadingBarrier(b, loc, ks);
-    storeTileToShared(b, loc, ks, from, vector, from.getShape(), pad);
-    barrier(b, loc);
-    return loadRunsFromShared(
-        b, loc, ks, to, rowVectorElems(to.getElementType(), to.getShape(), pad),
-        [&](ArrayRef<Value> coord) {
-          return sharedPtr(b, loc, ks, stored,
-                           linearIndex(b, loc, coord, to.getShape(), pad));
-        });
-  }
+                                        const StagingLayout &staging) {
   // Slice by slice: each thread moves its registers in the slice, at their
   // place in a tile of the slice's shape. Vectors are aligned to their size
   // (contiguousRuns), so none crosses into the next slice.
-  SmallVector<int64_t> shape(from.getShape());
-  shape[dim] /= slices;
-  unsigned maxElems = rowVectorElems(from.getElementType(), shape, pad);
+  auto [dim, slices] = restageSlicing(from, to, staging);
+  Type stored = storageType(b, from.getElementType());
+  // A reshape stores in one shape and loads in the other.
+  SmallVector<int64_t> fromShape(from.getShape()), toShape(to.getShape());
+  if (slices > 1) {
+    fromShape[dim] /= slices;
+    toShape = fromShape;
+  }
+  unsigned storeElems =
+      rowVectorElems(from.getElementType(), fromShape, staging);
+  unsigned loadElems = rowVectorElems(to.getElementType(), toShape, staging);
   SmallVector<Value> values(getElemsPerThread(to.getEncoding(), to.getShape()));
   for (int64_t s = 0; s < slices; ++s) {
-    int64_t first = s * shape[dim];
+    int64_t first = slices > 1 ? s * fromShape[dim] : 0;
     auto inSlice = [&](ArrayRef<int64_t> o) {
-      return o[dim] >= first && o[dim] < first + shape[dim];
+      return slices == 1 ||
+             (o[dim] >= first && o[dim] < first + fromShape[dim]);
     };
-    auto at = [&](ArrayRef<Value> coord) {
-      SmallVector<Value> local(coord);
-      local[dim] = arith::SubIOp::create(b, loc, coord[dim],
-                                         i32Const(b, loc, first), kNoWrap);
-      return linearIndex(b, loc, local, shape, pad);
+    auto pointerOf = [&](ArrayRef<int64_t> shape) {
+      return [&, shape](ArrayRef<Value> coord) {
+        SmallVector<Value> local(coord);
+        if (first)
+          local[dim] = arith::SubIOp::create(b, loc, coord[dim],
+                                             i32Const(b, loc, first), kNoWrap);
+        return sharedPtr(b, loc, ks, stored,
+                         staging.emitIndex(b, loc, local, shape));
+      };
     };
     if (s)
       barrier(b, loc);
     else
       leadingBarrier(b, loc, ks);
-    auto pointerOf = [&](ArrayRef<Value> coord) {
-      return sharedPtr(b, loc, ks, stored, at(coord));
-    };
-    storeRunsToShared(b, loc, ks, from, vector, maxElems, pointerOf, inSlice);
+    storeRunsToShared(b, loc, ks, from, vector, storeElems,
+                      pointerOf(fromShape), inSlice);
     barrier(b, loc);
-    SmallVector<Value> loaded =
-        loadRunsFromShared(b, loc, ks, to, maxElems, pointerOf, inSlice);
+    SmallVector<Value> loaded = loadRunsFromShared(b, loc, ks, to, loadElems,
+                                                   pointerOf(toShape), inSlice);
     for (auto [r, value] : llvm::enumerate(loaded))
       if (value)
         values[r] = value;
@@ -261,10 +398,11 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
       return success();
     }
     // A reshape keeps the row-major order: stage it unpadded and flat.
-    bool reshape = std::is_same_v<Op, ReshapeOp>;
-    int64_t pad = reshape ? 0 : restagePad(srcType, resType);
+    StagingLayout staging = StagingLayout::padded(0);
+    if constexpr (std::is_same_v<Op, ConvertLayoutOp>)
+      staging = stagingLayout(op, this->state);
     SmallVector<Value> values = restageThroughShared(
-        rewriter, loc, ks, srcType, adaptor.getSource(), resType, pad);
+        rewriter, loc, ks, srcType, adaptor.getSource(), resType, staging);
     rewriter.replaceOp(op,
                        pack(rewriter, loc, this->vectorType(resType), values));
     return success();

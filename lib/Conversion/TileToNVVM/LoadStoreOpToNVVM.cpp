@@ -1046,7 +1046,7 @@ struct LoadLowering : TilePattern<LoadOp> {
         values =
             restageThroughShared(b, loc, ks, accessTile,
                                  pack(b, loc, vectorType(accessTile), values),
-                                 tile, smemPad(element));
+                                 tile, StagingLayout::padded(smemPad(element)));
       return {pack(b, loc, resultType, values)};
     };
     rewriter.replaceOp(op, emitVersioned(rewriter, loc, view, offsets, plan,
@@ -1133,8 +1133,9 @@ struct StoreLowering : TilePattern<StoreOp> {
       if (vecElems == 1 && facts.fallback) {
         // Into a layout whose scalar stores are coalesced first.
         accessTile = facts.fallback;
-        elements = restageThroughShared(b, loc, ks, tile, value, accessTile,
-                                        smemPad(element));
+        elements =
+            restageThroughShared(b, loc, ks, tile, value, accessTile,
+                                 StagingLayout::padded(smemPad(element)));
       }
       // Replicated elements are stored by one thread only, once each.
       Access access(b, loc, accessTile,

@@ -146,6 +146,27 @@ struct ScratchPlacement {
   int64_t mbarrierOffset = 0;
 };
 
+/// How restageThroughShared lays a tile out in shared memory, so that the
+/// accesses of a warp spread over the banks: row-major with the innermost
+/// dimension padded by `pad` elements, or (2-D tiles, `vec` > 0) unpadded
+/// with the groups of `vec` elements of row r XOR-swizzled: group g sits at
+/// g ^ ((r / perPhase) % maxPhase) (Triton's swizzled shared layout).
+struct StagingLayout {
+  int64_t pad = 0;
+  int64_t vec = 0, perPhase = 1, maxPhase = 1;
+
+  static StagingLayout padded(int64_t pad) { return {pad}; }
+  bool swizzled() const { return vec > 0; }
+  /// The elements a tile of `shape` takes.
+  int64_t elements(llvm::ArrayRef<int64_t> shape) const;
+  /// The element index of `coord` in a tile of `shape`.
+  int64_t index(llvm::ArrayRef<int64_t> coord,
+                llvm::ArrayRef<int64_t> shape) const;
+  mlir::Value emitIndex(mlir::OpBuilder &b, mlir::Location loc,
+                        llvm::ArrayRef<mlir::Value> coord,
+                        llvm::ArrayRef<int64_t> shape) const;
+};
+
 struct LoweringState {
   llvm::DenseMap<mlir::Operation *, KernelState> kernels;
   /// Warps per program of each kernel, by name (KernelOp::getNumWarps).
@@ -178,6 +199,9 @@ struct LoweringState {
   /// each kernel (SharedMemoryPlan).
   llvm::DenseMap<mlir::Operation *, ScratchPlacement> placements;
   llvm::DenseSet<mlir::Operation *> firstSharedUsers;
+  /// How each layout conversion lays its tile out in shared memory: the
+  /// fewest bytes (restageLayout), then planStagingLayouts's.
+  llvm::DenseMap<mlir::Operation *, StagingLayout> stagingLayouts;
   /// Tile compares whose results are equal over runs of this many
   /// consecutive elements (see uniformCompareRun).
   llvm::DenseMap<mlir::Operation *, int64_t> compareRuns;
@@ -291,6 +315,9 @@ llvm::SmallVector<mlir::Value> emitThreadBase(mlir::OpBuilder &b,
 
 /// The largest thread base of each dimension over all threads.
 llvm::SmallVector<int64_t> maxThreadBase(mlir::Attribute layout);
+
+/// The thread base of thread `tid` (emitThreadBase, computed statically).
+llvm::SmallVector<int64_t> threadBase(mlir::Attribute layout, int64_t tid);
 
 /// The coordinates (i32) of every element a thread holds of a tile.
 struct TileCoords {
@@ -480,13 +507,13 @@ void storeTileToShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                        int64_t byteOffset = 0);
 
 /// A tile of type `from` (registers `vector`) in the layout of `to`, through
-/// shared memory at row-major positions (rows padded by `pad` elements),
-/// between barriers: in the slices restageSlicing picks, one after the
-/// other, so that the staging area holds one slice.
+/// shared memory laid out as `staging`, between barriers: in the slices
+/// restageSlicing picks, one after the other, so that the staging area holds
+/// one slice.
 llvm::SmallVector<mlir::Value>
 restageThroughShared(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                      mlir::RankedTensorType from, mlir::Value vector,
-                     mlir::RankedTensorType to, int64_t pad);
+                     mlir::RankedTensorType to, const StagingLayout &staging);
 
 /// How restageThroughShared moves a 2-D tile: in `slices` slices along
 /// `dim`, the fewest that keep a slice within kRestageSliceBytes where both
@@ -497,7 +524,8 @@ struct RestageSlicing {
   int64_t slices = 1;
 };
 RestageSlicing restageSlicing(mlir::RankedTensorType from,
-                              mlir::RankedTensorType to, int64_t pad);
+                              mlir::RankedTensorType to,
+                              const StagingLayout &staging);
 
 /// Whether a tile has one element: each thread holds it in any layout, so
 /// changing its layout or shape moves nothing.
@@ -508,14 +536,31 @@ inline bool isSingleElement(mlir::RankedTensorType type) {
 /// The shared memory a layout conversion through it aims to stay within.
 constexpr int64_t kRestageSliceBytes = 16 * 1024;
 
-/// The padding (elements per row) of a layout conversion from `from` to
-/// `to` through shared memory: a whole vector where both move rows in
-/// vectors, else smemPad.
-int64_t restagePad(mlir::RankedTensorType from, mlir::RankedTensorType to);
+/// The staging layout of a conversion from `from` to `to` through shared
+/// memory: of the paddings and swizzles, one whose accesses take the fewest
+/// bank wavefronts (counted for every warp). Without `maxBytes`, the fewest
+/// bytes among those, then the fewest instructions; with it, the fewest
+/// instructions within `maxBytes` (a swizzle costs an XOR per access, a
+/// padding only bytes).
+StagingLayout restageLayout(mlir::RankedTensorType from,
+                            mlir::RankedTensorType to, int64_t maxBytes = 0);
+
+/// The staging layout of `op`: planStagingLayouts's, else restageLayout's.
+StagingLayout stagingLayout(tile::ConvertLayoutOp op,
+                            const LoweringState &state);
+
+struct SharedMemoryPlan;
+
+/// Picks the staging layout of each layout conversion of `kernel`
+/// (LoweringState::stagingLayouts): the fewest instructions within the
+/// shared memory of `plan`, made with the fewest bytes, so that a conversion
+/// never raises the kernel's shared memory to save instructions.
+void planStagingLayouts(tile::KernelOp kernel, const SharedMemoryPlan &plan,
+                        LoweringState &state);
 
 /// The bytes restageThroughShared stages at once.
 int64_t restageBytes(mlir::RankedTensorType from, mlir::RankedTensorType to,
-                     int64_t pad);
+                     const StagingLayout &staging);
 
 //===----------------------------------------------------------------------===//
 // Tensor-core dots (DotOpToNVVM.cpp, MmaDotToNVVM.cpp, WgmmaDotToNVVM.cpp)

@@ -24,7 +24,7 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
     RankedTensorType t = convert.getSource().getType();
     return restageBytes(t, convert.getResult().getType(),
-                        restagePad(t, convert.getResult().getType()));
+                        stagingLayout(convert, state));
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return bytesOf(reshape.getSource().getType(), 0);

@@ -366,6 +366,14 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       planAsyncCopies(kernel, state);
 
+    // Each layout conversion's staging layout, the fewest bytes until
+    // planStagingLayouts knows what the kernel's shared memory allows.
+    for (KernelOp kernel : kernels)
+      kernel.walk([&](ConvertLayoutOp op) {
+        state.stagingLayouts[op] =
+            restageLayout(op.getSource().getType(), op.getResult().getType());
+      });
+
     // Software pipelines, then each kernel's shared memory: static up to
     // 48 KiB, dynamic beyond, up to what the chip gives a block.
     int64_t limit = maxSharedBytes(chip);
@@ -410,6 +418,9 @@ struct ConvertTileToNVVM
           tmaLoops.push_back({loop, p.dots.front()});
       }
       SharedMemoryPlan plan = planSharedMemory(kernel, ringSlots, state);
+      // Conversions trade bytes for instructions where that costs nothing.
+      planStagingLayouts(kernel, plan, state);
+      plan = planSharedMemory(kernel, ringSlots, state);
       for (auto [loop, dot] : tmaLoops) {
         ScratchPlacement place = plan.placements.lookup(dot);
         loop->setAttr(kTmaMbarriersAttr,

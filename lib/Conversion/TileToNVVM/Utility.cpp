@@ -270,6 +270,31 @@ SmallVector<int64_t> maxThreadBase(Attribute layout) {
   return base;
 }
 
+SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
+  if (auto slice = dyn_cast<SliceLayoutAttr>(layout)) {
+    SmallVector<int64_t> base = threadBase(slice.getParent(), tid);
+    base.erase(base.begin() + slice.getDim());
+    return base;
+  }
+  int64_t lane = tid % kWarpSize, warp = tid / kWarpSize;
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    return {lane / 4 + warp % wm * kMmaM,
+            lane % 4 * 2 + warp / wm % wn * kMmaN};
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  SmallVector<int64_t> base(blocked.getRank());
+  for (unsigned d : blocked.getOrder()) {
+    int64_t tpw = blocked.getThreadsPerWarp()[d];
+    int64_t wpc = blocked.getWarpsPerCTA()[d];
+    int64_t spt = blocked.getSizePerThread()[d];
+    base[d] = (lane % tpw + warp % wpc * tpw) * spt;
+    lane /= tpw;
+    warp /= wpc;
+  }
+  return base;
+}
+
 TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,
                       KernelState &state) {
   TileCoords result;
@@ -346,6 +371,42 @@ Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coord,
         shape[d] + (d == int(shape.size()) - 1 && shape.size() > 1 ? pad : 0);
   }
   return index;
+}
+
+int64_t StagingLayout::elements(ArrayRef<int64_t> shape) const {
+  return paddedElements(shape, pad);
+}
+
+int64_t StagingLayout::index(ArrayRef<int64_t> coord,
+                             ArrayRef<int64_t> shape) const {
+  if (!swizzled()) {
+    int64_t index = 0;
+    for (auto [d, c] : llvm::enumerate(coord))
+      index = index * (shape[d] + (d + 1 == shape.size() && d ? pad : 0)) + c;
+    return index;
+  }
+  int64_t phase = coord[0] / perPhase % maxPhase;
+  return coord[0] * shape[1] + (coord[1] ^ (phase * vec));
+}
+
+Value StagingLayout::emitIndex(OpBuilder &b, Location loc,
+                               ArrayRef<Value> coord,
+                               ArrayRef<int64_t> shape) const {
+  if (!swizzled())
+    return linearIndex(b, loc, coord, shape, pad);
+  // XOR the phase into the group bits of the column: ((c / vec) ^ phase) *
+  // vec + c % vec, which stays in the row (vec * maxPhase divides it).
+  Value phase = coord[0];
+  if (perPhase > 1)
+    phase = arith::ShRUIOp::create(b, loc, phase,
+                                   i32Const(b, loc, llvm::Log2_64(perPhase)));
+  phase = arith::AndIOp::create(b, loc, phase, i32Const(b, loc, maxPhase - 1));
+  phase = arith::ShLIOp::create(b, loc, phase,
+                                i32Const(b, loc, llvm::Log2_64(vec)), kNoWrap);
+  Value column = arith::XOrIOp::create(b, loc, coord[1], phase);
+  Value row = arith::MulIOp::create(b, loc, coord[0],
+                                    i32Const(b, loc, shape[1]), kNoWrap);
+  return arith::AddIOp::create(b, loc, row, column, kNoWrap);
 }
 
 int64_t paddedElements(ArrayRef<int64_t> shape, int64_t pad) {

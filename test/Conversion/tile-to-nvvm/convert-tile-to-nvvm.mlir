@@ -88,6 +88,60 @@ tile.kernel @convert(%x: memref<?x?xf32>) {
 
 // -----
 
+#r = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#c = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]>
+
+// restageLayout: #c stores down the columns one float at a time, #r loads
+// 16-byte row vectors. An XOR swizzle of 4-float groups keeps both free of
+// bank conflicts without padding (32 x 32 floats, not 32 x 33, which would
+// also cost #r its vectors): eight scalar stores, one barrier (nothing used
+// shared memory before), two vector loads, each at an XOR-ed column.
+// CHECK-LABEL: gpu.module @tileopt_kernels
+// CHECK: llvm.mlir.global internal @swizzled_convert_smem() {{.*}} : !llvm.array<4096 x i8>
+// CHECK: gpu.func @swizzled_convert
+// CHECK: arith.xori {{.*}} : i32
+// CHECK-COUNT-8: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: arith.xori {{.*}} : i32
+// CHECK: llvm.load {{.*}} -> vector<4xf32>
+// CHECK: arith.xori {{.*}} : i32
+// CHECK: llvm.load {{.*}} -> vector<4xf32>
+// CHECK-NOT: llvm.load {{.*}}!llvm.ptr<3>
+tile.kernel @swizzled_convert(%x: memref<?x?xf32, strided<[1, ?]>> {tile.divisibility = 16}, %z: memref<?x?xf32, strided<[?, 1]>> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[1, ?]>> -> tensor<32x32xf32, #c>
+  %u = tile.convert_layout %t : tensor<32x32xf32, #c> -> tensor<32x32xf32, #r>
+  tile.store %u, %z[%c0, %c0] : tensor<32x32xf32, #r>, memref<?x?xf32, strided<[?, 1]>>
+  tile.return
+}
+
+// -----
+
+#r = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#c = #tile.blocked<sizePerThread = [4, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]>
+#flat = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// planStagingLayouts: where a larger staging area (the reshape's 16 KiB)
+// sets the kernel's shared memory, the conversion pads its rows by a vector
+// (32 x 36 floats) instead of swizzling: no XOR per access, and no more
+// shared memory.
+// CHECK-LABEL: gpu.func @padding_within_peak
+// CHECK-SAME: tile.shared_bytes = 16384 : i64
+// CHECK-NOT: arith.xori {{.*}} : i32
+// CHECK: gpu.return
+tile.kernel @padding_within_peak(%x: memref<?x?xf32, strided<[1, ?]>> {tile.divisibility = 16}, %z: memref<?x?xf32, strided<[?, 1]>> {tile.divisibility = 16}, %y: memref<?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[1, ?]>> -> tensor<32x32xf32, #c>
+  %u = tile.convert_layout %t : tensor<32x32xf32, #c> -> tensor<32x32xf32, #r>
+  tile.store %u, %z[%c0, %c0] : tensor<32x32xf32, #r>, memref<?x?xf32, strided<[?, 1]>>
+  %big = tile.load %z[%c0, %c0] : memref<?x?xf32, strided<[?, 1]>> -> tensor<64x64xf32, #r>
+  %v = tile.reshape %big : tensor<64x64xf32, #r> -> tensor<4096xf32, #flat>
+  tile.store %v, %y[%c0] : tensor<4096xf32, #flat>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
 tile.kernel @no_layout(%x: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   // expected-error @+1 {{'tile.load' op has a tile without a layout ('tensor<16xf32>'); run tile-assign-layouts first}}
@@ -702,11 +756,12 @@ tile.kernel @scalar_fallback(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>) {
 
 // Staging beyond the 48 KiB of static shared memory is the launch's
 // dynamic shared memory: an external array, its size on the kernel. (A
-// transpose: #a's threads span all columns, #b's all rows, so no slices.)
+// transpose: #a's threads span all columns, #b's all rows, so no slices;
+// swizzled, not padded.)
 // CHECK: llvm.mlir.global external @more_shared_smem() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
 // CHECK-LABEL: gpu.func @more_shared
-// CHECK-SAME: tile.dynamic_shared_bytes = 66048 : i64
-// CHECK-SAME: tile.shared_bytes = 66048 : i64
+// CHECK-SAME: tile.dynamic_shared_bytes = 65536 : i64
+// CHECK-SAME: tile.shared_bytes = 65536 : i64
 tile.kernel @more_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<128x128xf32, #a>
@@ -721,10 +776,10 @@ tile.kernel @more_shared(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
 #b = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [1, 4], order = [0, 1]>
 
 // A large conversion goes in slices of rows that both layouts hold whole,
-// one after the other: here four of 32 rows (16512 bytes, not 66048), two
+// one after the other: here four of 32 rows (16384 bytes, not 65536), two
 // barriers each but the first (nothing used shared memory before).
 // CHECK-LABEL: gpu.func @sliced_conversion
-// CHECK-SAME: tile.shared_bytes = 16512 : i64
+// CHECK-SAME: tile.shared_bytes = 16384 : i64
 // CHECK-COUNT-7: nvvm.barrier0
 // CHECK-NOT: nvvm.barrier0
 // CHECK: gpu.return
