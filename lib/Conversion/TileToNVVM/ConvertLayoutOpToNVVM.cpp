@@ -384,10 +384,16 @@ template <typename Op> struct StageThroughShared : TilePattern<Op> {
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    KernelState &ks = this->state.get(op);
-    useScratch(rewriter, loc, ks, this->state, op);
     auto srcType = cast<RankedTensorType>(op.getSource().getType());
     auto resType = cast<RankedTensorType>(op.getResult().getType());
+    // A load copied into a dot's staging area: the dot reads it there.
+    if (this->state.asyncCopies.contains(op.getSource().getDefiningOp())) {
+      rewriter.replaceOpWithNewOp<LLVM::PoisonOp>(op,
+                                                  this->vectorType(resType));
+      return success();
+    }
+    KernelState &ks = this->state.get(op);
+    useScratch(rewriter, loc, ks, this->state, op);
     // One element (a reduction's result): every thread holds it already.
     if (isSingleElement(srcType)) {
       VectorType type = this->vectorType(resType);

@@ -964,7 +964,8 @@ struct LoadLowering : TilePattern<LoadOp> {
         if (run.count * bits != bytes * 8)
           return op.emitOpError("internal error: cp.async run is not ")
                  << bytes << " bytes";
-        ArrayRef<Value> at = coords.coords[run.first];
+        ArrayRef<Value> at =
+            ArrayRef<Value>(coords.coords[run.first]).drop_front(to.unitDims);
         Value dst = sharedPtr(
             rewriter, loc, ks, rewriter.getI8Type(),
             stagedOperandOffset(rewriter, loc, to.dot, to.operand,

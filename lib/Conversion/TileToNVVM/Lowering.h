@@ -112,6 +112,10 @@ struct AsyncCopy {
   /// One 4-byte cp.async per element: the B operand of a tf32 wgmma dot,
   /// which its staging area holds transposed (K-major).
   bool elementWise = false;
+  /// Leading unit dimensions of the load's tile that a reshape drops before
+  /// the dot (one matrix of a batch): its coordinates past them are the
+  /// operand's.
+  unsigned unitDims = 0;
   /// On the body's first prefetched TMA load: the phase parity (i32) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;

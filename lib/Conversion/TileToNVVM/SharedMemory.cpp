@@ -26,8 +26,12 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return restageBytes(t, convert.getResult().getType(),
                         stagingLayout(convert, state));
   }
-  if (auto reshape = dyn_cast<ReshapeOp>(op))
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    // A copied load's reshape moves nothing: the dot reads the copy.
+    if (state.asyncCopies.contains(reshape.getSource().getDefiningOp()))
+      return 0;
     return bytesOf(reshape.getSource().getType(), 0);
+  }
   // The scalar fallback of a load or store (see scalarFallbackTile); none
   // for a load that copies into a dot's staging area.
   if (state.asyncCopies.contains(op))
@@ -79,6 +83,41 @@ bool isAsyncCopyable(LoadOp load, const AccessFacts &facts, int64_t dim) {
          hasZeroPadding(load);
 }
 
+namespace {
+
+/// A load that may copy straight into a dot's operand staging area.
+struct CopyCandidate {
+  LoadOp load;
+  unsigned operand;
+  bool tmaOnly;
+  /// The reshape between that drops the load's leading unit dimensions.
+  ReshapeOp reshape;
+};
+
+/// The load that a dot's `operand` comes straight from, in the dot's block
+/// and used only there: the operand's definition, or the source of a
+/// reshape that only drops leading unit dimensions (one matrix of a batch).
+std::optional<CopyCandidate> operandLoad(DotOp dot, unsigned operand) {
+  Value value = dot->getOperand(operand);
+  auto reshape = value.getDefiningOp<ReshapeOp>();
+  if (reshape) {
+    ArrayRef<int64_t> from = reshape.getSource().getType().getShape();
+    ArrayRef<int64_t> to = reshape.getResult().getType().getShape();
+    if (!reshape->hasOneUse() || reshape->getBlock() != dot->getBlock() ||
+        from.size() < to.size() || from.take_back(to.size()) != to ||
+        llvm::any_of(from.drop_back(to.size()),
+                     [](int64_t size) { return size != 1; }))
+      return std::nullopt;
+    value = reshape.getSource();
+  }
+  auto load = value.getDefiningOp<LoadOp>();
+  if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
+    return std::nullopt;
+  return CopyCandidate{load, operand, false, reshape};
+}
+
+} // namespace
+
 void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   kernel.walk([&](DotOp dot) {
     if (!isa_and_present<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
@@ -88,51 +127,56 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     bool elementWiseB = getMmaK(dot) == 8 && wgmma;
     // The operands' loads that may copy: with cp.async, or only with TMA
     // (in a TMA pipeline, else demoteTmaOnlyCopies takes them back).
-    SmallVector<std::tuple<LoadOp, unsigned, bool>> candidates;
+    SmallVector<CopyCandidate> candidates;
     for (unsigned operand = 0; operand < 2; ++operand) {
-      auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
-      if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
+      std::optional<CopyCandidate> candidate = operandLoad(dot, operand);
+      if (!candidate)
         continue;
+      LoadOp load = candidate->load;
       if (operand == 1 && elementWiseB) {
         if (hasZeroPadding(load))
-          candidates.push_back({load, operand, false});
+          candidates.push_back(*candidate);
         continue;
       }
       // Runs along the staged rows: a transposed rhs's go along K.
       int64_t dim = stagedOperand(dot, operand, wgmma).transposed ? 0 : 1;
-      if (isAsyncCopyable(load, state.accesses[load], dim))
-        candidates.push_back({load, operand, false});
-      else if (isTmaCopyable(load, AsyncCopy{dot, operand}, state))
-        candidates.push_back({load, operand, true});
+      int64_t unitDims = load.getResult().getType().getRank() - 2;
+      if (isAsyncCopyable(load, state.accesses[load], dim + unitDims))
+        candidates.push_back(*candidate);
+      else if (!unitDims && isTmaCopyable(load, AsyncCopy{dot, operand}, state))
+        candidates.push_back({load, operand, true, {}});
     }
-    SmallVector<std::tuple<LoadOp, unsigned, bool>> copies;
-    for (auto [load, operand, tmaOnly] : candidates) {
+    SmallVector<CopyCandidate> copies;
+    for (const CopyCandidate &c : candidates) {
       bool clobbered = false;
-      for (Operation *op = load->getNextNode(); op != dot && !clobbered;
+      for (Operation *op = c.load->getNextNode(); op != dot && !clobbered;
            op = op->getNextNode())
-        clobbered = op->walk([&](Operation *nested) {
-                        bool candidate = llvm::any_of(candidates, [&](auto &c) {
-                          return std::get<0>(c).getOperation() == nested;
-                        });
-                        return !candidate && scratchBytes(nested, state) > 0
-                                   ? WalkResult::interrupt()
-                                   : WalkResult::advance();
-                      }).wasInterrupted();
+        clobbered =
+            op->walk([&](Operation *nested) {
+                bool candidate =
+                    llvm::any_of(candidates, [&](const CopyCandidate &other) {
+                      return other.load == nested || other.reshape == nested;
+                    });
+                return !candidate && scratchBytes(nested, state) > 0
+                           ? WalkResult::interrupt()
+                           : WalkResult::advance();
+              }).wasInterrupted();
       if (!clobbered)
-        copies.push_back({load, operand, tmaOnly});
+        copies.push_back(c);
     }
     if (copies.empty())
       return;
-    llvm::sort(copies, [](auto &a, auto &b) {
-      return std::get<0>(a)->isBeforeInBlock(std::get<0>(b));
+    llvm::sort(copies, [](const CopyCandidate &a, const CopyCandidate &b) {
+      return a.load->isBeforeInBlock(b.load);
     });
     unsigned mask = 0;
     for (auto [i, copy] : llvm::enumerate(copies)) {
-      AsyncCopy &async = state.asyncCopies[std::get<0>(copy)];
+      AsyncCopy &async = state.asyncCopies[copy.load];
       async.dot = dot;
-      async.operand = std::get<1>(copy);
-      async.tmaOnly = std::get<2>(copy);
+      async.operand = copy.operand;
+      async.tmaOnly = copy.tmaOnly;
       async.elementWise = elementWiseB && async.operand == 1;
+      async.unitDims = copy.load.getResult().getType().getRank() - 2;
       async.barrier = i == 0;
       mask |= 1u << async.operand;
     }

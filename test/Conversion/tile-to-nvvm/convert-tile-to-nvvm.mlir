@@ -304,6 +304,35 @@ tile.kernel @dot_async_copy_clobbered(%x: memref<?x?xf16, strided<[?, 1], offset
 
 // -----
 
+#a3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 8, 4], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#b3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 4, 8], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// One matrix of a batch: a 1 x M x K load reshaped to M x K still copies
+// with cp.async (at the coordinates past the unit dimension), and the
+// reshape moves nothing through shared memory.
+// CHECK-LABEL: gpu.func @batch_matrix_copies
+// CHECK-COUNT-4: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: nvvm.ldmatrix
+tile.kernel @batch_matrix_copies(%x: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 1, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a3 = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> -> tensor<1x64x32xf16, #a3>
+  %b3 = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> -> tensor<1x32x64xf16, #b3>
+  %a = tile.reshape %a3 : tensor<1x64x32xf16, #a3> -> tensor<64x32xf16, #a>
+  %b = tile.reshape %b3 : tensor<1x32x64xf16, #b3> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>

@@ -64,6 +64,26 @@ def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
         _check(kern, 64, 64, m, k, n)
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("stages", [1, 3])
+def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
+    """A batch's matrices load as 1 x M x K tiles reshaped to M x K: they still copy with
+    cp.async straight into the dot's staging area, and the K loop is pipelined."""
+    kb = kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32)
+    kern = compile(kb, target, num_warps=4, num_stages=stages, tma=False, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert "cp.async.cg.shared.global" in ptx
+    ahead = stages - 1 - (target == "sm_90a" and stages >= 3)
+    waits = set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx))
+    assert waits == ({"0"} if stages == 1 else {str(ahead - 1), "0"})
+    for batch, m, k, n in [(3, 130, 96, 80), (2, 64, 32, 64), (1, 70, 160, 208)]:
+        a, b = torch.randn(batch, m, k).half(), torch.randn(batch, k, n).half()
+        c = torch.full((batch, m, n), float("nan"))
+        kern.launch(kernels.batched_matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
+        for i in range(batch):
+            assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))
+
+
 @pytest.mark.parametrize(
     ("target", "bm", "bn", "warps", "stages"),
     [
