@@ -966,10 +966,11 @@ struct LoadLowering : TilePattern<LoadOp> {
                  << bytes << " bytes";
         ArrayRef<Value> at =
             ArrayRef<Value>(coords.coords[run.first]).drop_front(to.unitDims);
-        Value dst = sharedPtr(
-            rewriter, loc, ks, rewriter.getI8Type(),
-            stagedOperandOffset(rewriter, loc, to.dot, to.operand,
-                                usesWgmma(to.dot, state), at[0], at[1]));
+        Value row = at[to.transposed], col = at[!to.transposed];
+        Value dst =
+            sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
+                      stagedOperandOffset(rewriter, loc, to.dot, to.operand,
+                                          usesWgmma(to.dot, state), row, col));
         RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
         Value copied = bounds.full;
         if (to.enabled)

@@ -113,9 +113,10 @@ struct AsyncCopy {
   /// which its staging area holds transposed (K-major).
   bool elementWise = false;
   /// Leading unit dimensions of the load's tile that a reshape drops before
-  /// the dot (one matrix of a batch): its coordinates past them are the
-  /// operand's.
+  /// the dot (one matrix of a batch), and whether a transpose comes between:
+  /// its coordinates past them are the operand's, swapped if so.
   unsigned unitDims = 0;
+  bool transposed = false;
   /// On the body's first prefetched TMA load: the phase parity (i32) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;

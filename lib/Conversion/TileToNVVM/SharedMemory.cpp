@@ -90,30 +90,45 @@ struct CopyCandidate {
   LoadOp load;
   unsigned operand;
   bool tmaOnly;
-  /// The reshape between that drops the load's leading unit dimensions.
+  /// What moves no data between: a transpose of the operand's dimensions,
+  /// and a reshape that drops the load's leading unit dimensions.
+  PermuteOp permute;
   ReshapeOp reshape;
 };
 
+/// Whether `op` has one use, in `block`.
+bool usedOnceIn(Operation *op, Block *block) {
+  return op->hasOneUse() && op->getBlock() == block;
+}
+
 /// The load that a dot's `operand` comes straight from, in the dot's block
-/// and used only there: the operand's definition, or the source of a
-/// reshape that only drops leading unit dimensions (one matrix of a batch).
+/// and used only there: the operand's definition, or that through a
+/// transpose (a K-major B, as attention's k^T), and through a reshape that
+/// only drops leading unit dimensions (one matrix of a batch).
 std::optional<CopyCandidate> operandLoad(DotOp dot, unsigned operand) {
+  Block *block = dot->getBlock();
   Value value = dot->getOperand(operand);
+  auto permute = value.getDefiningOp<PermuteOp>();
+  if (permute) {
+    if (!usedOnceIn(permute, block))
+      return std::nullopt;
+    value = permute.getSource();
+  }
   auto reshape = value.getDefiningOp<ReshapeOp>();
   if (reshape) {
     ArrayRef<int64_t> from = reshape.getSource().getType().getShape();
     ArrayRef<int64_t> to = reshape.getResult().getType().getShape();
-    if (!reshape->hasOneUse() || reshape->getBlock() != dot->getBlock() ||
-        from.size() < to.size() || from.take_back(to.size()) != to ||
+    if (!usedOnceIn(reshape, block) || from.size() < to.size() ||
+        from.take_back(to.size()) != to ||
         llvm::any_of(from.drop_back(to.size()),
                      [](int64_t size) { return size != 1; }))
       return std::nullopt;
     value = reshape.getSource();
   }
   auto load = value.getDefiningOp<LoadOp>();
-  if (!load || !load->hasOneUse() || load->getBlock() != dot->getBlock())
+  if (!load || !usedOnceIn(load, block))
     return std::nullopt;
-  return CopyCandidate{load, operand, false, reshape};
+  return CopyCandidate{load, operand, false, permute, reshape};
 }
 
 } // namespace
@@ -138,13 +153,17 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
           candidates.push_back(*candidate);
         continue;
       }
-      // Runs along the staged rows: a transposed rhs's go along K.
+      // Runs along the staged rows: a transposed rhs's go along K (the
+      // load's other dimension if a transpose comes between).
       int64_t dim = stagedOperand(dot, operand, wgmma).transposed ? 0 : 1;
+      if (candidate->permute)
+        dim = 1 - dim;
       int64_t unitDims = load.getResult().getType().getRank() - 2;
       if (isAsyncCopyable(load, state.accesses[load], dim + unitDims))
         candidates.push_back(*candidate);
-      else if (!unitDims && isTmaCopyable(load, AsyncCopy{dot, operand}, state))
-        candidates.push_back({load, operand, true, {}});
+      else if (!candidate->permute && !candidate->reshape &&
+               isTmaCopyable(load, AsyncCopy{dot, operand}, state))
+        candidates.push_back({load, operand, true, {}, {}});
     }
     SmallVector<CopyCandidate> copies;
     for (const CopyCandidate &c : candidates) {
@@ -155,7 +174,8 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
             op->walk([&](Operation *nested) {
                 bool candidate =
                     llvm::any_of(candidates, [&](const CopyCandidate &other) {
-                      return other.load == nested || other.reshape == nested;
+                      return other.load == nested || other.permute == nested ||
+                             other.reshape == nested;
                     });
                 return !candidate && scratchBytes(nested, state) > 0
                            ? WalkResult::interrupt()
@@ -177,6 +197,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       async.tmaOnly = copy.tmaOnly;
       async.elementWise = elementWiseB && async.operand == 1;
       async.unitDims = copy.load.getResult().getType().getRank() - 2;
+      async.transposed = bool(copy.permute);
       async.barrier = i == 0;
       mask |= 1u << async.operand;
     }

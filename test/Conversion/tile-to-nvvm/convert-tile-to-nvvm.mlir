@@ -334,6 +334,35 @@ tile.kernel @batch_matrix_copies(%x: memref<?x?x?xf16, strided<[?, ?, 1], offset
 // -----
 
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#k3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 8, 4], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#k = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#kt = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// B = k^T (attention's scores): a 1 x N x K load, reshaped, then
+// transposed, copies with cp.async into B's K-major staging area (the
+// load's rows are its rows); neither the reshape nor the transpose moves
+// data.
+// CHECK-LABEL: gpu.func @transposed_copies
+// CHECK-COUNT-4: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: nvvm.ldmatrix
+tile.kernel @transposed_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %kv: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 1, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+  %k3 = tile.load %kv[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> -> tensor<1x64x32xf16, #k3>
+  %k = tile.reshape %k3 : tensor<1x64x32xf16, #k3> -> tensor<64x32xf16, #k>
+  %kt = tile.permute %k {permutation = array<i64: 1, 0>} : tensor<64x32xf16, #k> -> tensor<32x64xf16, #kt>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %kt, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #kt> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from test_kernels import assert_close, matmul_bound
+from test_kernels import ROUND, assert_close, matmul_bound
 from tileopt import kernels
 from tileopt.builder import KernelBuilder
 from tileopt.compiler import compile
@@ -82,6 +82,28 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
         kern.launch(kernels.batched_matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
         for i in range(batch):
             assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_attention_prefetches_keys(target: str) -> None:
+    """Attention's k^T (a 1 x N x D load, reshaped and transposed) copies with cp.async into
+    the scores dot's K-major staging area, and the loop over keys prefetches it two blocks
+    ahead (3 stages; v waits behind p's conversion, which needs shared memory first)."""
+    kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64)
+    kern = compile(kb, target, num_warps=4, num_stages=3, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    # Two blocks in the prologue, one per iteration: 4 copies of 16 bytes per thread each.
+    assert ptx.count("cp.async.cg.shared.global") == 3 * 4
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {"1", "0"}
+    for batch, m, n in [(2, 130, 96), (1, 64, 200)]:
+        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
+        o = torch.full((batch, m, 64), float("nan")).half()
+        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
+        want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
+                                                                v.double(), scale=0.125)
+        # As test_kernels.test_attention: p is rounded to f16 before its product.
+        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                     rtol=4 * ROUND["f16"])
 
 
 @pytest.mark.parametrize(
