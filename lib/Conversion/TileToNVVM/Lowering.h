@@ -109,6 +109,9 @@ struct AsyncCopy {
   unsigned mbarriers = 0;
   /// Only TMA can make this copy (isTmaCopyable, not isAsyncCopyable).
   bool tmaOnly = false;
+  /// Something between the load and its dot uses shared memory: the copy is
+  /// right only in a software pipeline's ring, which keeps that apart.
+  bool ringOnly = false;
   /// One 4-byte cp.async per element: the B operand of a tf32 wgmma dot,
   /// which its staging area holds transposed (K-major).
   bool elementWise = false;
@@ -706,15 +709,20 @@ int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
 /// in the dot's block, proven aligned with whole 16-byte runs along the rows
 /// (no scalar tail or fallback), padded with zeros (cp.async zero-fills what
 /// it skips), and no op between it and the dot may use shared memory (it
-/// would overwrite the staging area).
+/// would overwrite the staging area) unless a software pipeline's ring keeps
+/// the two apart (AsyncCopy::ringOnly).
 void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
 
-/// Takes back the copies that only TMA could make (AsyncCopy::tmaOnly) and
-/// that `tmaLoads`, the loads of the kernel's TMA pipelines, do not hold:
-/// those loads go through registers.
-void demoteTmaOnlyCopies(tile::KernelOp kernel,
-                         const llvm::DenseSet<mlir::Operation *> &tmaLoads,
-                         LoweringState &state);
+/// Takes back the copies that only a pipeline could make and that the
+/// kernel's pipelines do not hold: those only TMA could make
+/// (AsyncCopy::tmaOnly) outside `tmaLoads`, the loads of its TMA pipelines,
+/// and those right only in a ring (AsyncCopy::ringOnly) outside
+/// `pipelinedLoads`, the loads of all of them. Those loads go through
+/// registers.
+void demotePipelineOnlyCopies(
+    tile::KernelOp kernel, const llvm::DenseSet<mlir::Operation *> &tmaLoads,
+    const llvm::DenseSet<mlir::Operation *> &pipelinedLoads,
+    LoweringState &state);
 
 /// Whether `load` reads zeros past its view (what cp.async and TMA fill).
 bool hasZeroPadding(tile::LoadOp load);

@@ -90,6 +90,7 @@ struct CopyCandidate {
   LoadOp load;
   unsigned operand;
   bool tmaOnly;
+  bool ringOnly;
   /// What moves no data between: a transpose of the operand's dimensions,
   /// and a reshape that drops the load's leading unit dimensions.
   PermuteOp permute;
@@ -128,7 +129,7 @@ std::optional<CopyCandidate> operandLoad(DotOp dot, unsigned operand) {
   auto load = value.getDefiningOp<LoadOp>();
   if (!load || !usedOnceIn(load, block))
     return std::nullopt;
-  return CopyCandidate{load, operand, false, permute, reshape};
+  return CopyCandidate{load, operand, false, false, permute, reshape};
 }
 
 } // namespace
@@ -141,7 +142,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     // tf32 wgmma's B is staged transposed: one element per copy.
     bool elementWiseB = getMmaK(dot) == 8 && wgmma;
     // The operands' loads that may copy: with cp.async, or only with TMA
-    // (in a TMA pipeline, else demoteTmaOnlyCopies takes them back).
+    // (in a TMA pipeline, else demotePipelineOnlyCopies takes them back).
     SmallVector<CopyCandidate> candidates;
     for (unsigned operand = 0; operand < 2; ++operand) {
       std::optional<CopyCandidate> candidate = operandLoad(dot, operand);
@@ -163,7 +164,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
         candidates.push_back(*candidate);
       else if (!candidate->permute && !candidate->reshape &&
                isTmaCopyable(load, AsyncCopy{dot, operand}, state))
-        candidates.push_back({load, operand, true, {}, {}});
+        candidates.push_back({load, operand, true, false, {}, {}});
     }
     SmallVector<CopyCandidate> copies;
     for (const CopyCandidate &c : candidates) {
@@ -181,8 +182,12 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
                            ? WalkResult::interrupt()
                            : WalkResult::advance();
               }).wasInterrupted();
-      if (!clobbered)
-        copies.push_back(c);
+      // In a loop, a software pipeline may yet keep the copy apart from
+      // what uses shared memory between (demotePipelineOnlyCopies).
+      if (clobbered && !isa<scf::ForOp>(c.load->getParentOp()))
+        continue;
+      copies.push_back(c);
+      copies.back().ringOnly = clobbered;
     }
     if (copies.empty())
       return;
@@ -195,6 +200,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       async.dot = dot;
       async.operand = copy.operand;
       async.tmaOnly = copy.tmaOnly;
+      async.ringOnly = copy.ringOnly;
       async.elementWise = elementWiseB && async.operand == 1;
       async.unitDims = copy.load.getResult().getType().getRank() - 2;
       async.transposed = bool(copy.permute);
@@ -205,13 +211,16 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
   });
 }
 
-void demoteTmaOnlyCopies(KernelOp kernel, const DenseSet<Operation *> &tmaLoads,
-                         LoweringState &state) {
+void demotePipelineOnlyCopies(KernelOp kernel,
+                              const DenseSet<Operation *> &tmaLoads,
+                              const DenseSet<Operation *> &pipelinedLoads,
+                              LoweringState &state) {
   DenseSet<Operation *> dots;
   kernel.walk([&](LoadOp load) {
     auto it = state.asyncCopies.find(load);
-    if (it == state.asyncCopies.end() || !it->second.tmaOnly ||
-        tmaLoads.contains(load))
+    if (it == state.asyncCopies.end() ||
+        !((it->second.tmaOnly && !tmaLoads.contains(load)) ||
+          (it->second.ringOnly && !pipelinedLoads.contains(load))))
       return;
     DotOp dot = it->second.dot;
     state.asyncOperands[dot] &= ~(1u << it->second.operand);

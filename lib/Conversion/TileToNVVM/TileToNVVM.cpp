@@ -395,12 +395,17 @@ struct ConvertTileToNVVM
           state.tmaDots.insert(p.dots.front());
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
-      // Copies only TMA can make need a TMA pipeline.
-      DenseSet<Operation *> tmaLoads;
-      for (const LoopPipeline &p : pipelines)
-        if (p.tma && stages > 1)
+      // Copies only TMA can make need a TMA pipeline; copies right only in
+      // a ring, any pipeline.
+      DenseSet<Operation *> tmaLoads, pipelinedLoads;
+      for (const LoopPipeline &p : pipelines) {
+        if (stages == 1)
+          break;
+        pipelinedLoads.insert(p.loads.begin(), p.loads.end());
+        if (p.tma)
           tmaLoads.insert(p.loads.begin(), p.loads.end());
-      demoteTmaOnlyCopies(kernel, tmaLoads, state);
+      }
+      demotePipelineOnlyCopies(kernel, tmaLoads, pipelinedLoads, state);
       DenseMap<Operation *, unsigned> ringSlots;
       SmallVector<std::pair<scf::ForOp, DotOp>> tmaLoops;
       for (LoopPipeline &p : pipelines) {

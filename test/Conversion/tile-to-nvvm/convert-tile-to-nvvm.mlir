@@ -1176,6 +1176,71 @@ tile.kernel @tma_only_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {ti
   tile.return
 }
 
+// A reduction between A's load and the dot uses shared memory, which would
+// overwrite A's staging area: A still copies when the loop pipelines, since
+// its ring slot lies apart from the reduction's scratch (placed after the
+// ring); with one stage it goes through registers and only B copies.
+// CHECK-LABEL: gpu.func @ring_only_copy
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: nvvm.ldmatrix
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK-LABEL: gpu.func @ring_only_copy_one_stage
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK-NOT: nvvm.cp.async.shared.global
+// CHECK: gpu.return
+tile.kernel @ring_only_copy(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %z1 = arith.constant dense<0.0> : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+  %r:2 = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z, %sum = %z1) -> (tensor<64x64xf32, #mma>, tensor<32xf16, #tile.slice<dim = 0, parent = #a>>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %o = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %m = tile.reduce %o {axis = 0 : i64} : tensor<64x32xf16, #a> -> tensor<32xf16, #tile.slice<dim = 0, parent = #a>> {
+    ^bb0(%p: f16, %q: f16):
+      %t = arith.addf %p, %q : f16
+      tile.yield %t : f16
+    }
+    %sum2 = arith.addf %sum, %m : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d, %sum2 : tensor<64x64xf32, #mma>, tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+  }
+  tile.store %r#0, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.store %r#1, %s[%c0] : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>, memref<?xf16, strided<[1], offset: ?>>
+  tile.return
+}
+tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) attributes {tile.num_stages = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %z1 = arith.constant dense<0.0> : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+  %r:2 = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z, %sum = %z1) -> (tensor<64x64xf32, #mma>, tensor<32xf16, #tile.slice<dim = 0, parent = #a>>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %o = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %m = tile.reduce %o {axis = 0 : i64} : tensor<64x32xf16, #a> -> tensor<32xf16, #tile.slice<dim = 0, parent = #a>> {
+    ^bb0(%p: f16, %q: f16):
+      %t = arith.addf %p, %q : f16
+      tile.yield %t : f16
+    }
+    %sum2 = arith.addf %sum, %m : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d, %sum2 : tensor<64x64xf32, #mma>, tensor<32xf16, #tile.slice<dim = 0, parent = #a>>
+  }
+  tile.store %r#0, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.store %r#1, %s[%c0] : tensor<32xf16, #tile.slice<dim = 0, parent = #a>>, memref<?xf16, strided<[1], offset: ?>>
+  tile.return
+}
+
 // -----
 
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>

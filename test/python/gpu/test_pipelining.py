@@ -85,16 +85,22 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
-def test_attention_prefetches_keys(target: str) -> None:
+@pytest.mark.parametrize("stages", [1, 3])
+def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     """Attention's k^T (a 1 x N x D load, reshaped and transposed) copies with cp.async into
-    the scores dot's K-major staging area, and the loop over keys prefetches it two blocks
-    ahead (3 stages; v waits behind p's conversion, which needs shared memory first)."""
+    the scores dot's K-major staging area. With 3 stages the loop prefetches keys and values
+    two blocks ahead: v's copy lands in its ring slot, apart from the shared memory that p's
+    layout conversion uses between v's load and its dot; with 1 stage v goes through
+    registers, as that conversion would overwrite its staging area."""
     kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64)
-    kern = compile(kb, target, num_warps=4, num_stages=3, **PROMISES)
+    kern = compile(kb, target, num_warps=4, num_stages=stages, **PROMISES)
     ptx = str(kern.asm["ptx"])
-    # Two blocks in the prologue, one per iteration: 4 copies of 16 bytes per thread each.
-    assert ptx.count("cp.async.cg.shared.global") == 3 * 4
-    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {"1", "0"}
+    # 4 copies of 16 bytes per thread move a 64 x 64 f16 block: keys alone with 1 stage;
+    # keys and values for two blocks in the prologue and one per iteration with 3.
+    copies = 4 if stages == 1 else 3 * 2 * 4
+    assert ptx.count("cp.async.cg.shared.global") == copies
+    waits = {"0"} if stages == 1 else {"1", "0"}
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == waits
     for batch, m, n in [(2, 130, 96), (1, 64, 200)]:
         q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
         o = torch.full((batch, m, 64), float("nan")).half()
