@@ -26,30 +26,41 @@ def _split(rng: random.Random, total: int) -> list[int]:
     return [1 << first, 1 << (log - first)]
 
 
-def _layout(rng: random.Random, warps: int) -> str:
+def _layout(rng: random.Random, warps: int, shape: tuple[int, int]) -> tuple[str, int]:
+    """A random layout for ``shape`` on ``warps`` warps, and the elements a thread holds
+    (a layout larger than the tile replicates it)."""
+    def held(per_thread: list[int], cover: list[int]) -> int:
+        return (per_thread[0] * max(1, shape[0] // cover[0])
+                * per_thread[1] * max(1, shape[1] // cover[1]))
+
     if rng.random() < 0.25:
-        return f"#tile.mma<warpsPerCTA = [{', '.join(map(str, _split(rng, warps)))}]>"
+        wpc = _split(rng, warps)
+        # Each warp's 16 x 8 blocks: 4 elements a thread.
+        return (f"#tile.mma<warpsPerCTA = [{', '.join(map(str, wpc))}]>",
+                held([2, 2], [16 * wpc[0], 8 * wpc[1]]))
     spt = [rng.choice([1, 1, 2, 4, 8]) for _ in range(2)]
+    tpw, wpc = _split(rng, 32), _split(rng, warps)
     order = rng.choice([[1, 0], [1, 0], [0, 1]])
 
     def lst(v: list[int]) -> str:
         return ", ".join(map(str, v))
 
-    return (f"#tile.blocked<sizePerThread = [{lst(spt)}], threadsPerWarp = "
-            f"[{lst(_split(rng, 32))}], warpsPerCTA = [{lst(_split(rng, warps))}], "
-            f"order = [{lst(order)}]>")
+    text = (f"#tile.blocked<sizePerThread = [{lst(spt)}], threadsPerWarp = [{lst(tpw)}], "
+            f"warpsPerCTA = [{lst(wpc)}], order = [{lst(order)}]>")
+    return text, held(spt, [s * t * w for s, t, w in zip(spt, tpw, wpc, strict=True)])
 
 
 def _cases(seed: int, count: int) -> list[tuple[str, str, str, tuple[int, int], int, str]]:
     rng = random.Random(seed)
     cases = []
-    for _ in range(count):
+    while len(cases) < count:
         warps = rng.choice([1, 2, 4, 8])
-        shape = (0, 0)
-        while not 0 < shape[0] * shape[1] <= 64 * 32 * warps:  # at most 64 registers
-            shape = (rng.choice([8, 16, 32, 64, 128]), rng.choice([8, 16, 32, 64, 128, 256]))
-        cases.append((_layout(rng, warps), _layout(rng, warps), rng.choice(list(TORCH)),
-                      shape, warps, rng.choice(["sm_80", "sm_90a"])))
+        shape = (rng.choice([8, 16, 32, 64, 128]), rng.choice([8, 16, 32, 64, 128, 256]))
+        (src, held_src), (dst, held_dst) = _layout(rng, warps, shape), _layout(rng, warps, shape)
+        if max(held_src, held_dst) > 64:  # a small kernel: at most 64 elements a thread
+            continue
+        cases.append((src, dst, rng.choice(list(TORCH)), shape, warps,
+                      rng.choice(["sm_80", "sm_90a"])))
     return cases
 
 
