@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import tileopt
@@ -176,4 +177,88 @@ def test_random_matmul(case: DotCase) -> None:
     expected = a.double() @ (b.double().T if case.trans_b else b.double())
     # f32 products are exact in f64; 16-bit inputs are exact too, only the f32 sums round.
     tolerance = 1e-5 * max(1, k_size) ** 0.5 * max(1.0, expected.abs().max().item())
+    assert (c.double() - expected).abs().max().item() <= tolerance
+
+
+@dataclass(frozen=True)
+class PipelinedCase:
+    dtype: str
+    block: tuple[int, int, int]
+    warps: int
+    trans_b: bool
+    batched: bool
+    stages: int
+    shape: tuple[int, int, int]
+    target: str
+
+
+def pipelined_cases(seed: int, count: int) -> list[PipelinedCase]:
+    """Operands that may copy with cp.async (aligned views, last dimensions multiples of 16)
+    straight from the load, through a transpose (``trans_b``) and through the reshape of a
+    batch's 1 x rows x cols tile (``batched``), in K loops of 1 to 4 stages."""
+    rng = random.Random(seed)
+    cases = []
+    while len(cases) < count:
+        bm, bn, bk = rng.choice([16, 32, 64]), rng.choice([16, 32, 64]), rng.choice([16, 32])
+        warps = rng.choice([1, 2, 4])
+        if min(bm, bn) * bk < 8 * 32 * warps:  # each thread's share: whole 16-byte copies
+            continue
+        cases.append(PipelinedCase(
+            rng.choice(["f16", "bf16"]), (bm, bn, bk), warps,
+            rng.choice([False, True]), rng.choice([False, True]), rng.randint(1, 4),
+            (rng.randint(1, 2 * bm + 3), 16 * rng.randint(1, 6), 16 * rng.randint(1, 8)),
+            rng.choice(["sm_80", "sm_90a"]),
+        ))
+    return cases
+
+
+def build_pipelined_dot(case: PipelinedCase) -> KernelBuilder:
+    """c[i] = a[i] @ b[i] over a batch (program_id(2)) with ``case.batched``, else c = a @ b;
+    ``b`` stored transposed with ``case.trans_b``."""
+    bm, bn, bk = case.block
+    rank = 3 if case.batched else 2
+    kb = KernelBuilder("mm", a=View(case.dtype, rank, contiguous=True),
+                       b=View(case.dtype, rank, contiguous=True),
+                       c=View("f32", rank, contiguous=True))
+    with kb as k:
+        row, col = k.program_id(0) * bm, k.program_id(1) * bn
+        batch = [k.program_id(2)] if case.batched else []
+
+        def load(view: Any, at: list[Any], rows: int, cols: int) -> Any:
+            if not case.batched:
+                return k.load(view, at, [rows, cols])
+            return k.reshape(k.load(view, batch + at, [1, rows, cols]), [rows, cols])
+
+        acc0 = k.full([bm, bn], 0.0, "f32")
+        with k.loop(0, k.size(k.args.a, rank - 1), bk, carried=[acc0]) as loop:
+            (acc,) = loop.carried
+            a = load(k.args.a, [row, loop.iv], bm, bk)
+            if case.trans_b:
+                b = k.trans(load(k.args.b, [col, loop.iv], bn, bk))
+            else:
+                b = load(k.args.b, [loop.iv, col], bk, bn)
+            loop.yield_(k.dot(a, b, acc))
+        out = loop.results[0]
+        if case.batched:
+            out = k.reshape(out, [1, bm, bn])
+        k.store(out, k.args.c, batch + [row, col])
+    return kb
+
+
+@pytest.mark.parametrize("case", pipelined_cases(seed=5, count=12), ids=str)
+def test_random_pipelined_matmul(case: PipelinedCase) -> None:
+    torch.manual_seed(0)
+    (bm, bn, _), (m, n, k_size) = case.block, case.shape
+    kernel = tileopt.compile(build_pipelined_dot(case), target=case.target,
+                             num_warps=case.warps, num_stages=case.stages, aligned=True,
+                             divisible_sizes=True, int32_indexing=True)
+    assert "cp.async" in str(kernel.asm["ptx"])  # cp.async, or TMA's cp.async.bulk
+    batch = (2,) if case.batched else ()
+    a = torch.randn(*batch, m, k_size).to(TORCH[case.dtype])
+    b_shape = (n, k_size) if case.trans_b else (k_size, n)
+    b = torch.randn(*batch, *b_shape).to(TORCH[case.dtype])
+    c = torch.zeros(*batch, m, n)
+    kernel.launch((-(-m // bm), -(-n // bn), *batch), a, b, c, device="emulator")
+    expected = a.double() @ (b.double().transpose(-1, -2) if case.trans_b else b.double())
+    tolerance = 1e-5 * k_size ** 0.5 * max(1.0, expected.abs().max().item())
     assert (c.double() - expected).abs().max().item() <= tolerance
