@@ -336,6 +336,38 @@ def tr_matmul_tma(
     tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
 
 
+@triton.jit
+def tr_attention(
+    q_ptr, k_ptr, v_ptr, o_ptr, scale, m, n, stride_b,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+):
+    """Flash attention over (B, M, D) q and (B, N, D) k and v, as Triton's tutorial and
+    tileopt's kernels.attention: an online softmax, p rounded to f16 before its product."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    batch = tl.program_id(1) * stride_b
+    dims = tl.arange(0, D)
+    q = tl.load(q_ptr + batch + rows[:, None] * D + dims[None, :], mask=rows[:, None] < m,
+                other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    for start in range(0, n, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        kt = tl.load(k_ptr + batch + keys[None, :] * D + dims[:, None], mask=keys[None, :] < n,
+                     other=0.0)
+        s = tl.where(keys[None, :] < n, tl.dot(q, kt) * scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        v = tl.load(v_ptr + batch + keys[:, None] * D + dims[None, :], mask=keys[:, None] < n,
+                    other=0.0)
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_new
+    out = (acc / l_i[:, None]).to(tl.float16)
+    tl.store(o_ptr + batch + rows[:, None] * D + dims[None, :], out, mask=rows[:, None] < m)
+
+
 # ---------------------------------------------------------------------------------------------
 # the cases
 
@@ -560,6 +592,23 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
         {"x": x, "y": torch.zeros(n, m)}, {"y": x.t().contiguous()},
         inputs_min_bytes=_nbytes(x), outputs_min_bytes=_nbytes(x), atol=0, rtol=0,
     ))
+
+    # attention: 64 x 64 blocks of f16 q, k and v, head dimension 64, both products on tensor
+    # cores (sm_80 mma.sync, sm_90a wgmma), the loop over keys pipelined on both sides
+    batch, m, d = (2, 128, 64) if quick else (4, 512, 64)
+    q, k, v = (randn(batch, m, d, dtype=torch.float16) for _ in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    for target in ("sm_80", "sm_90a"):
+        cases.append(Case(
+            "attention", lambda: kernels.attention("f16", head_dim=d, block_m=64, block_n=64),
+            kernels.attention_grid(q.shape, 64), ["q", "k", "v", "o", d**-0.5],
+            tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",
+                           "scale": d**-0.5, "m": m, "n": m, "stride_b": m * d},
+            {"BLOCK_M": 64, "BLOCK_N": 64, "D": d}, (*kernels.attention_grid(q.shape, 64), 1),
+            {"q": q, "k": k, "v": v, "o": torch.zeros_like(q)}, {"o": want.half()},
+            inputs_min_bytes=_nbytes(q, k, v), outputs_min_bytes=_nbytes(q),
+            target=target, atol=2e-3, rtol=1e-2, num_stages=stages,
+        ))
 
     # matmul f16 x f16 -> f32 on tensor cores: 64 x 64 x 32 blocks
     size = 128 if quick else 512
