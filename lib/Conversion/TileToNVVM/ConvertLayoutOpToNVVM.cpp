@@ -166,9 +166,9 @@ int64_t bankWavefronts(ArrayRef<int64_t> addresses, int64_t width) {
 /// What restaging 2-D `from` into `to` through `staging` costs each warp,
 /// summed over the warps: bank wavefronts and shared-memory instructions (an
 /// XOR more for each swizzled one). The first slice of restageSlicing stands
-/// for each.
+/// for each. And the bytes it stages at once (restageBytes).
 struct RestageCost {
-  int64_t wavefronts = 0, instructions = 0;
+  int64_t wavefronts = 0, instructions = 0, bytes = 0;
 };
 
 RestageCost restageCost(RankedTensorType from, RankedTensorType to,
@@ -179,6 +179,7 @@ RestageCost restageCost(RankedTensorType from, RankedTensorType to,
   unsigned maxElems = rowVectorElems(from.getElementType(), shape, staging);
   int64_t bytes = storageBits(from.getElementType()) / 8;
   RestageCost cost;
+  cost.bytes = staging.elements(shape) * bytes;
   auto side = [&](RankedTensorType t, bool store) {
     SmallVector<SmallVector<int64_t>> offsets =
         getRegisterOffsets(t.getEncoding(), t.getShape());
@@ -220,7 +221,10 @@ StagingLayout restageLayout(RankedTensorType from, RankedTensorType to,
     return pad;
   SmallVector<StagingLayout> candidates = {pad, StagingLayout::padded(0)};
   int64_t rows = from.getDimSize(0), cols = from.getDimSize(1);
-  for (int64_t vec : {longestRowRun(from), longestRowRun(to)}) {
+  SmallVector<int64_t, 2> vecs = {longestRowRun(from)};
+  if (int64_t out = longestRowRun(to); out != vecs.front())
+    vecs.push_back(out);
+  for (int64_t vec : vecs) {
     candidates.push_back(StagingLayout::padded(vec));
     for (int64_t perPhase = 1; perPhase <= std::min<int64_t>(rows, 16);
          perPhase *= 2)
@@ -233,11 +237,10 @@ StagingLayout restageLayout(RankedTensorType from, RankedTensorType to,
   // budget asks for. Over the budget counts as more wavefronts than any.
   auto key = [&](const StagingLayout &s) {
     RestageCost cost = restageCost(from, to, s);
-    int64_t bytes = restageBytes(from, to, s);
-    bool over = maxBytes && bytes > maxBytes;
+    bool over = maxBytes && cost.bytes > maxBytes;
     return maxBytes ? std::make_tuple(over, cost.wavefronts, cost.instructions,
-                                      bytes)
-                    : std::make_tuple(false, cost.wavefronts, bytes,
+                                      cost.bytes)
+                    : std::make_tuple(false, cost.wavefronts, cost.bytes,
                                       cost.instructions);
   };
   StagingLayout best = pad;
@@ -249,9 +252,7 @@ StagingLayout restageLayout(RankedTensorType from, RankedTensorType to,
 }
 
 StagingLayout stagingLayout(ConvertLayoutOp op, const LoweringState &state) {
-  if (auto it = state.stagingLayouts.find(op); it != state.stagingLayouts.end())
-    return it->second;
-  return restageLayout(op.getSource().getType(), op.getResult().getType());
+  return state.stagingLayouts.lookup(op);
 }
 
 void planStagingLayouts(KernelOp kernel, const SharedMemoryPlan &plan,

@@ -553,7 +553,8 @@ constexpr int64_t kRestageSliceBytes = 16 * 1024;
 StagingLayout restageLayout(mlir::RankedTensorType from,
                             mlir::RankedTensorType to, int64_t maxBytes = 0);
 
-/// The staging layout of `op`: planStagingLayouts's, else restageLayout's.
+/// The staging layout of `op` (LoweringState::stagingLayouts, which the pass
+/// fills for every conversion before anything asks).
 StagingLayout stagingLayout(tile::ConvertLayoutOp op,
                             const LoweringState &state);
 

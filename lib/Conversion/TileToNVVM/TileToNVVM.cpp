@@ -363,8 +363,6 @@ struct ConvertTileToNVVM
     module.walk([&](LaunchOp launch) {
       state.hostLaunched.insert(launch.getKernel());
     });
-    for (KernelOp kernel : kernels)
-      planAsyncCopies(kernel, state);
 
     // Each layout conversion's staging layout, the fewest bytes until
     // planStagingLayouts knows what the kernel's shared memory allows.
@@ -373,6 +371,8 @@ struct ConvertTileToNVVM
         state.stagingLayouts[op] =
             restageLayout(op.getSource().getType(), op.getResult().getType());
       });
+    for (KernelOp kernel : kernels)
+      planAsyncCopies(kernel, state);
 
     // Software pipelines, then each kernel's shared memory: static up to
     // 48 KiB, dynamic beyond, up to what the chip gives a block.
