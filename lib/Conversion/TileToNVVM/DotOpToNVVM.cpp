@@ -85,18 +85,25 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
       {}, staged);
 }
 
-bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks,
+bool lhsInRegisters(DotOp dot) {
+  Attribute layout = getLayout(dot.getAcc().getType());
+  return getLayout(dot.getLhs().getType()) == layout &&
+         isRegisterLhs(dot, layout);
+}
+
+bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
                       unsigned asyncOperands, bool pipelined,
                       function_ref<void(unsigned)> store) {
+  unsigned stored = ~asyncOperands & (lhsInRegisters(dot) ? 2u : 3u);
   // A ring slot was last read stages - 1 iterations ago, behind the barrier
   // the pipeline puts before its copies.
-  if (asyncOperands != 3 && !pipelined)
+  if (stored && !pipelined)
     leadingBarrier(b, loc, ks);
   for (unsigned operand = 0; operand < 2; ++operand)
-    if (!(asyncOperands & (1u << operand)))
+    if (stored & (1u << operand))
       store(operand);
   if (pipelined)
-    return asyncOperands != 3;
+    return stored != 0;
   if (asyncOperands) {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
     NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);

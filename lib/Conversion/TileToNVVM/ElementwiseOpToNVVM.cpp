@@ -10,6 +10,8 @@
 
 #include "Lowering.h"
 
+#include <map>
+
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
@@ -87,13 +89,15 @@ arith::CmpIPredicate swapped(arith::CmpIPredicate pred) {
 
 } // namespace
 
-int64_t uniformCompareRun(arith::CmpIOp cmp) {
+SmallVector<unsigned> compareGroups(arith::CmpIOp cmp) {
   auto type = dyn_cast<RankedTensorType>(cmp.getLhs().getType());
-  if (!type || type.getRank() != 1 || !isLayout(type.getEncoding()))
-    return 1;
+  if (!type || type.getRank() == 0 || !isLayout(type.getEncoding()))
+    return {};
   // What divides every element of a tile that holds one value (0: not such
-  // a tile): a splat of a scalar, or a splat constant.
+  // a tile): a splat of a scalar or a splat constant, maybe broadcast.
   auto uniformDivisor = [](Value v) -> int64_t {
+    while (isa_and_nonnull<BroadcastOp, ExpandDimsOp>(v.getDefiningOp()))
+      v = v.getDefiningOp()->getOperand(0);
     if (auto splat = v.getDefiningOp<SplatOp>())
       return knownDivisor(splat.getValue());
     DenseIntElementsAttr dense;
@@ -101,34 +105,64 @@ int64_t uniformCompareRun(arith::CmpIOp cmp) {
       return powerOfTwoDivisor(dense.getSplatValue<APInt>().getSExtValue());
     return 0;
   };
-  // The run along which an iota-based index is contiguous and aligned.
-  auto iotaAlignment = [&](Value v) -> int64_t {
+  // An iota-based index (iota + uniform), maybe expanded and broadcast:
+  // the alignment of its start, and the dimension of `type` it runs along.
+  auto iotaIndex = [&](Value v) -> std::pair<int64_t, int64_t> {
+    int64_t dim = 0;
+    SmallVector<ExpandDimsOp> expands;
+    while (isa_and_nonnull<BroadcastOp, ExpandDimsOp>(v.getDefiningOp())) {
+      if (auto expand = v.getDefiningOp<ExpandDimsOp>())
+        expands.push_back(expand);
+      v = v.getDefiningOp()->getOperand(0);
+    }
+    for (ExpandDimsOp expand : llvm::reverse(expands))
+      if (int64_t(expand.getAxis()) <= dim)
+        ++dim;
     Operation *op = v.getDefiningOp();
     if (isa_and_nonnull<IotaOp>(op))
-      return int64_t(1) << 30;
-    if (!isa_and_nonnull<arith::AddIOp>(op))
-      return 0;
-    for (int i = 0; i < 2; ++i)
-      if (op->getOperand(i).getDefiningOp<IotaOp>())
-        return uniformDivisor(op->getOperand(1 - i));
-    return 0;
+      return {int64_t(1) << 30, dim};
+    if (isa_and_nonnull<arith::AddIOp>(op))
+      for (int i = 0; i < 2; ++i)
+        if (op->getOperand(i).getDefiningOp<IotaOp>())
+          return {uniformDivisor(op->getOperand(1 - i)), dim};
+    return {0, 0};
   };
   arith::CmpIPredicate pred = cmp.getPredicate();
-  int64_t alignment = iotaAlignment(cmp.getLhs());
+  auto [alignment, dim] = iotaIndex(cmp.getLhs());
   int64_t bound = uniformDivisor(cmp.getRhs());
   if (!alignment || !bound) {
     // `bound > index` is `index < bound`.
-    alignment = iotaAlignment(cmp.getRhs());
+    std::tie(alignment, dim) = iotaIndex(cmp.getRhs());
     bound = uniformDivisor(cmp.getLhs());
     pred = swapped(pred);
   }
   using P = arith::CmpIPredicate;
-  if (!alignment || !bound ||
-      !llvm::is_contained({P::slt, P::ult, P::sge, P::uge}, pred))
-    return 1;
-  auto [dim, elems] = contiguity(type.getEncoding());
-  int64_t run = std::min({alignment, bound, int64_t(elems & -elems)});
-  return type.getDimSize(0) % run == 0 ? run : 1;
+  // index < bound is (index & -g) < bound for a bound divisible by g: the
+  // result is the same over aligned groups of g indices.
+  int64_t group = std::min(alignment, bound);
+  if (group <= 1 || !llvm::is_contained({P::slt, P::ult, P::sge, P::uge}, pred))
+    return {};
+  // Registers whose index falls in the same group in every thread share a
+  // compare.
+  Attribute layout = type.getEncoding();
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<SmallVector<int64_t>> offsets = getRegisterOffsets(layout, shape);
+  int64_t threads = int64_t(getNumWarps(layout)) * kWarpSize;
+  SmallVector<SmallVector<int64_t>> bases;
+  for (int64_t tid = 0; tid < threads; ++tid)
+    bases.push_back(threadBase(layout, tid));
+  std::map<SmallVector<int64_t>, unsigned> leaderOf;
+  SmallVector<unsigned> leaders;
+  bool shared = false;
+  for (auto [r, offset] : llvm::enumerate(offsets)) {
+    SmallVector<int64_t> key;
+    for (const SmallVector<int64_t> &base : bases)
+      key.push_back(((base[dim] + offset[dim]) % shape[dim]) & -group);
+    auto [it, inserted] = leaderOf.try_emplace(key, r);
+    shared |= !inserted;
+    leaders.push_back(it->second);
+  }
+  return shared ? leaders : SmallVector<unsigned>();
 }
 
 namespace {
@@ -156,23 +190,17 @@ struct ElementwiseLowering : ConversionPattern {
       return failure();
     Location loc = op->getLoc();
     auto cmp = dyn_cast<arith::CmpIOp>(op);
-    if (int64_t run = state.compareRuns.lookup(op); cmp && run > 1) {
-      // One compare per run of equal results.
-      auto type = cast<RankedTensorType>(cmp.getLhs().getType());
-      SmallVector<SmallVector<int64_t>> offsets =
-          getRegisterOffsets(type.getEncoding(), type.getShape());
+    if (auto it = state.compareLeaders.find(op);
+        cmp && it != state.compareLeaders.end()) {
+      // One compare per group of equal results.
       SmallVector<Value> lhs = unpack(rewriter, loc, operands[0]);
       SmallVector<Value> rhs = unpack(rewriter, loc, operands[1]);
-      llvm::DenseMap<int64_t, Value> byRun;
       SmallVector<Value> results;
-      for (auto [r, offset] : llvm::enumerate(offsets)) {
-        int64_t key = wrap(offset, type.getShape())[0] / run;
-        Value &result = byRun[key];
-        if (!result)
-          result = arith::CmpIOp::create(rewriter, loc, cmp.getPredicate(),
-                                         lhs[r], rhs[r]);
-        results.push_back(result);
-      }
+      for (auto [r, leader] : llvm::enumerate(it->second))
+        results.push_back(
+            r == leader ? arith::CmpIOp::create(
+                              rewriter, loc, cmp.getPredicate(), lhs[r], rhs[r])
+                        : results[leader]);
       rewriter.replaceOp(
           op, pack(rewriter, loc, cast<VectorType>(resultTypes[0]), results));
       return success();

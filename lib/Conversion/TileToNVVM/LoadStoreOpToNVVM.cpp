@@ -14,6 +14,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 #include <functional>
 #include <limits>
@@ -232,10 +233,22 @@ public:
     }
     basePtr = LLVM::GEPOp::create(b, loc, ptrType(b), this->element, view.ptr,
                                   ValueRange{baseLinear});
+    // Bounds of dims whose tile offset a loop leaves alone go first: their
+    // conjunction is loop-invariant, and LLVM hoists it.
+    LoopLikeOpInterface loop;
+    for (Operation *op = home->getParentOp(); op && !loop;
+         op = op->getParentOp())
+      loop = dyn_cast<LoopLikeOpInterface>(op);
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t d = 0; d < rank; ++d)
+        if ((!loop || loop.isDefinedOutsideOfLoop(tileOffsets[d])) == !pass)
+          boundsOrder.push_back(d);
   }
 
   /// The static offsets of the registers (register order).
   SmallVector<SmallVector<int64_t>> offsets;
+  /// The order of the dims in a register's bounds check.
+  SmallVector<int64_t> boundsOrder;
 
   /// Whether register `r` lies inside the view (and, for stores of
   /// replicated layouts, this thread owns it).
@@ -321,7 +334,7 @@ private:
 
   Value emitInBounds(OpBuilder &b, unsigned r) {
     Value ok;
-    for (int64_t d = 0; d < view.rank(); ++d) {
+    for (int64_t d : boundsOrder) {
       if (!view.inBounds.empty() && view.inBounds[d])
         continue;
       // Unsigned compare: negative indices are out of bounds too.

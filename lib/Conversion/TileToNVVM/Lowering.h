@@ -210,9 +210,8 @@ struct LoweringState {
   /// How each layout conversion lays its tile out in shared memory: the
   /// fewest bytes (restageLayout), then planStagingLayouts's.
   llvm::DenseMap<mlir::Operation *, StagingLayout> stagingLayouts;
-  /// Tile compares whose results are equal over runs of this many
-  /// consecutive elements (see uniformCompareRun).
-  llvm::DenseMap<mlir::Operation *, int64_t> compareRuns;
+  /// Tile compares whose registers share results (compareGroups).
+  llvm::DenseMap<mlir::Operation *, llvm::SmallVector<unsigned>> compareLeaders;
 
   KernelState &get(mlir::Operation *op) {
     auto func = op->getParentOfType<mlir::gpu::GPUFuncOp>();
@@ -294,13 +293,15 @@ void emitPtx(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text);
 
 /// An inline-asm statement whose registers `regs` (all f32, "+f", or all i32,
 /// "+r") are read and written in place, after the other inputs `inputs`
-/// ("l" each); kept in order with the other side-effecting statements.
+/// ("l" for i64, else "r"); kept in order with the other side-effecting
+/// statements.
 llvm::SmallVector<mlir::Value>
 emitInPlaceAsm(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef text,
                llvm::ArrayRef<mlir::Value> regs, mlir::ValueRange inputs);
 
-/// f16 values two to a b32 register (.f16x2: the first in the low half), as
-/// tensor cores take f16 accumulators; and back.
+/// 16-bit values two to a b32 register (.f16x2, .bf16x2: the first in the
+/// low half), as tensor cores take f16 accumulators and A fragments; and back
+/// (f16).
 llvm::SmallVector<mlir::Value>
 packHalfPairs(mlir::OpBuilder &b, mlir::Location loc,
               llvm::ArrayRef<mlir::Value> halves);
@@ -326,6 +327,13 @@ llvm::SmallVector<int64_t> maxThreadBase(mlir::Attribute layout);
 
 /// The thread base of thread `tid` (emitThreadBase, computed statically).
 llvm::SmallVector<int64_t> threadBase(mlir::Attribute layout, int64_t tid);
+
+/// The bits of the warp id that step along dimension `dim` of a blocked or
+/// mma layout: that warp index is (warp >> shift) & (count - 1).
+struct WarpBits {
+  unsigned shift, count;
+};
+WarpBits warpsAlong(mlir::Attribute layout, unsigned dim);
 
 /// The coordinates (i32) of every element a thread holds of a tile.
 struct TileCoords {
@@ -643,15 +651,20 @@ void storeDotOperand(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                      tile::DotOp dot, unsigned operand, bool wgmma,
                      mlir::Value vector);
 
-/// Puts both operands of a tensor-core dot into its staging area: those
-/// that planAsyncCopies did not send there with cp.async (bit i of
-/// `asyncOperands` for operand i) with `store(i)` after a barrier, then waits
-/// for this thread's copies. In a software pipeline (`pipelined`) the copies
-/// were waited for before (pipelineLoop). Returns whether the caller must
-/// put a barrier (and for wgmma a proxy fence) before reading the area.
+/// Puts the operands of a tensor-core dot into its staging area: those that
+/// planAsyncCopies did not send there with cp.async (bit i of
+/// `asyncOperands` for operand i) and that it does not read from registers
+/// (lhsInRegisters) with `store(i)` after a barrier, then waits for this
+/// thread's copies. In a software pipeline (`pipelined`) the copies were
+/// waited for before (pipelineLoop). Returns whether the caller must put a
+/// barrier (and for wgmma a proxy fence) before reading the area.
 bool stageDotOperands(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
-                      unsigned asyncOperands, bool pipelined,
+                      tile::DotOp dot, unsigned asyncOperands, bool pipelined,
                       llvm::function_ref<void(unsigned)> store);
+
+/// Whether a tensor-core dot reads its lhs from registers (isRegisterLhs):
+/// it is in the accumulator's layout.
+bool lhsInRegisters(tile::DotOp dot);
 
 /// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
 /// (MN-major, imm-trans-b) are staged in shared memory in wgmma's swizzled
@@ -689,12 +702,13 @@ mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
 /// kernels: host code keeps LLVM's own lowering.
 bool isApproxDivision(mlir::Operation *op);
 
-/// How many consecutive elements (along the layout's contiguous dimension)
-/// share the result of `cmp`, an `iota (+ splat) < splat` comparison as in
-/// masks: each thread's contiguous elements start at a multiple of the run
-/// and the bound is a multiple of it too, so one compare serves the run
-/// (Triton's axis analysis calls this constancy). 1 when nothing is known.
-int64_t uniformCompareRun(mlir::arith::CmpIOp cmp);
+/// Which registers of `cmp`, an `iota (+ splat) < splat` comparison as in
+/// masks (maybe expanded and broadcast), share their result: the start and
+/// the bound are multiples of some g, so the result is constant over aligned
+/// groups of g indices (Triton's axis analysis calls this constancy). Per
+/// register, the first register of its group in every thread; empty when
+/// none share.
+llvm::SmallVector<unsigned> compareGroups(mlir::arith::CmpIOp cmp);
 
 //===----------------------------------------------------------------------===//
 // Shared memory size (SharedMemory.cpp)

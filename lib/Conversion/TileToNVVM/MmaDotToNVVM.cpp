@@ -38,7 +38,7 @@ Value mmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0)
+  if (operand == 0 || lhsInRegisters(dot))
     return 0;
   RankedTensorType lhs = dot.getLhs().getType();
   return llvm::alignTo(
@@ -123,7 +123,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t mmaK = getMmaK(op);
   bool tf32 = inElement.isF32();
   int64_t chunk = 128 / storageBits(inElement);
-  if (stageDotOperands(rewriter, loc, ks, asyncOperands, pipelined,
+  if (stageDotOperands(rewriter, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(rewriter, loc, ks, op, operand,
                                          /*wgmma=*/false, operand ? rhs : lhs);
@@ -224,10 +224,21 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // stages; 214 this way); below that, together is as good or better (122
   // against 128 at 8 warps).
   int64_t accRegisters = halfAcc ? acc.size() / 2 : acc.size();
+  SmallVector<Value> aRegisters;
+  if (lhsInRegisters(op))
+    aRegisters = unpack(rewriter, loc, lhs);
   bool lazyA = accRegisters >= 128;
   for (int64_t kk = 0; kk < k; kk += mmaK) {
     SmallVector<SmallVector<Value>> aFrags(repsM);
     auto loadA = [&](int64_t rm) {
+      if (!aRegisters.empty()) {
+        // Accumulator blocks kk / 8 and kk / 8 + 1 of row block rm: rows g
+        // and g + 8, columns 8 apart, as the A fragment orders them.
+        int64_t first = (rm * (k / kMmaN) + kk / kMmaN) * 4;
+        aFrags[rm] = packHalfPairs(rewriter, loc,
+                                   ArrayRef<Value>(aRegisters).slice(first, 8));
+        return;
+      }
       aFrags[rm] = emitLdMatrix(
           rewriter, loc,
           swizzledPtr(aLane, kk * elemBytes, rm * kMmaM * wm * k * elemBytes),

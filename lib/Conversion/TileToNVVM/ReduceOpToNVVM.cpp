@@ -85,11 +85,12 @@ struct ReduceLowering : TilePattern<ReduceOp> {
     KernelState &ks = state.get(op);
     useScratch(rewriter, op.getLoc(), ks, state, op);
     auto inType = cast<RankedTensorType>(op.getOperands()[0].getType());
-    auto blocked = dyn_cast<BlockedLayoutAttr>(inType.getEncoding());
-    if (!blocked)
+    Attribute layout = inType.getEncoding();
+    if (!isa_and_present<BlockedLayoutAttr, MmaLayoutAttr>(layout))
       return op.emitOpError("lowering a reduction of a sliced layout is not "
                             "supported yet; convert the operand to a blocked "
-                            "layout first");
+                            "or mma layout first");
+    auto blocked = dyn_cast<BlockedLayoutAttr>(layout);
     int64_t axis = op.getAxis();
     ArrayRef<int64_t> shape = inType.getShape();
     size_t numOperands = op.getOperands().size();
@@ -97,7 +98,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
     for (ValueRange v : adaptor.getOperands())
       inputs.push_back(unpack(rewriter, loc, v.front()));
     SmallVector<SmallVector<int64_t>> offsets =
-        getRegisterOffsets(blocked, shape);
+        getRegisterOffsets(layout, shape);
 
     // 1. In registers: group by the coordinates off the axis, then combine
     // each group's registers: one by one (a sum of products fuses into a
@@ -147,29 +148,34 @@ struct ReduceLowering : TilePattern<ReduceOp> {
       accs.push_back(level.front());
     }
 
-    // 2. Across the lanes that hold distinct elements of the axis.
-    unsigned laneStride = 1, warpStride = 1;
-    for (unsigned d : blocked.getOrder()) {
-      if (d == axis)
-        break;
-      laneStride *= blocked.getThreadsPerWarp()[d];
-      warpStride *= blocked.getWarpsPerCTA()[d];
-    }
-    int64_t spt = blocked.getSizePerThread()[axis];
-    int64_t tpw = blocked.getThreadsPerWarp()[axis];
-    int64_t wpc = blocked.getWarpsPerCTA()[axis];
-    int64_t lanes = std::min<int64_t>(tpw, llvm::divideCeil(shape[axis], spt));
-    for (int64_t k = 1; k < lanes; k *= 2)
+    // 2. Across the lanes that hold distinct elements of the axis: a
+    // butterfly over each lane bit that moves a thread along the axis only
+    // (a bit that moves it nowhere, once wrapped, replicates).
+    SmallVector<int64_t> origin = wrap(threadBase(layout, 0), shape);
+    auto movesAlongAxis = [&](int64_t tid) {
+      SmallVector<int64_t> moved = wrap(threadBase(layout, tid), shape);
+      for (auto [d, c] : llvm::enumerate(moved))
+        if ((c != origin[d]) != (int64_t(d) == axis))
+          return false;
+      return true;
+    };
+    for (int64_t bit = 1; bit < kWarpSize; bit *= 2) {
+      if (!movesAlongAxis(bit))
+        continue;
       for (SmallVector<Value> &acc : accs) {
         SmallVector<Value> other;
         for (Value v : acc)
-          other.push_back(shuffleXor(rewriter, loc, v, laneStride * k));
+          other.push_back(shuffleXor(rewriter, loc, v, bit));
         acc = combine(rewriter, op, acc, other);
       }
+    }
 
-    // 3. Across warps, through shared memory.
-    int64_t warps =
-        std::min<int64_t>(wpc, llvm::divideCeil(shape[axis], spt * tpw));
+    // 3. Across warps, through shared memory: the first `warps` warps along
+    // the axis hold distinct elements, the others wrap onto them.
+    auto [warpShift, wpc] = warpsAlong(layout, axis);
+    int64_t warps = 1;
+    while (warps < wpc && movesAlongAxis((warps << warpShift) * kWarpSize))
+      warps *= 2;
     SmallVector<int64_t> resultShape(shape);
     resultShape.erase(resultShape.begin() + axis);
     if (warps > 1) {
@@ -177,27 +183,28 @@ struct ReduceLowering : TilePattern<ReduceOp> {
       for (int64_t s : resultShape)
         resultElems *= s;
       // Group coordinates at run time: the thread base off the axis.
-      SmallVector<Value> base = emitThreadBase(rewriter, loc, blocked, ks);
+      SmallVector<Value> base = emitThreadBase(rewriter, loc, layout, ks);
       base.erase(base.begin() + axis);
       Value warpOnAxis = arith::AndIOp::create(
           rewriter, loc,
-          arith::ShRUIOp::create(
-              rewriter, loc, ks.warp,
-              i32Const(rewriter, loc, llvm::Log2_64(warpStride))),
+          arith::ShRUIOp::create(rewriter, loc, ks.warp,
+                                 i32Const(rewriter, loc, warpShift)),
           i32Const(rewriter, loc, wpc - 1));
       // Each thread's groups get consecutive slots, so that its shared
       // accesses can be vectors: along a result dimension its `threads`
       // threads of `spt` elements cover without wrapping, element
       // base + rep * spt * threads + within goes to slot
-      // base * reps + rep * spt + within. Elsewhere the slot is the element.
+      // base * reps + rep * spt + within. Elsewhere (and in mma layouts) the
+      // slot is the element.
       SmallVector<Value> groupIndex;
       for (const SmallVector<int64_t> &key : groupKeys) {
         SmallVector<Value> coord;
         for (auto [d, size] : llvm::enumerate(resultShape)) {
           int64_t dim = int64_t(d) < axis ? d : d + 1;
-          int64_t spt = blocked.getSizePerThread()[dim];
-          int64_t cover = spt * blocked.getThreadsPerWarp()[dim] *
-                          blocked.getWarpsPerCTA()[dim];
+          int64_t spt = blocked ? blocked.getSizePerThread()[dim] : 1;
+          int64_t cover = blocked ? spt * blocked.getThreadsPerWarp()[dim] *
+                                        blocked.getWarpsPerCTA()[dim]
+                                  : size + 1;
           if (cover <= size) {
             int64_t reps = size / cover;
             Value scaled =
@@ -278,7 +285,7 @@ struct ReduceLowering : TilePattern<ReduceOp> {
         results.push_back(v);
         continue;
       }
-      Attribute expected = SliceLayoutAttr::get(op.getContext(), axis, blocked);
+      Attribute expected = SliceLayoutAttr::get(op.getContext(), axis, layout);
       if (resultTile.getEncoding() != expected)
         return op.emitOpError("expected results in the slice layout of the "
                               "operands along the axis");

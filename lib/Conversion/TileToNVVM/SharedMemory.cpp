@@ -52,15 +52,17 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
   }
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     auto in = cast<RankedTensorType>(reduce.getOperands()[0].getType());
-    auto blocked = dyn_cast_if_present<BlockedLayoutAttr>(in.getEncoding());
-    if (!blocked)
+    if (!isa_and_present<BlockedLayoutAttr, MmaLayoutAttr>(in.getEncoding()))
       return 0;
     int64_t axis = reduce.getAxis();
+    int64_t warps = warpsAlong(in.getEncoding(), axis).count;
+    if (warps == 1)
+      return 0;
     int64_t resultElems = in.getNumElements() / in.getDimSize(axis);
     int64_t bytes = 0;
     for (Value operand : reduce.getOperands())
       bytes += llvm::alignTo(
-          blocked.getWarpsPerCTA()[axis] * resultElems *
+          warps * resultElems *
               storageBits(
                   cast<RankedTensorType>(operand.getType()).getElementType()) /
               8,

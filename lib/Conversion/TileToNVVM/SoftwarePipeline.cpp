@@ -173,8 +173,10 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   // A lone wgmma dot that only accumulates keeps running while the next
   // iteration starts (wgmma.wait_group 1): the slot it reads is free one
   // iteration later, so the copies run `lead` = stages - 2 iterations ahead.
+  // Not one that reads its lhs from registers: they would be reused early.
   std::optional<unsigned> pending;
-  if (wgmma && stages >= 3 && p.dots.size() == 1)
+  if (wgmma && stages >= 3 && p.dots.size() == 1 &&
+      !lhsInRegisters(p.dots.front()))
     pending = accumulatedResult(loop, p.dots.front());
   unsigned lead = stages - 1 - (pending ? 1 : 0);
   unsigned slots = p.slots(stages);

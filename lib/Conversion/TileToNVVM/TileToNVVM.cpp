@@ -344,11 +344,12 @@ struct ConvertTileToNVVM
       expandIntegerAbs(kernel);
     }
 
-    // Masks compared once per run of equal elements.
+    // Masks compared once per group of equal elements.
     for (KernelOp kernel : kernels)
       kernel.walk([&](arith::CmpIOp cmp) {
-        if (int64_t run = uniformCompareRun(cmp); run > 1)
-          state.compareRuns[cmp] = run;
+        if (SmallVector<unsigned> leaders = compareGroups(cmp);
+            !leaders.empty())
+          state.compareLeaders[cmp] = std::move(leaders);
       });
 
     for (KernelOp kernel : kernels)

@@ -138,8 +138,8 @@ SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
   std::string constraints;
   for (size_t i = 0; i < regs.size(); ++i)
     constraints += regType.isF32() ? (i ? ",=f" : "=f") : (i ? ",=r" : "=r");
-  for (size_t i = 0; i < inputs.size(); ++i)
-    constraints += ",l";
+  for (Value input : inputs)
+    constraints += input.getType().isInteger(64) ? ",l" : ",r";
   for (size_t i = 0; i < regs.size(); ++i)
     constraints += "," + std::to_string(i);
   SmallVector<Value> operands(inputs);
@@ -150,7 +150,7 @@ SmallVector<Value> emitInPlaceAsm(OpBuilder &b, Location loc, StringRef text,
 
 SmallVector<Value> packHalfPairs(OpBuilder &b, Location loc,
                                  ArrayRef<Value> halves) {
-  auto pair = VectorType::get({2}, b.getF16Type());
+  auto pair = VectorType::get({2}, halves.front().getType());
   SmallVector<Value> words;
   for (size_t i = 0; i + 1 < halves.size(); i += 2)
     words.push_back(LLVM::BitcastOp::create(
@@ -293,6 +293,22 @@ SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
     warp /= wpc;
   }
   return base;
+}
+
+WarpBits warpsAlong(Attribute layout, unsigned dim) {
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    unsigned wm = mma.getWarpsPerCTA()[0];
+    return dim == 0 ? WarpBits{0, wm}
+                    : WarpBits{llvm::Log2_32(wm), mma.getWarpsPerCTA()[1]};
+  }
+  auto blocked = cast<BlockedLayoutAttr>(layout);
+  unsigned shift = 0;
+  for (unsigned d : blocked.getOrder()) {
+    if (d == dim)
+      break;
+    shift += llvm::Log2_32(blocked.getWarpsPerCTA()[d]);
+  }
+  return {shift, blocked.getWarpsPerCTA()[dim]};
 }
 
 TileCoords emitCoords(OpBuilder &b, Location loc, RankedTensorType type,

@@ -62,7 +62,7 @@ Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0)
+  if (operand == 0 || lhsInRegisters(dot))
     return 0;
   StagedOperand a = stagedOperand(dot, 0, /*wgmma=*/true);
   return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
@@ -92,7 +92,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
-  if (stageDotOperands(b, loc, ks, asyncOperands, pipelined,
+  if (stageDotOperands(b, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(b, loc, ks, op, operand,
                                          /*wgmma=*/true, operand ? rhs : lhs);
@@ -154,14 +154,24 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   StringRef type = tf32                                ? "tf32"
                    : lhsType.getElementType().isBF16() ? "bf16"
                                                        : "f16";
+  // A from registers (lhsInRegisters) takes no transpose flag: four b32
+  // registers, a warp's 16 rows laid out as mma.sync's A fragment.
+  bool aRegisters = lhsInRegisters(op);
+  SmallVector<Value> aValues;
+  if (aRegisters)
+    aValues = unpack(b, loc, lhs);
   std::string text =
       llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
-                    "${5}, ${6}, 1, 1, 1{7};",
+                    "{5}, ${6}, 1, 1, 1{7};",
                     cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
-                    asmRegisterList(0, regsPerRep), regsPerRep, regsPerRep + 1,
-                    tf32      ? ""
-                    : bKMajor ? ", 0, 0"
-                              : ", 0, 1")
+                    asmRegisterList(0, regsPerRep),
+                    aRegisters ? asmRegisterList(regsPerRep, 4)
+                               : "$" + std::to_string(regsPerRep),
+                    regsPerRep + (aRegisters ? 4 : 1),
+                    tf32         ? ""
+                    : aRegisters ? (bKMajor ? ", 0" : ", 1")
+                    : bKMajor    ? ", 0, 0"
+                                 : ", 0, 1")
           .str();
   // A K-major operand of `rows` rows at k step kk: its bytes kk * elemBytes
   // in each row, in the atom they fall in.
@@ -181,14 +191,24 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                                                c32(bOffset + kk * bSwizzle)),
                          k * bSwizzle, 8 * bSwizzle, bSwizzle);
     for (int64_t rm = 0; rm < repsM; ++rm) {
-      Value row = arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
-      Value aStart = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
-          c32(kMajorStart(kk, m, aSwizzle)));
-      Value aDesc = descriptor(aStart, 16, 8 * aSwizzle, aSwizzle);
+      SmallVector<Value> inputs;
+      if (aRegisters) {
+        // Accumulator-layout blocks kk / 8 and kk / 8 + 1 of row block rm.
+        int64_t first = (rm * (k / kMmaN) + kk / kMmaN) * 4;
+        inputs =
+            packHalfPairs(b, loc, ArrayRef<Value>(aValues).slice(first, 8));
+      } else {
+        Value row =
+            arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
+        Value aStart = arith::AddIOp::create(
+            b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
+            c32(kMajorStart(kk, m, aSwizzle)));
+        inputs.push_back(descriptor(aStart, 16, 8 * aSwizzle, aSwizzle));
+      }
+      inputs.push_back(bDesc);
       MutableArrayRef<Value> regs =
           MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);
-      SmallVector<Value> d = emitInPlaceAsm(b, loc, text, regs, {aDesc, bDesc});
+      SmallVector<Value> d = emitInPlaceAsm(b, loc, text, regs, inputs);
       llvm::copy(d, regs.begin());
     }
   }

@@ -245,6 +245,7 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#r = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [16, 2], warpsPerCTA = [1, 4], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
 // Operands loaded from views promised aligned with sizes divisible by 16
@@ -252,7 +253,8 @@ tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // barrier first: nothing used shared memory before), and the dot waits for
 // them instead of storing them:
 // into wgmma's swizzled layout on sm_90a, mma.sync's swizzled rows on sm_80.
-// A load with a shared-memory user between it and the dot (a reduction)
+// A load with a shared-memory user between it and the dot (a reduction
+// across warps)
 // keeps the register path (A below); B, loaded after it, is copied.
 // CHECK-LABEL: gpu.func @dot_async_copies
 // CHECK-COUNT-4: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %{{.*}}
@@ -288,13 +290,13 @@ tile.kernel @dot_async_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 tile.kernel @dot_async_copy_clobbered(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf32>, %s: memref<?xf16, strided<[1], offset: ?>>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
-  %o = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
-  %r = tile.reduce %o {axis = 1 : i64} : tensor<64x32xf16, #a> -> tensor<64xf16, #tile.slice<dim = 1, parent = #a>> {
+  %o = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #r>
+  %r = tile.reduce %o {axis = 1 : i64} : tensor<64x32xf16, #r> -> tensor<64xf16, #tile.slice<dim = 1, parent = #r>> {
   ^bb0(%p: f16, %q: f16):
     %t = arith.addf %p, %q : f16
     tile.yield %t : f16
   }
-  tile.store %r, %s[%c0] : tensor<64xf16, #tile.slice<dim = 1, parent = #a>>, memref<?xf16, strided<[1], offset: ?>>
+  tile.store %r, %s[%c0] : tensor<64xf16, #tile.slice<dim = 1, parent = #r>>, memref<?xf16, strided<[1], offset: ?>>
   %b = tile.load %x[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
   %d = tile.dot %a, %b, %z : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
@@ -1421,5 +1423,114 @@ tile.kernel @thread_index(%x: memref<?xf32> {tile.divisibility = 16}, %y: memref
   tile.store %a, %x[%c0] : tensor<512xf32, #row4w>, memref<?xf32>
   %b = tile.load %y[%c0, %c0] : memref<?x?xf32> -> tensor<16x32xf32, #split>
   tile.store %b, %y[%c0, %c0] : tensor<16x32xf32, #split>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#mma22 = #tile.mma<warpsPerCTA = [2, 2]>
+
+// Row reductions of a dot's result stay in the mma layout. With all warps on
+// the rows, a row's 16 columns of a thread meet the other three threads of
+// its quad by two butterflies (lane masks 1 and 2), with no shared memory.
+// CHECK-LABEL: gpu.func @mma_row_max
+// CHECK-NOT: llvm.store
+// CHECK-COUNT-2: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c1_i32{{[_0-9]*}},
+// CHECK-COUNT-2: nvvm.shfl.sync bfly %{{.*}}, %{{.*}}, %c2_i32{{[_0-9]*}},
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK-NOT: nvvm.barrier0
+// CHECK: gpu.return
+// With two warp columns, the columns' partial maxima meet in shared memory.
+// CHECK-LABEL: gpu.func @mma_row_max_two_warp_columns
+// CHECK-COUNT-4: nvvm.shfl.sync bfly
+// CHECK: llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+tile.kernel @mma_row_max(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: memref<?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %m = tile.reduce %t {axis = 1} : tensor<64x64xf32, #mma> -> tensor<64xf32, #tile.slice<dim = 1, parent = #mma>> {
+  ^bb0(%l: f32, %r: f32):
+    %q = arith.maximumf %l, %r : f32
+    tile.yield %q : f32
+  }
+  tile.store %m, %y[%c0] : tensor<64xf32, #tile.slice<dim = 1, parent = #mma>>, memref<?xf32>
+  tile.return
+}
+tile.kernel @mma_row_max_two_warp_columns(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: memref<?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma22>
+  %m = tile.reduce %t {axis = 1} : tensor<64x64xf32, #mma22> -> tensor<64xf32, #tile.slice<dim = 1, parent = #mma22>> {
+  ^bb0(%l: f32, %r: f32):
+    %q = arith.maximumf %l, %r : f32
+    tile.yield %q : f32
+  }
+  tile.store %m, %y[%c0] : tensor<64xf32, #tile.slice<dim = 1, parent = #mma22>>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// An lhs in the accumulator's layout (all warps on the rows, 16-bit) is the
+// A fragment already: two 16x8 blocks a fragment, packed in pairs, with no
+// staging in shared memory. Only B is staged and loaded with ldmatrix (two
+// k steps of four x4 loads). On sm_90a, wgmma takes A's four registers.
+// CHECK-LABEL: gpu.func @dot_lhs_in_registers
+// CHECK-NOT: #nvvm.mma_layout<row>
+// CHECK-COUNT-4: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>
+// CHECK-NOT: #nvvm.mma_layout<row>
+// CHECK-COUNT-8: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+// CHECK-COUNT-4: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>
+// CHECK-NOT: nvvm.ldmatrix
+// CHECK: gpu.return
+// WGMMA-LABEL: gpu.func @dot_lhs_in_registers
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, {{.*}}, $31}, {$32, $33, $34, $35}, $36, 1, 1, 1, 1;
+tile.kernel @dot_lhs_in_registers(%x: memref<?x?xf32> {tile.divisibility = 16}, %w: memref<?x?xf16> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %s = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x32xf32, #mma>
+  %p = arith.truncf %s : tensor<64x32xf32, #mma> to tensor<64x32xf16, #mma>
+  %v = tile.load %w[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %p, %v, %z : tensor<64x32xf16, #mma>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#cols = #tile.slice<dim = 0, parent = #mma>
+
+// A key mask over an mma layout's columns (attention's `start + iota <
+// keys`, expanded to a row and broadcast), the start a multiple of 64 and
+// keys of 16: a thread's 16 columns (two in each 8-column block) fall into
+// four aligned groups of 16, one compare each.
+// CHECK-LABEL: gpu.func @mma_column_mask
+// CHECK-COUNT-4: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi slt
+// CHECK: gpu.return
+tile.kernel @mma_column_mask(%x: memref<?x?xf32> {tile.divisibility = 16, tile.size_divisibility = array<i64: 1, 16>}, %k: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %start = arith.muli %k, %c64 : index
+  %s32 = arith.index_cast %start : index to i32
+  %iota = tile.iota : tensor<64xi32, #cols>
+  %base = tile.splat %s32 : i32 -> tensor<64xi32, #cols>
+  %idx = arith.addi %iota, %base : tensor<64xi32, #cols>
+  %row = tile.expand_dims %idx {axis = 0} : tensor<64xi32, #cols> -> tensor<1x64xi32, #mma>
+  %n = memref.dim %x, %c1 : memref<?x?xf32>
+  %n32 = arith.index_cast %n : index to i32
+  %sn = tile.splat %n32 : i32 -> tensor<1x64xi32, #mma>
+  %m = arith.cmpi slt, %row, %sn : tensor<1x64xi32, #mma>
+  %mb = tile.broadcast %m : tensor<1x64xi1, #mma> -> tensor<64x64xi1, #mma>
+  %t = tile.load %x[%c0, %start] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %s = arith.select %mb, %t, %z : tensor<64x64xi1, #mma>, tensor<64x64xf32, #mma>
+  tile.store %s, %x[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }

@@ -289,3 +289,56 @@ tile.kernel @other_tensor_core_types(%a: memref<?x?xf16>, %f: memref<?x?xf32>) {
   tile.store %e, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// Chained dots (attention: the first product, softmaxed, is the second's
+// lhs) put all warps on the rows. The row maximum and sum reduce the mma
+// layout where it is, the loop carries the accumulator and the row
+// statistics (which start as constants) in the layouts the body yields, and
+// the second dot takes its lhs from registers, as does the first one its
+// loop-invariant lhs, converted once before the loop. Nothing in the loop
+// is converted.
+// CLEAN-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
+// CLEAN-DAG: #[[ROWS:.*]] = #tile.slice<dim = 1, parent = #[[MMA]]>
+// CLEAN-LABEL: tile.kernel @chained_dots
+// CLEAN: %[[Q:.*]] = tile.convert_layout {{.*}} -> tensor<64x64xf16, #[[MMA]]>
+// CLEAN: scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>, tensor<64x1xf32, #[[MMA]]>)
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.dot %[[Q]], {{.*}} : tensor<64x64xf16, #[[MMA]]>, tensor<64x64xf16, #{{.*}}> -> tensor<64x64xf32, #[[MMA]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.reduce {{.*}} : tensor<64x64xf32, #[[MMA]]> -> tensor<64xf32, #[[ROWS]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.dot {{.*}} : tensor<64x64xf16, #[[MMA]]>, tensor<64x64xf16, #{{.*}}> -> tensor<64x64xf32, #[[MMA]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: scf.yield
+// Eight warps are more than 64 rows have mma blocks: the usual split.
+// WARPS8-DAG: #tile.mma<warpsPerCTA = [2, 4]>
+// WARPS8-LABEL: tile.kernel @chained_dots
+tile.kernel @chained_dots(%q: memref<?x?xf16>, %k: memref<?x?xf16>, %v: memref<?x?xf16>, %o: memref<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %qt = tile.load %q[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+  %zero = arith.constant dense<0.0> : tensor<64x64xf32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<64x1xf32>
+  %r:2 = scf.for %i = %c0 to %n step %c64 iter_args(%acc = %zero, %m = %ninf) -> (tensor<64x64xf32>, tensor<64x1xf32>) {
+    %kt = tile.load %k[%i, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+    %ktt = tile.permute %kt {permutation = array<i64: 1, 0>} : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s = tile.dot %qt, %ktt, %zero : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    %rowmax = tile.reduce %s {axis = 1} : tensor<64x64xf32> -> tensor<64xf32> {
+    ^bb0(%a: f32, %b: f32):
+      %x = arith.maximumf %a, %b : f32
+      tile.yield %x : f32
+    }
+    %e = tile.expand_dims %rowmax {axis = 1} : tensor<64xf32> -> tensor<64x1xf32>
+    %mn = arith.maximumf %m, %e : tensor<64x1xf32>
+    %mb = tile.broadcast %mn : tensor<64x1xf32> -> tensor<64x64xf32>
+    %p = arith.subf %s, %mb : tensor<64x64xf32>
+    %ph = arith.truncf %p : tensor<64x64xf32> to tensor<64x64xf16>
+    %vt = tile.load %v[%i, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+    %acc2 = tile.dot %ph, %vt, %acc : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+    scf.yield %acc2, %mn : tensor<64x64xf32>, tensor<64x1xf32>
+  }
+  tile.store %r#0, %o[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  tile.return
+}

@@ -88,16 +88,15 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
 @pytest.mark.parametrize("stages", [1, 3])
 def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     """Attention's k^T (a 1 x N x D load, reshaped and transposed) copies with cp.async into
-    the scores dot's K-major staging area. With 3 stages the loop prefetches keys and values
-    two blocks ahead: v's copy lands in its ring slot, apart from the shared memory that p's
-    layout conversion uses between v's load and its dot; with 1 stage v goes through
-    registers, as that conversion would overwrite its staging area."""
+    the scores dot's K-major staging area, and v into the second dot's (p, its lhs, stays in
+    registers: nothing else uses shared memory between v's load and its dot). With 3 stages
+    the loop prefetches keys and values two blocks ahead."""
     kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64)
     kern = compile(kb, target, num_warps=4, num_stages=stages, **PROMISES)
     ptx = str(kern.asm["ptx"])
-    # 4 copies of 16 bytes per thread move a 64 x 64 f16 block: keys alone with 1 stage;
-    # keys and values for two blocks in the prologue and one per iteration with 3.
-    copies = 4 if stages == 1 else 3 * 2 * 4
+    # 4 copies of 16 bytes per thread move a 64 x 64 f16 block: keys and values, for one
+    # block with 1 stage; for two blocks in the prologue and one per iteration with 3.
+    copies = 2 * 4 if stages == 1 else 3 * 2 * 4
     assert ptx.count("cp.async.cg.shared.global") == copies
     waits = {"0"} if stages == 1 else {"1", "0"}
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == waits
@@ -108,6 +107,30 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
         want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
                                                                 v.double(), scale=0.125)
         # As test_kernels.test_attention: p is rounded to f16 before its product.
+        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                     rtol=4 * ROUND["f16"])
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_attention_key_mask_in_groups(target: str) -> None:
+    """With the key count promised a multiple of 16, the key mask (in the scores' mma layout)
+    is one compare per aligned group of 16 columns: a thread's 16 columns take 4, not 16.
+    Key counts that are multiples of 16 but not of the 64-key block still mask the last
+    block's missing keys."""
+    kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64)
+    promises = {**PROMISES, "divisible_sizes": {"q": (1, 1, 16), "k": (1, 16, 16),
+                                                "v": (1, 16, 16), "o": (1, 1, 16)}}
+    grouped = compile(kb, target, num_warps=4, num_stages=3, **promises)
+    plain = compile(kb, target, num_warps=4, num_stages=3, **PROMISES)
+    def compares(kern: Any) -> int:
+        return len(re.findall(r"setp\.lt\.s32", str(kern.asm["ptx"])))
+    assert compares(plain) - compares(grouped) == 16 - 4
+    for batch, m, n in [(2, 70, 80), (1, 64, 144)]:
+        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
+        o = torch.full((batch, m, 64), float("nan")).half()
+        grouped.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
+        want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
+                                                                v.double(), scale=0.125)
         assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
                      rtol=4 * ROUND["f16"])
 

@@ -309,6 +309,13 @@ int64_t tileopt::tile::getMmaK(DotOp dot) {
   return 0;
 }
 
+bool tileopt::tile::isRegisterLhs(DotOp dot, Attribute layout) {
+  auto mma = dyn_cast_if_present<MmaLayoutAttr>(layout);
+  RankedTensorType lhs = dot.getLhs().getType();
+  return mma && mma.getWarpsPerCTA()[1] == 1 && getMmaK(dot) == 16 &&
+         getElemsPerThread(mma, lhs.getShape()) <= 64;
+}
+
 bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
 
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,

@@ -10,10 +10,12 @@
 #include "tileopt/Dialect/Tile/IR/Layouts.h"
 #include "tileopt/Dialect/Tile/Transforms/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -32,8 +34,17 @@ bool isTile(Value value) { return isa<RankedTensorType>(value.getType()); }
 /// Tiles made from nothing (splat, iota, constants) and reshaped, converted
 /// or combined without memory: any layout is free for them (they are
 /// rematerialized where they are needed), so the layouts of other operands
-/// win over theirs (a mask from iota yields to loaded data).
+/// win over theirs (a mask from iota yields to loaded data). A loop-carried
+/// tile that starts as one is free too: the loop carries it in the layout
+/// its body yields (assignFor).
 bool isCheapProducer(Value value, unsigned depth = 0) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    auto forOp = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (!forOp || depth > 8 || arg.getArgNumber() == 0)
+      return false;
+    return isCheapProducer(forOp.getInitArgs()[arg.getArgNumber() - 1],
+                           depth + 1);
+  }
   Operation *op = value.getDefiningOp();
   if (!op || depth > 8)
     return false;
@@ -93,7 +104,10 @@ private:
   }
 
   /// Tensor cores (getMmaK) on sm_80 and newer when the tile divides into
-  /// their blocks; else a blocked layout (CUDA cores).
+  /// their blocks; else a blocked layout (CUDA cores). Chained dots
+  /// (isChainedDot) give all warps to the rows, as Triton does: the row
+  /// reductions between them stay in a warp, and the first product's
+  /// registers are the second's operand.
   Attribute dotLayout(DotOp dot) {
     RankedTensorType lhs = dot.getLhs().getType();
     RankedTensorType acc = dot.getAcc().getType();
@@ -112,6 +126,8 @@ private:
     for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
       if (isWgmmaDot(m, n, {wm, numWarps / wm}, mmaK))
         return MmaLayoutAttr::get(context, {wm, numWarps / wm});
+    if (m >= kMmaM * numWarps && isChainedDot(dot))
+      return MmaLayoutAttr::get(context, {numWarps, 1});
     unsigned wm = 1, wn = 1;
     while (wm * wn < numWarps) {
       bool growM = (wm * 2) * kMmaM <= m, growN = (wn * 2) * kMmaN <= n;
@@ -123,6 +139,36 @@ private:
         wn *= 2;
     }
     return MmaLayoutAttr::get(context, {wm, wn});
+  }
+
+  /// Whether `dot`'s result reaches another dot's operand in its block, or
+  /// its operands come from another dot there (attention's two products).
+  static bool isChainedDot(DotOp dot) {
+    Block *block = dot->getBlock();
+    auto inBlock = [&](Operation *op) { return op->getBlock() == block; };
+    ForwardSliceOptions forward;
+    forward.filter = inBlock;
+    SetVector<Operation *> users;
+    getForwardSlice(dot.getResult(), &users, forward);
+    for (Operation *user : users)
+      if (auto other = dyn_cast<DotOp>(user))
+        for (Value operand : {other.getLhs(), other.getRhs()})
+          if (operand == dot.getResult() ||
+              users.contains(operand.getDefiningOp()))
+            return true;
+    BackwardSliceOptions backward;
+    backward.filter = inBlock;
+    backward.omitBlockArguments = true;
+    for (Value operand : {dot.getLhs(), dot.getRhs()}) {
+      SetVector<Operation *> producers;
+      if (Operation *def = operand.getDefiningOp(); def && inBlock(def)) {
+        (void)getBackwardSlice(def, &producers, backward);
+        producers.insert(def);
+      }
+      if (llvm::any_of(producers, [](Operation *op) { return isa<DotOp>(op); }))
+        return true;
+    }
+    return false;
   }
 
   void setLayout(Value value, Attribute layout) {
@@ -246,9 +292,10 @@ private:
       return success();
     }
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
-      // Reductions run on blocked layouts.
+      // Reductions run on blocked and mma layouts (a dot's result is reduced
+      // where it is).
       Attribute layout = pickOperandLayout(op);
-      if (!isa<BlockedLayoutAttr>(layout))
+      if (!isa<BlockedLayoutAttr, MmaLayoutAttr>(layout))
         layout = defaultBlockedLayout(
             cast<RankedTensorType>(op->getOperand(0).getType()));
       for (OpOperand &operand : reduce->getOpOperands())
@@ -262,11 +309,27 @@ private:
     if (auto dot = dyn_cast<DotOp>(op)) {
       // Operands keep their layouts (the lowering stages them through shared
       // memory); the accumulator takes the tensor-core layout when it can.
-      for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()})
-        if (!isa<BlockedLayoutAttr>(getLayout(operand->get().getType())))
+      // An lhs already in that layout stays in registers (isRegisterLhs), as
+      // does a loop-invariant one, converted once before the loop.
+      Attribute layout = dotLayout(dot);
+      Value lhs = dot.getLhs();
+      if (isRegisterLhs(dot, layout) && getLayout(lhs.getType()) != layout &&
+          !isCheapProducer(lhs))
+        if (auto loop = dot->getParentOfType<LoopLikeOpInterface>();
+            loop && loop.isDefinedOutsideOfLoop(lhs)) {
+          OpBuilder builder(context);
+          builder.setInsertionPointAfterValue(lhs);
+          dot.getLhsMutable().assign(ConvertLayoutOp::create(
+              builder, lhs.getLoc(), withLayout(tileType(lhs), layout), lhs));
+        }
+      for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()}) {
+        Attribute have = getLayout(operand->get().getType());
+        if (!isa<BlockedLayoutAttr>(have) &&
+            !(operand == &dot.getLhsMutable() && have == layout &&
+              isRegisterLhs(dot, layout)))
           convertOperand(*operand, defaultBlockedLayout(cast<RankedTensorType>(
                                        operand->get().getType())));
-      Attribute layout = dotLayout(dot);
+      }
       convertOperand(dot.getAccMutable(), layout);
       setLayout(dot.getResult(), layout);
       return success();
@@ -314,12 +377,43 @@ private:
     }
     if (failed(assignBlock(body)))
       return failure();
+    for (auto [index, arg] : llvm::enumerate(forOp.getRegionIterArgs()))
+      if (isTile(arg))
+        carryAsYielded(forOp, index);
     for (OpOperand &operand : yield->getOpOperands())
       if (isTile(operand.get()))
         convertOperand(
             operand,
             getLayout(forOp.getResult(operand.getOperandNumber()).getType()));
     return success();
+  }
+
+  /// Carries loop-carried tile `index` in the layout the body yields it in
+  /// when the body converts it to that layout anyway: the conversion at the
+  /// yield and the one in the body cancel (tile-remove-layout-conversions
+  /// folds them), and the init is converted once, before the loop. The
+  /// result's users come later in program order: they take it as it is.
+  void carryAsYielded(scf::ForOp forOp, unsigned index) {
+    BlockArgument arg = forOp.getRegionIterArgs()[index];
+    Value yielded = forOp.getBody()->getTerminator()->getOperand(index);
+    Attribute want = getLayout(yielded.getType());
+    Attribute have = getLayout(arg.getType());
+    if (want == have || !llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          auto convert = dyn_cast<ConvertLayoutOp>(user);
+          return convert && getLayout(convert.getType()) == want;
+        }))
+      return;
+    setLayout(arg, want);
+    setLayout(forOp.getResult(index), want);
+    OpBuilder builder = OpBuilder::atBlockBegin(forOp.getBody());
+    auto inBody = ConvertLayoutOp::create(builder, arg.getLoc(),
+                                          withLayout(tileType(arg), have), arg);
+    arg.replaceAllUsesExcept(inBody, inBody);
+    convertOperand(forOp.getInitArgsMutable()[index], want);
+  }
+
+  static RankedTensorType tileType(Value value) {
+    return cast<RankedTensorType>(value.getType());
   }
 
   /// scf.while carries tiles in the layout of their initial values; what

@@ -91,6 +91,13 @@ bool hasWgmma(llvm::StringRef chip);
 bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA,
                 int64_t mmaK);
 
+/// Whether `dot`, with its accumulator in `layout`, can take an lhs in that
+/// same layout from registers: an mma layout with all warps on the rows,
+/// 16-bit inputs (the A fragment of an m16n8k16 MMA is two 16x8 blocks of
+/// that layout, and wgmma's is a warp's 16 rows of them) and at most 64 lhs
+/// elements a thread.
+bool isRegisterLhs(DotOp dot, mlir::Attribute layout);
+
 /// The layout of `layout` with its dimensions permuted (dim i of the result
 /// is dim permutation[i] of the source), or null for slices.
 mlir::Attribute permuteLayout(mlir::Attribute layout,
