@@ -91,10 +91,37 @@ bool lhsInRegisters(DotOp dot) {
          isRegisterLhs(dot, layout);
 }
 
+bool lhsHoisted(DotOp dot) {
+  auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
+  return loop && isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())) &&
+         !lhsInRegisters(dot) && loop.isDefinedOutsideOfLoop(dot.getLhs());
+}
+
+int64_t hoistedLhsBytes(DotOp dot, bool wgmma) {
+  StagedOperand a = stagedOperand(dot, 0, wgmma);
+  return wgmma ? wgmmaOperandBytes(a.rows, a.rowBytes) : a.rows * a.rowBytes;
+}
+
+void stageHoistedLhs(ConversionPatternRewriter &rewriter, Location loc,
+                     KernelState &ks, DotOp dot, bool wgmma, Value lhs,
+                     int64_t offset) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(dot->getParentOp());
+  Value slotBase = ks.scratchBase;
+  ks.scratchBase = i32Const(rewriter, loc, offset);
+  barrier(rewriter, loc); // whatever used this shared memory before is done
+  storeDotOperand(rewriter, loc, ks, dot, 0, wgmma, lhs);
+  if (wgmma) // wgmma reads shared memory through the async proxy
+    emitPtx(rewriter, loc, "fence.proxy.async.shared::cta;");
+  barrier(rewriter, loc);
+  ks.scratchBase = slotBase;
+}
+
 bool stageDotOperands(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
                       unsigned asyncOperands, bool pipelined,
                       function_ref<void(unsigned)> store) {
-  unsigned stored = ~asyncOperands & (lhsInRegisters(dot) ? 2u : 3u);
+  unsigned stored =
+      ~asyncOperands & (lhsInRegisters(dot) || lhsHoisted(dot) ? 2u : 3u);
   // A ring slot was last read stages - 1 iterations ago, behind the barrier
   // the pipeline puts before its copies.
   if (stored && !pipelined)
@@ -131,11 +158,13 @@ struct DotLowering : TilePattern<DotOp> {
                              adaptor.getAcc(), mma, ks, rewriter,
                              vectorType(op.getAcc().getType()),
                              state.asyncOperands.lookup(op), bool(slot),
-                             state.overlappedDots.contains(op));
+                             state.overlappedDots.contains(op),
+                             state.placements.lookup(op).lhsOffset);
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                          adaptor.getAcc(), mma, ks, rewriter,
                          vectorType(op.getAcc().getType()),
-                         state.asyncOperands.lookup(op), bool(slot));
+                         state.asyncOperands.lookup(op), bool(slot),
+                         state.placements.lookup(op).lhsOffset);
     }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();

@@ -152,6 +152,8 @@ struct ScratchPlacement {
   /// mbarriers start (8 bytes each).
   unsigned slots = 0;
   int64_t mbarrierOffset = 0;
+  /// For a dot whose lhs is staged once, before its loop (lhsHoisted): where.
+  int64_t lhsOffset = 0;
 };
 
 /// How restageThroughShared lays a tile out in shared memory, so that the
@@ -654,7 +656,8 @@ void storeDotOperand(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 /// Puts the operands of a tensor-core dot into its staging area: those that
 /// planAsyncCopies did not send there with cp.async (bit i of
 /// `asyncOperands` for operand i) and that it does not read from registers
-/// (lhsInRegisters) with `store(i)` after a barrier, then waits for this
+/// or a hoisted area (lhsInRegisters, lhsHoisted) with `store(i)` after a
+/// barrier, then waits for this
 /// thread's copies. In a software pipeline (`pipelined`) the copies were
 /// waited for before (pipelineLoop). Returns whether the caller must put a
 /// barrier (and for wgmma a proxy fence) before reading the area.
@@ -665,6 +668,20 @@ bool stageDotOperands(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 /// Whether a tensor-core dot reads its lhs from registers (isRegisterLhs):
 /// it is in the accumulator's layout.
 bool lhsInRegisters(tile::DotOp dot);
+
+/// Whether a tensor-core dot in a loop stages its loop-invariant lhs once,
+/// before the loop (stageHoistedLhs), in shared memory that the loop keeps
+/// (planSharedMemory): its iterations only read it.
+bool lhsHoisted(tile::DotOp dot);
+
+/// The bytes a hoisted lhs (lhsHoisted) takes.
+int64_t hoistedLhsBytes(tile::DotOp dot, bool wgmma);
+
+/// Stores a hoisted lhs (registers `lhs`) at `offset`, before the dot's loop,
+/// between barriers (and for wgmma with a proxy fence after).
+void stageHoistedLhs(mlir::ConversionPatternRewriter &rewriter,
+                     mlir::Location loc, KernelState &ks, tile::DotOp dot,
+                     bool wgmma, mlir::Value lhs, int64_t offset);
 
 /// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
 /// (MN-major, imm-trans-b) are staged in shared memory in wgmma's swizzled
@@ -680,17 +697,19 @@ mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
                                   unsigned asyncOperands, bool pipelined,
-                                  bool overlapped);
+                                  bool overlapped, int64_t lhsOffset);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
 /// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
-/// step. The accumulator registers are in the mma layout's order.
+/// step. The accumulator registers are in the mma layout's order. A hoisted
+/// lhs (lhsHoisted) is at `lhsOffset`.
 mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
                                 mlir::Value rhs, mlir::Value accVec,
                                 tile::MmaLayoutAttr mma, KernelState &ks,
                                 mlir::ConversionPatternRewriter &rewriter,
                                 mlir::VectorType accVecType,
-                                unsigned asyncOperands, bool pipelined);
+                                unsigned asyncOperands, bool pipelined,
+                                int64_t lhsOffset);
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops (ElementwiseOpToNVVM.cpp)

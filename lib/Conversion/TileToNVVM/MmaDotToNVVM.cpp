@@ -38,7 +38,7 @@ Value mmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0 || lhsInRegisters(dot))
+  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot))
     return 0;
   RankedTensorType lhs = dot.getLhs().getType();
   return llvm::alignTo(
@@ -111,7 +111,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                           MmaLayoutAttr mma, KernelState &ks,
                           ConversionPatternRewriter &rewriter,
                           VectorType accVecType, unsigned asyncOperands,
-                          bool pipelined) {
+                          bool pipelined, int64_t lhsOffset) {
   Location loc = op.getLoc();
   RankedTensorType lhsType = op.getLhs().getType();
   RankedTensorType rhsType = op.getRhs().getType();
@@ -123,6 +123,9 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t mmaK = getMmaK(op);
   bool tf32 = inElement.isF32();
   int64_t chunk = 128 / storageBits(inElement);
+  bool hoisted = lhsHoisted(op);
+  if (hoisted)
+    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/false, lhs, lhsOffset);
   if (stageDotOperands(rewriter, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(rewriter, loc, ks, op, operand,
@@ -144,8 +147,9 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // also keep the offset loop-variant in a pipeline, so that the compiler
   // XORs where it loads rather than keeping every address in a register.
   Value scratch = ks.scratchBase ? ks.scratchBase : i32Const(rewriter, loc, 0);
+  Value lhsScratch = hoisted ? i32Const(rewriter, loc, lhsOffset) : scratch;
   auto laneOffset = [&](unsigned operand, Value row, Value col) -> Value {
-    return arith::AddIOp::create(rewriter, loc, scratch,
+    return arith::AddIOp::create(rewriter, loc, operand ? scratch : lhsScratch,
                                  stagedOperandOffset(rewriter, loc, op, operand,
                                                      /*wgmma=*/false, row, col),
                                  kNoWrap);

@@ -295,6 +295,14 @@ planSharedMemory(KernelOp kernel,
         at += slots * 8;
       }
     }
+    // Loop-invariant lhs staged once, before the loop (lhsHoisted).
+    for (auto dot : loop.getBody()->getOps<DotOp>()) {
+      if (!lhsHoisted(dot))
+        continue;
+      at = llvm::alignTo(at, align);
+      plan.placements[dot].lhsOffset = at;
+      at += hoistedLhsBytes(dot, usesWgmma(dot, state));
+    }
     ringBytes[loop] = at - start;
     plan.bytes = std::max(plan.bytes, at);
   });
@@ -304,7 +312,7 @@ planSharedMemory(KernelOp kernel,
       continue;
     int64_t at = llvm::alignTo(reservedAround(op), align);
     if (at)
-      plan.placements[op] = {at, 0};
+      plan.placements[op].offset = at;
     plan.bytes = std::max(plan.bytes, at + bytes);
   }
   return plan;

@@ -62,7 +62,7 @@ Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0 || lhsInRegisters(dot))
+  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot))
     return 0;
   StagedOperand a = stagedOperand(dot, 0, /*wgmma=*/true);
   return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
@@ -72,7 +72,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
                             VectorType accVecType, unsigned asyncOperands,
-                            bool pipelined, bool overlapped) {
+                            bool pipelined, bool overlapped,
+                            int64_t lhsOffset) {
   Location loc = op.getLoc();
   OpBuilder &b = rewriter;
   RankedTensorType lhsType = op.getLhs().getType();
@@ -92,6 +93,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
+  bool hoisted = lhsHoisted(op);
+  if (hoisted)
+    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/true, lhs, lhsOffset);
   if (stageDotOperands(b, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(b, loc, ks, op, operand,
@@ -106,11 +110,20 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   Type i64 = b.getI64Type();
   Value base =
       LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), sharedBase(b, loc, ks));
+  // A hoisted lhs is outside the dot's (ring slot's) staging area.
+  Value lhsBase = base;
+  if (hoisted)
+    lhsBase = arith::AddIOp::create(
+        b, loc,
+        LLVM::PtrToIntOp::create(
+            b, loc, b.getI32Type(),
+            LLVM::AddressOfOp::create(b, loc, ks.sharedMemory)),
+        c32(lhsOffset));
   // Descriptor: start address >> 4 (14 bits), leading and stride byte
   // offsets >> 4, swizzle mode in bits 62-63.
   auto descriptor = [&](Value byteOffset, int64_t leading, int64_t stride,
-                        int64_t swizzle) -> Value {
-    Value addr = arith::AddIOp::create(b, loc, base, byteOffset);
+                        int64_t swizzle, Value from) -> Value {
+    Value addr = arith::AddIOp::create(b, loc, from, byteOffset);
     Value start = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, addr, c32(4)), c32(0x3FFF));
     uint64_t fixed = (uint64_t((leading >> 4) & 0x3FFF) << 16) |
@@ -160,19 +173,32 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   SmallVector<Value> aValues;
   if (aRegisters)
     aValues = unpack(b, loc, lhs);
-  std::string text =
-      llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
-                    "{5}, ${6}, 1, 1, 1{7};",
-                    cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
-                    asmRegisterList(0, regsPerRep),
-                    aRegisters ? asmRegisterList(regsPerRep, 4)
-                               : "$" + std::to_string(regsPerRep),
-                    regsPerRep + (aRegisters ? 4 : 1),
-                    tf32         ? ""
-                    : aRegisters ? (bKMajor ? ", 0" : ", 1")
-                    : bKMajor    ? ", 0, 0"
-                                 : ", 0, 1")
-          .str();
+  // scale-d 0 ignores the accumulator: a zero one (as of a dot that starts
+  // from zeros) needs no registers set for the first k step.
+  auto wgmmaText = [&](StringRef scaleD) {
+    return llvm::formatv(
+               "wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
+               "{5}, ${6}, {8}, 1, 1{7};",
+               cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
+               asmRegisterList(0, regsPerRep),
+               aRegisters ? asmRegisterList(regsPerRep, 4)
+                          : "$" + std::to_string(regsPerRep),
+               regsPerRep + (aRegisters ? 4 : 1),
+               tf32         ? ""
+               : aRegisters ? (bKMajor ? ", 0" : ", 1")
+               : bKMajor    ? ", 0, 0"
+                            : ", 0, 1",
+               scaleD)
+        .str();
+  };
+  std::string text = wgmmaText("1");
+  DenseElementsAttr accConstant;
+  bool zeroAcc = matchPattern(op.getAcc(), m_Constant(&accConstant)) &&
+                 accConstant.isSplat() &&
+                 accConstant.getSplatValue<APFloat>().isPosZero();
+  if (zeroAcc)
+    for (Value &reg : acc)
+      reg = LLVM::PoisonOp::create(b, loc, reg.getType());
   // A K-major operand of `rows` rows at k step kk: its bytes kk * elemBytes
   // in each row, in the atom they fall in.
   auto kMajorStart = [&](int64_t kk, int64_t rows, int64_t swizzle) {
@@ -186,10 +212,10 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
             ? descriptor(arith::AddIOp::create(
                              b, loc, bColumnStart,
                              c32(bOffset + kMajorStart(kk, n, bSwizzle))),
-                         16, 8 * bSwizzle, bSwizzle)
+                         16, 8 * bSwizzle, bSwizzle, base)
             : descriptor(arith::AddIOp::create(b, loc, bColumnStart,
                                                c32(bOffset + kk * bSwizzle)),
-                         k * bSwizzle, 8 * bSwizzle, bSwizzle);
+                         k * bSwizzle, 8 * bSwizzle, bSwizzle, base);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       SmallVector<Value> inputs;
       if (aRegisters) {
@@ -203,12 +229,14 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         Value aStart = arith::AddIOp::create(
             b, loc, arith::MulIOp::create(b, loc, row, c32(aSwizzle)),
             c32(kMajorStart(kk, m, aSwizzle)));
-        inputs.push_back(descriptor(aStart, 16, 8 * aSwizzle, aSwizzle));
+        inputs.push_back(
+            descriptor(aStart, 16, 8 * aSwizzle, aSwizzle, lhsBase));
       }
       inputs.push_back(bDesc);
       MutableArrayRef<Value> regs =
           MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);
-      SmallVector<Value> d = emitInPlaceAsm(b, loc, text, regs, inputs);
+      SmallVector<Value> d = emitInPlaceAsm(
+          b, loc, zeroAcc && kk == 0 ? wgmmaText("0") : text, regs, inputs);
       llvm::copy(d, regs.begin());
     }
   }

@@ -224,10 +224,14 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // WGMMA: llvm.store {{.*}} {alignment = 16 : i64} : vector<8xf16>, !llvm.ptr<3>
 // WGMMA: fence.proxy.async.shared::cta;
 // WGMMA-NEXT: nvvm.barrier0
+// A zero accumulator is ignored (scale-d 0) in the first k step, set in none
+// of its registers (poison); the second step accumulates.
+// WGMMA: llvm.mlir.poison : f32
 // WGMMA: wgmma.fence.sync.aligned;
 // WGMMA: arith.constant 4611686293322072064 : i64
 // WGMMA: arith.constant -9223371899415756800 : i64
-// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, 1, 1, 1, 0, 1;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, 0, 1, 1, 0, 1;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31}, $32, $33, 1, 1, 1, 0, 1;
 // WGMMA: wgmma.commit_group.sync.aligned;
 // WGMMA: wgmma.wait_group.sync.aligned 0;
 // WGMMA-NOT: mma.sync
@@ -1285,7 +1289,8 @@ tile.kernel @pipelined_i32_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> 
 // CHECK-COUNT-16: mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {$0, $1}, {$2, $3, $4, $5}, {$6, $7}, {$8, $9};
 // CHECK-NOT: mma.sync
 // WGMMA-LABEL: gpu.func @mma_dot_f16_acc
-// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $16, $17, 1, 1, 1, 0, 1;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $16, $17, 0, 1, 1, 0, 1;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16 {$0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15}, $16, $17, 1, 1, 1, 0, 1;
 // WGMMA: wgmma.wait_group.sync.aligned 0;
 // WGMMA-NOT: mma.sync
 tile.kernel @mma_dot_f16_acc(%x: memref<?x?xf16>) {
@@ -1532,5 +1537,48 @@ tile.kernel @mma_column_mask(%x: memref<?x?xf32> {tile.divisibility = 16, tile.s
   %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
   %s = arith.select %mb, %t, %z : tensor<64x64xi1, #mma>, tensor<64x64xf32, #mma>
   tile.store %s, %x[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A dot in a loop whose lhs comes from before the loop stages it once, before
+// the loop, into shared memory the loop keeps (4 KiB, after which B's 4 KiB
+// staging area goes): the iterations store only B. wgmma fences the async
+// proxy after the staging.
+// CHECK: llvm.mlir.global internal @dot_hoisted_lhs_smem() {{.*}} : !llvm.array<8192 x i8>
+// CHECK-LABEL: gpu.func @dot_hoisted_lhs
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: scf.for
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
+// CHECK: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<row>
+// CHECK: scf.yield
+// WGMMA-LABEL: gpu.func @dot_hoisted_lhs
+// WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA-NEXT: fence.proxy.async.shared::cta;
+// WGMMA-NEXT: nvvm.barrier0
+// WGMMA: scf.for
+// WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA-NOT: llvm.store {{.*}} !llvm.ptr<3>
+// WGMMA: wgmma.mma_async
+tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %n step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }

@@ -296,16 +296,16 @@ tile.kernel @other_tensor_core_types(%a: memref<?x?xf16>, %f: memref<?x?xf32>) {
 // lhs) put all warps on the rows. The row maximum and sum reduce the mma
 // layout where it is, the loop carries the accumulator and the row
 // statistics (which start as constants) in the layouts the body yields, and
-// the second dot takes its lhs from registers, as does the first one its
-// loop-invariant lhs, converted once before the loop. Nothing in the loop
-// is converted.
+// the second dot takes its lhs from registers (the first one's lhs, loop-
+// invariant, stays blocked: the lowering stages it once, before the loop).
+// Nothing in the loop is converted.
 // CLEAN-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [4, 1]>
 // CLEAN-DAG: #[[ROWS:.*]] = #tile.slice<dim = 1, parent = #[[MMA]]>
 // CLEAN-LABEL: tile.kernel @chained_dots
-// CLEAN: %[[Q:.*]] = tile.convert_layout {{.*}} -> tensor<64x64xf16, #[[MMA]]>
+// CLEAN-NOT: tile.convert_layout
 // CLEAN: scf.for {{.*}} -> (tensor<64x64xf32, #[[MMA]]>, tensor<64x1xf32, #[[MMA]]>)
 // CLEAN-NOT: tile.convert_layout
-// CLEAN: tile.dot %[[Q]], {{.*}} : tensor<64x64xf16, #[[MMA]]>, tensor<64x64xf16, #{{.*}}> -> tensor<64x64xf32, #[[MMA]]>
+// CLEAN: tile.dot {{.*}} : tensor<64x64xf16, #blocked{{[0-9]*}}>, tensor<64x64xf16, #{{.*}}> -> tensor<64x64xf32, #[[MMA]]>
 // CLEAN-NOT: tile.convert_layout
 // CLEAN: tile.reduce {{.*}} : tensor<64x64xf32, #[[MMA]]> -> tensor<64xf32, #[[ROWS]]>
 // CLEAN-NOT: tile.convert_layout

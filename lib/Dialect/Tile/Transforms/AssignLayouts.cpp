@@ -15,7 +15,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -309,19 +308,8 @@ private:
     if (auto dot = dyn_cast<DotOp>(op)) {
       // Operands keep their layouts (the lowering stages them through shared
       // memory); the accumulator takes the tensor-core layout when it can.
-      // An lhs already in that layout stays in registers (isRegisterLhs), as
-      // does a loop-invariant one, converted once before the loop.
+      // An lhs already in that layout stays in registers (isRegisterLhs).
       Attribute layout = dotLayout(dot);
-      Value lhs = dot.getLhs();
-      if (isRegisterLhs(dot, layout) && getLayout(lhs.getType()) != layout &&
-          !isCheapProducer(lhs))
-        if (auto loop = dot->getParentOfType<LoopLikeOpInterface>();
-            loop && loop.isDefinedOutsideOfLoop(lhs)) {
-          OpBuilder builder(context);
-          builder.setInsertionPointAfterValue(lhs);
-          dot.getLhsMutable().assign(ConvertLayoutOp::create(
-              builder, lhs.getLoc(), withLayout(tileType(lhs), layout), lhs));
-        }
       for (OpOperand *operand : {&dot.getLhsMutable(), &dot.getRhsMutable()}) {
         Attribute have = getLayout(operand->get().getType());
         if (!isa<BlockedLayoutAttr>(have) &&
