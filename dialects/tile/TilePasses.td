@@ -17,7 +17,11 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
     in. `tile-remove-layout-conversions` then removes the conversions that
     are not needed. f16/bf16 dots on sm_80 and newer accumulate in
     `#tile.mma` (warps split as Triton's mma.sync does; on sm_90a along the
-    rows only, a warpgroup per 64 rows, where wgmma fits).
+    rows only, a warpgroup per 64 rows, where wgmma fits; chained dots, as
+    attention's two, put all warps on the rows). Reductions of an mma tile
+    stay in its layout, a dot's lhs already in its accumulator's layout
+    stays in registers, and `scf.for` carries a tile in the layout its body
+    yields where the body would convert it back anyway.
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",
