@@ -1582,3 +1582,22 @@ tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: m
   tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A 64 x 1 tile in the mma layout (attention's row statistics) wraps each
+// 16x8 block's two columns onto one: a thread holds its rows g and g + 8
+// once each, so an elementwise op runs twice, not four times.
+// CHECK-LABEL: gpu.func @mma_column_tile
+// CHECK-COUNT-2: math.exp2 {{.*}} : f32
+// CHECK-NOT: math.exp2
+// CHECK: gpu.return
+tile.kernel @mma_column_tile(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x1xf32, #mma>
+  %e = math.exp %t : tensor<64x1xf32, #mma>
+  tile.store %e, %y[%c0, %c0] : tensor<64x1xf32, #mma>, memref<?x?xf32>
+  tile.return
+}

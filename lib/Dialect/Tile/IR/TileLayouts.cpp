@@ -150,18 +150,24 @@ unsigned tileopt::tile::getNumWarps(Attribute layout) {
 }
 
 /// Register offsets of an mma layout: per 16x8 block (rows of blocks, then
-/// columns), the C fragment's (0,0), (0,1), (8,0), (8,1).
+/// columns), the C fragment's (0,0), (0,1), (8,0), (8,1). In a tile smaller
+/// than a block (attention's 64 x 1 row statistics) offsets that wrap onto
+/// the same element are one register, so nothing is computed twice.
 static SmallVector<SmallVector<int64_t>>
 getMmaOffsets(MmaLayoutAttr layout, ArrayRef<int64_t> shape) {
   int64_t wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
   int64_t repsM = std::max<int64_t>(1, shape[0] / (kMmaM * wm));
   int64_t repsN = std::max<int64_t>(1, shape[1] / (kMmaN * wn));
   SmallVector<SmallVector<int64_t>> offsets;
+  llvm::DenseSet<std::pair<int64_t, int64_t>> seen;
   for (int64_t m = 0; m < repsM; ++m)
     for (int64_t n = 0; n < repsN; ++n)
       for (auto [i, j] :
-           {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}})
-        offsets.push_back({m * kMmaM * wm + i, n * kMmaN * wn + j});
+           {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}}) {
+        int64_t row = m * kMmaM * wm + i, col = n * kMmaN * wn + j;
+        if (seen.insert({row % shape[0], col % shape[1]}).second)
+          offsets.push_back({row, col});
+      }
   return offsets;
 }
 
