@@ -84,6 +84,18 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
             assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))
 
 
+def _check_attention(kern: Any, batch: int, m: int, n: int) -> None:
+    """kernels.attention (d 64, 64-row blocks) on random f16 q, k, v against torch."""
+    q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
+    o = torch.full((batch, m, 64), float("nan")).half()
+    kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
+    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
+                                                            v.double(), scale=0.125)
+    # As test_kernels.test_attention: p is rounded to f16 before its product.
+    assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                 rtol=4 * ROUND["f16"])
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("stages", [1, 3])
 def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
@@ -101,14 +113,7 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     waits = {"0"} if stages == 1 else {"1", "0"}
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == waits
     for batch, m, n in [(2, 130, 96), (1, 64, 200)]:
-        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
-        o = torch.full((batch, m, 64), float("nan")).half()
-        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
-        want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
-                                                                v.double(), scale=0.125)
-        # As test_kernels.test_attention: p is rounded to f16 before its product.
-        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
-                     rtol=4 * ROUND["f16"])
+        _check_attention(kern, batch, m, n)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
@@ -122,17 +127,12 @@ def test_attention_key_mask_in_groups(target: str) -> None:
                                                 "v": (1, 16, 16), "o": (1, 1, 16)}}
     grouped = compile(kb, target, num_warps=4, num_stages=3, **promises)
     plain = compile(kb, target, num_warps=4, num_stages=3, **PROMISES)
+
     def compares(kern: Any) -> int:
         return len(re.findall(r"setp\.lt\.s32", str(kern.asm["ptx"])))
     assert compares(plain) - compares(grouped) == 16 - 4
     for batch, m, n in [(2, 70, 80), (1, 64, 144)]:
-        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
-        o = torch.full((batch, m, 64), float("nan")).half()
-        grouped.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
-        want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
-                                                                v.double(), scale=0.125)
-        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
-                     rtol=4 * ROUND["f16"])
+        _check_attention(grouped, batch, m, n)
 
 
 @pytest.mark.parametrize(
