@@ -91,6 +91,13 @@ bool lhsInRegisters(DotOp dot) {
          isRegisterLhs(dot, layout);
 }
 
+SmallVector<Value> registerLhsFragment(OpBuilder &b, Location loc,
+                                       ArrayRef<Value> values, int64_t k,
+                                       int64_t rm, int64_t kk) {
+  int64_t first = (rm * (k / kMmaN) + kk / kMmaN) * 4;
+  return packHalfPairs(b, loc, values.slice(first, 8));
+}
+
 bool lhsHoisted(DotOp dot) {
   auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
   return loop && isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())) &&

@@ -10,11 +10,11 @@
 
 #include "Lowering.h"
 
-#include <map>
-
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace tileopt::tile;

@@ -669,6 +669,14 @@ bool stageDotOperands(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 /// it is in the accumulator's layout.
 bool lhsInRegisters(tile::DotOp dot);
 
+/// The A fragment (four b32 registers) of row block `rm` and k step `kk` of
+/// an lhs in registers (`values`, in the accumulator layout's order, `k`
+/// columns): 16x8 blocks kk / 8 and kk / 8 + 1, rows g and g + 8 of each.
+llvm::SmallVector<mlir::Value>
+registerLhsFragment(mlir::OpBuilder &b, mlir::Location loc,
+                    llvm::ArrayRef<mlir::Value> values, int64_t k, int64_t rm,
+                    int64_t kk);
+
 /// Whether a tensor-core dot in a loop stages its loop-invariant lhs once,
 /// before the loop (stageHoistedLhs), in shared memory that the loop keeps
 /// (planSharedMemory): its iterations only read it.

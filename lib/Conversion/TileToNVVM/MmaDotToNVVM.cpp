@@ -236,11 +236,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     SmallVector<SmallVector<Value>> aFrags(repsM);
     auto loadA = [&](int64_t rm) {
       if (!aRegisters.empty()) {
-        // Accumulator blocks kk / 8 and kk / 8 + 1 of row block rm: rows g
-        // and g + 8, columns 8 apart, as the A fragment orders them.
-        int64_t first = (rm * (k / kMmaN) + kk / kMmaN) * 4;
-        aFrags[rm] = packHalfPairs(rewriter, loc,
-                                   ArrayRef<Value>(aRegisters).slice(first, 8));
+        aFrags[rm] = registerLhsFragment(rewriter, loc, aRegisters, k, rm, kk);
         return;
       }
       aFrags[rm] = emitLdMatrix(

@@ -219,10 +219,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     for (int64_t rm = 0; rm < repsM; ++rm) {
       SmallVector<Value> inputs;
       if (aRegisters) {
-        // Accumulator-layout blocks kk / 8 and kk / 8 + 1 of row block rm.
-        int64_t first = (rm * (k / kMmaN) + kk / kMmaN) * 4;
-        inputs =
-            packHalfPairs(b, loc, ArrayRef<Value>(aValues).slice(first, 8));
+        inputs = registerLhsFragment(b, loc, aValues, k, rm, kk);
       } else {
         Value row =
             arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
