@@ -201,11 +201,13 @@ struct ReduceLowering : TilePattern<ReduceOp> {
         SmallVector<Value> coord;
         for (auto [d, size] : llvm::enumerate(resultShape)) {
           int64_t dim = int64_t(d) < axis ? d : d + 1;
-          int64_t spt = blocked ? blocked.getSizePerThread()[dim] : 1;
-          int64_t cover = blocked ? spt * blocked.getThreadsPerWarp()[dim] *
-                                        blocked.getWarpsPerCTA()[dim]
-                                  : size + 1;
-          if (cover <= size) {
+          int64_t spt = 1, cover = 0;
+          if (blocked) {
+            spt = blocked.getSizePerThread()[dim];
+            cover = spt * blocked.getThreadsPerWarp()[dim] *
+                    blocked.getWarpsPerCTA()[dim];
+          }
+          if (blocked && cover <= size) {
             int64_t reps = size / cover;
             Value scaled =
                 reps == 1

@@ -394,14 +394,11 @@ private:
     setLayout(arg, want);
     setLayout(forOp.getResult(index), want);
     OpBuilder builder = OpBuilder::atBlockBegin(forOp.getBody());
-    auto inBody = ConvertLayoutOp::create(builder, arg.getLoc(),
-                                          withLayout(tileType(arg), have), arg);
+    auto inBody = ConvertLayoutOp::create(
+        builder, arg.getLoc(),
+        withLayout(cast<RankedTensorType>(arg.getType()), have), arg);
     arg.replaceAllUsesExcept(inBody, inBody);
     convertOperand(forOp.getInitArgsMutable()[index], want);
-  }
-
-  static RankedTensorType tileType(Value value) {
-    return cast<RankedTensorType>(value.getType());
   }
 
   /// scf.while carries tiles in the layout of their initial values; what
