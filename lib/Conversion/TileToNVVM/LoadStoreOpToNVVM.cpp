@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include <functional>
 #include <limits>
@@ -796,6 +797,97 @@ void narrowInductionVariable(scf::ForOp loop) {
   loop.setUnsignedCmp(true);
 }
 
+namespace {
+
+/// The kernel argument (or other value) a view is a view of.
+Value viewRoot(Value view) {
+  while (auto viewLike = view.getDefiningOp<ViewLikeOpInterface>())
+    view = viewLike.getViewSource();
+  return view;
+}
+
+/// Whether each thread touches the same elements in both accesses.
+bool sameElementsPerThread(const AccessOperands &a, const AccessOperands &b) {
+  return a.view == b.view && a.tile == b.tile &&
+         llvm::equal(a.offsets, b.offsets);
+}
+
+/// Whether `offsets` (of a `shape` tile) reach disjoint elements in the
+/// iterations of `loop`: each is loop-invariant, or one is the induction
+/// variable (plus an invariant) and the constant step covers the tile there.
+bool disjointIterations(scf::ForOp loop, ValueRange offsets,
+                        ArrayRef<int64_t> shape) {
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  Value iv = loop.getInductionVar();
+  bool invariant = true;
+  for (auto [dim, offset] : llvm::enumerate(offsets)) {
+    if (loop.isDefinedOutsideOfLoop(offset))
+      continue;
+    invariant = false;
+    Value stripped = offset;
+    if (auto cast = stripped.getDefiningOp<arith::IndexCastOp>())
+      stripped = cast.getIn();
+    if (auto add = stripped.getDefiningOp<arith::AddIOp>()) {
+      if (loop.isDefinedOutsideOfLoop(add.getLhs()))
+        stripped = add.getRhs();
+      else if (loop.isDefinedOutsideOfLoop(add.getRhs()))
+        stripped = add.getLhs();
+    }
+    if (stripped == iv && step && *step >= shape[dim])
+      return true;
+  }
+  return invariant;
+}
+
+/// Whether `earlier` (an access to the same view) may run before `later` in
+/// one program and touch elements that other threads touch in `later`.
+bool needsOrder(Operation *earlier, Operation *later) {
+  AccessOperands a = *accessOperands(earlier), b = *accessOperands(later);
+  bool same = sameElementsPerThread(a, b);
+  // Before it in program order: in the block of one of later's ancestors.
+  if (earlier != later && !same)
+    for (Operation *at = later; at; at = at->getParentOp()) {
+      if (isa<KernelOp>(at))
+        break;
+      if (Operation *ancestor = at->getBlock()->findAncestorOpInBlock(*earlier))
+        if (ancestor != at && ancestor->isBeforeInBlock(at))
+          return true;
+    }
+  // In an earlier iteration of a loop around both.
+  for (Operation *loop = later->getParentOp(); loop && !isa<KernelOp>(loop);
+       loop = loop->getParentOp()) {
+    if (!isa<LoopLikeOpInterface>(loop) || !loop->isAncestor(earlier))
+      continue;
+    auto forOp = dyn_cast<scf::ForOp>(loop);
+    if (!same || !forOp ||
+        !disjointIterations(forOp, b.offsets, b.tile.getShape()))
+      return true;
+  }
+  return false;
+}
+
+} // namespace
+
+void orderViewAccesses(KernelOp kernel, LoweringState &state) {
+  SmallVector<Operation *> accesses;
+  kernel.walk([&](Operation *op) {
+    if (isa<LoadOp, StoreOp>(op))
+      accesses.push_back(op);
+  });
+  for (Operation *later : accesses) {
+    Value root = viewRoot(accessOperands(later)->view);
+    for (Operation *earlier : accesses) {
+      if (!isa<StoreOp>(earlier) && !isa<StoreOp>(later))
+        continue;
+      if (viewRoot(accessOperands(earlier)->view) == root &&
+          needsOrder(earlier, later)) {
+        state.accesses[later].barrierBefore = true;
+        break;
+      }
+    }
+  }
+}
+
 AccessFacts analyzeAccess(const AccessOperands &access) {
   auto [view, tile, offsets] = access;
   auto viewType = cast<MemRefType>(view.getType());
@@ -926,6 +1018,8 @@ struct LoadLowering : TilePattern<LoadOp> {
     unsigned bits = storageBits(element);
     const AccessFacts &facts = state.accesses[op];
     const VectorPlan &plan = facts.plan;
+    if (facts.barrierBefore)
+      barrier(rewriter, loc);
     View view = accessView(rewriter, loc, adaptor.getView(),
                            op.getView().getType(), facts, ks);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
@@ -1136,6 +1230,8 @@ struct StoreLowering : TilePattern<StoreOp> {
     unsigned bits = storageBits(element);
     const AccessFacts &facts = state.accesses[op];
     const VectorPlan &plan = facts.plan;
+    if (facts.barrierBefore)
+      barrier(rewriter, loc);
     View view = accessView(rewriter, loc, adaptor.getView(),
                            op.getView().getType(), facts, ks);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());

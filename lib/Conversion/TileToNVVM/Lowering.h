@@ -86,6 +86,10 @@ struct AccessFacts {
   std::optional<unsigned> sameShapeAs;
   /// The tile type of the scalar fallback (scalarFallbackTile), or null.
   mlir::RankedTensorType fallback;
+  /// A barrier comes first: an earlier access of this program to the same
+  /// view, one of the two a store, may touch elements other threads touch
+  /// here (orderViewAccesses).
+  bool barrierBefore = false;
 };
 
 /// A tile.load lowered to cp.async into the staging area of the dot that
@@ -474,6 +478,14 @@ std::optional<AccessOperands> accessOperands(mlir::Operation *op);
 /// What a load or store may assume (see AccessFacts): from its tile offsets,
 /// the loops around it and its view's kernel argument attributes.
 AccessFacts analyzeAccess(const AccessOperands &access);
+
+/// Sets AccessFacts::barrierBefore on the loads and stores of `kernel` that
+/// must wait for other threads' earlier accesses to the same view: a tile's
+/// elements belong to different threads in two accesses unless both have the
+/// same offsets and tile type, and a store's writes reach other threads only
+/// across a barrier. So a program's accesses to one view keep program order
+/// (different view arguments are not ordered against each other).
+void orderViewAccesses(tile::KernelOp kernel, LoweringState &state);
 
 /// The largest power of two (up to 2^30) dividing `v`.
 int64_t powerOfTwoDivisor(int64_t v);

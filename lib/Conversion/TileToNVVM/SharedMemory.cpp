@@ -151,6 +151,8 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       if (!candidate)
         continue;
       LoadOp load = candidate->load;
+      if (state.accesses[load].barrierBefore)
+        continue; // waits for stores to its view: not ahead of time
       if (operand == 1 && elementWiseB) {
         if (hasZeroPadding(load))
           candidates.push_back(*candidate);

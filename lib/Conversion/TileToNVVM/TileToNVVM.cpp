@@ -361,6 +361,8 @@ struct ConvertTileToNVVM
         if (std::optional<AccessOperands> access = accessOperands(op))
           state.accesses[op] = analyzeAccess(*access);
       });
+    for (KernelOp kernel : kernels)
+      orderViewAccesses(kernel, state);
     module.walk([&](LaunchOp launch) {
       state.hostLaunched.insert(launch.getKernel());
     });

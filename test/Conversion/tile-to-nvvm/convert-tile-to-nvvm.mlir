@@ -1601,3 +1601,66 @@ tile.kernel @mma_column_tile(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: m
   tile.store %e, %y[%c0, %c0] : tensor<64x1xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#b = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Accesses to one view keep program order: a store, then an access of other
+// elements per thread (other offsets), waits at a barrier for every thread's
+// store. An access of the same elements in the same layout needs none.
+// CHECK-LABEL: gpu.func @view_order
+// CHECK: st.global.b32
+// CHECK-NOT: nvvm.barrier0
+// CHECK: st.global.b32
+// CHECK: nvvm.barrier0
+// CHECK: st.global.b32
+// CHECK: nvvm.barrier0
+// CHECK: ld.global.b32
+// CHECK-NOT: nvvm.barrier0
+// CHECK: gpu.return
+tile.kernel @view_order(%x: memref<?xf32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<128xf32, #b>
+  tile.store %t, %y[%c0] : tensor<128xf32, #b>, memref<?xf32>
+  tile.store %t, %y[%c0] : tensor<128xf32, #b>, memref<?xf32>
+  tile.store %t, %y[%c1] : tensor<128xf32, #b>, memref<?xf32>
+  %u = tile.load %y[%c0] : memref<?xf32> -> tensor<128xf32, #b>
+  tile.store %u, %x[%c0] : tensor<128xf32, #b>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#b = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// In a loop, an in-place update of one tile per iteration (step >= the tile)
+// touches disjoint elements in each iteration: no barrier. A step shorter than
+// the tile re-reads elements other threads wrote an iteration before.
+// CHECK-LABEL: gpu.func @loop_order
+// CHECK: scf.for
+// CHECK-NOT: nvvm.barrier0
+// CHECK: st.global.b32
+// CHECK: scf.for
+// CHECK: nvvm.barrier0
+// CHECK: ld.global.b32
+// CHECK: nvvm.barrier0
+// CHECK: st.global.b32
+// CHECK: gpu.return
+tile.kernel @loop_order(%x: memref<?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c128 = arith.constant 128 : index
+  scf.for %i = %c0 to %n step %c128 {
+    %t = tile.load %x[%i] : memref<?xf32> -> tensor<128xf32, #b>
+    %u = arith.addf %t, %t : tensor<128xf32, #b>
+    tile.store %u, %x[%i] : tensor<128xf32, #b>, memref<?xf32>
+  }
+  scf.for %i = %c0 to %n step %c64 {
+    %t = tile.load %x[%i] : memref<?xf32> -> tensor<128xf32, #b>
+    %u = arith.addf %t, %t : tensor<128xf32, #b>
+    tile.store %u, %x[%i] : tensor<128xf32, #b>, memref<?xf32>
+  }
+  tile.return
+}
