@@ -12,14 +12,12 @@ and down projections) at a few token counts, it times:
 - ``Triton``: the same algorithm as an ``@triton.jit`` kernel (the tiling of
   ``tileopt.kernels.matmul``: one ``BLOCK_M x BLOCK_N`` tile of ``c`` a program, program 0
   along M, no grouped ordering), if Triton is importable;
-- ``cuBLAS``: ``torch.matmul(a, b)`` (f16/bf16 result), the goal's reference; and
-  ``cuBLAS f32``: ``torch.mm(a, b, out_dtype=torch.float32)`` where torch has it.
+- ``cuBLAS``: ``torch.matmul(a, b)``, the goal's reference.
 
-tileopt's kernel writes an f32 ``c`` (f32 accumulation, f32 result), as does the Triton kernel
-here; torch.matmul writes f16/bf16, half the output bytes. For the large shapes that is a few
-percent of the time (4096^3: 64 MiB instead of 32 MiB written against 137 GFLOP), for small
-token counts more: hence the ``cuBLAS f32`` column, the same output as tileopt's; both ratios
-are printed. The goal (issue 12) is tileopt at 90% of cuBLAS or more.
+All three accumulate in f32 and write the same ``c``: f16/bf16 as torch.matmul returns it
+(``kernels.matmul(out_dtype=...)``), or f32 with ``--out-dtype f32`` (cuBLAS:
+``torch.mm(a, b, out_dtype=torch.float32)``). The goal (issue 12) is tileopt at 90% of
+cuBLAS or more.
 
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
 warps, and ``num_stages`` where ``tileopt.compile`` takes it) and keeps the fastest per shape;
@@ -33,26 +31,37 @@ eager launch instead (then host overhead counts for small shapes) and the row sa
 Inputs stay in L2 between launches (no flush), for all three alike.
 
 Without a CUDA GPU (``torch.cuda.is_available()`` False, or no CUDA driver for tileopt's
-runtime) the script prints ``skipped: <reason>`` and exits 0.
+runtime) the script prints ``skipped: <reason>`` and exits 0. A GPU machine without tileopt's
+native build runs kernels compiled elsewhere: ``--save-kernels DIR`` here (no GPU needed),
+``--kernels DIR`` there (tileopt's pure-Python runtime, cuda-core and torch).
 
     .venv/bin/python benchmarks/matmul_tflops.py            # f16 and bf16, every shape
     .venv/bin/python benchmarks/matmul_tflops.py --quick    # 4096^3 and one token count
     .venv/bin/python benchmarks/matmul_tflops.py --dtypes f16 --shapes square,llama7b
+    .venv/bin/python benchmarks/matmul_tflops.py --save-kernels K --target sm_90a  # no GPU
+    PYTHONPATH=python python3 benchmarks/matmul_tflops.py --kernels K               # on the GPU
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
+import json
 import math
 import re
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 GOAL = 0.90  # tileopt's TFLOP/s over cuBLAS's that issue 12 asks for
+
+
+def _torch_dtypes() -> dict[str, Any]:
+    import torch
+
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 def gpu_unavailable() -> str | None:
@@ -131,10 +140,15 @@ class Config:
     block_k: int
     num_warps: int
     num_stages: int
+    group_m: int | None = None  # grouped tile order (kernels.matmul's group_m)
 
     def __str__(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} "
-                f"s{self.num_stages}")
+                f"s{self.num_stages}" + (f" g{self.group_m}" if self.group_m else ""))
+
+    def grouped(self, group_m: int | None) -> Config:
+        return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
+                      self.num_stages, group_m)
 
 
 #: The tilings both sides try (Triton's matmul tutorial's for A100/H100 among them).
@@ -151,6 +165,13 @@ CONFIGS = [
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]
+#: Each configuration is tried in launch order and in groups of this many rows of tiles.
+GROUP_M = 8
+
+
+def with_groups(configs: Sequence[Config]) -> list[Config]:
+    """``configs`` in both tile orders: down the columns, and grouped (``GROUP_M``)."""
+    return [c.grouped(g) for c in configs for g in (None, GROUP_M)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,47 +283,49 @@ def best(
 
 
 class TileoptMatmul:
-    """tileopt.kernels.matmul, compiled once per (dtype, configuration, size promises)."""
+    """tileopt.kernels.matmul, compiled once per (dtype, configuration, size promises, copy
+    engine), or read from the kernels ``--save-kernels`` wrote (``kernels_dir``)."""
 
-    def __init__(self, target: str) -> None:
-        import tileopt
-
+    def __init__(self, target: str, out_dtype: str, kernels_dir: Path | None = None) -> None:
         self.target = target
-        self.has_stages = "num_stages" in inspect.signature(tileopt.compile).parameters
+        self.out_dtype = out_dtype  # "same" (the inputs') or "f32"
+        self.kernels_dir = kernels_dir
         self.kernels: dict[tuple[Any, ...], Any] = {}
         self.errors: dict[tuple[Any, ...], str] = {}
+        if kernels_dir is not None:
+            saved = kernels_dir / "errors.json"
+            for name, error in (json.loads(saved.read_text()) if saved.exists() else {}).items():
+                self.errors[("file", name)] = error
 
-    def configs(self, configs: Sequence[Config]) -> list[Config]:
-        """``configs``; without num_stages in tileopt.compile, one per tiling (1 stage)."""
-        if self.has_stages:
-            return list(configs)
-        seen: dict[tuple[int, ...], Config] = {}
-        for c in configs:
-            seen.setdefault((c.block_m, c.block_n, c.block_k, c.num_warps),
-                            Config(c.block_m, c.block_n, c.block_k, c.num_warps, 1))
-        return list(seen.values())
+    def variants(self) -> tuple[bool, ...]:
+        """The copy engines tried: TMA and cp.async on sm_90a, cp.async elsewhere."""
+        return (True, False) if self.target == "sm_90a" else (False,)
 
-    def kernel(self, dtype: str, config: Config, shape: Shape) -> Any:
-        """The compiled kernel; raises the compilation's error (remembered)."""
-        import tileopt
-        from tileopt import kernels
+    def out(self, dtype: str) -> str:
+        """The result's dtype for ``dtype`` inputs."""
+        return dtype if self.out_dtype == "same" else self.out_dtype
 
-        divisible = tuple(name for name, size in (("a", shape.k), ("b", shape.n), ("c", shape.n))
-                          if size % 16 == 0)
-        key = (dtype, config, divisible)
+    @staticmethod
+    def divisible(shape: Shape) -> tuple[str, ...]:
+        """The views whose row length is promised a multiple of 16 (as Triton's JIT does)."""
+        return tuple(name for name, size in (("a", shape.k), ("b", shape.n), ("c", shape.n))
+                     if size % 16 == 0)
+
+    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], tma: bool) -> str:
+        tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
+        return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
+                f"s{config.num_stages}-g{config.group_m or 0}-"
+                f"{'tma' if tma else 'cpasync'}-div_{'_'.join(divisible) or 'none'}.json")
+
+    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], tma: bool) -> Any:
+        """The compiled (or saved) kernel; raises the compilation's error (remembered)."""
+        name = self.file_name(dtype, config, divisible, tma)
+        key = ("file", name)
         if key in self.errors:
             raise RuntimeError(self.errors[key])
         if key not in self.kernels:
-            options: dict[str, Any] = {}
-            if self.has_stages:
-                options["num_stages"] = config.num_stages
             try:
-                self.kernels[key] = tileopt.compile(
-                    kernels.matmul(dtype, block_m=config.block_m, block_n=config.block_n,
-                                   block_k=config.block_k),
-                    target=self.target, num_warps=config.num_warps, aligned=True,
-                    divisible_sizes=list(divisible), int32_indexing=True, **options,
-                )
+                self.kernels[key] = self._make(dtype, config, divisible, tma, name)
             except Exception as e:
                 lines = [re.sub(r'^error:\s*("[^"]*":\d+:\d+:\s*)?', "", x.strip())
                          for x in str(e).splitlines() if x.strip().startswith("error:")]
@@ -311,26 +334,70 @@ class TileoptMatmul:
                 raise RuntimeError(self.errors[key]) from None
         return self.kernels[key]
 
+    def _make(self, dtype: str, config: Config, divisible: tuple[str, ...], tma: bool,
+              name: str) -> Any:
+        if self.kernels_dir is not None:
+            from tileopt.runtime.kernel import Kernel
+
+            path = self.kernels_dir / name
+            if not path.exists():
+                raise RuntimeError(f"error: {name} is not among the saved kernels")
+            return Kernel.load(path)
+        import tileopt
+        from tileopt import kernels
+
+        return tileopt.compile(
+            kernels.matmul(dtype, block_m=config.block_m, block_n=config.block_n,
+                           block_k=config.block_k, out_dtype=self.out(dtype),
+                           group_m=config.group_m),
+            target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
+            tma=tma, aligned=True, divisible_sizes=list(divisible), int32_indexing=True,
+        )
+
+    def save(self, dtypes: Sequence[str], configs: Sequence[Config], divisibles:
+             set[tuple[str, ...]], out: Path) -> None:
+        """Compiles every kernel the benchmark launches into ``out`` (one file a kernel,
+        ``errors.json`` for those that do not compile)."""
+        out.mkdir(parents=True, exist_ok=True)
+        for dtype in dtypes:
+            for config in configs:
+                for divisible in sorted(divisibles):
+                    for tma in self.variants():
+                        name = self.file_name(dtype, config, divisible, tma)
+                        try:
+                            kernel = self.kernel(dtype, config, divisible, tma)
+                        except RuntimeError as e:
+                            print(f"  {name}: does not compile: {e}", flush=True)
+                            continue
+                        kernel.save(out / name)
+                        md = kernel.metadata
+                        print(f"  {name}: {md.registers} registers, {md.shared_bytes} bytes "
+                              f"of shared memory", flush=True)
+        errors = {key[1]: error for key, error in self.errors.items()}
+        (out / "errors.json").write_text(json.dumps(errors, indent=1))
+
     def candidates(self, dtype: str, shape: Shape, a: Any, b: Any,
                    configs: Sequence[Config], failures: list[str]) -> list[tuple[str, Any, Any]]:
         import torch
-        from tileopt import kernels
 
         out = []
-        for config in self.configs(configs):
-            try:
-                kernel = self.kernel(dtype, config, shape)
-            except RuntimeError as e:
-                failures.append(f"{config}: does not compile: {e}")
-                continue
-            c = torch.empty(shape.m, shape.n, device="cuda", dtype=torch.float32)
-            grid = kernels.matmul_grid((shape.m, shape.k), (shape.k, shape.n), config.block_m,
-                                       config.block_n)
+        for config in configs:
+            for tma in self.variants():
+                label = f"{config}{' tma' if tma else ''}"
+                try:
+                    kernel = self.kernel(dtype, config, self.divisible(shape), tma)
+                except RuntimeError as e:
+                    failures.append(f"{label}: does not compile: {e}")
+                    continue
+                c = torch.empty(shape.m, shape.n, device="cuda",
+                                dtype=_torch_dtypes()[self.out(dtype)])
+                grid = (math.ceil(shape.m / config.block_m),
+                        math.ceil(shape.n / config.block_n))
 
-            def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c) -> None:
-                kernel.launch(grid, a, b, c, device="cuda")
+                def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c) -> None:
+                    kernel.launch(grid, a, b, c, device="cuda")
 
-            out.append((str(config), launch, c))
+                out.append((label, launch, c))
         return out
 
 
@@ -346,9 +413,19 @@ def triton_matmul() -> Any | None:
     def matmul_kernel(
         a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
     ):
-        rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-        cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        tile_m, tile_n = tl.program_id(0), tl.program_id(1)
+        if GROUP_M > 0:  # as kernels.matmul's group_m
+            grid_m = tl.num_programs(0)
+            program = tile_m + tile_n * grid_m
+            per_group = tl.num_programs(1) * GROUP_M
+            first_m = program // per_group * GROUP_M
+            rows_of_tiles = tl.minimum(grid_m - first_m, GROUP_M)
+            tile_m = first_m + program % per_group % rows_of_tiles
+            tile_n = program % per_group // rows_of_tiles
+        rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for start in range(0, k, BLOCK_K):
             ks = start + tl.arange(0, BLOCK_K)
@@ -368,40 +445,39 @@ def triton_matmul() -> Any | None:
     return matmul_kernel
 
 
-def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any,
+def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
                       configs: Sequence[Config]) -> list[tuple[str, Any, Any]]:
     import torch
 
     out = []
     for config in configs:
-        c = torch.empty(shape.m, shape.n, device="cuda", dtype=torch.float32)
+        c = torch.empty(shape.m, shape.n, device="cuda", dtype=out_dtype)
         grid = (math.ceil(shape.m / config.block_m), math.ceil(shape.n / config.block_n))
 
         def launch(config: Config = config, grid: Any = grid, c: Any = c) -> None:
             kernel[grid](a, b, c, shape.m, shape.n, shape.k, a.stride(0), b.stride(0),
                          c.stride(0), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                         BLOCK_K=config.block_k, num_warps=config.num_warps,
+                         BLOCK_K=config.block_k, GROUP_M=config.group_m or 0,
+                         num_warps=config.num_warps,
                          num_stages=config.num_stages)
 
         out.append((str(config), launch, c))
     return out
 
 
-def cublas_candidates(a: Any, b: Any) -> tuple[list[tuple[str, Any, Any]],
-                                               list[tuple[str, Any, Any]]]:
-    """torch.matmul into a preallocated f16/bf16 output, and torch.mm into an f32 one (where
-    torch has ``out_dtype``)."""
+def cublas_candidates(a: Any, b: Any, out_dtype: Any) -> list[tuple[str, Any, Any]]:
+    """torch.matmul into a preallocated output of the inputs' dtype, or torch.mm into an
+    ``out_dtype`` one (none where torch has no ``out_dtype``)."""
     import torch
 
-    c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=a.dtype)
-    native = [("torch.matmul", lambda: torch.matmul(a, b, out=c), c)]
-    c32 = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=torch.float32)
+    c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=out_dtype)
+    if out_dtype == a.dtype:
+        return [("torch.matmul", lambda: torch.matmul(a, b, out=c), c)]
     try:
-        torch.mm(a[:16, :16], b[:16, :16], out_dtype=torch.float32)
+        torch.mm(a[:16, :16], b[:16, :16], out_dtype=out_dtype)
     except (TypeError, RuntimeError):
-        return native, []
-    return native, [("torch.mm out_dtype=f32",
-                     lambda: torch.mm(a, b, out_dtype=torch.float32, out=c32), c32)]
+        return []
+    return [("torch.mm out_dtype", lambda: torch.mm(a, b, out_dtype=out_dtype, out=c), c)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,6 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=20, help="launches in one CUDA graph")
     parser.add_argument("--repeat", type=int, default=10, help="timed graph replays")
     parser.add_argument("--no-triton", action="store_true", help="leave Triton out")
+    parser.add_argument("--out-dtype", choices=("same", "f32"), default="same",
+                        help="the result's dtype: the inputs' (as torch.matmul) or f32")
+    parser.add_argument("--save-kernels", type=Path, metavar="DIR",
+                        help="compile tileopt's kernels for --target (default sm_90a) into DIR "
+                             "and exit; needs no GPU")
+    parser.add_argument("--kernels", type=Path, metavar="DIR",
+                        help="launch the kernels --save-kernels wrote to DIR instead of "
+                             "compiling (a GPU machine without tileopt's native build)")
     opts = parser.parse_args(argv)
     dtypes = [d for d in opts.dtypes.split(",") if d]
     groups = [g for g in opts.shapes.split(",") if g]
@@ -439,6 +523,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unknown dtypes {bad}; f16 and bf16 are benchmarked")
     if bad := [g for g in groups if g != "square" and g not in MODELS]:
         parser.error(f"unknown shape groups {bad}; square, {', '.join(MODELS)}")
+
+    configs = with_groups(QUICK_CONFIGS if opts.quick else CONFIGS)
+    if opts.save_kernels is not None:
+        ours = TileoptMatmul(opts.target or "sm_90a", opts.out_dtype)
+        divisibles = {ours.divisible(s) for s in shapes(groups, opts.quick)}
+        ours.save(dtypes, configs, divisibles, opts.save_kernels)
+        return 0
 
     why = gpu_unavailable()
     if why is not None:
@@ -449,8 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     target = opts.target or device_target()
-    configs = QUICK_CONFIGS if opts.quick else CONFIGS
-    ours = TileoptMatmul(target)
+    ours = TileoptMatmul(target, opts.out_dtype, opts.kernels)
     tr_kernel = None if opts.no_triton else triton_matmul()
     if tr_kernel is not None:
         import triton
@@ -460,17 +550,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         triton_version = "Triton not used" if opts.no_triton else "Triton not installed"
     print(
         f"{torch.cuda.get_device_name()} (tileopt target {target}); tileopt "
-        f"{tileopt.__version__}, {triton_version}, torch {torch.__version__} (cuBLAS); "
-        f"{'num_stages in tileopt.compile' if ours.has_stages else 'tileopt at 1 stage'}"
+        f"{tileopt.__version__}, {triton_version}, torch {torch.__version__} (cuBLAS)"
+        + (f"; tileopt's kernels from {opts.kernels}" if opts.kernels else "")
     )
     print(f"time: median of {opts.repeat} replays of a CUDA graph of {opts.reps} launches; "
           f"tileopt and Triton: the fastest of {len(configs)} configurations per shape")
-    print("tileopt and Triton write an f32 result, torch.matmul f16/bf16 (half the bytes); "
-          "'cuBLAS f32' is torch.mm with out_dtype=f32, tileopt's output\n")
+    print(f"all three write {'f32' if opts.out_dtype == 'f32' else 'the inputs dtype'} "
+          f"(f32 accumulation); TFLOP/s columns, then tileopt's and Triton's over cuBLAS's\n")
 
     header = (f"{'dtype':<5} {'shape':<28} {'M':>6} {'N':>6} {'K':>6} {'cuBLAS':>7} "
-              f"{'cuB f32':>7} {'Triton':>7} {'tileopt':>7} {'/cuBLAS':>7} {'/cuB f32':>8} "
-              f"{'Tr/cuB':>6}  tileopt config | Triton config")
+              f"{'Triton':>7} {'tileopt':>7} {'/cuBLAS':>7} {'Tr/cuB':>6}  "
+              f"tileopt config | Triton config")
     print(header + "\n" + "-" * len(header), flush=True)
     gen = torch.Generator(device="cuda").manual_seed(0)
     misses: list[str] = []
@@ -484,18 +574,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             b /= math.sqrt(shape.k)
             want = a.float() @ b.float()
             failures: dict[str, list[str]] = {"tileopt": [], "Triton": [], "cuBLAS": []}
-            native, f32 = cublas_candidates(a, b)
-            cublas = best(native, want, opts, failures["cuBLAS"])
-            cublas32 = best(f32, want, opts, failures["cuBLAS"]) if f32 else Timing(
-                note="torch.mm has no out_dtype")
+            out_dtype = _torch_dtypes()[ours.out(dtype)]
+            cublas = best(cublas_candidates(a, b, out_dtype), want, opts, failures["cuBLAS"])
             tr = Timing(note=triton_version)
             if tr_kernel is not None:
-                tr = best(triton_candidates(tr_kernel, shape, a, b, configs), want, opts,
-                          failures["Triton"])
+                tr = best(triton_candidates(tr_kernel, shape, a, b, out_dtype, configs), want,
+                          opts, failures["Triton"])
             mine = best(ours.candidates(dtype, shape, a, b, configs, failures["tileopt"]),
                         want, opts, failures["tileopt"])
             tf = {name: t.tflops(shape) for name, t in
-                  (("cublas", cublas), ("cublas32", cublas32), ("triton", tr), ("ours", mine))}
+                  (("cublas", cublas), ("triton", tr), ("ours", mine))}
 
             def ratio(x: float | None, y: float | None) -> float | None:
                 return None if x is None or not y else x / y
@@ -505,14 +593,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if r_cublas is None or mark:
                 misses.append(f"{dtype} {shape.name}: tileopt "
                               f"{_fmt(r_cublas, '.2f')}x cuBLAS")
-            eager = any(t.eager for t in (cublas, cublas32, tr, mine))
+            eager = any(t.eager for t in (cublas, tr, mine))
             eager_rows += eager
             print(
                 f"{dtype:<5} {shape.name:<28} {shape.m:>6} {shape.n:>6} {shape.k:>6} "
-                f"{_fmt(tf['cublas']):>7} {_fmt(tf['cublas32']):>7} {_fmt(tf['triton']):>7} "
-                f"{_fmt(tf['ours']):>7} {_fmt(r_cublas, '.2f'):>7} "
-                f"{_fmt(ratio(tf['ours'], tf['cublas32']), '.2f'):>8} "
-                f"{_fmt(ratio(tf['triton'], tf['cublas']), '.2f'):>6}  "
+                f"{_fmt(tf['cublas']):>7} {_fmt(tf['triton']):>7} {_fmt(tf['ours']):>7} "
+                f"{_fmt(r_cublas, '.2f'):>7} {_fmt(ratio(tf['triton'], tf['cublas']), '.2f'):>6}  "
                 f"{mine.config or mine.note} | {tr.config or tr.note}"
                 + (" (eager)" if eager else "") + mark,
                 flush=True,

@@ -338,25 +338,47 @@ def matmul(
     block_n: int = 64,
     block_k: int = 32,
     epilogue: str | None = None,
+    out_dtype: str = "f32",
+    group_m: int | None = None,
 ) -> KernelBuilder:
-    """``c = a @ b`` (plus an epilogue) with f32 accumulation and an f32 result.
+    """``c = a @ b`` (plus an epilogue) with f32 accumulation and an ``out_dtype`` result.
 
     Arguments: ``a`` (M x K), ``b`` (K x N) of ``dtype``; with ``epilogue="bias_relu"`` a
-    ``bias`` (N, f32) and ``c = relu(a @ b + bias)``; then ``c`` (M x N, f32). f16/bf16 go
+    ``bias`` (N, f32) and ``c = relu(a @ b + bias)``; then ``c`` (M x N, ``out_dtype``: f32,
+    or f16/bf16 rounded from the f32 accumulator as ``torch.matmul`` returns). f16/bf16 go
     through tensor cores (``tile.dot`` -> mma.sync); f32 is exact f32 on CUDA cores (no
     tf32). Each program computes a ``block_m x block_n`` tile of ``c``, looping over K in
     steps of ``block_k`` with the accumulator carried by the loop. Grid: :func:`matmul_grid`.
+
+    Program (i, j) computes tile (i, j), in launch order down the columns of tiles. With
+    ``group_m``, the programs take the tiles in groups of ``group_m`` rows of tiles instead,
+    each group along its rows (Triton's grouped ordering): the programs running at one time
+    share rows of ``a`` and columns of ``b`` in L2.
     """
     _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
+    if out_dtype not in FLOAT_DTYPES:
+        raise ValueError(f"out_dtype must be one of {FLOAT_DTYPES}, got {out_dtype!r}")
+    if group_m is not None and (isinstance(group_m, bool) or not isinstance(group_m, int)
+                                or group_m < 1):
+        raise ValueError(f"group_m must be a positive integer or None, got {group_m!r}")
     args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
     if epilogue == "bias_relu":
         args["bias"] = _view("f32", 1)
-    args["c"] = _view("f32", 2)
+    args["c"] = _view(out_dtype, 2)
     name = "matmul" if epilogue is None else f"matmul_{epilogue}"
     kb = KernelBuilder(name, **args)
     with kb as k:
-        m = k.program_id(0) * block_m
-        n = k.program_id(1) * block_n
+        tile_m, tile_n = k.program_id(0), k.program_id(1)
+        if group_m is not None:
+            grid_m = k.num_programs(0)
+            program = tile_m + tile_n * grid_m  # in launch order
+            per_group = k.num_programs(1) * group_m
+            first_m = program // per_group * group_m
+            rows = k.minimum(grid_m - first_m, group_m)
+            tile_m = first_m + program % per_group % rows
+            tile_n = program % per_group // rows
+        m = tile_m * block_m
+        n = tile_n * block_n
         size_k = k.size(k.args.a, 1)
         acc0 = k.full([block_m, block_n], 0.0, "f32")
         with k.loop(0, size_k, block_k, carried=[acc0]) as loop:
@@ -368,7 +390,7 @@ def matmul(
         if epilogue == "bias_relu":
             bias = k.load(k.args.bias, [n], [block_n])
             acc = k.maximum(acc + k.expand_dims(bias, 0), 0.0)
-        k.store(acc, k.args.c, [m, n])
+        k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
     return kb
 
 

@@ -243,6 +243,43 @@ def test_matmul(compiled: Any, target: str, dtype: str, m: int, k: int, n: int) 
     assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize(("m", "k", "n"), [(70, 100, 90), (33, 17, 129)])
+def test_matmul_rounds_to_out_dtype(compiled: Any, target: str, dtype: str, m: int, k: int,
+                                    n: int) -> None:
+    """``out_dtype`` = the inputs' (as torch.matmul returns): the f32 accumulator rounded once
+    to f16/bf16 (mma.sync on sm_80, wgmma on sm_90a)."""
+    td = TORCH_DTYPES[dtype]
+    a, b = torch.randn(m, k).to(td), torch.randn(k, n).to(td)
+    c = torch.full((m, n), float("nan"), dtype=td)
+    kern = compiled("matmul", target, dtype=dtype, out_dtype=dtype)
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
+    exact = a.double() @ b.double()
+    bound = matmul_bound(a, b)
+    assert_close(c, exact, atol=bound + ROUND[dtype] * (exact.abs() + bound), rtol=0)
+
+
+def test_matmul_out_dtype_is_checked() -> None:
+    with pytest.raises(ValueError, match="out_dtype must be one of"):
+        kernels.matmul("f16", out_dtype="f8")
+    with pytest.raises(ValueError, match="group_m must be a positive integer"):
+        kernels.matmul("f16", group_m=0)
+
+
+@pytest.mark.parametrize("group_m", [1, 3, 8])
+@pytest.mark.parametrize(("m", "n"), [(200, 330), (33, 500), (300, 40)])
+def test_grouped_matmul_covers_every_tile_once(compiled: Any, target: str, group_m: int, m: int,
+                                               n: int) -> None:
+    """Grouped ordering: every tile of c is computed (by one program), also where the last
+    group has fewer rows of tiles than ``group_m``."""
+    a, b = torch.randn(m, 48).half(), torch.randn(48, n).half()
+    c = torch.full((m, n), float("nan"))
+    kern = compiled("matmul", target, dtype="f16", group_m=group_m)
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
 @pytest.mark.parametrize(("m", "k", "n"), [(70, 100, 90), (33, 17, 129)])
 def test_matmul_bias_relu(compiled: Any, target: str, m: int, k: int, n: int) -> None:
     a, b = torch.randn(m, k).half(), torch.randn(k, n).half()

@@ -266,7 +266,6 @@ def test_ptx_input_takes_its_maps_from_the_option(handwritten) -> None:
 def test_tensor_maps_round_trip_through_the_cache(handwritten, fresh_cache: Path,
                                                   monkeypatch) -> None:
     from tileopt.compiler import cache
-    from tileopt.compiler import kernel as kernel_module
 
     first = _tma_copy(handwritten)
     cache.clear()
@@ -276,13 +275,13 @@ def test_tensor_maps_round_trip_through_the_cache(handwritten, fresh_cache: Path
     # An entry whose maps are not maps is deleted and compiled again, never a crash.
     (path,) = sorted((fresh_cache / "kernel").iterdir())
     for broken in ([{"view": 0, "box": "wide", "swizzle": 128}], [{"view": 0}], None):
-        payload = kernel_module._kernel_payload(first)
+        payload = first.to_payload()
         payload["tensor_maps"] = broken
         path.write_bytes(cache.encode_file("kernel", path.name, payload))
         cache.clear()
         with pytest.warns(cache.CacheWarning, match="unusable"):
             assert _tma_copy(handwritten).metadata == first.metadata
-    payload = kernel_module._kernel_payload(first)
+    payload = first.to_payload()
     del payload["tensor_maps"]  # an entry written before tensor maps
     path.write_bytes(cache.encode_file("kernel", path.name, payload))
     cache.clear()

@@ -27,6 +27,7 @@ copied; the tests' fixtures are not used.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import random
@@ -188,11 +189,14 @@ class Collector:
             "kid": kid, "key": key, "name": md.name, "target": md.target,
             "num_warps": md.num_warps, "block": list(md.block),
             "shared_bytes": md.shared_bytes, "abi": [str(p) for p in md.abi],
+            "dynamic_shared_bytes": md.dynamic_shared_bytes,
+            "tensor_maps": [dataclasses.asdict(m) for m in md.tensor_maps],
             "registers": md.registers, "spill_bytes": md.spill_bytes,
             "assembler": md.assembler, "has_cubin": isinstance(cubin, bytes),
             "ptx_version": version, "options": {k: repr(v) for k, v in opts.items()},
             "uses": sorted({w for w in ("wgmma", "mma.sync", "ldmatrix", "cp.async", "shfl",
-                                        "bar.sync") if w in ptx}),
+                                        "bar.sync", "cp.async.bulk.tensor", "mbarrier")
+                            if w in ptx}),
         }
         (d / "meta.json").write_text(json.dumps(meta, indent=1))
         self.kernels[kid] = k
@@ -673,6 +677,123 @@ def handwritten_kernels(c: Collector) -> None:
                        [x, torch.zeros(n, dtype=td), 1.3], {1: exact(x * alpha)})
 
 
+def pipelined_kernels(c: Collector) -> None:
+    """test_pipelining.py, test_tma.py, test_mma_types.py, test_mma_reductions.py: multi-stage
+    cp.async and TMA matmuls (large tiles in dynamic shared memory), pipelined batched
+    matmuls and attention, f16-accumulator and tf32 dots, reductions in mma layouts."""
+    def matmul_cases(kid: str, tag: str, dtype: str, bm: int, bn: int,
+                     shapes: list[tuple[int, int, int]]) -> None:
+        td = TORCH_DTYPES[dtype]
+        for m, kk, n in shapes:
+            a, b = torch.randn(m, kk).to(td), torch.randn(kk, n).to(td)
+            cc = torch.full((m, n), float("nan"))
+            c.case(f"{tag}-{m}x{kk}x{n}", kid, kernels.matmul_grid(a.shape, b.shape, bm, bn),
+                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+
+    odd = [(200, 304, 144), (70, 16, 48), (64, 96, 64), (130, 80, 208)]
+    for target in ("sm_80", "sm_90a"):
+        for stages in (1, 2, 3, 4):
+            kid = c.kernel(f"pipe_matmul_f16_64x64x32_s{stages}",
+                           lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32),
+                           target, num_warps=4, num_stages=stages, tma=False, **PROMISES)
+            matmul_cases(kid, f"pipe_f16_64x64x32_s{stages}_{target}", "f16", 64, 64, odd)
+    large = [("sm_80", 128, 128, 4, 3), ("sm_80", 128, 128, 8, 4), ("sm_80", 128, 256, 8, 3),
+             ("sm_90a", 128, 128, 4, 4), ("sm_90a", 128, 128, 8, 3), ("sm_90a", 128, 256, 8, 4)]
+    for target, bm, bn, warps, stages in large:
+        for tma in (False, True) if target == "sm_90a" else (False,):
+            name = f"{bm}x{bn}x64_w{warps}_s{stages}_{'tma' if tma else 'cpasync'}"
+            kid = c.kernel(f"pipe_matmul_f16_{name}",
+                           lambda bm=bm, bn=bn: kernels.matmul("f16", block_m=bm, block_n=bn,
+                                                               block_k=64),
+                           target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+            matmul_cases(kid, f"pipe_f16_{name}_{target}", "f16", bm, bn,
+                         [(200, 304, 272), (130, 1008, 144)])
+    for dtype in ("f16", "bf16"):
+        for stages in (1, 2, 3, 4):
+            kid = c.kernel(f"tma_matmul_{dtype}_64x64x32_s{stages}",
+                           lambda d=dtype: kernels.matmul(d, block_m=64, block_n=64, block_k=32),
+                           "sm_90a", num_warps=4, num_stages=stages, **PROMISES)
+            matmul_cases(kid, f"tma_{dtype}_64x64x32_s{stages}", dtype, 64, 64, odd)
+    # TMA needs no size promise: boxes clip at the view's edges.
+    kid = c.kernel("tma_matmul_f16_64x64x32_s3_nodiv",
+                   lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32), "sm_90a",
+                   num_warps=4, num_stages=3, aligned=True, int32_indexing=True)
+    matmul_cases(kid, "tma_f16_64x64x32_s3_nodiv", "f16", 64, 64, [(70, 40, 24), (33, 72, 136)])
+
+    for target in ("sm_80", "sm_90a"):
+        kid = c.kernel("pipe_batched_matmul_f16_s3",
+                       lambda: kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32),
+                       target, num_warps=4, num_stages=3, tma=False, **PROMISES)
+        for batch, m, kk, n in [(3, 130, 96, 80), (1, 70, 160, 208)]:
+            a, b = torch.randn(batch, m, kk).half(), torch.randn(batch, kk, n).half()
+            cc = torch.full((batch, m, n), float("nan"))
+            c.case(f"pipe_batched_f16_s3_{target}-{batch}x{m}x{kk}x{n}", kid,
+                   kernels.batched_matmul_grid(a.shape, b.shape, 64, 64), [a, b, cc],
+                   {2: close(a.double() @ b.double(), 2 * matmul_bound(a, b))})
+
+        grouped = {**PROMISES, "divisible_sizes": {"q": (1, 1, 16), "k": (1, 16, 16),
+                                                   "v": (1, 16, 16), "o": (1, 1, 16)}}
+        for stages, promises, tag in ((1, PROMISES, "s1"), (3, PROMISES, "s3"),
+                                      (3, grouped, "s3_grouped")):
+            kid = c.kernel(f"attention_f16_64x64_{tag}",
+                           lambda: kernels.attention("f16", head_dim=64, block_m=64,
+                                                     block_n=64),
+                           target, num_warps=4, num_stages=stages, **promises)
+            shapes = [(2, 70, 80), (1, 64, 144)] if tag.endswith("grouped") else \
+                [(2, 130, 96), (1, 64, 200)]
+            for batch, m, n in shapes:
+                q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
+                o = torch.full((batch, m, 64), float("nan")).half()
+                want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                      scale=0.125)
+                c.case(f"attention_f16_{tag}_{target}-{batch}x{m}x{n}", kid,
+                       kernels.attention_grid(q.shape, 64), [q, k, v, o, 0.125],
+                       {3: close(want, (4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                                 4 * ROUND["f16"])})
+
+    import test_mma_reductions as red
+    import test_mma_types as types
+
+    eps16 = torch.finfo(torch.float16).eps
+    for target, warps, (bm, bn, bk) in (("sm_80", 4, (64, 64, 32)), ("sm_90a", 4, (64, 64, 32)),
+                                        ("sm_90a", 8, (64, 128, 64))):
+        kid = c.kernel(f"f16acc_matmul_{bm}x{bn}x{bk}_w{warps}",
+                       lambda bm=bm, bn=bn, bk=bk: types._matmul("f16", "f16", False, bm, bn, bk),
+                       target, num_warps=warps, **PROMISES)
+        for m, kk, n in types.PROMISED_SHAPES:
+            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+            cc = torch.full((m, n), float("nan")).half()
+            bound = (kk + 1) * (eps16 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+            c.case(f"f16acc_{bm}x{bn}x{bk}_w{warps}_{target}-{m}x{kk}x{n}", kid,
+                   kernels.matmul_grid(a.shape, b.shape, bm, bn), [a, b, cc],
+                   {2: close(a.double() @ b.double(), bound)})
+    for target, warps, (bm, bn, bk) in (("sm_80", 4, (64, 64, 32)), ("sm_80", 8, (128, 64, 16)),
+                                        ("sm_90a", 4, (64, 64, 32)),
+                                        ("sm_90a", 8, (128, 64, 16)),
+                                        ("sm_90a", 8, (64, 128, 32))):
+        kid = c.kernel(f"tf32_matmul_{bm}x{bn}x{bk}_w{warps}",
+                       lambda bm=bm, bn=bn, bk=bk: types._matmul("f32", "f32", True, bm, bn, bk),
+                       target, num_warps=warps, **PROMISES)
+        to_tf32 = types.tf32_truncate if target == "sm_90a" else types.tf32_round
+        for m, kk, n in types.PROMISED_SHAPES:
+            a, b = torch.randn(m, kk), torch.randn(kk, n)
+            cc = torch.full((m, n), float("nan"))
+            bound = (kk + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+            c.case(f"tf32_{bm}x{bn}x{bk}_w{warps}_{target}-{m}x{kk}x{n}", kid,
+                   kernels.matmul_grid(a.shape, b.shape, bm, bn), [a, b, cc],
+                   {2: close(to_tf32(a).double() @ to_tf32(b).double(), bound)})
+
+    for shape, warps, axis, op in red.CASES:
+        tag = f"mma_reduce_{shape[0]}x{shape[1]}_w{warps[0]}x{warps[1]}_axis{axis}_{op}"
+        kid = c.kernel(tag, lambda s=shape, w=warps, a=axis, o=op: red._kernel(s, w, a, o),
+                       "sm_80", num_warps=warps[0] * warps[1], start="tilegpu")
+        # Rows of 16-byte multiples (the view's divisibility), read in part.
+        x = torch.randint(-50, 50, (shape[0], max(shape[1], 4))).float()[:, :shape[1]]
+        y = torch.full((shape[1 - axis],), float("nan"))
+        c.case(tag, kid, (1,), [x, y],
+               {1: exact(red.COMBINE[op][1](x, dim=axis))})
+
+
 def benchmarks(c: Collector) -> None:
     """Large shapes (inputs made on the GPU by run.py), checked and timed beside torch."""
     def f32(*shape: int, scale: float = 1.0) -> dict[str, Any]:
@@ -725,6 +846,33 @@ def benchmarks(c: Collector) -> None:
                 kernels.matmul_grid((s, s), (s, s), 128, 64),
                 [{"randn": [s, s], "dtype": "float16"}, {"randn": [s, s], "dtype": "float16"},
                  empty(s, s)], [2], "matmul", flops=2 * s ** 3)
+    # The pipelined large tiles (num_stages, dynamic shared memory; TMA or cp.async on sm_90a).
+    for target, bm, bn, warps, stages, tma in (
+            ("sm_90a", 128, 256, 8, 3, True), ("sm_90a", 128, 256, 8, 4, True),
+            ("sm_90a", 128, 256, 8, 3, False), ("sm_90a", 128, 128, 8, 4, True),
+            ("sm_90a", 128, 128, 4, 4, True), ("sm_90", 128, 128, 4, 4, False),
+            ("sm_90", 128, 256, 8, 3, False)):
+        name = f"{bm}x{bn}x64w{warps}s{stages}{'-tma' if tma else ''}"
+        kid = c.kernel(f"bench_matmul_f16_{name}",
+                       lambda bm=bm, bn=bn: kernels.matmul("f16", block_m=bm, block_n=bn,
+                                                           block_k=64),
+                       target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+        c.benchmark(f"matmul_f16-{s}^3-{target}-{name}", kid,
+                    kernels.matmul_grid((s, s), (s, s), bm, bn),
+                    [{"randn": [s, s], "dtype": "float16"},
+                     {"randn": [s, s], "dtype": "float16", "scale": 1 / 64},
+                     empty(s, s)], [2], "matmul", flops=2 * s ** 3)
+    batch, seq = 16, 4096
+    for target in ("sm_90a", "sm_90"):
+        kid = c.kernel("bench_attention_f16",
+                       lambda: kernels.attention("f16", head_dim=64, block_m=64, block_n=64),
+                       target, num_warps=4, num_stages=3, **PROMISES,
+                       same_shapes=[("q", "o"), ("k", "v")])
+        qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
+        c.benchmark(f"attention_f16-{batch}x{seq}x64-{target}", kid,
+                    kernels.attention_grid((batch, seq, 64), 64),
+                    [qkv, qkv, qkv, {"empty": [batch, seq, 64], "dtype": "float16"},
+                     {"scalar": 0.125}], [3], "attention", flops=4 * batch * seq * seq * 64)
 
 
 GROUPS: dict[str, Callable[[Collector], None]] = {
@@ -734,6 +882,7 @@ GROUPS: dict[str, Callable[[Collector], None]] = {
     "promises": promise_kernels,
     "random": random_kernels,
     "handwritten": handwritten_kernels,
+    "pipelined": pipelined_kernels,
     "bench": benchmarks,
 }
 

@@ -145,7 +145,7 @@ class Launcher:
     """Loads kernels and launches them on the GPU (tileopt.runtime.cuda) or in the emulator."""
 
     def __init__(self, cases_dir: Path, emulator: bool) -> None:
-        from tileopt.runtime.abi import KernelParam
+        from tileopt.runtime.abi import KernelParam, TensorMapParam
 
         self.dir = cases_dir
         self.emulator = emulator
@@ -153,6 +153,8 @@ class Launcher:
         self.meta = self.manifest["kernels"]
         self.params = {kid: tuple(KernelParam.parse(t) for t in m["abi"])
                        for kid, m in self.meta.items()}
+        self.tensor_maps = {kid: tuple(TensorMapParam(**t) for t in m.get("tensor_maps", ()))
+                            for kid, m in self.meta.items()}
         self.modules: dict[tuple[str, str], Any] = {}
         self.device = "cpu" if emulator else "cuda"
 
@@ -188,11 +190,13 @@ class Launcher:
             from tileopt.runtime import emulator
 
             emulator.launch(self.module(kid, path), m["name"], self.params[kid], grid, block,
-                            args)
+                            args, m.get("dynamic_shared_bytes", 0), self.tensor_maps[kid])
         else:
             from tileopt.runtime import cuda
 
-            cuda.launch(self.module(kid, path), m["name"], self.params[kid], grid, block, args)
+            cuda.launch(self.module(kid, path), m["name"], self.params[kid], grid, block, args,
+                        shared_bytes=m.get("dynamic_shared_bytes", 0),
+                        tensor_maps=self.tensor_maps[kid])
 
 
 def replay_case(launcher: Launcher, case: dict[str, Any], path: str) -> dict[str, Any]:
@@ -261,6 +265,12 @@ def bench_ops() -> dict[str, Any]:
     """op -> (reference(args) -> (expected, atol, rtol, exact), torch_version(args))."""
     import torch.nn.functional as F
 
+    def attention_ref(a: list[Any]) -> Any:
+        want = F.scaled_dot_product_attention(a[0].float(), a[1].float(), a[2].float(),
+                                              scale=a[4])
+        f16 = 2.0**-11
+        return want, (4 * f16 + 1e-6) * want.abs().max().item(), 4 * f16, False
+
     def gelu_ref(a: list[Any]) -> Any:
         return F.gelu(a[0].double() + a[1].double()), 1e-6, EPS32 / 2 + 8 * EPS32, False
 
@@ -279,6 +289,11 @@ def bench_ops() -> dict[str, Any]:
         "matmul": (lambda a: (a[0].double() @ a[1].double(), _matmul_bound(a[0], a[1]), 0,
                               False),
                    lambda a: torch.mm(a[0], a[1])),
+        # p is rounded to f16 before its product (as test_pipelining); f32 reference.
+        # torch on (batch, 1 head, sequence, d): its fused (flash) kernels need 4-D inputs.
+        "attention": (attention_ref,
+                      lambda a: F.scaled_dot_product_attention(
+                          *(x.unsqueeze(1) for x in a[:3]), scale=a[4])),
     }
 
 
