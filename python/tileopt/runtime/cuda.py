@@ -4,9 +4,11 @@ Kernels run on the current torch stream of the tensors' device, so they order wi
 surrounding PyTorch work. Without a CUDA driver every entry point raises
 :class:`~tileopt.errors.DeviceError` saying so.
 
-cuda.core's ``launch`` passes numbers and pointers only; a kernel with TMA tensor maps (a
-128-byte ``CUtensorMap`` by value per map) is launched with the driver's ``cuLaunchKernel``
-on parameters packed here (:class:`PackedParams`).
+Kernels are launched with the driver's ``cuLaunchKernel`` on parameters packed here
+(:class:`PackedParams`: numbers, pointers and TMA's 128-byte ``CUtensorMap`` by value).
+Checking the arguments and packing them is most of a launch's host time, so each module
+remembers the packed parameters of its recent argument lists (:func:`launch_key`): a launch
+with tensors it has seen before (the same addresses, shapes, strides and dtypes) skips both.
 """
 
 from __future__ import annotations
@@ -113,7 +115,10 @@ class CudaModule:
         except Exception as e:
             raise DeviceError(f"loading the kernel on {arch} failed: {e}") from e
         self._kernels: dict[str, Any] = {}
+        self._functions: dict[str, Any] = {}
         self._opted_in: dict[str, int] = {}
+        #: (kernel, launch_key(args)) -> PackedParams, the most recent LAUNCH_CACHE_SIZE.
+        self.packed: dict[tuple[str, tuple[Any, ...]], PackedParams] = {}
 
     def opt_in_shared(self, name: str, size: int) -> None:
         """Lets kernel ``name`` take ``size`` bytes of dynamic shared memory: above
@@ -149,22 +154,48 @@ class CudaModule:
             self._kernels[name] = self.code.get_kernel(name)
         return self._kernels[name]
 
+    def function(self, name: str) -> Any:
+        """The driver's ``CUfunction`` of kernel ``name``, for ``cuLaunchKernel``."""
+        if name not in self._functions:
+            from cuda.bindings import driver
+
+            handle = self.kernel(name).handle
+            if isinstance(handle, driver.CUkernel):  # cuda.core loads through libraries
+                err, handle = driver.cuKernelGetFunction(handle)
+                if err != driver.CUresult.CUDA_SUCCESS:
+                    raise RuntimeError(f"cuKernelGetFunction failed: {err!r}")
+            self._functions[name] = handle
+        return self._functions[name]
+
 
 #: Bytes of shared memory a kernel may use without opting in (static or dynamic), every chip.
 STATIC_SHARED_LIMIT = 48 * 1024
 
+#: Argument lists whose packed parameters a module keeps (per module, all its kernels).
+LAUNCH_CACHE_SIZE = 64
 
-def _torch_stream(cc: Any, module: CudaModule) -> Any:
-    """The current torch stream of the module's device as a cuda.core ``Stream`` (borrowed:
-    torch keeps it alive). ``Stream.from_handle`` takes the raw handle, so no version of the
-    ``__cuda_stream__`` protocol is involved; older cuda-core wraps torch's stream object."""
+
+def _current_stream(module: CudaModule) -> int:
+    """The raw handle of the current torch stream of the module's device."""
     import torch
 
-    stream = torch.cuda.current_stream(module.device.device_id)
-    from_handle = getattr(getattr(cc, "Stream", None), "from_handle", None)
-    if from_handle is not None:
-        return from_handle(int(stream.cuda_stream))
-    return module.device.create_stream(stream)
+    return int(torch.cuda.current_stream(module.device.device_id).cuda_stream)
+
+
+def launch_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """What decides a launch's parameters and the outcome of its argument checks: per torch
+    tensor its address, shape, strides, dtype, device, layout and conj/neg bits; per number
+    its type and value. None (no caching) when an argument is anything else."""
+    key: list[Any] = []
+    for a in args:
+        if type(a) in (int, float, bool):
+            key.append((type(a), a))
+        elif type(a).__module__.startswith("torch") and hasattr(a, "data_ptr"):
+            key.append((a.data_ptr(), a.shape, a.stride(), a.dtype, a.device, a.layout,
+                        a.is_conj(), a.is_neg()))
+        else:
+            return None
+    return tuple(key)
 
 
 class PackedParams:
@@ -207,33 +238,6 @@ class PackedParams:
         return int(self._pointers.ctypes.data)
 
 
-def _launch_packed(
-    kernel: Any,
-    stream: Any,
-    grid: tuple[int, int, int],
-    block: tuple[int, int, int],
-    shared_bytes: int,
-    flat: Sequence[Any],
-) -> None:
-    """``cuLaunchKernel`` of a cuda.core ``kernel`` with the parameters ``flat``
-    (:class:`PackedParams`) on cuda.core ``stream``; RuntimeError if the driver fails."""
-    from cuda.bindings import driver
-
-    params = PackedParams(flat)
-    handle = kernel.handle
-    if isinstance(handle, driver.CUkernel):  # cuda.core loads kernels through libraries
-        err, function = driver.cuKernelGetFunction(handle)
-        if err != driver.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuKernelGetFunction failed: {err!r}")
-    else:
-        function = handle
-    result = driver.cuLaunchKernel(function, *grid, *block, shared_bytes, stream.handle,
-                                   params.address, 0)
-    err = result[0] if isinstance(result, tuple) else result
-    if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
-
-
 def _set_current(module: CudaModule, name: str, grid: tuple[int, int, int],
                  block: tuple[int, int, int]) -> None:
     try:
@@ -255,23 +259,31 @@ def launch(
     """Launches kernel ``name`` on the current torch stream of the module's device, with
     ``shared_bytes`` of dynamic shared memory per program and, after the arguments'
     parameters, one ``CUtensorMap`` (encoded by the driver) per ``tensor_maps``."""
-    cc = _cuda_core()
-    if tensor_maps:  # the driver encodes the maps: it needs the device's context
-        _set_current(module, name, grid, block)
-    flat = cuda_args(params, args, name, tensor_maps)
+    key = launch_key(args)
+    packed = module.packed.get((name, key)) if key is not None else None
+    if packed is None:
+        if tensor_maps:  # the driver encodes the maps: it needs the device's context
+            _set_current(module, name, grid, block)
+        packed = PackedParams(cuda_args(params, args, name, tensor_maps))
+        if key is not None:
+            if len(module.packed) >= LAUNCH_CACHE_SIZE:
+                del module.packed[next(iter(module.packed))]  # the oldest
+            module.packed[(name, key)] = packed
     try:
+        from cuda.bindings import driver
+
         # The calling thread may have no current context (a thread torch never used): the
         # launch needs the device's primary context, the one torch's tensors live in.
         module.device.set_current()
-        stream = _torch_stream(cc, module)
-        kernel = module.kernel(name)
+        stream = _current_stream(module)
+        function = module.function(name)
         if shared_bytes > STATIC_SHARED_LIMIT:
             module.opt_in_shared(name, shared_bytes)
-        if tensor_maps:
-            _launch_packed(kernel, stream, grid, block, shared_bytes, flat)
-        else:
-            config = cc.LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes)
-            cc.launch(stream, config, kernel, *flat)
+        result = driver.cuLaunchKernel(function, *grid, *block, shared_bytes, stream,
+                                       packed.address, 0)
+        err = result[0] if isinstance(result, tuple) else result
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuLaunchKernel failed: {err!r}")
     except DeviceError:
         raise
     except Exception as e:

@@ -332,9 +332,16 @@ class _FakeCudaTensor:
         self.ndim = len(shape)
         self.dtype = "torch.float16"
         self.device = type("device", (), {"type": "cuda", "index": 0})()
+        self.layout = "torch.strided"
 
     def data_ptr(self) -> int:
         return self._ptr
+
+    def is_conj(self) -> bool:
+        return False
+
+    def is_neg(self) -> bool:
+        return False
 
     def stride(self) -> tuple[int, ...]:
         return self._stride
@@ -411,15 +418,24 @@ def test_cuda_launch_passes_the_maps_by_value(encoded: list[TensorMap], monkeypa
         return (driver.CUresult.CUDA_SUCCESS,)
 
     monkeypatch.setattr(driver, "cuLaunchKernel", cu_launch_kernel)
-    fake = type("cc", (), {"LaunchConfig": None, "launch": None})
-    monkeypatch.setattr(cuda, "_cuda_core", lambda: fake)
-    monkeypatch.setattr(cuda, "_torch_stream", lambda cc, module: type("s", (), {"handle": 7}))
+    monkeypatch.setattr(cuda, "_current_stream", lambda module: 7)
+    packs: list[int] = []
+    real_cuda_args = cuda.cuda_args
+
+    def counted_cuda_args(*a: Any, **k: Any) -> Any:
+        packs.append(1)
+        return real_cuda_args(*a, **k)
+
+    monkeypatch.setattr(cuda, "cuda_args", counted_cuda_args)
 
     class Module:
         device = type("d", (), {"set_current": lambda self: None})()
 
-        def kernel(self, name: str) -> Any:
-            return type("k", (), {"handle": "function"})()
+        def __init__(self) -> None:
+            self.packed: dict[Any, Any] = {}
+
+        def function(self, name: str) -> Any:
+            return "function"
 
     x = _FakeCudaTensor(0x7F00_0000_1000, (40, 100), (128, 1))
     y = _FakeCudaTensor(0x7F00_0002_0000, (48, 128), (128, 1))
@@ -434,6 +450,22 @@ def test_cuda_launch_passes_the_maps_by_value(encoded: list[TensorMap], monkeypa
         40, 100, 128, 1, 0x7F00_0002_0000, 48, 128, 128, 1, -3, 5]
     assert values[12] == (0x7F00_0000_1000).to_bytes(8, "little") * 16
     assert params[12][0] % 64 == 0, "a CUtensorMap is 64-byte aligned"
+    # Launched again with the same tensors and numbers: the packed parameters are reused;
+    # another scalar or another tensor address packs (and checks) them again.
+    cuda.launch(module, "tma_copy", SIG, (2, 3, 1), (128, 1, 1), [x, y, -3, 5],
+                tensor_maps=[MAP])
+    assert len(packs) == 1 and launched[1][5] == launched[0][5]
+    cuda.launch(module, "tma_copy", SIG, (2, 3, 1), (128, 1, 1), [x, y, -3, 6],
+                tensor_maps=[MAP])
+    moved = _FakeCudaTensor(0x7F00_0004_0000, (40, 100), (128, 1))
+    cuda.launch(module, "tma_copy", SIG, (2, 3, 1), (128, 1, 1), [moved, y, -3, 6],
+                tensor_maps=[MAP])
+    assert len(packs) == 3
+    assert launched[3][5][12][1] == (0x7F00_0004_0000).to_bytes(8, "little") * 16
+    # A bad argument is refused whatever was launched before.
+    with pytest.raises(ArgumentError):
+        cuda.launch(module, "tma_copy", SIG, (2, 3, 1), (128, 1, 1), [x, y, -3, 2.5],
+                    tensor_maps=[MAP])
 
 
 def _hopper() -> tuple[bool, str]:
