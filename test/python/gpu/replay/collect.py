@@ -863,14 +863,19 @@ def benchmarks(c: Collector) -> None:
                      {"randn": [s, s], "dtype": "float16", "scale": 1 / 64},
                      empty(s, s)], [2], "matmul", flops=2 * s ** 3)
     batch, seq = 16, 4096
-    for target in ("sm_90a", "sm_90"):
-        kid = c.kernel("bench_attention_f16",
-                       lambda: kernels.attention("f16", head_dim=64, block_m=64, block_n=64),
-                       target, num_warps=4, num_stages=3, **PROMISES,
+    qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
+    for target, bm, bn, warps, stages in (
+            ("sm_90a", 64, 64, 4, 3), ("sm_90", 64, 64, 4, 3), ("sm_90a", 128, 64, 8, 3),
+            ("sm_90a", 128, 128, 8, 2), ("sm_90a", 128, 64, 8, 2), ("sm_90a", 64, 128, 4, 3),
+            ("sm_90a", 128, 64, 4, 3)):
+        name = f"{bm}x{bn}w{warps}s{stages}"
+        kid = c.kernel(f"bench_attention_f16_{name}",
+                       lambda bm=bm, bn=bn: kernels.attention("f16", head_dim=64, block_m=bm,
+                                                              block_n=bn),
+                       target, num_warps=warps, num_stages=stages, **PROMISES,
                        same_shapes=[("q", "o"), ("k", "v")])
-        qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
-        c.benchmark(f"attention_f16-{batch}x{seq}x64-{target}", kid,
-                    kernels.attention_grid((batch, seq, 64), 64),
+        c.benchmark(f"attention_f16-{batch}x{seq}x64-{target}-{name}", kid,
+                    kernels.attention_grid((batch, seq, 64), bm),
                     [qkv, qkv, qkv, {"empty": [batch, seq, 64], "dtype": "float16"},
                      {"scalar": 0.125}], [3], "attention", flops=4 * batch * seq * seq * 64)
 
