@@ -11,7 +11,9 @@ threads with the lowest PC run first, so divergent paths reconverge; barriers an
 yields to the threads it waits for. Every global and shared access is checked against
 the launch's buffers and the CTA's shared memory (:class:`MemoryAccessError`), and
 shared-memory races between warps of a CTA (a missing ``bar.sync``) raise
-:class:`SharedRaceError` unless ``launch(..., shared_checks="count")``.
+:class:`SharedRaceError` unless ``launch(..., shared_checks="count")``, as global-memory races
+between warps of a CTA raise :class:`GlobalRaceError` (a load of what another warp stored, a
+store that changes it, with no barrier between) unless ``global_checks="count"``.
 :class:`~tileopt.emulator.stats.LaunchStats` holds the counters (instructions by class,
 global requests/bytes/sectors, bank conflicts, barriers).
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 from tileopt.emulator.errors import (
     EmulatorError,
+    GlobalRaceError,
     LaunchError,
     MemoryAccessError,
     PTXLoadError,
@@ -54,6 +57,7 @@ __all__ = [
     "Module",
     "PTXLoadError",
     "Pointer",
+    "GlobalRaceError",
     "SharedRaceError",
     "UnsupportedInstructionError",
     "load_ptx",

@@ -6,6 +6,7 @@ from tileopt.errors import EmulatorError
 
 __all__ = [
     "EmulatorError",
+    "GlobalRaceError",
     "LaunchError",
     "MemoryAccessError",
     "PTXLoadError",
@@ -41,3 +42,9 @@ class MemoryAccessError(EmulatorError):
 class SharedRaceError(EmulatorError):
     """Two warps of a CTA accessed the same shared-memory word, at least one writing, with no
     barrier in between (a missing ``bar.sync``); the message names both sides."""
+
+
+class GlobalRaceError(EmulatorError):
+    """A warp of a CTA read global memory that another warp of the same CTA stored, or changed
+    what another warp stored, with no barrier in between (a missing ``bar.sync``: the GPU does
+    not order the two); the message names both sides."""

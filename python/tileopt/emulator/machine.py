@@ -73,6 +73,9 @@ class State:
         self.shared_limit = shared_static + shared_dynamic
         self.S = (self.shared_limit + 15) // 16 * 16
         self.shared = Views(ncta * self.S)
+        # barriers (and completed mbarrier phases) each CTA passed: GlobalShadow's epochs
+        self.gepoch = np.zeros(max(ncta, 1), np.int64)
+        self.gtag_base: np.ndarray | None = None  # GlobalShadow's per-thread tag parts
         self.shadow = (
             SharedShadow(ncta, self.S, (self.tpc_real + 31) // 32 * 32, shared_checks)
             if shared_checks != "off" and self.S
@@ -689,6 +692,7 @@ class State:
             arrived[ctas] = 0
         if count:
             self.stats.barriers += int(ctas.size)
+            self.gepoch[ctas] += 1
             if self.shadow is not None:
                 self.shadow.barrier(ctas)
         if op.aux is None:

@@ -102,6 +102,8 @@ def _check_init(st, ins, words, flat) -> None:
 def _changed(st, ctas_completed) -> None:
     """Bookkeeping after barrier words changed: progress stamp, race-check epochs."""
     st.mb_changes += 1
+    if len(ctas_completed):
+        st.gepoch[np.unique(np.asarray(ctas_completed, np.int64))] += 1
     if st.shadow is not None and len(ctas_completed):
         # a completed phase synchronises the CTA's threads like a barrier (race checks)
         st.shadow.barrier(np.unique(np.asarray(ctas_completed, np.int64)))

@@ -14,6 +14,7 @@ from tileopt.emulator.memory import (
     WINDOW_SIZE,
     bank_conflicts,
     raise_access_error,
+    synchronised,
     thread_ids,
     warp_sectors,
 )
@@ -117,6 +118,8 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
     addr = _bcast(addr, n)
     if shadow is None and count is not None:
         shadow = "r" if count == "load" else "w"
+    if shadow == "a":
+        synchronised(st, idx)
     if space == "generic":
         g = addr >= GLOBAL_BASE
         if g.all():
@@ -175,6 +178,8 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
                 lambda a: "nearest buffer: " + st.gm.nearest(a - GLOBAL_BASE),
             )
         _check_align(st, ins, tids, addr, size, space)
+        if shadow == "r" and st.gm.shadow is not None:
+            st.gm.shadow.load(st, ins, tids, off, size)
         if count is not None:
             nreq, nsec = warp_sectors(tids, off, size)
             st.gm.touch(off, size, count != "load")
@@ -314,6 +319,27 @@ def write_elems(parts, esize, vals):
             views.write(off + k * esize, esize, raw)
 
 
+def _check_global_store(st, ins, idx, parts, esize, vals) -> None:
+    """The intra-CTA race check (GlobalShadow) of plain global stores, before they land."""
+    tids = thread_ids(st, idx)
+    udt = nm.UINT[esize * 8]
+    raws = [v.view(udt) if v.dtype.itemsize == esize else v.astype(udt)
+            for v in map(np.asarray, vals)]
+    for views, off, pos in parts:
+        if views is not st.gm.mem:
+            continue
+
+        def changes(p, views=views, off=off, pos=pos):
+            q = p if pos is None else pos[p]
+            differs = np.zeros(p.shape, bool)
+            for k, raw in enumerate(raws):
+                differs |= views.read(off[p] + k * esize, esize) != raw[q]
+            return differs
+
+        st.gm.shadow.store(st, ins, tids if pos is None else tids[pos], off, esize * len(raws),
+                           changes)
+
+
 # ---------------------------------------------------------------- ld / st
 
 
@@ -417,6 +443,8 @@ def h_st(cx, ins):
         parts = resolve(st, ins, idx, space, addr, total, counted, shadow)
         n = thread_ids(st, idx).shape[0]
         vals = [np.broadcast_to(np.asarray(r(st, idx)), (n,)) for r in rds]
+        if shadow is None and st.gm.shadow is not None:
+            _check_global_store(st, ins, idx, parts, esize, vals)
         write_elems(parts, esize, vals)
 
     return run, cls

@@ -16,6 +16,7 @@ All accesses are checked (bounds and natural alignment) and counted here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +94,7 @@ class GlobalMemory:
         # 32-byte sectors the launch has read / written (LaunchStats' unique sectors).
         self.loaded = np.zeros((total + 31) // 32, bool)
         self.stored = np.zeros((total + 31) // 32, bool)
+        self.shadow: GlobalShadow | None = None  # the race check, where the launch has one
 
     def touch(self, off: np.ndarray, size: int, store: bool) -> None:
         """Marks the sectors that accesses of *size* bytes at byte offsets *off* touch."""
@@ -379,6 +381,113 @@ class SharedShadow:
             f"0x{int(addr[i]):x}, {past} by {who} of the same CTA since the last barrier\n"
             f"  (a bar.sync is missing between the two accesses; "
             f"launch(..., shared_checks='count') only counts races)"
+        )
+
+
+def synchronised(st, idx) -> None:
+    """Threads *idx* synchronised through memory (a fence, a volatile, relaxed, acquire or
+    release access, an atomic): their CTAs' GlobalShadow epochs advance, as at a barrier, so
+    flag-and-fence handoffs between warps are not races (a conservative choice: any such
+    access by any thread of the CTA orders all of its warps)."""
+    st.gepoch[np.unique(thread_ids(st, idx) // st.tpc)] += 1
+
+
+class GlobalShadow:
+    """Intra-CTA race check of a launch's global memory.
+
+    Per 4-byte word, who last stored to it with a plain ``st``: a tag
+    ``(cta + 1) << 40 | epoch << 16 | warp << 4 | bytes`` (0: nobody), where ``epoch`` counts
+    the CTA's barriers (``State.gepoch``) and ``bytes`` is a mask of the word's bytes the warp
+    stored. A plain load of bytes that another warp of the same CTA stored in the same epoch,
+    and a plain store that changes such bytes, are races: without a ``bar.sync`` between
+    them the GPU lets the warps run in either order (an H100 kept the first of two such
+    stores). Replicated stores of one value are not races. Other CTAs' stores are not
+    compared: CTAs order their global accesses with atomics and fences, which this does not
+    follow. Within a CTA, volatile, relaxed, acquire, release and atomic accesses and fences
+    synchronise (:func:`synchronised`) and are not checked themselves.
+    """
+
+    MASK = 0xF
+    WHO = ~0xF  # the CTA, epoch and warp of a tag
+    SYNC = ~0xFFFF  # the CTA and epoch
+
+    def __init__(self, total: int, mode: str) -> None:
+        self.tag = np.zeros((total + 3) // 4, np.int64)
+        self.mode = mode
+        self.stored = False  # no plain store yet: loads have nothing to race with
+
+    @staticmethod
+    def _words(off: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(thread position, word, byte mask) of each word accesses of *size* bytes touch."""
+        pos = np.arange(off.shape[0])
+        if size >= 4:
+            k = size // 4
+            words = ((off >> 2)[:, None] + np.arange(k)[None, :]).ravel()
+            return np.repeat(pos, k), words, np.full(words.shape, 0xF, np.int64)
+        masks = (((1 << size) - 1) << (off & 3)).astype(np.int64)
+        return pos, off >> 2, masks
+
+    def _me(self, st, tids: np.ndarray) -> np.ndarray:
+        """The threads' tags without bytes: their CTA, its current epoch and their warp."""
+        if st.gtag_base is None:  # per state (chunk): the CTA and warp parts, once
+            cta = st.arange // st.tpc
+            st.gtag_base = ((st.cta_first + cta + 1) << 40) | (((st.arange % st.tpc) >> 5) << 4)
+        all_threads = tids is st.arange
+        base = st.gtag_base if all_threads else st.gtag_base[tids]
+        epochs = (st.gepoch & 0xFFFFFF) << 16
+        if not epochs.any():
+            return base
+        return base | (np.repeat(epochs, st.tpc) if all_threads else epochs[tids // st.tpc])
+
+    def _conflicts(self, st, tids, off, size):
+        pos, words, masks = self._words(off, size)
+        me = self._me(st, tids)[pos]
+        tag = self.tag[words]
+        hit = ((tag & self.SYNC) == (me & self.SYNC)) & ((tag & self.WHO) != me) & (
+            (tag & masks) != 0)
+        return pos, words, masks, me, tag, hit
+
+    def load(self, st, ins, tids: np.ndarray, off: np.ndarray, size: int) -> None:
+        """Plain loads by threads *tids* of *size* bytes at global byte offsets *off*."""
+        if not self.stored:
+            return
+        pos, _, _, _, tag, hit = self._conflicts(st, tids, off, size)
+        if hit.any():
+            self._race(st, ins, tids, off, pos, tag, hit, "reads", "stored")
+
+    def store(self, st, ins, tids: np.ndarray, off: np.ndarray, size: int,
+              changes: Callable[[np.ndarray], np.ndarray]) -> None:
+        """Plain stores, before they land; ``changes(positions)`` says which of the threads
+        at those positions (of *tids*) store a value other than the one in memory."""
+        pos, words, masks, me, tag, hit = self._conflicts(st, tids, off, size)
+        if hit.any():
+            changed = np.zeros(hit.shape, bool)
+            changed[hit] = changes(pos[hit])
+            hit &= changed
+            if hit.any():
+                self._race(st, ins, tids, off, pos, tag, hit, "changes", "stored")
+        same = (tag & self.WHO) == me
+        self.tag[words] = me | masks | np.where(same, tag & self.MASK, 0)
+        self.stored = True
+
+    def _race(self, st, ins, tids, off, pos, tags, bad, verb, past) -> None:
+        st.stats.global_races += int(np.count_nonzero(bad))
+        if self.mode != "raise":
+            return
+        from tileopt.emulator.errors import GlobalRaceError
+
+        i = int(np.flatnonzero(bad)[0])
+        t = int(tids[pos[i]])
+        cta, tid = st.describe_thread(t)
+        other = (int(tags[i]) >> 4) & 0xFFF
+        raise GlobalRaceError(
+            f"Global-memory race in kernel {st.kernel_name!r} at PTX line {ins.line}: "
+            f"`{ins.text}`\n"
+            f"  CTA {cta}, thread {tid} (warp {(t % st.tpc) // 32}) {verb} global address "
+            f"0x{int(off[pos[i]]) + GLOBAL_BASE:x}, {past} by warp {other % (st.tpc // 32)} of "
+            f"the same CTA since the last barrier\n"
+            f"  (a bar.sync is missing between the two accesses: the GPU runs the warps in "
+            f"either order; launch(..., global_checks='count') only counts races)"
         )
 
 

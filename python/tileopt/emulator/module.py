@@ -12,7 +12,14 @@ from tileopt.emulator import numeric as nm
 from tileopt.emulator import tma
 from tileopt.emulator.errors import LaunchError
 from tileopt.emulator.machine import State, run_chunk
-from tileopt.emulator.memory import BUFFER_ALIGN, BUFFER_GAP, GLOBAL_BASE, Buffer, GlobalMemory
+from tileopt.emulator.memory import (
+    BUFFER_ALIGN,
+    BUFFER_GAP,
+    GLOBAL_BASE,
+    Buffer,
+    GlobalMemory,
+    GlobalShadow,
+)
 from tileopt.emulator.parser import Function, Param, parse_ptx
 from tileopt.emulator.program import Compiler, Layout, Op, global_symbols
 from tileopt.emulator.stats import LaunchStats
@@ -353,22 +360,22 @@ def _dim3(v, what: str) -> tuple[int, int, int]:
     return v + (1,) * (3 - len(v))  # type: ignore[return-value]
 
 
-LAUNCH_OPTIONS = ("max_threads_per_chunk", "max_steps", "shared_checks")
+LAUNCH_OPTIONS = ("max_threads_per_chunk", "max_steps", "shared_checks", "global_checks")
 
 
 def check_launch_options(
     max_threads_per_chunk: int = DEFAULT_CHUNK_THREADS,
     max_steps: int = 10**8,
     shared_checks: str = "raise",
+    global_checks: str = "raise",
 ) -> None:
     """Raises :class:`LaunchError` unless the options of :meth:`Module.launch` are valid."""
     for what, v in (("max_threads_per_chunk", max_threads_per_chunk), ("max_steps", max_steps)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise LaunchError(f"{what} must be a positive integer, got {v!r}")
-    if shared_checks not in ("raise", "count", "off"):
-        raise LaunchError(
-            f"shared_checks must be 'raise', 'count' or 'off', not {shared_checks!r}"
-        )
+    for what, v in (("shared_checks", shared_checks), ("global_checks", global_checks)):
+        if v not in ("raise", "count", "off"):
+            raise LaunchError(f"{what} must be 'raise', 'count' or 'off', not {v!r}")
 
 
 class Module:
@@ -426,6 +433,7 @@ class Module:
         max_threads_per_chunk: int = DEFAULT_CHUNK_THREADS,
         max_steps: int = 10**8,
         shared_checks: str = "raise",
+        global_checks: str = "raise",
     ) -> LaunchStats:
         """Run kernel *name* over *grid* x *block* threads.
 
@@ -454,6 +462,10 @@ class Module:
                 bar.sync between a write and another warp's read or write of the same word)
                 raises :class:`SharedRaceError`; "count": only count races and reads of
                 uninitialised shared memory in the stats; "off": no checks (a little faster).
+            global_checks: the same for global memory within a CTA: "raise" (default): a plain
+                load of bytes another warp of the CTA stored, or a plain store that changes
+                them, with no barrier in between raises :class:`GlobalRaceError`
+                (:class:`tileopt.emulator.memory.GlobalShadow`); "count"; "off".
 
         Returns:
             A :class:`LaunchStats` with the launch's counters.
@@ -464,12 +476,14 @@ class Module:
             MemoryAccessError: an out-of-bounds or misaligned access (buffers are not written back).
             SharedRaceError: a shared-memory race (also against an asynchronous copy in flight),
                 unless ``shared_checks`` says otherwise.
+            GlobalRaceError: a global-memory race between warps of a CTA, unless
+                ``global_checks`` says otherwise.
             EmulatorError: a deadlock (every thread waits at barriers or spins on mbarrier waits
                 that cannot succeed), a trap, misuse of an mbarrier or a bad tensor map.
         """
         t0 = time.perf_counter()
         _warm_malloc()
-        check_launch_options(max_threads_per_chunk, max_steps, shared_checks)
+        check_launch_options(max_threads_per_chunk, max_steps, shared_checks, global_checks)
         ck = self.kernel_info(name)
         fn = ck.function
         grid = _dim3(grid, "grid")
@@ -574,6 +588,8 @@ class Module:
             else:
                 kparams[poff : poff + p.size] = _pack_scalar(p, a, i)
         gm = GlobalMemory(buffers, off + 64)
+        if global_checks != "off":
+            gm.shadow = GlobalShadow(off + 64, global_checks)
         for b, data in contents:
             gm.mem.u8[b.start : b.start + b.size] = data
         kp = np.frombuffer(bytes(kparams) + bytes(16), np.uint8)

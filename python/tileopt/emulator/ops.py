@@ -12,7 +12,13 @@ import numpy as np
 
 from tileopt.emulator import numeric as nm
 from tileopt.emulator.errors import PTXLoadError
-from tileopt.emulator.memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from tileopt.emulator.memory import (
+    LOCAL_WINDOW,
+    PARAM_WINDOW,
+    SHARED_WINDOW,
+    WINDOW_SIZE,
+    synchronised,
+)
 from tileopt.emulator.parser import Imm, Instruction, Pair, Paren, Reg, Sink, Sym, Vec
 from tileopt.emulator.program import BAR, BRA, BRX, CALL, EXIT, PLAIN, RET, TRAP, Op
 
@@ -1879,9 +1885,12 @@ def _noop(st, idx):
     return None
 
 
+@handler("membar", "fence")
+def h_fence(cx, ins):
+    return synchronised, "sync"
+
+
 @handler(
-    "membar",
-    "fence",
     "prefetch",
     "prefetchu",
     "nanosleep",
@@ -1893,7 +1902,7 @@ def _noop(st, idx):
     "brkpt",
 )
 def h_noop(cx, ins):
-    return _noop, "sync" if ins.opcode.split(".")[0] in ("membar", "fence") else "alu"
+    return _noop, "alu"
 
 
 @handler("createpolicy")

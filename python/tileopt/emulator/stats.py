@@ -38,6 +38,7 @@ class LaunchStats:
     shared_store_requests: int = 0
     shared_bank_conflicts: int = 0
     shared_races: int = 0
+    global_races: int = 0
     shared_uninitialized_reads: int = 0
     barriers: int = 0
     wall_time: float = 0.0
@@ -74,7 +75,8 @@ class LaunchStats:
             f"{self.global_store_sectors} sectors (eff {self.global_store_efficiency:.2f}), "
             f"{self.global_store_unique_sectors} unique",
             f"  shared bank conflicts: {self.shared_bank_conflicts}, barriers: {self.barriers}, "
-            f"races: {self.shared_races}, uninitialised reads: {self.shared_uninitialized_reads}",
+            f"races: {self.shared_races}, uninitialised reads: {self.shared_uninitialized_reads}, "
+            f"global races: {self.global_races}",
             f"  wall time: {self.wall_time:.3f} s"
             + (
                 f", {self.thread_instructions / self.wall_time / 1e6:.1f} M thread-instr/s"

@@ -44,7 +44,7 @@ def launch(
     ``args`` follow the kernel ABI (numpy arrays / CPU torch tensors for views, numbers for
     scalars); results are written back into the arrays. Returns the emulator's
     ``LaunchStats``. ``options`` go to ``Module.launch``: ``max_threads_per_chunk``,
-    ``max_steps``, ``shared_checks``; any other name, or a bad value, raises
+    ``max_steps``, ``shared_checks``, ``global_checks``; any other name, or a bad value, raises
     :class:`ArgumentError`.
     ``shared_bytes`` is the dynamic shared memory (the PTX's ``.extern .shared`` array) of
     each program, ``Kernel.metadata.dynamic_shared_bytes``. ``tensor_maps``

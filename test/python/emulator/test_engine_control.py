@@ -429,6 +429,95 @@ def test_missing_barrier_is_reported_as_a_shared_race() -> None:
     assert st.shared_uninitialized_reads == 64
 
 
+# Each thread stores its id to out[tid], then to out[tid ^ 32] (STORE2: another warp's word)
+# or loads out[tid ^ 32] (LOAD2), with BAR between.
+GLOBAL_RACE = (
+    HEAD
+    + """.visible .entry grace(.param .u64 out, .param .u64 seen)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], VALUE;
+  BAR
+  xor.b32 %r2, %r1, 32;
+  mul.wide.u32 %rd4, %r2, 4;
+  add.s64 %rd5, %rd1, %rd4;
+  SECOND
+  ld.param.u64 %rd6, [seen];
+  add.s64 %rd7, %rd6, %rd2;
+  st.global.u32 [%rd7], %r3;
+  ret;
+}
+"""
+)
+STORE2 = "add.u32 %r3, %r1, 1000;\n  st.global.u32 [%rd5], %r3;"
+LOAD2 = "ld.global.u32 %r3, [%rd5];"
+
+
+def _global_race(value: str, bar: str, second: str) -> str:
+    return GLOBAL_RACE.replace("VALUE", value).replace("BAR", bar).replace("SECOND", second)
+
+
+@pytest.mark.parametrize(
+    ("second", "verb"), [(STORE2, "changes"), (LOAD2, "reads")], ids=["store", "load"]
+)
+def test_missing_barrier_is_reported_as_a_global_race(second: str, verb: str) -> None:
+    """Warps are not ordered without a barrier: a load of another warp's store, or a store
+    over it with another value, is a race (an H100 kept the first of two such stores)."""
+    out, seen = np.zeros(64, np.uint32), np.zeros(64, np.uint32)
+    st = emu.load_ptx(_global_race("%r1", "bar.sync 0;", second)).launch(
+        "grace", 1, 64, [out, seen])
+    assert st.global_races == 0
+    if second == LOAD2:
+        np.testing.assert_array_equal(seen, np.arange(64) ^ 32)
+    mod = emu.load_ptx(_global_race("%r1", "", second))
+    with pytest.raises(
+        emu.GlobalRaceError,
+        match=rf"line 1[78].*\n.*warp 0\) {verb} global address 0x[0-9a-f]+, stored by warp 1",
+    ):
+        mod.launch("grace", 1, 64, [out, seen])
+    assert mod.launch("grace", 1, 64, [out, seen], global_checks="count").global_races == 64
+    assert mod.launch("grace", 1, 64, [out, seen], global_checks="off").global_races == 0
+    # One warp alone is ordered; another CTA is not compared (CTAs order with atomics).
+    assert mod.launch("grace", 2, 32, [out, seen]).global_races == 0
+
+
+def test_same_value_and_other_bytes_are_not_global_races() -> None:
+    """Replicated stores of one value (broadcast layouts) and stores to other bytes of a word
+    (rows of f16 that end mid-word) are not races."""
+    out, seen = np.zeros(64, np.uint32), np.zeros(64, np.uint32)
+    same = _global_race("7", "", "mov.u32 %r3, 7;\n  st.global.u32 [%rd5], %r3;")
+    assert emu.load_ptx(same).launch("grace", 1, 64, [out, seen]).global_races == 0
+    halves = (
+        HEAD
+        + """.visible .entry halves(.param .u64 out)
+{
+  .reg .b32 %r<4>;
+  .reg .b16 %h<2>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  ld.param.u64 %rd1, [out];
+  xor.b32 %r2, %r1, 32;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  cvt.u16.u32 %h1, %r1;
+  st.global.u16 [%rd3], %h1;
+  mul.wide.u32 %rd2, %r2, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u16 [%rd3+2], %h1;
+  ret;
+}
+"""
+    )
+    half = np.zeros(64, np.uint32)
+    assert emu.load_ptx(halves).launch("halves", 1, 64, [half]).global_races == 0
+    np.testing.assert_array_equal(half, np.arange(64) | ((np.arange(64) ^ 32) << 16))
+
+
 def test_barrier_in_both_branches_and_warp_sync_waits_for_lanes() -> None:
     # threads reach bar.sync through two different instructions (if/else): they still meet,
     # and a shfl.sync after a divergent region waits for all lanes of its membermask
