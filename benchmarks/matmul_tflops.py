@@ -162,6 +162,11 @@ CONFIGS = [
     Config(128, 128, 32, 4, 4),
     Config(64, 128, 32, 4, 4),
     Config(64, 64, 32, 4, 3),
+    # Small tiles, deep pipelines: launches too small to fill the GPU with large tiles (as
+    # cuBLAS's 64x64 tiles with 13 stages for GPT-2's 512 x 768 x 3072 on an H100).
+    Config(64, 64, 64, 4, 6),
+    Config(64, 64, 64, 4, 8),
+    Config(64, 128, 64, 4, 5),
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]
