@@ -241,10 +241,10 @@ class TileProgram:
 
 def _ptx_instructions(ptx: str, kernel: str) -> int:
     """PTX instructions of ``kernel`` (0 when they cannot be counted)."""
-    from tileopt.compiler import nvidia
+    from tileopt.runtime.ptx import ptx_instruction_count
 
     try:
-        return nvidia.ptx_instruction_count(ptx, kernel)
+        return ptx_instruction_count(ptx, kernel)
     except Exception:  # only for a summary line
         return 0
 

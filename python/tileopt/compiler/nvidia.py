@@ -50,6 +50,7 @@ from tileopt.runtime.abi import (
     TensorMapParam,
     check_tensor_maps,
 )
+from tileopt.runtime.ptx import ENTRY, ptx_entries
 
 #: Stage names, in order; ``Kernel.asm`` has one entry per stage that ran.
 STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx", "cubin")
@@ -485,12 +486,7 @@ def make_int32_indexed(kernel: ir.Operation, indices: Sequence[int]) -> None:
 # ---------------------------------------------------------------------------------------------
 # reading PTX
 
-_ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\((.*?)\)\s*((?:\.[^{]*)?)\{", re.S)
 _NTID = re.compile(r"\.(reqntid|maxntid)\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?")
-_PARAM = re.compile(
-    r"\.param\s+(?:\.align\s+\d+\s+)?\.([a-z]+)(\d+)\b[^,]*?(?:\[(\d+)\])?\s*(?:,|$)"
-)
-_BRACE = re.compile(r"[{}]")
 _SHARED = re.compile(
     r"^\s*(?P<ext>\.extern\s+)?\.shared\s+(?:\.align\s+(?P<align>\d+)\s+)?\.[a-z]+(?P<bits>\d+)"
     r"\s+(?P<name>[\w$.]+)(?P<dims>(?:\[\d*\])*)\s*;",
@@ -498,45 +494,11 @@ _SHARED = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=32)
-def ptx_entries(ptx: str) -> dict[str, tuple[list[int], str]]:
-    """Per ``.entry``: the sizes of its parameters in bits, and its body text.
-
-    A byte-array parameter counts by its size: LLVM's NVPTX back end declares ``f16``/``bf16``
-    kernel parameters as ``.param .align 2 .b8 p[2]``, 16 bits like ``.param .b16``.
-    """
-    out: dict[str, tuple[list[int], str]] = {}
-    for m in _ENTRY.finditer(ptx):
-        depth, i = 1, len(ptx)
-        for brace in _BRACE.finditer(ptx, m.end()):
-            depth += 1 if brace.group() == "{" else -1
-            if depth == 0:
-                i = brace.end()
-                break
-        widths = [int(p.group(2)) * int(p.group(3) or 1) for p in _PARAM.finditer(m.group(2))]
-        out[m.group(1)] = (widths, ptx[m.end():i])
-    return out
-
-
-def ptx_instruction_count(ptx: str, kernel: str) -> int:
-    """Static PTX instructions in ``kernel``'s body (not labels, declarations or comments)."""
-    entries = ptx_entries(ptx)
-    if kernel not in entries:
-        return 0
-    count = 0
-    for line in entries[kernel][1].splitlines():
-        line = line.split("//")[0].strip()
-        if not line or line in ("{", "}") or line.endswith(":") or line.startswith("."):
-            continue
-        count += 1
-    return count
-
-
 def ptx_num_warps(ptx: str, kernel: str) -> int | None:
     """The warps per block that ``kernel``'s ``.reqntid`` (else ``.maxntid``) directive sets,
     None without one. The lowering sets ``.reqntid`` from the layouts' warp count, so this is
     the one number a launch of the PTX may use; CompilationError if it is not whole warps."""
-    for m in _ENTRY.finditer(ptx):
+    for m in ENTRY.finditer(ptx):
         if m.group(1) != kernel:
             continue
         found = {d.group(1): d for d in _NTID.finditer(m.group(3))}
@@ -686,7 +648,7 @@ def _check_map_alignment(ptx: str, kernel: str, first: int, count: int) -> None:
     are 64-byte aligned, as the driver needs a ``CUtensorMap`` parameter to be."""
     if not count:
         return
-    m = next(m for m in _ENTRY.finditer(ptx) if m.group(1) == kernel)
+    m = next(m for m in ENTRY.finditer(ptx) if m.group(1) == kernel)
     decls = [d for d in m.group(2).split(",") if d.strip()]
     for i, decl in enumerate(decls[first:first + count], first):
         align = re.search(r"\.align\s+(\d+)", decl)

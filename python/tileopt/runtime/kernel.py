@@ -18,6 +18,7 @@ from typing import Any
 
 from tileopt.runtime import DEVICES
 from tileopt.runtime.abi import ArgumentError, KernelParam, TensorMapParam
+from tileopt.runtime.ptx import ptx_instruction_count
 
 #: The version of the file form :meth:`Kernel.save` writes; :meth:`Kernel.load` reads only it.
 FORMAT = "tileopt-kernel-1"
@@ -141,9 +142,7 @@ class Kernel:
         md = self.metadata
         regs = "unknown (no ptxas)" if md.registers is None else str(md.registers)
         spills = "unknown" if md.spill_bytes is None else f"{md.spill_bytes} bytes"
-        from tileopt.compiler import nvidia  # the PTX parser; needs the native build
-
-        ptx_instructions = nvidia.ptx_instruction_count(str(self.asm["ptx"]), md.name)
+        ptx_instructions = ptx_instruction_count(str(self.asm["ptx"]), md.name)
         times = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in self.times.items())
         return "\n".join([
             f"kernel {md.name}({', '.join(map(str, md.abi))})",

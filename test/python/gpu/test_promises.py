@@ -12,8 +12,8 @@ import tileopt
 import torch
 from tileopt import kernels
 from tileopt.builder import KernelBuilder, View
-from tileopt.compiler import nvidia
 from tileopt.runtime.abi import ArgumentError, KernelParam
+from tileopt.runtime.ptx import ptx_instruction_count
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,8 @@ def test_views_carry_the_promise(both: tuple[tileopt.Kernel, tileopt.Kernel]) ->
 def test_no_fallback_code(both: tuple[tileopt.Kernel, tileopt.Kernel]) -> None:
     plain, aligned = both
     name = aligned.metadata.name
-    small = nvidia.ptx_instruction_count(str(aligned.asm["ptx"]), name)
-    large = nvidia.ptx_instruction_count(str(plain.asm["ptx"]), name)
+    small = ptx_instruction_count(str(aligned.asm["ptx"]), name)
+    large = ptx_instruction_count(str(plain.asm["ptx"]), name)
     assert small < 0.75 * large, (small, large)
     assert "ld.global.v4.b32" in str(aligned.asm["ptx"])
 
@@ -89,7 +89,7 @@ def test_divisible_sizes_drop_the_scalar_tails(
     assert "ld.global.b32" not in ptx and "st.global.b32" not in ptx
     assert "bra" not in ptx  # no tail branches at all
     name = divisible.metadata.name
-    assert nvidia.ptx_instruction_count(ptx, name) < 0.7 * nvidia.ptx_instruction_count(
+    assert ptx_instruction_count(ptx, name) < 0.7 * ptx_instruction_count(
         str(aligned.asm["ptx"]), name
     )
 

@@ -53,6 +53,7 @@ def test_loaded_kernel_runs_without_the_native_bindings(tmp_path: Path) -> None:
         from tileopt.runtime.kernel import Kernel
 
         kern = Kernel.load({str(tmp_path / "add.json")!r})
+        assert "PTX instructions" in kern.summary()
         x, y = np.arange(1000, dtype=np.float32), np.full(1000, 0.5, np.float32)
         out = np.zeros(1000, np.float32)
         kern.launch((1000 + 1023) // 1024, x, y, out)
