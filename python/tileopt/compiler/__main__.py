@@ -3,8 +3,10 @@
     python -m tileopt.compiler kernel.mlir --target sm_90 --emit ptx
     python -m tileopt.compiler k.mlir --start llvm --signature 'x: view<?xf32>, n: i32'
 
-``--emit`` is a stage name (``tile``, ``tilegpu``, ``llvm``, ``ptx``, ``cubin``) or ``summary``
-(the kernel's metadata, stage times and PTX instruction count).
+``--emit`` is a stage name (``tile``, ``tilegpu``, ``llvm``, ``ptx``, ``cubin``), ``summary``
+(the kernel's metadata, stage times and PTX instruction count) or ``kernel`` (the whole kernel
+as ``Kernel.save`` writes it, for ``tileopt.runtime.kernel.Kernel.load`` on a machine where
+tileopt was not built).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--assembler", default="auto", choices=("auto", "ptxas", "nvjitlink"))
     ap.add_argument("--contiguous", action="store_true",
                     help="let every view's innermost stride be 1 (128-bit accesses)")
-    ap.add_argument("--emit", default="summary", choices=(*STAGES, "summary"))
+    ap.add_argument("--emit", default="summary", choices=(*STAGES, "summary", "kernel"))
     ap.add_argument("-o", "--output", help="write here instead of stdout")
     args = ap.parse_args(argv)
 
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(e), 1)
     if args.emit == "summary":
         out: str | bytes = kernel.summary() + "\n"
+    elif args.emit == "kernel":
+        out = kernel.to_json()
     elif args.emit not in kernel.asm:
         return _fail(f"stage {args.emit} was not produced (stages: {', '.join(kernel.asm)})", 1)
     else:

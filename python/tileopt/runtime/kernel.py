@@ -190,10 +190,14 @@ class Kernel:
             asm["cubin"] = base64.b64decode(payload["cubin"], validate=True)
         return cls(asm, KernelMetadata(**md, abi=abi, tensor_maps=tensor_maps), {}, cache_key)
 
+    def to_json(self) -> str:
+        """The text :meth:`save` writes."""
+        return json.dumps({"format": FORMAT, **self.to_payload()})
+
     def save(self, path: str | Path) -> None:
         """Writes the kernel to ``path`` (JSON: its stages, cubin and metadata) for
         :meth:`load`, on this machine or one without the compiler."""
-        Path(path).write_text(json.dumps({"format": FORMAT, **self.to_payload()}))
+        Path(path).write_text(self.to_json())
 
     @classmethod
     def load(cls, path: str | Path) -> Kernel:

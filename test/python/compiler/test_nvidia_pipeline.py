@@ -10,6 +10,7 @@ import pytest
 from tileopt import ir
 from tileopt.compiler import KernelParam, PTXAssemblyError, compile, nvidia, tools
 from tileopt.errors import CompilationError, TileoptError
+from tileopt.runtime.kernel import Kernel
 from tileopt.runtime.ptx import ptx_instruction_count
 
 TARGETS = ("sm_80", "sm_90")
@@ -377,5 +378,9 @@ def test_command_line(handwritten, tmp_path) -> None:
     cubin = tmp_path / "scale.cubin"
     subprocess.run([*base, "--emit", "cubin", "-o", str(cubin)], check=True)
     assert cubin.read_bytes()[:4] == b"\x7fELF"
+    saved = tmp_path / "scale.json"
+    subprocess.run([*base, "--emit", "kernel", "-o", str(saved)], check=True)
+    kernel = Kernel.load(saved)
+    assert kernel.name == "scale" and kernel.asm["cubin"] == cubin.read_bytes()
     bad = subprocess.run([*base[:-4], "--target", "sm_80"], capture_output=True, text=True)
     assert bad.returncode == 1 and "pass signature=" in bad.stderr
