@@ -839,24 +839,33 @@ bool disjointIterations(scf::ForOp loop, ValueRange offsets,
   return invariant;
 }
 
+/// A tile.load or tile.store, its operands and the value its view is a view
+/// of.
+struct ViewAccess {
+  Operation *op;
+  AccessOperands operands;
+  Value root;
+};
+
 /// Whether `earlier` (an access to the same view) may run before `later` in
 /// one program and touch elements that other threads touch in `later`.
-bool needsOrder(Operation *earlier, Operation *later) {
-  AccessOperands a = *accessOperands(earlier), b = *accessOperands(later);
-  bool same = sameElementsPerThread(a, b);
+bool needsOrder(const ViewAccess &earlier, const ViewAccess &later) {
+  const AccessOperands &b = later.operands;
+  bool same = sameElementsPerThread(earlier.operands, b);
   // Before it in program order: in the block of one of later's ancestors.
-  if (earlier != later && !same)
-    for (Operation *at = later; at; at = at->getParentOp()) {
+  if (earlier.op != later.op && !same)
+    for (Operation *at = later.op; at; at = at->getParentOp()) {
       if (isa<KernelOp>(at))
         break;
-      if (Operation *ancestor = at->getBlock()->findAncestorOpInBlock(*earlier))
+      if (Operation *ancestor =
+              at->getBlock()->findAncestorOpInBlock(*earlier.op))
         if (ancestor != at && ancestor->isBeforeInBlock(at))
           return true;
     }
   // In an earlier iteration of a loop around both.
-  for (Operation *loop = later->getParentOp(); loop && !isa<KernelOp>(loop);
+  for (Operation *loop = later.op->getParentOp(); loop && !isa<KernelOp>(loop);
        loop = loop->getParentOp()) {
-    if (!isa<LoopLikeOpInterface>(loop) || !loop->isAncestor(earlier))
+    if (!isa<LoopLikeOpInterface>(loop) || !loop->isAncestor(earlier.op))
       continue;
     auto forOp = dyn_cast<scf::ForOp>(loop);
     if (!same || !forOp ||
@@ -869,23 +878,18 @@ bool needsOrder(Operation *earlier, Operation *later) {
 } // namespace
 
 void orderViewAccesses(KernelOp kernel, LoweringState &state) {
-  SmallVector<Operation *> accesses;
+  SmallVector<ViewAccess> accesses;
   kernel.walk([&](Operation *op) {
-    if (isa<LoadOp, StoreOp>(op))
-      accesses.push_back(op);
+    if (std::optional<AccessOperands> operands = accessOperands(op))
+      accesses.push_back({op, *operands, viewRoot(operands->view)});
   });
-  for (Operation *later : accesses) {
-    Value root = viewRoot(accessOperands(later)->view);
-    for (Operation *earlier : accesses) {
-      if (!isa<StoreOp>(earlier) && !isa<StoreOp>(later))
-        continue;
-      if (viewRoot(accessOperands(earlier)->view) == root &&
-          needsOrder(earlier, later)) {
-        state.accesses[later].barrierBefore = true;
+  for (const ViewAccess &later : accesses)
+    for (const ViewAccess &earlier : accesses)
+      if ((isa<StoreOp>(earlier.op) || isa<StoreOp>(later.op)) &&
+          earlier.root == later.root && needsOrder(earlier, later)) {
+        state.accesses[later.op].barrierBefore = true;
         break;
       }
-    }
-  }
 }
 
 AccessFacts analyzeAccess(const AccessOperands &access) {

@@ -404,7 +404,8 @@ def _tensor_map(k: int, m: TensorMapParam, p: KernelParam, a: Any, base: object,
 # argument checking
 
 
-def _is_torch(a: object) -> bool:
+def is_torch(a: object) -> bool:
+    """Whether ``a`` is a torch tensor (without importing torch)."""
     return type(a).__module__.startswith("torch") and hasattr(a, "data_ptr")
 
 
@@ -420,7 +421,7 @@ def _describe(i: int, p: KernelParam) -> str:
 
 def check_view(i: int, p: KernelParam, a: Any) -> None:
     """Raises :class:`ArgumentError` unless ``a`` is an array/tensor matching view ``p``."""
-    if not (isinstance(a, np.ndarray) or _is_torch(a)):
+    if not (isinstance(a, np.ndarray) or is_torch(a)):
         raise ArgumentError(
             f"{_describe(i, p)} is a view: pass a numpy array or torch tensor, "
             f"got {type(a).__name__}"
@@ -548,7 +549,7 @@ def _element_strides(a: Any) -> tuple[int, ...] | None:
 
 
 def _scalar_value(i: int, p: KernelParam, v: Any) -> int | float:
-    if isinstance(v, np.ndarray) or _is_torch(v):
+    if isinstance(v, np.ndarray) or is_torch(v):
         if v.ndim != 0:
             raise ArgumentError(
                 f"{_describe(i, p)} is a scalar: pass a number or a 0-d array, got "
@@ -765,7 +766,7 @@ def emulator_args(
 
 
 def _cuda_view(i: int, p: KernelParam, a: Any) -> list[Any]:
-    if not _is_torch(a) or a.device.type != "cuda":
+    if not is_torch(a) or a.device.type != "cuda":
         where = "a numpy array" if isinstance(a, np.ndarray) else f"on {a.device}"
         raise ArgumentError(
             f"{_describe(i, p)} is {where}: device='cuda' needs CUDA torch tensors "

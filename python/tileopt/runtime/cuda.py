@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tileopt.errors import DeviceError
-from tileopt.runtime.abi import KernelParam, TensorMapParam, cuda_args
+from tileopt.runtime.abi import KernelParam, TensorMapParam, cuda_args, is_torch
 
 _PINS = "cuda-bindings==13.5.0 cuda-core==1.2.2 cuda-pathfinder==1.9.0"
 
@@ -190,7 +190,7 @@ def launch_key(args: Sequence[Any]) -> tuple[Any, ...] | None:
     for a in args:
         if type(a) in (int, float, bool):
             key.append((type(a), a))
-        elif type(a).__module__.startswith("torch") and hasattr(a, "data_ptr"):
+        elif is_torch(a):
             key.append((a.data_ptr(), a.shape, a.stride(), a.dtype, a.device, a.layout,
                         a.is_conj(), a.is_neg()))
         else:

@@ -404,6 +404,17 @@ def reference_kernels(c: Collector) -> None:
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
 
 
+def matmul_cases(c: Collector, kid: str, tag: str, dtype: str, bm: int, bn: int,
+                 shapes: list[tuple[int, int, int]]) -> None:
+    """Cases ``<tag>-MxKxN`` of a kernels.matmul kernel (``bm x bn`` tiles, f32 result)."""
+    td = TORCH_DTYPES[dtype]
+    for m, kk, n in shapes:
+        a, b = torch.randn(m, kk).to(td), torch.randn(kk, n).to(td)
+        cc = torch.full((m, n), float("nan"))
+        c.case(f"{tag}-{m}x{kk}x{n}", kid, kernels.matmul_grid(a.shape, b.shape, bm, bn),
+               [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+
+
 def wgmma_kernels(c: Collector) -> None:
     """test_wgmma.py: sm_90a matmuls on wgmma (plain and with promises: cp.async)."""
     blocks_list = [({}, "64x64x32"), ({"block_m": 128, "block_n": 32, "block_k": 64}, "128x32x64"),
@@ -411,7 +422,6 @@ def wgmma_kernels(c: Collector) -> None:
                    ({"block_m": 128, "block_n": 64, "block_k": 16, "num_warps": 8},
                     "128x64x16w8")]
     for dtype in ("f16", "bf16"):
-        td = TORCH_DTYPES[dtype]
         for blocks, bname in blocks_list:
             for promises in (False, True):
                 b2 = dict(blocks)
@@ -421,15 +431,10 @@ def wgmma_kernels(c: Collector) -> None:
                 kid = c.kernel(f"wgmma_matmul_{dtype}_{bname}_{tag}",
                                lambda d=dtype, bb=b2: kernels.matmul(d, **bb), "sm_90a",
                                num_warps=nw, **opts)
-                bm, bn = blocks.get("block_m", 64), blocks.get("block_n", 64)
                 shapes = [(96, 160, 80), (64, 64, 64)] if promises else [(70, 100, 90),
                                                                           (33, 17, 129)]
-                for m, kk, n in shapes:
-                    a, b = torch.randn(m, kk).to(td), torch.randn(kk, n).to(td)
-                    cc = torch.full((m, n), float("nan"))
-                    c.case(f"wgmma_{dtype}_{bname}_{tag}-{m}x{kk}x{n}", kid,
-                           kernels.matmul_grid(a.shape, b.shape, bm, bn), [a, b, cc],
-                           {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+                matmul_cases(c, kid, f"wgmma_{dtype}_{bname}_{tag}", dtype,
+                             blocks.get("block_m", 64), blocks.get("block_n", 64), shapes)
     kid = c.kernel("wgmma_matmul_bias_relu_f16",
                    lambda: kernels.matmul("f16", epilogue="bias_relu"), "sm_90a")
     a, b = torch.randn(70, 100).half(), torch.randn(100, 90).half()
@@ -681,22 +686,13 @@ def pipelined_kernels(c: Collector) -> None:
     """test_pipelining.py, test_tma.py, test_mma_types.py, test_mma_reductions.py: multi-stage
     cp.async and TMA matmuls (large tiles in dynamic shared memory), pipelined batched
     matmuls and attention, f16-accumulator and tf32 dots, reductions in mma layouts."""
-    def matmul_cases(kid: str, tag: str, dtype: str, bm: int, bn: int,
-                     shapes: list[tuple[int, int, int]]) -> None:
-        td = TORCH_DTYPES[dtype]
-        for m, kk, n in shapes:
-            a, b = torch.randn(m, kk).to(td), torch.randn(kk, n).to(td)
-            cc = torch.full((m, n), float("nan"))
-            c.case(f"{tag}-{m}x{kk}x{n}", kid, kernels.matmul_grid(a.shape, b.shape, bm, bn),
-                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
-
     odd = [(200, 304, 144), (70, 16, 48), (64, 96, 64), (130, 80, 208)]
     for target in ("sm_80", "sm_90a"):
         for stages in (1, 2, 3, 4):
             kid = c.kernel(f"pipe_matmul_f16_64x64x32_s{stages}",
                            lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32),
                            target, num_warps=4, num_stages=stages, tma=False, **PROMISES)
-            matmul_cases(kid, f"pipe_f16_64x64x32_s{stages}_{target}", "f16", 64, 64, odd)
+            matmul_cases(c, kid, f"pipe_f16_64x64x32_s{stages}_{target}", "f16", 64, 64, odd)
     large = [("sm_80", 128, 128, 4, 3), ("sm_80", 128, 128, 8, 4), ("sm_80", 128, 256, 8, 3),
              ("sm_90a", 128, 128, 4, 4), ("sm_90a", 128, 128, 8, 3), ("sm_90a", 128, 256, 8, 4)]
     for target, bm, bn, warps, stages in large:
@@ -706,19 +702,19 @@ def pipelined_kernels(c: Collector) -> None:
                            lambda bm=bm, bn=bn: kernels.matmul("f16", block_m=bm, block_n=bn,
                                                                block_k=64),
                            target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
-            matmul_cases(kid, f"pipe_f16_{name}_{target}", "f16", bm, bn,
+            matmul_cases(c, kid, f"pipe_f16_{name}_{target}", "f16", bm, bn,
                          [(200, 304, 272), (130, 1008, 144)])
     for dtype in ("f16", "bf16"):
         for stages in (1, 2, 3, 4):
             kid = c.kernel(f"tma_matmul_{dtype}_64x64x32_s{stages}",
                            lambda d=dtype: kernels.matmul(d, block_m=64, block_n=64, block_k=32),
                            "sm_90a", num_warps=4, num_stages=stages, **PROMISES)
-            matmul_cases(kid, f"tma_{dtype}_64x64x32_s{stages}", dtype, 64, 64, odd)
+            matmul_cases(c, kid, f"tma_{dtype}_64x64x32_s{stages}", dtype, 64, 64, odd)
     # TMA needs no size promise: boxes clip at the view's edges.
     kid = c.kernel("tma_matmul_f16_64x64x32_s3_nodiv",
                    lambda: kernels.matmul("f16", block_m=64, block_n=64, block_k=32), "sm_90a",
                    num_warps=4, num_stages=3, aligned=True, int32_indexing=True)
-    matmul_cases(kid, "tma_f16_64x64x32_s3_nodiv", "f16", 64, 64, [(70, 40, 24), (33, 72, 136)])
+    matmul_cases(c, kid, "tma_f16_64x64x32_s3_nodiv", "f16", 64, 64, [(70, 40, 24), (33, 72, 136)])
 
     for target in ("sm_80", "sm_90a"):
         kid = c.kernel("pipe_batched_matmul_f16_s3",
