@@ -111,16 +111,18 @@ int64_t hoistedLhsBytes(DotOp dot, bool wgmma) {
 
 void stageHoistedLhs(ConversionPatternRewriter &rewriter, Location loc,
                      KernelState &ks, DotOp dot, bool wgmma, Value lhs,
-                     int64_t offset) {
+                     const HoistedLhs &hoist) {
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(dot->getParentOp());
   Value slotBase = ks.scratchBase;
-  ks.scratchBase = i32Const(rewriter, loc, offset);
-  barrier(rewriter, loc); // whatever used this shared memory before is done
+  ks.scratchBase = i32Const(rewriter, loc, hoist.offset);
+  if (hoist.barrierBefore) // whatever read this shared memory before is done
+    barrier(rewriter, loc);
   storeDotOperand(rewriter, loc, ks, dot, 0, wgmma, lhs);
   if (wgmma) // wgmma reads shared memory through the async proxy
     emitPtx(rewriter, loc, "fence.proxy.async.shared::cta;");
-  barrier(rewriter, loc);
+  if (hoist.barrierAfter)
+    barrier(rewriter, loc);
   ks.scratchBase = slotBase;
 }
 
@@ -160,18 +162,21 @@ struct DotLowering : TilePattern<DotOp> {
     useScratch(rewriter, loc, ks, state, op,
                slot ? rewriter.getRemappedValue(slot) : Value());
     if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(op.getAcc().getType()))) {
+      // A cp.async pipeline's iterations start with a barrier; TMA's wait
+      // on mbarriers instead.
+      ScratchPlacement place = state.placements.lookup(op);
+      HoistedLhs hoist{place.lhsOffset, !place.lhsUnread,
+                       !slot || state.tmaDots.contains(op)};
       if (usesWgmma(op, state))
         return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                              adaptor.getAcc(), mma, ks, rewriter,
                              vectorType(op.getAcc().getType()),
                              state.asyncOperands.lookup(op), bool(slot),
-                             state.overlappedDots.contains(op),
-                             state.placements.lookup(op).lhsOffset);
+                             state.overlappedDots.contains(op), hoist);
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                          adaptor.getAcc(), mma, ks, rewriter,
                          vectorType(op.getAcc().getType()),
-                         state.asyncOperands.lookup(op), bool(slot),
-                         state.placements.lookup(op).lhsOffset);
+                         state.asyncOperands.lookup(op), bool(slot), hoist);
     }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();

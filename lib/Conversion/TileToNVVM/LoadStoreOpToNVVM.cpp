@@ -244,6 +244,8 @@ public:
       for (int64_t d = 0; d < rank; ++d)
         if ((!loop || loop.isDefinedOutsideOfLoop(tileOffsets[d])) == !pass)
           boundsOrder.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      sharedDims.push_back(sharesBounds(d));
   }
 
   /// The static offsets of the registers (register order).
@@ -255,6 +257,22 @@ public:
   /// replicated layouts, this thread owns it).
   Value inBounds(OpBuilder &b, unsigned r) {
     return cached(b, r, okCache, [&] { return emitInBounds(b, r); });
+  }
+
+  /// inBounds split in two: the dims whose check every register shares
+  /// (null if none), and register `r`'s own (null if none), so that a value
+  /// chosen by the shared part is computed once.
+  Value sharedInBounds(OpBuilder &b) {
+    if (sharedOk)
+      return sharedOk;
+    Value ok = emitDimsInBounds(b, 0, /*shared=*/true);
+    if (b.getInsertionBlock() == home)
+      sharedOk = ok;
+    return ok;
+  }
+  Value ownInBounds(OpBuilder &b, unsigned r) {
+    return cached(b, r, ownOkCache,
+                  [&] { return emitDimsInBounds(b, r, /*shared=*/false); });
   }
 
   /// The global address of register `r`.
@@ -333,20 +351,47 @@ private:
                                  startFlags(d));
   }
 
+  /// Whether every register's bounds check along `d` is the same value.
+  bool sharesBounds(int64_t d) const {
+    auto key = [&](unsigned r) {
+      int64_t group = view.boundsGroups.empty() ? 1 : view.boundsGroups[d];
+      int64_t offset = offsets[r][d];
+      bool sameGroup =
+          wraps[d] ? shape[d] <= group : baseMax[d] + offset % group < group;
+      if (group <= 1 || !sameGroup)
+        return offset;
+      return wraps[d] ? 0 : offset - offset % group;
+    };
+    return llvm::all_of(llvm::seq<unsigned>(0, offsets.size()),
+                        [&](unsigned r) { return key(r) == key(0); });
+  }
+
+  /// Register `r`'s bounds check: the shared dims' (computed once), then its
+  /// own dims' and ownership.
   Value emitInBounds(OpBuilder &b, unsigned r) {
+    Value shared = sharedInBounds(b), own = ownInBounds(b, r);
+    if (shared && own)
+      return arith::AndIOp::create(b, loc, shared, own);
+    if (Value ok = shared ? shared : own)
+      return ok;
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  }
+
+  /// The checks of the dims that every register shares (`shared`), or of
+  /// register `r`'s own dims and ownership; null if none.
+  Value emitDimsInBounds(OpBuilder &b, unsigned r, bool shared) {
     Value ok;
     for (int64_t d : boundsOrder) {
-      if (!view.inBounds.empty() && view.inBounds[d])
+      if ((!view.inBounds.empty() && view.inBounds[d]) ||
+          sharedDims[d] != shared)
         continue;
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                           boundsIndex(b, r, d), view.sizes[d]);
       ok = ok ? arith::AndIOp::create(b, loc, ok, inDim) : inDim;
     }
-    if (!ok)
-      ok = arith::ConstantIntOp::create(b, loc, 1, 1);
-    if (owner)
-      ok = arith::AndIOp::create(b, loc, ok, owner);
+    if (owner && !shared)
+      ok = ok ? arith::AndIOp::create(b, loc, ok, owner) : owner;
     return ok;
   }
 
@@ -413,8 +458,9 @@ private:
   Value owner, basePtr;
   SmallVector<Value> base, starts, first;
   SmallVector<int64_t> baseMax;
-  SmallVector<bool> wraps;
-  llvm::DenseMap<unsigned, Value> okCache, ptrCache;
+  SmallVector<bool> wraps, sharedDims;
+  Value sharedOk;
+  llvm::DenseMap<unsigned, Value> okCache, ownOkCache, ptrCache;
 };
 
 /// A run-time check, uniform over the program, that vector accesses of
@@ -1070,6 +1116,18 @@ struct LoadLowering : TilePattern<LoadOp> {
                     element, ks, /*ownersOnly=*/false,
                     /*chainAddresses=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
+      // The copy's size: 0 (zero fill) out of bounds. The checks that every
+      // run shares choose a size once; each run's own then choose it or 0.
+      Value shared = access.sharedInBounds(rewriter);
+      if (to.enabled)
+        shared = shared
+                     ? arith::AndIOp::create(rewriter, loc, shared, to.enabled)
+                     : to.enabled;
+      Value sharedSize =
+          shared ? arith::SelectOp::create(rewriter, loc, shared,
+                                           i32Const(rewriter, loc, bytes),
+                                           i32Const(rewriter, loc, 0))
+                 : i32Const(rewriter, loc, bytes);
       for (Run run :
            contiguousRuns(access.offsets, tile.getShape(), plan.dim, elems)) {
         if (run.count * bits != bytes * 8)
@@ -1082,17 +1140,11 @@ struct LoadLowering : TilePattern<LoadOp> {
             sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
                       stagedOperandOffset(rewriter, loc, to.dot, to.operand,
                                           usesWgmma(to.dot, state), row, col));
-        RunBounds bounds(rewriter, loc, access, run, /*whole=*/true);
-        Value copied = bounds.full;
-        if (to.enabled)
-          copied =
-              copied ? arith::AndIOp::create(rewriter, loc, copied, to.enabled)
-                     : to.enabled;
-        Value size =
-            copied ? arith::SelectOp::create(rewriter, loc, copied,
-                                             i32Const(rewriter, loc, bytes),
-                                             i32Const(rewriter, loc, 0))
-                   : i32Const(rewriter, loc, bytes);
+        // A run is all in or all out (its start is a multiple of its size).
+        Value size = sharedSize;
+        if (Value own = access.ownInBounds(rewriter, run.first))
+          size = arith::SelectOp::create(rewriter, loc, own, sharedSize,
+                                         i32Const(rewriter, loc, 0));
         // .cg (L2 only) takes 16 bytes alone.
         NVVM::CpAsyncOp::create(rewriter, loc, dst,
                                 access.pointer(rewriter, run.first), bytes,

@@ -156,20 +156,36 @@ struct ScratchPlacement {
   /// mbarriers start (8 bytes each).
   unsigned slots = 0;
   int64_t mbarrierOffset = 0;
-  /// For a dot whose lhs is staged once, before its loop (lhsHoisted): where.
+  /// For a dot whose lhs is staged once, before its loop (lhsHoisted): where,
+  /// and whether no op before the loop reads shared memory (its staging then
+  /// needs no barrier first).
   int64_t lhsOffset = 0;
+  bool lhsUnread = false;
 };
 
 /// How restageThroughShared lays a tile out in shared memory, so that the
 /// accesses of a warp spread over the banks: row-major with the innermost
 /// dimension padded by `pad` elements, or (2-D tiles, `vec` > 0) unpadded
 /// with the groups of `vec` elements of row r XOR-swizzled: group g sits at
-/// g ^ ((r / perPhase) % maxPhase) (Triton's swizzled shared layout).
+/// g ^ ((r / perPhase) % maxPhase) (Triton's swizzled shared layout). Or
+/// (`fragments`) in the order that ldmatrix hands the new layout its words,
+/// `slices` rounds of it, matrix rows XOR-swizzled by `rowSwizzle`
+/// (ConvertLayoutOpToNVVM.cpp).
 struct StagingLayout {
   int64_t pad = 0;
   int64_t vec = 0, perPhase = 1, maxPhase = 1;
+  bool fragments = false;
+  uint64_t rowSwizzle = 0;
+  int64_t slices = 1;
 
   static StagingLayout padded(int64_t pad) { return {pad}; }
+  static StagingLayout fragmentOrder(uint64_t rowSwizzle, int64_t slices) {
+    StagingLayout s;
+    s.fragments = true;
+    s.rowSwizzle = rowSwizzle;
+    s.slices = slices;
+    return s;
+  }
   bool swizzled() const { return vec > 0; }
   /// The elements a tile of `shape` takes.
   int64_t elements(llvm::ArrayRef<int64_t> shape) const;
@@ -369,6 +385,28 @@ std::optional<unsigned>
 findRegister(llvm::ArrayRef<llvm::SmallVector<int64_t>> offsets,
              llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> want);
 
+/// The row-major index in `shape` of the element at `base` + `offset`
+/// (wrapped): a reshape keeps it.
+int64_t wrappedLinear(llvm::ArrayRef<int64_t> base,
+                      llvm::ArrayRef<int64_t> offset,
+                      llvm::ArrayRef<int64_t> shape);
+
+/// For a layout conversion or reshape from `from` to `to`: where every thread
+/// already holds the elements that `to` gives it, and in the same registers
+/// whichever the thread (a reshape that adds or drops unit dimensions, two
+/// spellings of one distribution), the register of `from` behind each
+/// register of `to`. Such an op moves nothing.
+std::optional<llvm::SmallVector<unsigned>>
+registersInPlace(mlir::RankedTensorType from, mlir::RankedTensorType to);
+
+/// `ldmatrix` of `count` 8x8 b16 matrices (.trans: transposed); lane l
+/// supplies the row address of matrix l / 8 (row l % 8). Returns the b32
+/// registers: register m holds row l / 4, word l % 4 of matrix m.
+llvm::SmallVector<mlir::Value> emitLdMatrix(mlir::OpBuilder &b,
+                                            mlir::Location loc,
+                                            mlir::Value rowPtr, unsigned count,
+                                            bool trans);
+
 /// Row-major linear index (i32) of `coord` in `shape`, with the innermost
 /// dimension padded by `pad` elements (against shared-memory bank conflicts).
 mlir::Value linearIndex(mlir::OpBuilder &b, mlir::Location loc,
@@ -566,6 +604,12 @@ inline bool isSingleElement(mlir::RankedTensorType type) {
 /// The shared memory a layout conversion through it aims to stay within.
 constexpr int64_t kRestageSliceBytes = 16 * 1024;
 
+/// The cheapest StagingLayout::fragments for restaging `from` as `to` (a
+/// reshape: any ranks, the same row-major order) in one round, if they can
+/// take one.
+std::optional<StagingLayout> fragmentLayout(mlir::RankedTensorType from,
+                                            mlir::RankedTensorType to);
+
 /// The staging layout of a conversion from `from` to `to` through shared
 /// memory: of the paddings and swizzles, one whose accesses take the fewest
 /// bank wavefronts (counted for every warp). Without `maxBytes`, the fewest
@@ -697,11 +741,19 @@ bool lhsHoisted(tile::DotOp dot);
 /// The bytes a hoisted lhs (lhsHoisted) takes.
 int64_t hoistedLhsBytes(tile::DotOp dot, bool wgmma);
 
-/// Stores a hoisted lhs (registers `lhs`) at `offset`, before the dot's loop,
-/// between barriers (and for wgmma with a proxy fence after).
+/// Where a dot's hoisted lhs (lhsHoisted) goes, and the barriers its staging
+/// needs: before, unless nothing read shared memory earlier; after, unless
+/// the loop starts with one (a cp.async pipeline's).
+struct HoistedLhs {
+  int64_t offset = 0;
+  bool barrierBefore = true, barrierAfter = true;
+};
+
+/// Stores a hoisted lhs (registers `lhs`) before the dot's loop (and for
+/// wgmma with a proxy fence after).
 void stageHoistedLhs(mlir::ConversionPatternRewriter &rewriter,
                      mlir::Location loc, KernelState &ks, tile::DotOp dot,
-                     bool wgmma, mlir::Value lhs, int64_t offset);
+                     bool wgmma, mlir::Value lhs, const HoistedLhs &hoist);
 
 /// tile.dot on Hopper's warpgroup MMA (isWgmmaDot): A (K-major) and B
 /// (MN-major, imm-trans-b) are staged in shared memory in wgmma's swizzled
@@ -717,19 +769,19 @@ mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
                                   unsigned asyncOperands, bool pipelined,
-                                  bool overlapped, int64_t lhsOffset);
+                                  bool overlapped, const HoistedLhs &hoist);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
 /// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
 /// step. The accumulator registers are in the mma layout's order. A hoisted
-/// lhs (lhsHoisted) is at `lhsOffset`.
+/// lhs (lhsHoisted) goes where `hoist` says.
 mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
                                 mlir::Value rhs, mlir::Value accVec,
                                 tile::MmaLayoutAttr mma, KernelState &ks,
                                 mlir::ConversionPatternRewriter &rewriter,
                                 mlir::VectorType accVecType,
                                 unsigned asyncOperands, bool pipelined,
-                                int64_t lhsOffset);
+                                const HoistedLhs &hoist);
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops (ElementwiseOpToNVVM.cpp)

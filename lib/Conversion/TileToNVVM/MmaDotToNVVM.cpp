@@ -47,26 +47,6 @@ int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
 
 namespace {
 
-/// `ldmatrix` of `count` 8x8 b16 matrices; lane l supplies the row address of
-/// matrix l / 8. Returns the b32 registers.
-SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
-                                unsigned count, bool trans) {
-  MLIRContext *ctx = b.getContext();
-  Type result = count == 1 ? Type(b.getI32Type())
-                           : LLVM::LLVMStructType::getLiteral(
-                                 ctx, SmallVector<Type>(count, b.getI32Type()));
-  auto op = NVVM::LdMatrixOp::create(
-      b, loc, result, rowPtr, count,
-      NVVM::MMALayout(trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
-      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
-  if (count == 1)
-    return {op.getResult()};
-  SmallVector<Value> regs;
-  for (unsigned i = 0; i < count; ++i)
-    regs.push_back(LLVM::ExtractValueOp::create(b, loc, op.getResult(), i));
-  return regs;
-}
-
 /// One mma.sync of `shape` (m16n8k16, m16n8k8) on `inType` inputs (f16,
 /// bf16, tf32) in b32 registers `a` and `bFrag`, accumulating into `c`: f32
 /// registers, or f16 pairs in b32 ones (.f16x2).
@@ -111,7 +91,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                           MmaLayoutAttr mma, KernelState &ks,
                           ConversionPatternRewriter &rewriter,
                           VectorType accVecType, unsigned asyncOperands,
-                          bool pipelined, int64_t lhsOffset) {
+                          bool pipelined, const HoistedLhs &hoist) {
   Location loc = op.getLoc();
   RankedTensorType lhsType = op.getLhs().getType();
   RankedTensorType rhsType = op.getRhs().getType();
@@ -125,7 +105,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t chunk = 128 / storageBits(inElement);
   bool hoisted = lhsHoisted(op);
   if (hoisted)
-    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/false, lhs, lhsOffset);
+    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/false, lhs, hoist);
   if (stageDotOperands(rewriter, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(rewriter, loc, ks, op, operand,
@@ -147,7 +127,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // also keep the offset loop-variant in a pipeline, so that the compiler
   // XORs where it loads rather than keeping every address in a register.
   Value scratch = ks.scratchBase ? ks.scratchBase : i32Const(rewriter, loc, 0);
-  Value lhsScratch = hoisted ? i32Const(rewriter, loc, lhsOffset) : scratch;
+  Value lhsScratch = hoisted ? i32Const(rewriter, loc, hoist.offset) : scratch;
   auto laneOffset = [&](unsigned operand, Value row, Value col) -> Value {
     return arith::AddIOp::create(rewriter, loc, operand ? scratch : lhsScratch,
                                  stagedOperandOffset(rewriter, loc, op, operand,

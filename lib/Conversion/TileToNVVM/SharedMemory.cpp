@@ -18,9 +18,13 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return paddedElements(t.getShape(), pad) * storageBits(t.getElementType()) /
            8;
   };
-  if (isa<ConvertLayoutOp, ReshapeOp>(op) &&
-      isSingleElement(cast<RankedTensorType>(op->getOperand(0).getType())))
-    return 0;
+  if (isa<ConvertLayoutOp, ReshapeOp>(op)) {
+    auto from = cast<RankedTensorType>(op->getOperand(0).getType());
+    if (isSingleElement(from) ||
+        registersInPlace(from,
+                         cast<RankedTensorType>(op->getResult(0).getType())))
+      return 0;
+  }
   if (auto convert = dyn_cast<ConvertLayoutOp>(op)) {
     RankedTensorType t = convert.getSource().getType();
     return restageBytes(t, convert.getResult().getType(),
@@ -308,6 +312,21 @@ planSharedMemory(KernelOp kernel,
     ringBytes[loop] = at - start;
     plan.bytes = std::max(plan.bytes, at);
   });
+  // A hoisted lhs that no earlier op read shared memory before: only async
+  // copies (which write rings of their own) came before its loop, and no
+  // loop around it runs the loop again after its dot read.
+  bool readBefore = false;
+  DenseSet<Operation *> entered;
+  for (auto [op, bytes] : users) {
+    for (Operation *p = op->getParentOp(); p != kernel; p = p->getParentOp())
+      if (auto loop = dyn_cast<scf::ForOp>(p);
+          loop && entered.insert(loop).second && !readBefore &&
+          !loop->getParentOfType<LoopLikeOpInterface>())
+        for (DotOp dot : loop.getBody()->getOps<DotOp>())
+          if (lhsHoisted(dot))
+            plan.placements[dot].lhsUnread = true;
+    readBefore |= !state.asyncCopies.contains(op);
+  }
   // Everything else is live only while it runs: after the rings around it.
   for (auto [op, bytes] : users) {
     if (!bytes || ringSlots.contains(op))

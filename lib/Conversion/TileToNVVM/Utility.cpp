@@ -375,6 +375,66 @@ std::optional<unsigned> findRegister(ArrayRef<SmallVector<int64_t>> offsets,
   return std::nullopt;
 }
 
+int64_t wrappedLinear(ArrayRef<int64_t> base, ArrayRef<int64_t> offset,
+                      ArrayRef<int64_t> shape) {
+  int64_t index = 0;
+  for (auto [b, o, size] : llvm::zip(base, offset, shape))
+    index = index * size + (b + o) % size;
+  return index;
+}
+
+std::optional<SmallVector<unsigned>> registersInPlace(RankedTensorType from,
+                                                      RankedTensorType to) {
+  Attribute fromLayout = from.getEncoding(), toLayout = to.getEncoding();
+  if (!isLayout(fromLayout) || !isLayout(toLayout) ||
+      from.getNumElements() != to.getNumElements() ||
+      getNumWarps(fromLayout) != getNumWarps(toLayout))
+    return std::nullopt;
+  SmallVector<SmallVector<int64_t>> fromOffsets =
+      getRegisterOffsets(fromLayout, from.getShape());
+  SmallVector<SmallVector<int64_t>> toOffsets =
+      getRegisterOffsets(toLayout, to.getShape());
+  std::optional<SmallVector<unsigned>> sources;
+  llvm::SmallDenseMap<int64_t, unsigned, 64> held;
+  for (int64_t tid = 0, e = getNumWarps(toLayout) * kWarpSize; tid < e; ++tid) {
+    SmallVector<int64_t> fromBase = threadBase(fromLayout, tid);
+    SmallVector<int64_t> toBase = threadBase(toLayout, tid);
+    held.clear();
+    for (auto [r, offset] : llvm::enumerate(fromOffsets))
+      held.try_emplace(wrappedLinear(fromBase, offset, from.getShape()), r);
+    SmallVector<unsigned> threadSources;
+    for (const SmallVector<int64_t> &offset : toOffsets) {
+      auto it = held.find(wrappedLinear(toBase, offset, to.getShape()));
+      if (it == held.end())
+        return std::nullopt;
+      threadSources.push_back(it->second);
+    }
+    // The code is the same for every thread: so must the registers be.
+    if (sources && *sources != threadSources)
+      return std::nullopt;
+    sources = std::move(threadSources);
+  }
+  return sources;
+}
+
+SmallVector<Value> emitLdMatrix(OpBuilder &b, Location loc, Value rowPtr,
+                                unsigned count, bool trans) {
+  MLIRContext *ctx = b.getContext();
+  Type result = count == 1 ? Type(b.getI32Type())
+                           : LLVM::LLVMStructType::getLiteral(
+                                 ctx, SmallVector<Type>(count, b.getI32Type()));
+  auto op = NVVM::LdMatrixOp::create(
+      b, loc, result, rowPtr, count,
+      NVVM::MMALayout(trans ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+  if (count == 1)
+    return {op.getResult()};
+  SmallVector<Value> regs;
+  for (unsigned i = 0; i < count; ++i)
+    regs.push_back(LLVM::ExtractValueOp::create(b, loc, op.getResult(), i));
+  return regs;
+}
+
 Value linearIndex(OpBuilder &b, Location loc, ArrayRef<Value> coord,
                   ArrayRef<int64_t> shape, int64_t pad) {
   Value index = i32Const(b, loc, 0);

@@ -73,7 +73,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             ConversionPatternRewriter &rewriter,
                             VectorType accVecType, unsigned asyncOperands,
                             bool pipelined, bool overlapped,
-                            int64_t lhsOffset) {
+                            const HoistedLhs &hoist) {
   Location loc = op.getLoc();
   OpBuilder &b = rewriter;
   RankedTensorType lhsType = op.getLhs().getType();
@@ -95,7 +95,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
 
   bool hoisted = lhsHoisted(op);
   if (hoisted)
-    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/true, lhs, lhsOffset);
+    stageHoistedLhs(rewriter, loc, ks, op, /*wgmma=*/true, lhs, hoist);
   if (stageDotOperands(b, loc, ks, op, asyncOperands, pipelined,
                        [&](unsigned operand) {
                          storeDotOperand(b, loc, ks, op, operand,
@@ -118,7 +118,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         LLVM::PtrToIntOp::create(
             b, loc, b.getI32Type(),
             LLVM::AddressOfOp::create(b, loc, ks.sharedMemory)),
-        c32(lhsOffset));
+        c32(hoist.offset));
   // Descriptor: start address >> 4 (14 bits), leading and stride byte
   // offsets >> 4, swizzle mode in bits 62-63.
   auto descriptor = [&](Value byteOffset, int64_t leading, int64_t stride,

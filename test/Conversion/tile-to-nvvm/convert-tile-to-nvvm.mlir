@@ -142,6 +142,59 @@ tile.kernel @padding_within_peak(%x: memref<?x?xf32, strided<[1, ?]>> {tile.divi
 
 // -----
 
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// restageLayout: 16-bit elements from the mma layout to rows of 8 go through
+// ldmatrix (StagingLayout::fragments): each thread stores its 16 words as
+// four 16-byte vectors where ldmatrix hands them to their new owners, and
+// loads its 32 elements with four ldmatrix.x4; no bank conflicts either way
+// (8 KiB, no padding).
+// CHECK-LABEL: gpu.module @tileopt_kernels
+// CHECK: llvm.mlir.global internal @fragments_smem() {{.*}} : !llvm.array<8192 x i8>
+// CHECK: gpu.func @fragments
+// CHECK-COUNT-4: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-COUNT-4: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
+// CHECK-NOT: llvm.{{load|store}} {{.*}}!llvm.ptr<3>
+// CHECK: gpu.return
+tile.kernel @fragments(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: memref<?x?xf16> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %h = arith.truncf %t : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+  %u = tile.convert_layout %h : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #b>
+  tile.store %u, %y[%c0, %c0] : tensor<64x64xf16, #b>, memref<?x?xf16>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#b3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 4, 8], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// registersInPlace: a reshape that only adds a unit dimension to a layout
+// that spreads the elements the same way moves nothing (attention's q); one
+// from the mma layout (attention's output) goes through ldmatrix like a
+// layout conversion.
+// CHECK-LABEL: gpu.func @reshapes
+// CHECK-NOT: llvm.{{load|store}} {{.*}}!llvm.ptr<3>
+// CHECK: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: nvvm.ldmatrix
+tile.kernel @reshapes(%x: memref<?x?x?xf16> {tile.divisibility = 16}, %y: memref<?x?xf16> {tile.divisibility = 16}, %z: memref<?x?xf32> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %q3 = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16> -> tensor<1x64x64xf16, #b3>
+  %q = tile.reshape %q3 : tensor<1x64x64xf16, #b3> -> tensor<64x64xf16, #b>
+  tile.store %q, %y[%c0, %c0] : tensor<64x64xf16, #b>, memref<?x?xf16>
+  %t = tile.load %z[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %h = arith.truncf %t : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+  %o = tile.reshape %h : tensor<64x64xf16, #mma> -> tensor<1x64x64xf16, #b3>
+  tile.store %o, %x[%c0, %c0, %c0] : tensor<1x64x64xf16, #b3>, memref<?x?x?xf16>
+  tile.return
+}
+
+// -----
+
 tile.kernel @no_layout(%x: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   // expected-error @+1 {{'tile.load' op has a tile without a layout ('tensor<16xf32>'); run tile-assign-layouts first}}
@@ -481,15 +534,15 @@ tile.kernel @partial_runs(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divis
 
 // Rows 4 * pid .. 4 * pid + 3 of a view whose row count is a multiple of 16:
 // all in bounds or all out, so each thread's two rows check the tile offset
-// alone (one compare for both). The second row's address is the first's plus
-// two strides.
+// alone, with one compare that both share (Access::sharedInBounds). The
+// second row's address is the first's plus two strides.
 // CHECK-LABEL: gpu.func @row_groups
 // CHECK: arith.muli %{{.*}}, %c4 : index
 // CHECK-NEXT: %[[ROW:.*]] = arith.index_cast %{{.*}} : index to i32
 // CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
 // CHECK: %[[P0:[0-9]+]] = llvm.getelementptr
 // CHECK: ld.global.v4.b32 {{.*}} %[[P0]],
-// CHECK: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
+// CHECK-NOT: arith.cmpi ult, %[[ROW]], %{{.*}} : i32
 // CHECK: %[[STEP:[0-9]+]] = arith.muli %c2_i32{{.*}}, %{{.*}} overflow<nsw> : i32
 // CHECK: %[[P1:[0-9]+]] = llvm.getelementptr %[[P0]][%[[STEP]]]
 // CHECK: ld.global.v4.b32 {{.*}} %[[P1]],
@@ -1548,11 +1601,12 @@ tile.kernel @mma_column_mask(%x: memref<?x?xf32> {tile.divisibility = 16, tile.s
 
 // A dot in a loop whose lhs comes from before the loop stages it once, before
 // the loop, into shared memory the loop keeps (4 KiB, after which B's 4 KiB
-// staging area goes): the iterations store only B. wgmma fences the async
-// proxy after the staging.
+// staging area goes): the iterations store only B. Nothing read shared
+// memory before, so no barrier comes first (HoistedLhs). wgmma fences the
+// async proxy after the staging.
 // CHECK: llvm.mlir.global internal @dot_hoisted_lhs_smem() {{.*}} : !llvm.array<8192 x i8>
 // CHECK-LABEL: gpu.func @dot_hoisted_lhs
-// CHECK: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
 // CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
 // CHECK-NEXT: nvvm.barrier0
 // CHECK: scf.for

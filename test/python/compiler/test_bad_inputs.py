@@ -187,10 +187,11 @@ def test_ptx_num_warps_reads_the_directives() -> None:
 
 def test_a_late_diagnostic_names_the_users_line() -> None:
     """A mistake that only a pass finds (a reshape too large for the chip's shared memory) is
-    reported at the file and line of the builder call that made the op."""
+    reported at the file and line of the builder call that made the op. (The tile is transposed
+    first: a reshape whose layouts spread the elements alike moves nothing and needs none.)"""
     kb = KernelBuilder("t", x=View("f32", 2), y=View("f32", 1))
     with kb as k:
-        x = k.load(k.args.x, [0, 0], [256, 256])
+        x = k.permute(k.load(k.args.x, [0, 0], [256, 256]), [1, 0])
         line = inspect.currentframe().f_lineno + 1  # type: ignore[union-attr]
         k.store(k.reshape(x, [65536]), k.args.y, [0])
     with pytest.raises(CompilationError) as info:

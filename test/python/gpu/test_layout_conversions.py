@@ -16,7 +16,7 @@ import pytest
 import tileopt
 import torch
 
-TORCH = {"f32": torch.float32, "f16": torch.float16, "i8": torch.int8}
+TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "i8": torch.int8}
 
 
 def _split(rng: random.Random, total: int) -> list[int]:
@@ -94,3 +94,72 @@ def test_conversion_moves_every_element(
     y = torch.zeros_like(x)
     kernel.launch((1, 1, 1), x[:, :shape[1]], y[:, :shape[1]], device="emulator")
     assert torch.equal(y[:, :shape[1]], x[:, :shape[1]]), f"{src} -> {dst}"
+
+
+# Conversions of 16-bit tiles into whole 32-bit words per thread can go through ldmatrix
+# (StagingLayout::fragments), in slices past the 16 KiB aim; reshapes that spread the elements
+# alike move nothing. Each must still move every element where it belongs.
+_MMA41 = "#tile.mma<warpsPerCTA = [4, 1]>"
+_ROWS8 = ("#tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], "
+          "order = [1, 0]>")
+_FRAGMENT_CASES = [
+    # attention's output: the mma accumulator to rows of 8, an ldmatrix.x4 per 8 elements
+    (_MMA41, _ROWS8, "f16", (64, 64), 4, 4, 8192),
+    # 32 KiB in two slices of 16 KiB
+    (_MMA41, _ROWS8, "f16", (128, 128), 4, 16, 16384),
+    # bf16 on 8 warps
+    ("#tile.mma<warpsPerCTA = [8, 1]>",
+     "#tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [2, 16], warpsPerCTA = [8, 1], "
+     "order = [1, 0]>", "bf16", (128, 128), 8, 8, 32768),
+    # pairs from a blocked layout; as free of bank conflicts in two slices as in one
+    ("#tile.blocked<sizePerThread = [1, 2], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], "
+     "order = [1, 0]>", _ROWS8, "f16", (64, 64), 4, 4, 4096),
+]
+
+
+@pytest.mark.parametrize("case", _FRAGMENT_CASES, ids=lambda c: f"{c[2]}-{c[3]}-w{c[4]}")
+def test_fragment_restage_moves_every_element(
+        case: tuple[str, str, str, tuple[int, int], int, int, int]) -> None:
+    src, dst, dtype, shape, warps, calls, shared = case
+    kernel = tileopt.compile(_kernel(src, dst, dtype, shape), target="sm_80", num_warps=warps,
+                             start="tilegpu")
+    assert str(kernel.asm["ptx"]).count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == calls
+    assert kernel.metadata.shared_bytes == shared
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randint(-100, 100, shape, generator=gen).to(TORCH[dtype])
+    y = torch.zeros_like(x)
+    kernel.launch((1, 1, 1), x, y, device="emulator")
+    assert torch.equal(y, x)
+
+
+_RESHAPE_KERNEL = """
+#A = {src}
+#B = {dst}
+tile.kernel @reshape(%x: memref<?x?x?xf16, strided<[?, ?, 1]>> {{tile.divisibility = 16}},
+                     %y: memref<?x?xf16, strided<[?, 1]>> {{tile.divisibility = 16}}) {{
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1]>> -> tensor<1x64x64xf16, #A>
+  %u = tile.reshape %t : tensor<1x64x64xf16, #A> -> tensor<64x64xf16, #B>
+  tile.store %u, %y[%c0, %c0] : tensor<64x64xf16, #B>, memref<?x?xf16, strided<[?, 1]>>
+  tile.return
+}}
+"""
+
+
+@pytest.mark.parametrize(("src", "dst", "shared"), [
+    # the same distribution with a unit dimension more: registers stay put
+    ("#tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 4, 8], "
+     "warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>", _ROWS8, 0),
+    # another distribution: through ldmatrix
+    ("#tile.blocked<sizePerThread = [1, 2, 2], threadsPerWarp = [1, 8, 4], "
+     "warpsPerCTA = [1, 1, 4], order = [2, 1, 0]>", _ROWS8, 64 * 64 * 2),
+], ids=["in-place", "fragments"])
+def test_reshape_moves_every_element(src: str, dst: str, shared: int) -> None:
+    kernel = tileopt.compile(_RESHAPE_KERNEL.format(src=src, dst=dst), target="sm_80",
+                             num_warps=4, start="tilegpu")
+    assert kernel.metadata.shared_bytes == shared
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randint(-100, 100, (1, 64, 64), generator=gen).to(torch.float16)
+    y = torch.zeros(64, 64, dtype=torch.float16)
+    kernel.launch((1, 1, 1), x, y, device="emulator")
+    assert torch.equal(y, x[0])
