@@ -39,7 +39,12 @@ def TileRemoveLayoutConversions
     Folds conversions to the same layout and chains of conversions, and
     rematerializes cheap producers (splat, iota, constants, broadcast and
     elementwise ops of those) directly in the layout that their users
-    want, so that no data moves through shared memory for them.
+    want, so that no data moves through shared memory for them. A
+    conversion moves up through single-use broadcasts, expand_dims, loads
+    and elementwise ops, but not past one that narrows its elements (a
+    truncation) unless it then vanishes into a load or a cheap producer:
+    a matmul's f16 epilogue converts the f16 result, not the f32
+    accumulator.
   }];
   let dependentDialects = ["::tileopt::tile::TileDialect"];
 }

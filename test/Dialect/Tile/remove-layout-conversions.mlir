@@ -71,3 +71,35 @@ tile.kernel @needed(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
   tile.store %b, %y[%c0, %c0] : tensor<64x32xf32, #row>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#row = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// A matmul's epilogue: the conversion stays after the truncation to f16,
+// where it moves half the bytes; one past a truncation of a load moves into
+// the load.
+// CHECK-LABEL: tile.kernel @not_past_truncation
+// CHECK: %[[H:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+// CHECK-NEXT: tile.convert_layout %[[H]] : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #[[ROW:.*]]>
+// CHECK: tile.load %{{.*}} -> tensor<64x64xf32, #[[ROW]]>
+// CHECK-NEXT: arith.truncf %{{.*}} : tensor<64x64xf32, #[[ROW]]> to tensor<64x64xf16, #[[ROW]]>
+// CHECK-NOT: tile.convert_layout
+tile.kernel @not_past_truncation(%x: memref<?x?xf32>, %y: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #row>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #row>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %ah = arith.truncf %a : tensor<64x64xf32, #row> to tensor<64x64xf16, #row>
+  %bh = arith.truncf %b : tensor<64x64xf32, #row> to tensor<64x64xf16, #row>
+  %d = tile.dot %ah, %bh, %z : tensor<64x64xf16, #row>, tensor<64x64xf16, #row> -> tensor<64x64xf32, #mma>
+  %h = arith.truncf %d : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+  %o = tile.convert_layout %h : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #row>
+  tile.store %o, %y[%c0, %c0] : tensor<64x64xf16, #row>, memref<?x?xf16>
+  %l = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %lh = arith.truncf %l : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+  %lo = tile.convert_layout %lh : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #row>
+  tile.store %lo, %y[%c0, %c0] : tensor<64x64xf16, #row>, memref<?x?xf16>
+  tile.return
+}

@@ -4,7 +4,8 @@
 // go: cheap producers (splat, iota, constants) are remade in the wanted
 // layout, and a conversion of a single-use broadcast, expand_dims, load or
 // elementwise result moves up to that op's operands, where the data is
-// smaller (a 1-D bias instead of its 2-D broadcast) or free to remake.
+// smaller (a 1-D bias instead of its 2-D broadcast) or free to remake; not
+// past a truncation, unless into a load or a cheap producer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +35,8 @@ Value convertTo(PatternRewriter &rewriter, Location loc, Value value,
   RankedTensorType type = tileType(value);
   if (type.getEncoding() == layout)
     return value;
-  return ConvertLayoutOp::create(rewriter, loc, withLayout(type, layout), value);
+  return ConvertLayoutOp::create(rewriter, loc, withLayout(type, layout),
+                                 value);
 }
 
 /// convert(splat | iota | constant) -> the producer remade in the new layout.
@@ -54,6 +56,23 @@ struct RematerializeCheapProducer : OpRewritePattern<ConvertLayoutOp> {
     return success();
   }
 };
+
+/// Whether `op` (elementwise) is a cast to narrower elements whose operand
+/// a conversion would not vanish into: converting before a truncation moves
+/// more bytes (the f32 accumulator before the f16 result). Comparisons are
+/// not casts: their conversions go up to the iotas and splats they compare.
+bool narrowsCostly(Operation *op) {
+  if (op->getNumOperands() != 1)
+    return false;
+  auto bits = [](Value v) -> unsigned {
+    Type element = tileType(v).getElementType();
+    return element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 0;
+  };
+  Value operand = op->getOperand(0);
+  return bits(operand) > bits(op->getResult(0)) &&
+         !isa_and_present<LoadOp, SplatOp, IotaOp, arith::ConstantOp>(
+             operand.getDefiningOp());
+}
 
 /// Moves a conversion of a single-use op's result to its operands.
 struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
@@ -82,8 +101,8 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
       Value input = convertTo(
           rewriter, loc, expand.getSource(),
           SliceLayoutAttr::get(getContext(), expand.getAxis(), layout));
-      Value result = ExpandDimsOp::create(rewriter, loc, op.getResult().getType(),
-                                          input, expand.getAxis());
+      Value result = ExpandDimsOp::create(
+          rewriter, loc, op.getResult().getType(), input, expand.getAxis());
       rewriter.replaceOp(op, result);
       rewriter.eraseOp(expand);
       return success();
@@ -99,9 +118,10 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
     }
     if (producer->hasTrait<OpTrait::Elementwise>() &&
         producer->getNumRegions() == 0 &&
-        llvm::all_of(producer->getOperands(), [](Value v) {
-          return isa<RankedTensorType>(v.getType());
-        })) {
+        llvm::all_of(
+            producer->getOperands(),
+            [](Value v) { return isa<RankedTensorType>(v.getType()); }) &&
+        !narrowsCostly(producer)) {
       SmallVector<Value> operands;
       for (Value operand : producer->getOperands())
         operands.push_back(convertTo(rewriter, loc, operand, layout));
