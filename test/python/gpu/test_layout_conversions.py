@@ -138,7 +138,8 @@ _RESHAPE_KERNEL = """
 tile.kernel @reshape(%x: memref<?x?x?xf16, strided<[?, ?, 1]>> {{tile.divisibility = 16}},
                      %y: memref<?x?xf16, strided<[?, 1]>> {{tile.divisibility = 16}}) {{
   %c0 = arith.constant 0 : index
-  %t = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1]>> -> tensor<1x64x64xf16, #A>
+  %t = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16, strided<[?, ?, 1]>>
+         -> tensor<1x64x64xf16, #A>
   %u = tile.reshape %t : tensor<1x64x64xf16, #A> -> tensor<64x64xf16, #B>
   tile.store %u, %y[%c0, %c0] : tensor<64x64xf16, #B>, memref<?x?xf16, strided<[?, 1]>>
   tile.return
