@@ -337,33 +337,41 @@ private:
   /// offset rounded down to g), which the thread's other registers of that
   /// group and every other thread share.
   Value boundsIndex(OpBuilder &b, unsigned r, int64_t d) {
+    std::optional<int64_t> groupStart = boundsGroupStart(r, d);
+    if (!groupStart)
+      return index(b, r, d);
+    if (!*groupStart)
+      return starts[d];
+    return arith::AddIOp::create(b, loc, starts[d],
+                                 intConst(b, loc, view.indexType, *groupStart),
+                                 startFlags(d));
+  }
+
+  /// boundsIndex's group start of register `r` along `d` (offset from the
+  /// tile offset), if it checks one; none if it checks its own index.
+  std::optional<int64_t> boundsGroupStart(unsigned r, int64_t d) const {
     int64_t group = view.boundsGroups.empty() ? 1 : view.boundsGroups[d];
     int64_t offset = offsets[r][d];
     bool sameGroup =
         wraps[d] ? shape[d] <= group : baseMax[d] + offset % group < group;
     if (group <= 1 || !sameGroup)
-      return index(b, r, d);
-    int64_t groupStart = wraps[d] ? 0 : offset - offset % group;
-    if (!groupStart)
-      return starts[d];
-    return arith::AddIOp::create(b, loc, starts[d],
-                                 intConst(b, loc, view.indexType, groupStart),
-                                 startFlags(d));
+      return std::nullopt;
+    return wraps[d] ? 0 : offset - offset % group;
   }
 
-  /// Whether every register's bounds check along `d` is the same value.
+  /// Whether every register's bounds check along `d` is the same value: the
+  /// same group start, or the same own index.
   bool sharesBounds(int64_t d) const {
     auto key = [&](unsigned r) {
-      int64_t group = view.boundsGroups.empty() ? 1 : view.boundsGroups[d];
-      int64_t offset = offsets[r][d];
-      bool sameGroup =
-          wraps[d] ? shape[d] <= group : baseMax[d] + offset % group < group;
-      if (group <= 1 || !sameGroup)
-        return offset;
-      return wraps[d] ? 0 : offset - offset % group;
+      return std::make_pair(boundsGroupStart(r, d), offsets[r][d]);
     };
+    auto first = key(0);
     return llvm::all_of(llvm::seq<unsigned>(0, offsets.size()),
-                        [&](unsigned r) { return key(r) == key(0); });
+                        [&](unsigned r) {
+                          auto k = key(r);
+                          return k.first == first.first &&
+                                 (k.first || k.second == first.second);
+                        });
   }
 
   /// Register `r`'s bounds check: the shared dims' (computed once), then its
