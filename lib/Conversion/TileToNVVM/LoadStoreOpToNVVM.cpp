@@ -259,6 +259,34 @@ public:
     return cached(b, r, okCache, [&] { return emitInBounds(b, r); });
   }
 
+  /// Narrows the checks that registers share to those of `regs`, the only
+  /// registers whose checks the vector path asks for (each run's first, and
+  /// its last where the run may straddle the view's end): a dim is checked
+  /// once where their indices agree, even if the registers inside a run
+  /// differ there. Any other register (a straddling run's scalar tail) then
+  /// checks every dim itself. Call before the first check.
+  void checkOnly(ArrayRef<unsigned> regs) {
+    assert(okCache.empty() && ownOkCache.empty() && !sharedOk &&
+           "checkOnly after a bounds check was emitted");
+    checked.assign(offsets.size(), false);
+    for (unsigned r : regs)
+      checked[r] = true;
+    for (int64_t d = 0; d < view.rank(); ++d)
+      sharedDims[d] = sharesBounds(d);
+  }
+
+  /// checkOnly's registers for `runs`: their first, and their last unless
+  /// each run is all in or all out (`whole`).
+  static SmallVector<unsigned> runEnds(ArrayRef<Run> runs, bool whole) {
+    SmallVector<unsigned> regs;
+    for (Run run : runs) {
+      regs.push_back(run.first);
+      if (!whole && run.count > 1)
+        regs.push_back(run.first + run.count - 1);
+    }
+    return regs;
+  }
+
   /// inBounds split in two: the dims whose check every register shares
   /// (null if none), and register `r`'s own (null if none), so that a value
   /// chosen by the shared part is computed once.
@@ -359,24 +387,37 @@ private:
     return wraps[d] ? 0 : offset - offset % group;
   }
 
-  /// Whether every register's bounds check along `d` is the same value: the
-  /// same group start, or the same own index.
+  /// Whether register `r`'s check is asked for with the shared part (all
+  /// registers, unless checkOnly narrowed them).
+  bool isChecked(unsigned r) const { return checked.empty() || checked[r]; }
+
+  /// Whether every checked register's bounds check along `d` is the same
+  /// value: the same group start, or the same own index.
   bool sharesBounds(int64_t d) const {
     auto key = [&](unsigned r) {
       return std::make_pair(boundsGroupStart(r, d), offsets[r][d]);
     };
-    auto first = key(0);
-    return llvm::all_of(llvm::seq<unsigned>(0, offsets.size()),
-                        [&](unsigned r) {
-                          auto k = key(r);
-                          return k.first == first.first &&
-                                 (k.first || k.second == first.second);
-                        });
+    std::optional<std::pair<std::optional<int64_t>, int64_t>> first;
+    for (unsigned r = 0; r < offsets.size(); ++r) {
+      if (!isChecked(r))
+        continue;
+      auto k = key(r);
+      if (!first)
+        first = k;
+      else if (k.first != first->first ||
+               (!k.first && k.second != first->second))
+        return false;
+    }
+    return true;
   }
 
   /// Register `r`'s bounds check: the shared dims' (computed once), then its
-  /// own dims' and ownership.
+  /// own dims' and ownership; every dim's where `r` is not a checked one.
   Value emitInBounds(OpBuilder &b, unsigned r) {
+    if (!isChecked(r)) {
+      Value ok = emitDimsInBounds(b, r, /*shared=*/false, /*allDims=*/true);
+      return ok ? ok : arith::ConstantIntOp::create(b, loc, 1, 1);
+    }
     Value shared = sharedInBounds(b), own = ownInBounds(b, r);
     if (shared && own)
       return arith::AndIOp::create(b, loc, shared, own);
@@ -386,12 +427,14 @@ private:
   }
 
   /// The checks of the dims that every register shares (`shared`), or of
-  /// register `r`'s own dims and ownership; null if none.
-  Value emitDimsInBounds(OpBuilder &b, unsigned r, bool shared) {
+  /// register `r`'s own dims (every dim with `allDims`) and ownership; null
+  /// if none.
+  Value emitDimsInBounds(OpBuilder &b, unsigned r, bool shared,
+                         bool allDims = false) {
     Value ok;
     for (int64_t d : boundsOrder) {
       if ((!view.inBounds.empty() && view.inBounds[d]) ||
-          sharedDims[d] != shared)
+          (!allDims && sharedDims[d] != shared))
         continue;
       // Unsigned compare: negative indices are out of bounds too.
       Value inDim = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
@@ -467,6 +510,8 @@ private:
   SmallVector<Value> base, starts, first;
   SmallVector<int64_t> baseMax;
   SmallVector<bool> wraps, sharedDims;
+  /// checkOnly's registers (empty: all).
+  SmallVector<bool> checked;
   Value sharedOk;
   llvm::DenseMap<unsigned, Value> okCache, ownOkCache, ptrCache;
 };
@@ -1124,6 +1169,9 @@ struct LoadLowering : TilePattern<LoadOp> {
                     element, ks, /*ownersOnly=*/false,
                     /*chainAddresses=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
+      SmallVector<Run> runs =
+          contiguousRuns(access.offsets, tile.getShape(), plan.dim, elems);
+      access.checkOnly(Access::runEnds(runs, /*whole=*/true));
       // The copy's size: 0 (zero fill) out of bounds. The checks that every
       // run shares choose a size once; each run's own then choose it or 0.
       Value shared = access.sharedInBounds(rewriter);
@@ -1136,8 +1184,7 @@ struct LoadLowering : TilePattern<LoadOp> {
                                            i32Const(rewriter, loc, bytes),
                                            i32Const(rewriter, loc, 0))
                  : i32Const(rewriter, loc, bytes);
-      for (Run run :
-           contiguousRuns(access.offsets, tile.getShape(), plan.dim, elems)) {
+      for (Run run : runs) {
         if (run.count * bits != bytes * 8)
           return op.emitOpError("internal error: cp.async run is not ")
                  << bytes << " bytes";
@@ -1180,8 +1227,10 @@ struct LoadLowering : TilePattern<LoadOp> {
                     vectorView(b, loc, view, plan, vecElems), offsets, element,
                     ks, /*ownersOnly=*/false, chain);
       SmallVector<Value> values(access.offsets.size());
-      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
-                                    vecElems)) {
+      SmallVector<Run> runs = contiguousRuns(access.offsets, tile.getShape(),
+                                             plan.dim, vecElems);
+      access.checkOnly(Access::runEnds(runs, facts.wholeRuns));
+      for (Run run : runs) {
         RunWords words(run, bits);
         Value pad =
             packWord(b, loc, SmallVector<Value>(words.elemsPerWord, padding),
@@ -1317,8 +1366,10 @@ struct StoreLowering : TilePattern<StoreOp> {
                     vectorView(b, loc, view, plan, vecElems), offsets, element,
                     ks, /*ownersOnly=*/true, /*chainAddresses=*/false);
       WriteOnce once(access.offsets, tile.getShape());
-      for (Run run : contiguousRuns(access.offsets, tile.getShape(), plan.dim,
-                                    vecElems)) {
+      SmallVector<Run> runs = contiguousRuns(access.offsets, tile.getShape(),
+                                             plan.dim, vecElems);
+      access.checkOnly(Access::runEnds(runs, facts.wholeRuns));
+      for (Run run : runs) {
         if (!once.claim(run))
           continue;
         RunWords words(run, bits);

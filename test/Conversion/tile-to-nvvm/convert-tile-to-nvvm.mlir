@@ -581,6 +581,35 @@ tile.kernel @row_groups_unknown_size(%x: memref<?x?xf32, strided<[?, 1], offset:
 
 // -----
 
+#rows3 = #tile.blocked<sizePerThread = [1, 1, 4], threadsPerWarp = [1, 2, 16], warpsPerCTA = [1, 2, 1], order = [2, 1, 0]>
+
+// Only each vector run's first register is checked (its run is all in or
+// all out): the batch and the column agree on those registers, though not
+// inside a run, so they are compared once and each row adds its own compare.
+// CHECK-LABEL: gpu.func @batch_and_columns_once
+// CHECK: %[[B:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[C:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: %[[SHARED:.*]] = arith.andi %[[B]], %[[C]] : i1
+// CHECK-NEXT: %[[R0:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: arith.andi %[[SHARED]], %[[R0]] : i1
+// CHECK: ld.global.v4.b32
+// CHECK-NOT: arith.cmpi
+// CHECK: %[[R1:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT: arith.andi %[[SHARED]], %[[R1]] : i1
+// CHECK: ld.global.v4.b32
+tile.kernel @batch_and_columns_once(%x: memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>> {tile.divisibility = 16, tile.index_bitwidth = 32, tile.size_divisibility = array<i64: 1, 1, 16>}) attributes {tile.num_warps = 2 : i32} {
+  %pid = tile.program_id {dim = 0}
+  %batch = tile.program_id {dim = 1}
+  %c8 = arith.constant 8 : index
+  %c0 = arith.constant 0 : index
+  %off = arith.muli %pid, %c8 : index
+  %a = tile.load %x[%batch, %off, %c0] : memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>> -> tensor<1x8x64xf32, #rows3>
+  tile.store %a, %x[%batch, %off, %c0] : tensor<1x8x64xf32, #rows3>, memref<?x?x?xf32, strided<[?, ?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // An f32 division that may be approximate (fastmath<afn>) is PTX's
