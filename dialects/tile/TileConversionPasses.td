@@ -86,9 +86,15 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     (f32 accumulation; `input_precision = tf32` on f32 inputs with
     `allow-tf32`) and apply their epilogue to the accumulator tile.
     Block sizes follow Inductor's heuristics: up to 1024 elements for an
-    elementwise kernel, whole rows and up to 2048 elements for reductions,
-    16..64 x 16..64 output tiles (k by 16..32) for contractions; the kernel's
-    `tile.num_warps` gives about 8 elements a thread. `tile.fused` lists
+    elementwise kernel, whole rows and up to 2048 elements for reductions
+    (`tile.num_warps` gives about 8 elements a thread). Contractions on
+    tensor cores (f16/bf16 operands, or f32 with `allow-tf32`) take
+    Triton's large-GEMM tile, 128 x 128 output blocks on 8 warps with k by
+    64 (32 for f32), and halve the larger block, down to 64 x 64 on 4
+    warps, while the launch would have fewer than 128 programs (about one
+    wave of an A100's or H100's SMs); exact f32 contractions take 64 x 64
+    x 32 on 4 warps. No block exceeds its dimension's next power of two
+    (nor goes below 16). `tile.fused` lists
     what each kernel computes. The sizes a kernel's grid, loops and masks
     depend on are `index` arguments of the kernel (the launch passes them),
     not constants in it: a kernel is the same for every size with the same

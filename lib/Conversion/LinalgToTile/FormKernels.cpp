@@ -89,10 +89,12 @@ bool followsContraction(Value v) {
       return true;
     if (*kind != GenericKind::Elementwise)
       return false;
-    auto next = llvm::find_if(producer.getDpsInputs(), [](Value in) {
+    // getDpsInputs() returns a vector by value: keep it while iterating.
+    SmallVector<Value> inputs = producer.getDpsInputs();
+    auto next = llvm::find_if(inputs, [](Value in) {
       return isa_and_nonnull<GenericOp>(in.getDefiningOp());
     });
-    if (next == producer.getDpsInputs().end())
+    if (next == inputs.end())
       return false;
     v = *next;
   }

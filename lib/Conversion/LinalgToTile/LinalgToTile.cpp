@@ -1533,11 +1533,65 @@ struct Access {
   int64_t bytes;
 };
 
+/// Programs that fill a GPU's SMs about once (an A100 has 108, an H100 132):
+/// a contraction's blocks shrink until its launch has this many.
+constexpr int64_t kFillPrograms = 128;
+
+/// A contraction's block sizes and warps. On tensor cores (16-bit operands,
+/// or f32 ones rounded to tf32) Triton's large-GEMM tile: 128 x 128 output
+/// blocks on 8 warps, k in steps of 64 (32 for 4-byte operands), the larger
+/// output block halved while the launch would not fill the GPU (down to
+/// 64 x 64 on 4 warps). Exact f32 runs on CUDA cores: 64 x 64 x 32. Each
+/// block is at most the next power of two of its dimension, at least 16.
+void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
+                             const llvm::SmallBitVector &reduced,
+                             GenericOp contraction, bool allowTf32) {
+  ContractionDimensions dims = *inferContractionDims(contraction);
+  auto opSpace = getSpace(contraction);
+  auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
+    return std::min(std::max<int64_t>(nextPowerOf2(n), lo), hi);
+  };
+  int64_t sm = opSpace[dims.m[0]], sn = opSpace[dims.n[0]],
+          sk = opSpace[dims.k[0]];
+  SmallVector<Value> inputs = contraction.getDpsInputs();
+  Type a = getElementTypeOrSelf(inputs[0].getType());
+  Type b = getElementTypeOrSelf(inputs[1].getType());
+  bool halves = a == b && (a.isF16() || a.isBF16());
+  bool tf32 = allowTf32 && a.isF32() && b.isF32();
+  if (!halves && !tf32) {
+    t.block[sm] = clampPow2(space[sm], 16, 64);
+    t.block[sn] = clampPow2(space[sn], 16, 64);
+    t.block[sk] = clampPow2(space[sk], 16, 32);
+    t.numWarps = 4;
+    return;
+  }
+  int64_t bm = 128, bn = 128;
+  auto programs = [&] {
+    int64_t n = 1;
+    for (unsigned s = 0; s < space.size(); ++s)
+      if (!reduced.test(s))
+        n *= llvm::divideCeil(space[s], s == unsigned(sm)   ? bm
+                                        : s == unsigned(sn) ? bn
+                                                            : 1);
+    return n;
+  };
+  while (programs() < kFillPrograms && std::max(bm, bn) > 64) {
+    if (bm >= bn)
+      bm /= 2;
+    else
+      bn /= 2;
+  }
+  t.block[sm] = clampPow2(space[sm], 16, bm);
+  t.block[sn] = clampPow2(space[sn], 16, bn);
+  t.block[sk] = clampPow2(space[sk], 16, halves ? 64 : 32);
+  t.numWarps = t.block[sm] * t.block[sn] >= 128 * 128 ? 8 : 4;
+}
+
 /// Block sizes and warps (Inductor's heuristics, simplified): a program
 /// covers up to 1024 elements of an elementwise kernel, whole rows of a
 /// reduction up to kPersistentRowElements (several rows while they are
-/// short; longer ones in chunks of kRowChunkElements), and a 16..64 x 16..64
-/// tile of a contraction's output (k in steps of 16..32).
+/// short; longer ones in chunks of kRowChunkElements), and a block of a
+/// contraction's output (chooseContractionTiling).
 ///
 /// Every program reads the operands broadcast along its blocks (a norm's
 /// weight, a bias) again. Where those re-reads are more than 1/16 of what a
@@ -1545,22 +1599,12 @@ struct Access {
 /// multi-row norm kernels keep their weights in registers.
 Tiling chooseTiling(ArrayRef<int64_t> space,
                     const llvm::SmallBitVector &reduced, GenericOp contraction,
-                    ArrayRef<Access> accesses) {
+                    ArrayRef<Access> accesses, bool allowTf32) {
   Tiling t;
   t.block.assign(space.size(), 1);
   t.chunked.resize(space.size());
   if (contraction) {
-    ContractionDimensions dims = *inferContractionDims(contraction);
-    auto opSpace = getSpace(contraction);
-    auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
-      return std::min(std::max(nextPowerOf2(n), lo), hi);
-    };
-    int64_t sm = opSpace[dims.m[0]], sn = opSpace[dims.n[0]],
-            sk = opSpace[dims.k[0]];
-    t.block[sm] = clampPow2(space[sm], 16, 64);
-    t.block[sn] = clampPow2(space[sn], 16, 64);
-    t.block[sk] = clampPow2(space[sk], 16, 32);
-    t.numWarps = 4;
+    chooseContractionTiling(t, space, reduced, contraction, allowTf32);
   } else {
     int64_t whole = 1;
     for (int s : reduced.set_bits())
@@ -1814,7 +1858,7 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   Tiling tiling =
       attention
           ? chooseAttentionTiling(space, findRole(members, kScores), attention)
-          : chooseTiling(space, reduced, contraction, accesses);
+          : chooseTiling(space, reduced, contraction, accesses, allowTf32);
 
   // The kernel.
   std::string name = "k" + std::to_string(id) + "_" +

@@ -122,6 +122,42 @@ func.func @linear(%x: tensor<100x64xf32>, %w: tensor<80x64xf32>, %b: tensor<80xf
 
 // -----
 
+// f16 operands run on tensor cores with Triton's large-GEMM tile, 128 x 128 x 64
+// on 8 warps, where the launch still fills the GPU (128 programs here)...
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_warps = 8
+// CHECK: tile.load {{.*}} -> tensor<128x64xf16>
+// CHECK: tile.load {{.*}} -> tensor<64x128xf16>
+// CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
+// CHECK-LABEL: func.func @large_f16_matmul
+// CHECK: tile.launch @k0_matmul grid(%c128, %c1, %c1)
+func.func @large_f16_matmul(%x: tensor<2048x1024xf16>, %w: tensor<1024x1024xf16>) -> tensor<2048x1024xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2048x1024xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<2048x1024xf16>, tensor<1024x1024xf16>) outs(%f : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
+  return %mm : tensor<2048x1024xf32>
+}
+
+// -----
+
+// ... and a smaller launch halves the larger block until it has 128 programs
+// (64 x 128 on 4 warps: 192 programs), down to 64 x 64.
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_warps = 4
+// CHECK: tile.dot {{.*}} : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf32>
+// CHECK-LABEL: func.func @tall_f16_matmul
+// CHECK: tile.launch @k0_matmul grid(%c192, %c1, %c1)
+func.func @tall_f16_matmul(%x: tensor<2048x768xf16>, %w: tensor<768x768xf16>) -> tensor<2048x768xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2048x768xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x768xf32>) -> tensor<2048x768xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<2048x768xf16>, tensor<768x768xf16>) outs(%f : tensor<2048x768xf32>) -> tensor<2048x768xf32>
+  return %mm : tensor<2048x768xf32>
+}
+
+// -----
+
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #sw = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
 

@@ -171,6 +171,22 @@ def test_mlp() -> None:
     assert len(graph.kernels) <= 3
 
 
+@pytest.mark.parametrize(("dtype", "rows", "cols", "block", "warps"), [
+    (torch.float16, 2048, 1024, "128x128", 8),  # 16 x 8 programs fill the GPU
+    (torch.bfloat16, 2048, 768, "64x128", 4),  # 128 x 128 blocks: 96 programs, too few
+])
+def test_half_matmuls_take_large_tiles(
+    dtype: Any, rows: int, cols: int, block: str, warps: int
+) -> None:
+    """A half-precision linear layer runs on tensor cores with Triton's large-GEMM tile where
+    the launch still has about a GPU's worth of programs, and matches eager PyTorch."""
+    layer = nn.Sequential(nn.Linear(16, cols), nn.GELU()).to(dtype)
+    graph = check(layer, lambda: (randn(rows, 16, dtype=dtype),), max_kernels=1)
+    tile = graph.stages["tile"]
+    m, n = block.split("x")
+    assert f"-> tensor<{m}x{n}xf32>" in tile and f"tile.num_warps = {warps}" in tile, tile
+
+
 @pytest.mark.parametrize(("dtype", "mma"), [(torch.float16, "f16"), (torch.bfloat16, "bf16")],
                          ids=["f16", "bf16"])
 def test_half_linear_runs_on_half_tensor_cores(dtype: Any, mma: str) -> None:
