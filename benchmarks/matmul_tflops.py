@@ -167,6 +167,10 @@ CONFIGS = [
     Config(64, 64, 64, 4, 6),
     Config(64, 64, 64, 4, 8),
     Config(64, 128, 64, 4, 5),
+    # Kernel formation's picks for models' matmuls that do not fill the GPU with 128 x 128
+    # (128x128x64 on 8 warps, 3 stages, is above).
+    Config(64, 128, 64, 4, 3),
+    Config(64, 64, 64, 4, 3),
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]
