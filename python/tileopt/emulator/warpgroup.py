@@ -6,8 +6,9 @@ fence, commit and wait instructions have nothing left to order: they are accepte
 (class ``sync``). A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
 % 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator. Those rows need only the warp's
 own registers and shared memory (the matrix descriptors), so each warp computes its slice
-on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of f16/bf16/tf32
-values exact and one rounding of the sum to the accumulator type, as ``mma.sync`` does. tf32
+on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of
+f16/bf16/tf32/fp8 values exact and one rounding of the sum to the accumulator type, as
+``mma.sync`` does (integer sums are exact). tf32
 inputs are 32-bit words (registers or shared memory) whose low 13 mantissa bits are ignored
 (truncated, as for ``mma.sync`` .tf32).
 
@@ -25,7 +26,14 @@ Supported (N = 8..256, step 8; A from a descriptor or from registers, B from a d
   instruction takes no imm-trans operands; a kernel that passes them is refused); A in
   registers is four .b32 registers per thread, laid out as for ``mma.sync.m16n8k8`` .tf32.
 
-Other shapes and types (fp8, integer, b1) and the sparse ``.sp`` form are refused at load time.
+* ``.m64nNk32`` with 8-bit inputs: ``.s8``/``.u8`` (``.s32`` accumulators, wrapping modulo
+  2^32 or clamped with ``.satfinite``; no imm-scale operands) or fp8 ``.e4m3``/``.e5m2``
+  (``.f32`` or ``.f16`` accumulators); K-major operands only, as the PTX ISA requires for
+  8-bit types; A in registers is four .b32 registers of four bytes each, laid out as for
+  ``mma.sync.m16n8k32``.
+
+Other shapes and types (b1, an integer with an fp8 operand) and the sparse ``.sp`` form are
+refused at load time.
 """
 
 from __future__ import annotations
@@ -41,7 +49,16 @@ from tileopt.emulator.memops import read_elems, resolve
 from tileopt.emulator.memory import thread_ids
 from tileopt.emulator.ops import check_mods, handler, split
 from tileopt.emulator.parser import Imm, Reg, Vec
-from tileopt.emulator.warpops import _frag_reader, _frag_tables, _full, _lane, _regs_of
+from tileopt.emulator.warpops import (
+    EIGHT_BIT,
+    _frag_reader,
+    _frag_tables,
+    _full,
+    _lane,
+    _regs_of,
+    decode8,
+    int32_result,
+)
 
 _SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
 
@@ -168,8 +185,10 @@ def _imm(cx, op, allowed: tuple[int, ...], what: str) -> int:
 
 
 def _decode(raw: np.ndarray, t: str) -> np.ndarray:
-    """Element bit patterns from shared memory -> float64: 16-bit f16/bf16, or 32-bit words
-    read as tf32 (the low 13 mantissa bits ignored)."""
+    """Element bit patterns from shared memory -> float64: 16-bit f16/bf16, 32-bit words
+    read as tf32 (the low 13 mantissa bits ignored), or 8-bit integers and fp8."""
+    if t in EIGHT_BIT:
+        return decode8(raw, t)
     if t == "f16":
         return raw.view(np.float16).astype(np.float64)
     if t == "tf32":
@@ -178,17 +197,19 @@ def _decode(raw: np.ndarray, t: str) -> np.ndarray:
 
 
 def _check_types(cx, shape: str, types: list[str], k: int) -> None:
-    """Refuse the input types and K that are not emulated (fp8, integer, b1, mixed)."""
-    at = types[1] if len(types) == 3 else ""
-    ok = (
-        len(types) == 3
-        and types[2] == at
-        and ((at in ("f16", "bf16") and k == 16) or (at == "tf32" and k == 8))
+    """Refuse the input types and K that are not emulated (b1, mixed widths)."""
+    at, bt = types[1:] if len(types) == 3 else ("", "")
+    family = ("s8", "u8") if at in ("s8", "u8") else ("e4m3", "e5m2")
+    ok = len(types) == 3 and (
+        (at == bt and at in ("f16", "bf16") and k == 16)
+        or (at == bt == "tf32" and k == 8)
+        or (at in EIGHT_BIT and bt in family and k == 32)
     )
     if not ok:
         raise cx.unsupported(
             f"wgmma.mma_async .{shape}.{'.'.join(types)}: only .m64nNk16 with .f16/.bf16 A and "
-            "B, or .m64nNk8 with .tf32 A and B, is emulated (not fp8, integer or b1)"
+            "B, or .m64nNk8 with .tf32 A and B, or .m64nNk32 with 8-bit integers (.s8/.u8) or "
+            "fp8 (.e4m3/.e5m2) A and B is emulated (not b1)"
         )
 
 
@@ -219,28 +240,40 @@ def _mma_async(cx, ins, types, mods):
         raise cx.unsupported("wgmma.mma_async needs one .m64nNkK shape")
     M, N, K = map(int, _SHAPE.fullmatch(shapes[0]).groups())
     _check_types(cx, shapes[0], types, K)
-    check_mods(cx, mods, {"mma_async", "sync", "aligned"} | set(shapes))
+    dt_, at, bt = types
+    integer = at in ("s8", "u8")
+    allowed = {"mma_async", "sync", "aligned", *shapes} | ({"satfinite"} if integer else set())
+    check_mods(cx, mods, allowed)
     if "sync" not in mods or "aligned" not in mods:
         raise cx.unsupported()
-    dt_, at, _ = types
     if M != 64 or N % 8 or not 8 <= N <= 256:
         raise cx.error(f"invalid wgmma shape .{shapes[0]}")
-    if dt_ not in ("f32", "f16") or (dt_ == "f16" and at != "f16"):
+    accs = ("s32",) if integer else ("f32", "f16") if at in ("f16", "e4m3", "e5m2") else ("f32",)
+    if dt_ not in accs:
         raise cx.unsupported(f"wgmma.mma_async accumulator .{dt_} with .{at} inputs")
     tf32 = at == "tf32"
-    esize = 4 if tf32 else 2  # bytes per element in shared memory
+    esize = 4 if tf32 else 1 if at in EIGHT_BIT else 2  # bytes per element in shared memory
     T = 16 // esize  # elements per 16-byte core-matrix row
     operands = ins.operands
     a_in_regs = isinstance(operands[1], Vec) if len(operands) > 1 else False
     counts = (6, 7) if a_in_regs else (6, 8)
     if tf32:
         _tf32_operand_count(cx, operands, a_in_regs)
+    elif at in EIGHT_BIT:
+        # K-major operands only (no imm-trans); integers take no imm-scale operands either
+        counts = (4,) if integer else (6,)
+        if len(operands) not in counts:
+            raise cx.error(
+                f"wgmma.mma_async .{at} expects {counts[0]} operands (8-bit operands are "
+                "K-major: no imm-trans" + ("; integers take no imm-scale)" if integer else ")")
+            )
     elif len(operands) not in counts:
         raise cx.error(f"wgmma.mma_async expects {' or '.join(map(str, counts))} operands")
     d_op, a_op, b_op, sd_op = operands[:4]
-    scale_a = _imm(cx, operands[4], (1, -1), "imm-scale-a")
-    scale_b = _imm(cx, operands[5], (1, -1), "imm-scale-b")
+    scale_a = _imm(cx, operands[4], (1, -1), "imm-scale-a") if len(operands) > 4 else 1
+    scale_b = _imm(cx, operands[5], (1, -1), "imm-scale-b") if len(operands) > 5 else 1
     trans = [_imm(cx, o, (0, 1), "imm-trans") for o in operands[6:]]
+    satfinite = "satfinite" in mods
     if a_in_regs:
         trans_a, trans_b = 0, (trans[0] if trans else 0)
     else:
@@ -260,11 +293,11 @@ def _mma_async(cx, ins, types, mods):
     else:
         ra_desc = cx.reader(a_op, "b64")
     dregs = _regs_of(d_op)
-    nd = N // 2 if dt_ == "f32" else N // 4
+    nd = N // 4 if dt_ == "f16" else N // 2  # f16 accumulators pack two a register
     if len(dregs) != nd:
         raise cx.error(f"wgmma.mma_async .m64n{N} with .{dt_} needs {nd} accumulator registers")
     rc, _ = _frag_reader(cx, d_op, dt_, None)
-    wrs = [cx.writer(r, "f32" if dt_ == "f32" else "b32") for r in dregs]
+    wrs = [cx.writer(r, dt_ if dt_ in ("f32", "s32") else "b32") for r in dregs]
     cr, cc = _acc_tables(N)
     sign = float(scale_a * scale_b)
 
@@ -282,7 +315,7 @@ def _mma_async(cx, ins, types, mods):
             )
         return per_warp
 
-    def load(st, desc, warp_tid, mn, kk, mn_major: bool) -> np.ndarray:
+    def load(st, desc, warp_tid, mn, kk, mn_major: bool, t: str) -> np.ndarray:
         """Operand elements (W, len(mn), K) as float64 from shared memory, per warp, read in
         16-byte chunks of T elements."""
         W = desc.shape[0]
@@ -298,7 +331,7 @@ def _mma_async(cx, ins, types, mods):
         tids_rep = np.repeat(warp_tid, flat.shape[1])
         parts = resolve(st, ins, tids_rep, "shared", flat.ravel(), 16, None, "r")
         raw = np.stack(read_elems(parts, tids_rep.size, esize, T, nm.UINT[8 * esize]), axis=-1)
-        vals = _decode(raw, at)
+        vals = _decode(raw, t)
         if mn_major:  # (W, K, MN/T, T) -> (W, MN, K)
             return vals.reshape(W, K, -1).transpose(0, 2, 1)
         return vals.reshape(W, mn.shape[1], K)  # (W, MN, K/T, T)
@@ -322,13 +355,13 @@ def _mma_async(cx, ins, types, mods):
         scale_d = uniform(st, rsd, tids, first, wi, "scale-d")
         b_desc = uniform(st, rb_desc, tids, first, wi, "the B descriptor").astype(np.uint64)
         nidx = np.broadcast_to(np.arange(N), (W, N))
-        B = load(st, b_desc, warp_tid, nidx, kidx, bool(trans_b))  # (W, N, K)
+        B = load(st, b_desc, warp_tid, nidx, kidx, bool(trans_b), bt)  # (W, N, K)
         if ra_desc is None:
             A = np.zeros((W, 16, K))
             A[:, ar, ac] = ra(st, lanes).reshape(W, 32, -1)
         else:
             a_desc = uniform(st, ra_desc, tids, first, wi, "the A descriptor").astype(np.uint64)
-            A = load(st, a_desc, warp_tid, rows, kidx, bool(trans_a))  # (W, 16, K)
+            A = load(st, a_desc, warp_tid, rows, kidx, bool(trans_a), at)  # (W, 16, K)
         D = np.matmul(A, B.transpose(0, 2, 1))
         if sign < 0:
             D = -D
@@ -341,6 +374,10 @@ def _mma_async(cx, ins, types, mods):
         if dt_ == "f32":
             for k, wr in enumerate(wrs):
                 wr(st, idx, vals[:, k].astype(np.float32))
+        elif dt_ == "s32":
+            ints = int32_result(vals, satfinite)
+            for k, wr in enumerate(wrs):
+                wr(st, idx, ints[:, k])
         else:
             h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
             for k, wr in enumerate(wrs):

@@ -361,6 +361,14 @@ def _frag_tables(shape, atype):
         A = _tab([g + 8 * e for e in range(2)], [q for _ in range(2)])
         B = _tab([q], [g])
         M, N, K = 16, 8, 4
+    elif shape == "m16n8k32" and atype in EIGHT_BIT:
+        # four bytes per .b32 register; a0..a3 and a8..a11 in row g, the rest in g + 8
+        A = _tab(
+            [g + 8 * ((e // 4) % 2) for e in range(16)],
+            [4 * q + (e % 4) + 16 * (e // 8) for e in range(16)],
+        )
+        B = _tab([4 * q + (e % 4) + 16 * (e // 4) for e in range(8)], [g for _ in range(8)])
+        M, N, K = 16, 8, 32
     elif shape == "m8n8k4" and atype == "f64":
         A = _tab([g], [q])
         B = _tab([q], [g])
@@ -370,6 +378,22 @@ def _frag_tables(shape, atype):
         return None
     C = _tab([g + 8 * (e // 2) for e in range(4)], [2 * q + (e % 2) for e in range(4)])
     return A, B, C, (M, N, K)
+
+
+#: The 8-bit input types of mma.sync m16n8k32 and wgmma k32: integers (s32 accumulators) and
+#: fp8 (f32 or f16 accumulators).
+EIGHT_BIT = ("s8", "u8", "e4m3", "e5m2")
+
+
+def decode8(raw: np.ndarray, t: str) -> np.ndarray:
+    """8-bit element codes (uint8) -> float64 values of type *t* (one of EIGHT_BIT); the
+    products and integer sums of a dot stay exact in float64."""
+    raw = np.asarray(raw, np.uint8)
+    if t == "s8":
+        return raw.view(np.int8).astype(np.float64)
+    if t == "u8":
+        return raw.astype(np.float64)
+    return nm._fp8_tables(t)[0][raw]
 
 
 def _regs_of(op):
@@ -399,7 +423,18 @@ def _frag_reader(cx, op, t, per_reg):
             return np.stack(cols, axis=-1)
 
         return rd, len(regs) * 2
-    rt = {"tf32": "f32", "f32": "f32", "f64": "f64"}[t]
+    if t in EIGHT_BIT:
+        rds = [cx.reader(r, "b32") for r in regs]
+
+        def rd8(st, lanes):
+            cols = []
+            for r in rds:
+                v = _full(r, st)[lanes].astype(np.uint32)
+                cols += [decode8((v >> np.uint32(8 * i)) & np.uint32(0xFF), t) for i in range(4)]
+            return np.stack(cols, axis=-1)
+
+        return rd8, len(regs) * 4
+    rt = {"tf32": "f32", "f32": "f32", "f64": "f64", "s32": "s32"}[t]
     rds = [cx.reader(r, rt) for r in regs]
 
     def rd2(st, lanes):
@@ -416,18 +451,25 @@ def _frag_reader(cx, op, t, per_reg):
 def h_mma(cx, ins):
     base, types, mods = split(ins)
     shapes = [m for m in mods if m.startswith("m") and "n" in m and "k" in m]
-    check_mods(cx, mods, {"sync", "aligned", "row", "col"} | set(shapes))
+    check_mods(cx, mods, {"sync", "aligned", "row", "col", "satfinite"} | set(shapes))
     if len(shapes) != 1 or "row" not in mods or "col" not in mods:
         raise cx.unsupported("only .row.col mma.sync")
     shape = shapes[0]
     if len(types) != 4:
         raise cx.unsupported()
     dt_, at, bt, ct = types
-    if at != bt:
+    integer = at in ("s8", "u8")
+    # 8-bit inputs may mix signedness (.s8.u8) or fp8 formats (.e4m3.e5m2)
+    mixed_ok = at in EIGHT_BIT and bt in (("s8", "u8") if integer else ("e4m3", "e5m2"))
+    if at != bt and not mixed_ok:
         raise cx.unsupported()
     tabs = _frag_tables(shape, at)
-    if tabs is None or dt_ not in ("f32", "f16", "f64") or ct not in ("f32", "f16", "f64"):
+    accs = ("s32",) if integer else ("f32", "f16", "f64")
+    if tabs is None or dt_ not in accs or ct not in accs:
         raise cx.unsupported(f"mma shape/type {shape}.{'.'.join(types)}")
+    satfinite = "satfinite" in mods
+    if satfinite and not integer:
+        raise cx.unsupported(f"mma .satfinite with .{at} inputs")
     (ar, ac), (br, bc), (cr, cc), (M, N, K) = tabs
     nops_ = len(ins.operands)
     if nops_ != 4:
@@ -465,12 +507,25 @@ def h_mma(cx, ins):
         elif dt_ == "f64":
             for k, wr in enumerate(wrs):
                 wr(st, idx, vals[:, k])
+        elif dt_ == "s32":
+            ints = int32_result(vals, satfinite)
+            for k, wr in enumerate(wrs):
+                wr(st, idx, ints[:, k])
         else:
             h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
             for k, wr in enumerate(wrs):
                 wr(st, idx, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)))
 
     return run, "mma"
+
+
+def int32_result(vals: np.ndarray, satfinite: bool) -> np.ndarray:
+    """An integer dot's exact sums (float64, below 2^53) as s32: clamped to the s32 range with
+    .satfinite, else wrapped modulo 2^32 as the hardware's adders do."""
+    exact = np.rint(vals).astype(np.int64)
+    if satfinite:
+        return np.clip(exact, -(2**31), 2**31 - 1).astype(np.int32)
+    return exact.astype(np.uint64).astype(np.uint32).view(np.int32)
 
 
 # ---------------------------------------------------------------- wmma (m16n16k16, own layout)

@@ -301,6 +301,89 @@ def test_mma_m16n8k16_f16_accumulator() -> None:
             assert d[lane, i] == D[g + 8 * (i // 2), t * 2 + (i % 2)]
 
 
+MMA_S8 = (
+    HEAD
+    + """.visible .entry mma(.param .u64 d, .param .u64 a, .param .u64 b, .param .u64 c)
+{
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<12>;
+  mov.u32 %r1, %tid.x;
+  ld.param.u64 %rd1, [a];
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
+  ld.param.u64 %rd4, [b];
+  mul.wide.u32 %rd5, %r1, 8;
+  add.s64 %rd6, %rd4, %rd5;
+  ld.global.v2.u32 {%r6, %r7}, [%rd6];
+  ld.param.u64 %rd7, [c];
+  add.s64 %rd8, %rd7, %rd2;
+  ld.global.v4.s32 {%r8, %r9, %r10, %r11}, [%rd8];
+  mma.sync.aligned.m16n8k32.row.colSAT.s32.s8.s8.s32 {%r12, %r13, %r14, %r15},
+    {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%r8, %r9, %r10, %r11};
+  ld.param.u64 %rd9, [d];
+  add.s64 %rd10, %rd9, %rd2;
+  st.global.v4.s32 [%rd10], {%r12, %r13, %r14, %r15};
+  ret;
+}
+"""
+)
+
+
+def _mma_s8(A: np.ndarray, B: np.ndarray, C: np.ndarray, satfinite: bool) -> np.ndarray:
+    """D of mma.sync m16n8k32 .s8 for A (16x32), B (32x8), C (16x8), fragments laid out by the
+    PTX ISA's tables: a_i in row g (i % 8 < 4) or g + 8, column 4t + i % 4 (+16 for i >= 8);
+    b_i in row 4t + i % 4 (+16 for i >= 4), column g; c_i at (g + 8 (i // 2), 2t + i % 2)."""
+    a = np.zeros((32, 16), np.int8)
+    b = np.zeros((32, 8), np.int8)
+    c = np.zeros((32, 4), np.int32)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for i in range(16):
+            a[lane, i] = A[g + 8 * ((i // 4) % 2), 4 * t + i % 4 + 16 * (i // 8)]
+        for i in range(8):
+            b[lane, i] = B[4 * t + i % 4 + 16 * (i // 4), g]
+        for i in range(4):
+            c[lane, i] = C[g + 8 * (i // 2), 2 * t + i % 2]
+    d = np.zeros((32, 4), np.int32)
+    ptx = MMA_S8.replace("SAT", ".satfinite" if satfinite else "")
+    st = emu.load_ptx(ptx).launch("mma", grid=1, block=32, args=[d, a, b, c])
+    assert st.instructions_by_class["mma"] == 1
+    D = np.zeros((16, 8), np.int32)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for i in range(4):
+            D[g + 8 * (i // 2), 2 * t + i % 2] = d[lane, i]
+    return D
+
+
+def test_mma_m16n8k32_s8_fragment_layout() -> None:
+    rng = np.random.default_rng(5)
+    A = rng.integers(-128, 128, (16, 32)).astype(np.int8)
+    B = rng.integers(-128, 128, (32, 8)).astype(np.int8)
+    C = rng.integers(-(2**20), 2**20, (16, 8)).astype(np.int32)
+    want = A.astype(np.int64) @ B.astype(np.int64) + C
+    assert np.array_equal(_mma_s8(A, B, C, satfinite=False), want)
+
+
+@pytest.mark.parametrize("satfinite", [False, True])
+def test_mma_s8_overflow_wraps_or_saturates(satfinite: bool) -> None:
+    """Sums past the s32 range wrap modulo 2^32, or clamp to it with .satfinite."""
+    A = np.full((16, 32), -128, np.int8)
+    B = np.full((32, 8), -128, np.int8)  # every product +16384, the row sum +524288
+    C = np.full((16, 8), 2**31 - 100, np.int32)
+    C[8:] = -(2**31) + 100
+    B[:, 4:] = 127  # columns 4..7: products -16256, sums -520192
+    got = _mma_s8(A, B, C, satfinite)
+    exact = A.astype(np.int64) @ B.astype(np.int64) + C
+    if satfinite:
+        want = np.clip(exact, -(2**31), 2**31 - 1)
+    else:
+        want = (exact.astype(np.uint64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    assert np.array_equal(got, want)
+    assert (exact > 2**31 - 1).any() and (exact < -(2**31)).any()
+
+
 def test_movmatrix_transposes() -> None:
     body = """mad.lo.u32 %r3, %r1, 2, 0;
   and.b32 %r3, %r3, 63;

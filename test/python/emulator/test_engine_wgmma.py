@@ -123,13 +123,13 @@ def test_wgmma_needs_whole_warpgroups() -> None:
             "wgmma.mma_async.sync.aligned.m64n8k8.f16.tf32.tf32 {%r1,%r2}, %rd1, %rd2, 1, 1, 1;",
             "accumulator .f16 with .tf32 inputs",
         ),
-        (
-            "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 "
+        (  # fp8 takes k32
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.e4m3.e4m3 "
             "{%f1,%f2,%f3,%f4}, %rd1, %rd2, 1, 1, 1;",
             "only .m64nNk16",
         ),
-        (
-            "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8 {%r1,%r2,%r3,%r4}, %rd1, %rd2, 1;",
+        (  # an integer A with an fp8 B
+            "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.e4m3 {%r1,%r2,%r3,%r4}, %rd1, %rd2, 1;",
             "only .m64nNk16",
         ),
         (
