@@ -217,11 +217,13 @@ class SharedShadow:
     """Shadow state of a chunk's shared memory for race and initialisation checks.
 
     Per 4-byte word: a tag ``epoch << 24 | (warp + 8)`` of the last write and of the last
-    read(s) (0: never; ``ATOMIC``: written by atomics only; ``MANY`` in the low bits: read by
-    several warps). Each CTA's epoch advances at every barrier. A read of a word that another
-    warp wrote in the same epoch (no bar.sync in between), and a write of a word that another
-    warp read in the same epoch, are races (raised or counted); two warps writing one word in an
-    epoch is counted only (replicated stores of one value are common). Volatile, relaxed and
+    read(s) (0: never; ``ATOMIC``: written by atomics only; ``MANY`` in the low bits: read, or
+    written, by several warps), and the bytes of the word written in the write tag's epoch.
+    Each CTA's epoch advances at every barrier. A read of bytes that another warp wrote in the
+    same epoch (no bar.sync in between), and a write of a word that another warp read in the
+    same epoch, are races (raised or counted); two warps writing one byte in an epoch is counted
+    only (replicated stores of one value are common), and warps writing different bytes of one
+    word (an 8-bit tile's st.shared.b8) is no race. Volatile, relaxed and
     atomic accesses synchronise and are not checked. Reads of never-written words are counted
     as uninitialised.
 
@@ -240,6 +242,7 @@ class SharedShadow:
         nw = max(ncta * S // 4, 1)
         self.wtag = np.zeros(nw, np.int64)
         self.rtag = np.zeros(nw, np.int64)
+        self.wmask = np.zeros(nw, np.uint8)  # bytes written in the epoch of wtag (bit i: byte i)
         self.tpc = tpc
         self.mode = mode
         t = np.arange(max(ncta, 1) * tpc, dtype=np.int64)
@@ -260,6 +263,8 @@ class SharedShadow:
         words = flat >> 2
         # all threads of the chunk: tids is the identity, no gather needed
         me = self.me if tids is st.arange else self.me[tids]
+        # the bytes of each word accessed (sub-word accesses are aligned to their size)
+        mask = (((1 << size) - 1) << (flat & 3)).astype(np.uint8) if size < 4 else np.uint8(15)
         if size > 4:
             k = size // 4
             words = (words[:, None] + np.arange(k)[None, :]).ravel()
@@ -274,7 +279,10 @@ class SharedShadow:
             self.wtag[words] = np.where(wt == self.NEVER, self.ATOMIC, wt)
             return
         # tags of a CTA's words never exceed its current epoch: ">= epoch" means "this epoch"
-        raw = (wt >= ep + self.BASE) & (wt != me)  # written by another warp in this epoch
+        this_epoch = (wt >= ep + self.BASE) | (wt == (ep | self.MANY))
+        by_other = this_epoch & (wt != me)  # written by another warp (or several) this epoch
+        written = self.wmask[words]
+        raw = by_other & ((written & mask) != 0)  # ... in the bytes accessed now
         rt = self.rtag[words]
         other = (rt >= ep) & (rt != me)  # read by another warp in this epoch
         if kind == "r":
@@ -285,9 +293,21 @@ class SharedShadow:
             return
         if other.any():
             self._race(st, ins, tids, other, addr, rt, "writes", "read")
-        if raw.any():  # two warps wrote one word: counted, not raised (often the same value)
+        if raw.any():  # two warps wrote one byte: counted, not raised (often the same value)
             st.stats.shared_races += int(np.count_nonzero(raw))
-        self.wtag[words] = me
+        self.wtag[words] = np.where(by_other, ep | self.MANY, me)
+        if size >= 4:
+            self.wmask[words] = np.where(this_epoch, written | mask, mask)
+            return
+        # Sub-word stores: several threads of this one instruction may write bytes of a word,
+        # so the bytes accumulate, and a word that several warps wrote is tagged as such.
+        self.wmask[words] = np.where(this_epoch, written, 0)
+        np.bitwise_or.at(self.wmask, words, mask)
+        order = np.argsort(words, kind="stable")
+        w, t = words[order], np.broadcast_to(me, words.shape)[order]
+        several = (w[1:] == w[:-1]) & (t[1:] != t[:-1])
+        if several.any():
+            self.wtag[w[1:][several]] = (t[1:][several] & ~self.LOW) | self.MANY
 
     # ------------------------------------------------------------ asynchronous copies
 
@@ -328,6 +348,7 @@ class SharedShadow:
             else:
                 tags = np.asarray(tags, np.int64)
                 self.wtag[words] = np.repeat(tags, size // 4) if tags.ndim else tags
+                self.wmask[words] = 15
         else:
             np.subtract.at(self.rpend, words, 1)
             self.nrpend -= words.size

@@ -429,6 +429,64 @@ def test_missing_barrier_is_reported_as_a_shared_race() -> None:
     assert st.shared_uninitialized_reads == 64
 
 
+BYTES = (
+    HEAD
+    + """.visible .entry bytes(.param .u64 out)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<12>;
+  .reg .b64 %rd<4>;
+  .shared .align 4 .b8 s[64];
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  setp.eq.u32 %p1, %r2, 0;
+  and.b32 %r3, %r1, 31;
+  shl.b32 %r4, %r3, 1;
+  mov.u32 %r5, s;
+  add.u32 %r6, %r5, %r4;
+  add.u32 %r7, %r6, %r2;
+  STORE st.shared.u8 [%r7], %r1;
+  BAR
+  add.u32 %r8, %r6, LOAD;
+  ld.shared.u8 %r9, [%r8];
+  ld.param.u64 %rd1, [out];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r9;
+  ret;
+}
+"""
+)
+
+
+def _bytes(store: str, bar: str, load: str) -> str:
+    """Lane l of warp w stores byte 2l + w (guarded by *store*), then loads byte 2l + (*load*):
+    warps 0 and 1 write different bytes of each 4-byte word."""
+    return BYTES.replace("STORE", store).replace("BAR", bar).replace("LOAD", load)
+
+
+def test_warps_writing_other_bytes_of_a_word_do_not_race() -> None:
+    """Shared-memory checks per byte: two warps' byte stores into one word (an 8-bit tile's
+    st.shared.b8) are not counted as two warps writing one location."""
+    out = np.zeros(64, np.uint32)
+    # one store instruction for both warps, and one each (warp 0's, then warp 1's)
+    for store in ("", "@%p1 st.shared.u8 [%r7], %r1;\n  @!%p1"):
+        st = emu.load_ptx(_bytes(store, "bar.sync 0;", "%r2")).launch("bytes", 1, 64, [out])
+        np.testing.assert_array_equal(out, np.arange(64))
+        assert st.shared_races == 0
+
+
+def test_a_byte_another_warp_wrote_is_a_race() -> None:
+    """Only warp 0 stores; without a barrier, warp 1 reading warp 0's byte is a race, and
+    reading the byte next to it (which nobody wrote) is not."""
+    out = np.zeros(64, np.uint32)
+    mod = emu.load_ptx(_bytes("@%p1", "", "0"))
+    with pytest.raises(emu.SharedRaceError, match=r"warp 1\) reads .* written by warp 0"):
+        mod.launch("bytes", 1, 64, [out])
+    st = emu.load_ptx(_bytes("@%p1", "", "1")).launch("bytes", 1, 64, [out])
+    assert st.shared_races == 0
+
+
 # Each thread stores its id to out[tid], then to out[tid ^ 32] (STORE2: another warp's word)
 # or loads out[tid ^ 32] (LOAD2), with BAR between.
 GLOBAL_RACE = (
