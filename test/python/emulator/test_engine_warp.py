@@ -301,33 +301,23 @@ def test_mma_m16n8k16_f16_accumulator() -> None:
             assert d[lane, i] == D[g + 8 * (i // 2), t * 2 + (i % 2)]
 
 
-MMA_S8 = (
-    HEAD
-    + """.visible .entry mma(.param .u64 d, .param .u64 a, .param .u64 b, .param .u64 c)
-{
-  .reg .b32 %r<24>;
-  .reg .b64 %rd<12>;
-  mov.u32 %r1, %tid.x;
-  ld.param.u64 %rd1, [a];
-  mul.wide.u32 %rd2, %r1, 16;
-  add.s64 %rd3, %rd1, %rd2;
-  ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd3];
-  ld.param.u64 %rd4, [b];
-  mul.wide.u32 %rd5, %r1, 8;
-  add.s64 %rd6, %rd4, %rd5;
-  ld.global.v2.u32 {%r6, %r7}, [%rd6];
-  ld.param.u64 %rd7, [c];
-  add.s64 %rd8, %rd7, %rd2;
-  ld.global.v4.s32 {%r8, %r9, %r10, %r11}, [%rd8];
-  mma.sync.aligned.m16n8k32.row.colSAT.s32.s8.s8.s32 {%r12, %r13, %r14, %r15},
-    {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%r8, %r9, %r10, %r11};
-  ld.param.u64 %rd9, [d];
-  add.s64 %rd10, %rd9, %rd2;
-  st.global.v4.s32 [%rd10], {%r12, %r13, %r14, %r15};
-  ret;
-}
-"""
-)
+def _mma_s8_ptx(satfinite: bool) -> str:
+    """MMA with .s8 inputs (16 and 8 bytes a lane, as the f16 fragments' words) and s32 C/D."""
+    sat = ".satfinite" if satfinite else ""
+    ptx = MMA.replace(
+        "ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd8];",
+        "ld.global.v4.s32 {%r8, %r9, %r10, %r11}, [%rd8];",
+    )
+    ptx = ptx.replace(
+        "mma.sync.aligned.m16n8k16.row.col.f32.TY.TY.f32 {%f5, %f6, %f7, %f8},\n"
+        "    {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%f1, %f2, %f3, %f4};",
+        f"mma.sync.aligned.m16n8k32.row.col{sat}.s32.s8.s8.s32 {{%r12, %r13, %r14, %r15}},\n"
+        "    {%r2, %r3, %r4, %r5}, {%r6, %r7}, {%r8, %r9, %r10, %r11};",
+    )
+    return ptx.replace(
+        "st.global.v4.f32 [%rd10], {%f5, %f6, %f7, %f8};",
+        "st.global.v4.s32 [%rd10], {%r12, %r13, %r14, %r15};",
+    )
 
 
 def _mma_s8(A: np.ndarray, B: np.ndarray, C: np.ndarray, satfinite: bool) -> np.ndarray:
@@ -346,8 +336,7 @@ def _mma_s8(A: np.ndarray, B: np.ndarray, C: np.ndarray, satfinite: bool) -> np.
         for i in range(4):
             c[lane, i] = C[g + 8 * (i // 2), 2 * t + i % 2]
     d = np.zeros((32, 4), np.int32)
-    ptx = MMA_S8.replace("SAT", ".satfinite" if satfinite else "")
-    st = emu.load_ptx(ptx).launch("mma", grid=1, block=32, args=[d, a, b, c])
+    st = emu.load_ptx(_mma_s8_ptx(satfinite)).launch("mma", grid=1, block=32, args=[d, a, b, c])
     assert st.instructions_by_class["mma"] == 1
     D = np.zeros((16, 8), np.int32)
     for lane in range(32):
