@@ -259,32 +259,27 @@ public:
     return cached(b, r, okCache, [&] { return emitInBounds(b, r); });
   }
 
-  /// Narrows the checks that registers share to those of `regs`, the only
-  /// registers whose checks the vector path asks for (each run's first, and
-  /// its last where the run may straddle the view's end): a dim is checked
-  /// once where their indices agree, even if the registers inside a run
-  /// differ there. Any other register (a straddling run's scalar tail) then
-  /// checks every dim itself. Call before the first check.
-  void checkOnly(ArrayRef<unsigned> regs) {
+  /// The registers' runs of up to `elems` contiguous elements along `dim`
+  /// (contiguousRuns), for a vector access that checks only each run's first
+  /// register, and its last unless every run is all in or all out (`whole`).
+  /// The checks that registers share narrow to those registers: a dim is
+  /// checked once where their indices agree, even if the registers inside a
+  /// run differ there. Any other register (a straddling run's scalar tail)
+  /// then checks every dim itself. Call before the first check.
+  SmallVector<Run> checkedRuns(ArrayRef<int64_t> tileShape, int64_t dim,
+                               unsigned elems, bool whole) {
     assert(okCache.empty() && ownOkCache.empty() && !sharedOk &&
-           "checkOnly after a bounds check was emitted");
+           "checkedRuns after a bounds check was emitted");
+    SmallVector<Run> runs = contiguousRuns(offsets, tileShape, dim, elems);
     checked.assign(offsets.size(), false);
-    for (unsigned r : regs)
-      checked[r] = true;
+    for (Run run : runs) {
+      checked[run.first] = true;
+      if (!whole)
+        checked[run.first + run.count - 1] = true;
+    }
     for (int64_t d = 0; d < view.rank(); ++d)
       sharedDims[d] = sharesBounds(d);
-  }
-
-  /// checkOnly's registers for `runs`: their first, and their last unless
-  /// each run is all in or all out (`whole`).
-  static SmallVector<unsigned> runEnds(ArrayRef<Run> runs, bool whole) {
-    SmallVector<unsigned> regs;
-    for (Run run : runs) {
-      regs.push_back(run.first);
-      if (!whole && run.count > 1)
-        regs.push_back(run.first + run.count - 1);
-    }
-    return regs;
+    return runs;
   }
 
   /// inBounds split in two: the dims whose check every register shares
@@ -388,24 +383,24 @@ private:
   }
 
   /// Whether register `r`'s check is asked for with the shared part (all
-  /// registers, unless checkOnly narrowed them).
+  /// registers, unless checkedRuns narrowed them).
   bool isChecked(unsigned r) const { return checked.empty() || checked[r]; }
 
   /// Whether every checked register's bounds check along `d` is the same
   /// value: the same group start, or the same own index.
   bool sharesBounds(int64_t d) const {
+    // (whether the register checks a group start, which start or offset)
     auto key = [&](unsigned r) {
-      return std::make_pair(boundsGroupStart(r, d), offsets[r][d]);
+      std::optional<int64_t> start = boundsGroupStart(r, d);
+      return std::make_pair(start.has_value(), start.value_or(offsets[r][d]));
     };
-    std::optional<std::pair<std::optional<int64_t>, int64_t>> first;
+    std::optional<std::pair<bool, int64_t>> first;
     for (unsigned r = 0; r < offsets.size(); ++r) {
       if (!isChecked(r))
         continue;
-      auto k = key(r);
       if (!first)
-        first = k;
-      else if (k.first != first->first ||
-               (!k.first && k.second != first->second))
+        first = key(r);
+      else if (key(r) != *first)
         return false;
     }
     return true;
@@ -510,7 +505,7 @@ private:
   SmallVector<Value> base, starts, first;
   SmallVector<int64_t> baseMax;
   SmallVector<bool> wraps, sharedDims;
-  /// checkOnly's registers (empty: all).
+  /// checkedRuns's registers (empty: all).
   SmallVector<bool> checked;
   Value sharedOk;
   llvm::DenseMap<unsigned, Value> okCache, ownOkCache, ptrCache;
@@ -1170,8 +1165,7 @@ struct LoadLowering : TilePattern<LoadOp> {
                     /*chainAddresses=*/false);
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
       SmallVector<Run> runs =
-          contiguousRuns(access.offsets, tile.getShape(), plan.dim, elems);
-      access.checkOnly(Access::runEnds(runs, /*whole=*/true));
+          access.checkedRuns(tile.getShape(), plan.dim, elems, /*whole=*/true);
       // The copy's size: 0 (zero fill) out of bounds. The checks that every
       // run shares choose a size once; each run's own then choose it or 0.
       Value shared = access.sharedInBounds(rewriter);
@@ -1227,9 +1221,8 @@ struct LoadLowering : TilePattern<LoadOp> {
                     vectorView(b, loc, view, plan, vecElems), offsets, element,
                     ks, /*ownersOnly=*/false, chain);
       SmallVector<Value> values(access.offsets.size());
-      SmallVector<Run> runs = contiguousRuns(access.offsets, tile.getShape(),
-                                             plan.dim, vecElems);
-      access.checkOnly(Access::runEnds(runs, facts.wholeRuns));
+      SmallVector<Run> runs = access.checkedRuns(tile.getShape(), plan.dim,
+                                                 vecElems, facts.wholeRuns);
       for (Run run : runs) {
         RunWords words(run, bits);
         Value pad =
@@ -1366,9 +1359,8 @@ struct StoreLowering : TilePattern<StoreOp> {
                     vectorView(b, loc, view, plan, vecElems), offsets, element,
                     ks, /*ownersOnly=*/true, /*chainAddresses=*/false);
       WriteOnce once(access.offsets, tile.getShape());
-      SmallVector<Run> runs = contiguousRuns(access.offsets, tile.getShape(),
-                                             plan.dim, vecElems);
-      access.checkOnly(Access::runEnds(runs, facts.wholeRuns));
+      SmallVector<Run> runs = access.checkedRuns(tile.getShape(), plan.dim,
+                                                 vecElems, facts.wholeRuns);
       for (Run run : runs) {
         if (!once.claim(run))
           continue;

@@ -56,8 +56,10 @@ from tileopt.emulator.warpops import (
     _full,
     _lane,
     _regs_of,
+    accumulator_writers,
     decode8,
-    int32_result,
+    eight_bit_pair,
+    write_accumulator,
 )
 
 _SHAPE = re.compile(r"m(\d+)n(\d+)k(\d+)")
@@ -199,11 +201,10 @@ def _decode(raw: np.ndarray, t: str) -> np.ndarray:
 def _check_types(cx, shape: str, types: list[str], k: int) -> None:
     """Refuse the input types and K that are not emulated (b1, mixed widths)."""
     at, bt = types[1:] if len(types) == 3 else ("", "")
-    family = ("s8", "u8") if at in ("s8", "u8") else ("e4m3", "e5m2")
     ok = len(types) == 3 and (
         (at == bt and at in ("f16", "bf16") and k == 16)
         or (at == bt == "tf32" and k == 8)
-        or (at in EIGHT_BIT and bt in family and k == 32)
+        or (eight_bit_pair(at, bt) and k == 32)
     )
     if not ok:
         raise cx.unsupported(
@@ -292,12 +293,11 @@ def _mma_async(cx, ins, types, mods):
         ra_desc = None
     else:
         ra_desc = cx.reader(a_op, "b64")
-    dregs = _regs_of(d_op)
     nd = N // 4 if dt_ == "f16" else N // 2  # f16 accumulators pack two a register
-    if len(dregs) != nd:
+    if len(_regs_of(d_op)) != nd:
         raise cx.error(f"wgmma.mma_async .m64n{N} with .{dt_} needs {nd} accumulator registers")
     rc, _ = _frag_reader(cx, d_op, dt_, None)
-    wrs = [cx.writer(r, dt_ if dt_ in ("f32", "s32") else "b32") for r in dregs]
+    wrs = accumulator_writers(cx, d_op, dt_)
     cr, cc = _acc_tables(N)
     sign = float(scale_a * scale_b)
 
@@ -371,16 +371,6 @@ def _mma_async(cx, ins, types, mods):
             D = D + np.where(scale_d[:, None, None], C, 0.0)
         lane = tids & 31
         vals = D[wi[:, None], cr[lane], cc[lane]]  # (n, N/2)
-        if dt_ == "f32":
-            for k, wr in enumerate(wrs):
-                wr(st, idx, vals[:, k].astype(np.float32))
-        elif dt_ == "s32":
-            ints = int32_result(vals, satfinite)
-            for k, wr in enumerate(wrs):
-                wr(st, idx, ints[:, k])
-        else:
-            h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
-            for k, wr in enumerate(wrs):
-                wr(st, idx, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)))
+        write_accumulator(st, idx, wrs, vals, dt_, satfinite)
 
     return run, "mma"

@@ -385,6 +385,13 @@ def _frag_tables(shape, atype):
 EIGHT_BIT = ("s8", "u8", "e4m3", "e5m2")
 
 
+def eight_bit_pair(at: str, bt: str) -> bool:
+    """Whether A and B are 8-bit inputs a dot takes together: integers of either signedness
+    (.s8.u8) or fp8 of either format (.e4m3.e5m2)."""
+    integers = ("s8", "u8")
+    return at in EIGHT_BIT and bt in (integers if at in integers else ("e4m3", "e5m2"))
+
+
 def decode8(raw: np.ndarray, t: str) -> np.ndarray:
     """8-bit element codes (uint8) -> float64 values of type *t* (one of EIGHT_BIT); the
     products and integer sums of a dot stay exact in float64."""
@@ -393,7 +400,7 @@ def decode8(raw: np.ndarray, t: str) -> np.ndarray:
         return raw.view(np.int8).astype(np.float64)
     if t == "u8":
         return raw.astype(np.float64)
-    return nm._fp8_tables(t)[0][raw]
+    return nm.from_fp8(raw, t)
 
 
 def _regs_of(op):
@@ -459,9 +466,7 @@ def h_mma(cx, ins):
         raise cx.unsupported()
     dt_, at, bt, ct = types
     integer = at in ("s8", "u8")
-    # 8-bit inputs may mix signedness (.s8.u8) or fp8 formats (.e4m3.e5m2)
-    mixed_ok = at in EIGHT_BIT and bt in (("s8", "u8") if integer else ("e4m3", "e5m2"))
-    if at != bt and not mixed_ok:
+    if at != bt and not eight_bit_pair(at, bt):
         raise cx.unsupported()
     tabs = _frag_tables(shape, at)
     accs = ("s32",) if integer else ("f32", "f16", "f64")
@@ -480,11 +485,7 @@ def h_mma(cx, ins):
     rc, nc = _frag_reader(cx, c_op, ct, None)
     if na != ar.shape[1] or nb != br.shape[1] or nc != cr.shape[1]:
         raise cx.error("mma fragment register count does not match the shape")
-    dregs = _regs_of(d_op)
-    if dt_ == "f16":
-        wrs = [cx.writer(r, "b32") for r in dregs]
-    else:
-        wrs = [cx.writer(r, dt_) for r in dregs]
+    wrs = accumulator_writers(cx, d_op, dt_)
 
     def run(st, idx):
         tids = thread_ids(st, idx)
@@ -501,31 +502,33 @@ def h_mma(cx, ins):
         wi = np.searchsorted(warps, tids >> 5)
         lane = tids & 31
         vals = D[wi[:, None], cr[lane], cc[lane]]  # (n, nelem)
-        if dt_ == "f32":
-            for k, wr in enumerate(wrs):
-                wr(st, idx, vals[:, k].astype(np.float32))
-        elif dt_ == "f64":
-            for k, wr in enumerate(wrs):
-                wr(st, idx, vals[:, k])
-        elif dt_ == "s32":
-            ints = int32_result(vals, satfinite)
-            for k, wr in enumerate(wrs):
-                wr(st, idx, ints[:, k])
-        else:
-            h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
-            for k, wr in enumerate(wrs):
-                wr(st, idx, h[:, 2 * k] | (h[:, 2 * k + 1] << np.uint32(16)))
+        write_accumulator(st, idx, wrs, vals, dt_, satfinite)
 
     return run, "mma"
 
 
-def int32_result(vals: np.ndarray, satfinite: bool) -> np.ndarray:
-    """An integer dot's exact sums (float64, below 2^53) as s32: clamped to the s32 range with
-    .satfinite, else wrapped modulo 2^32 as the hardware's adders do."""
-    exact = np.rint(vals).astype(np.int64)
-    if satfinite:
-        return np.clip(exact, -(2**31), 2**31 - 1).astype(np.int32)
-    return exact.astype(np.uint64).astype(np.uint32).view(np.int32)
+def accumulator_writers(cx, d_op, dt_: str) -> list:
+    """Writers of a dot's accumulator registers: one per register (two f16 in a .b32)."""
+    return [cx.writer(r, "b32" if dt_ == "f16" else dt_) for r in _regs_of(d_op)]
+
+
+def write_accumulator(st, idx, wrs, vals: np.ndarray, dt_: str, satfinite: bool) -> None:
+    """Write a dot's exact results *vals* (n threads x elements, float64) to its accumulator
+    registers: rounded once to f32 or f16 (two a register), f64 as is, or s32 (integer sums
+    wrapped modulo 2^32, or clamped to the s32 range with .satfinite)."""
+    if dt_ == "f16":
+        h = nm.round_to_f16(vals).view(np.uint16).astype(np.uint32)
+        vals = h[:, 0::2] | (h[:, 1::2] << np.uint32(16))
+    elif dt_ == "s32":
+        exact = np.rint(vals).astype(np.int64)
+        if satfinite:
+            vals = np.clip(exact, -(2**31), 2**31 - 1).astype(np.int32)
+        else:
+            vals = exact.astype(np.uint64).astype(np.uint32).view(np.int32)
+    elif dt_ == "f32":
+        vals = vals.astype(np.float32)
+    for k, wr in enumerate(wrs):
+        wr(st, idx, vals[:, k])
 
 
 # ---------------------------------------------------------------- wmma (m16n16k16, own layout)
