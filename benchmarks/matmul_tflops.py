@@ -167,8 +167,9 @@ CONFIGS = [
     Config(64, 64, 64, 4, 6),
     Config(64, 64, 64, 4, 8),
     Config(64, 128, 64, 4, 5),
-    # Kernel formation's picks for models' matmuls that do not fill the GPU with 128 x 128
-    # (128x128x64 on 8 warps, 3 stages, is above).
+    # Kernel formation's picks for launches of less than half a wave (its others, 128x256x64
+    # w8 s4, 128x128x64 w4 s4 and 128x128x32 w4 s4, are above). 64x256x64 w4 and 256x128x64
+    # w8 (3, 4 stages) were never the fastest on an H100 (2026-11-27).
     Config(64, 128, 64, 4, 3),
     Config(64, 64, 64, 4, 3),
 ]
@@ -261,9 +262,11 @@ def best(
     want: Any,
     opts: argparse.Namespace,
     failures: list[str],
+    brief: dict[str, float] | None = None,
 ) -> Timing:
     """The fastest of ``candidates`` (name, launch, output tensor) that computes ``want``: each
-    is checked, timed briefly, and the fastest timed again with ``opts``' repetitions."""
+    is checked, timed briefly (ms per launch into ``brief``, if given), and the fastest timed
+    again with ``opts``' repetitions."""
     import torch
 
     scored: list[tuple[float, str, Callable[[], Any]]] = []
@@ -280,6 +283,8 @@ def best(
             continue
         ms, _ = time_launch(launch, 2, max(opts.reps // 4, 2), 3)
         scored.append((ms, name, launch))
+        if brief is not None:
+            brief[name] = ms
     if not scored:
         return Timing(note="no configuration ran")
     _, name, launch = min(scored, key=lambda s: s[0])
@@ -522,6 +527,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--save-kernels", type=Path, metavar="DIR",
                         help="compile tileopt's kernels for --target (default sm_90a) into DIR "
                              "and exit; needs no GPU")
+    parser.add_argument("--details", type=Path, metavar="FILE",
+                        help="append each shape's brief time of every configuration (JSON "
+                             "lines: TFLOP/s per configuration and implementation) to FILE")
     parser.add_argument("--kernels", type=Path, metavar="DIR",
                         help="launch the kernels --save-kernels wrote to DIR instead of "
                              "compiling (a GPU machine without tileopt's native build)")
@@ -589,8 +597,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             if tr_kernel is not None:
                 tr = best(triton_candidates(tr_kernel, shape, a, b, out_dtype, configs), want,
                           opts, failures["Triton"])
+            brief: dict[str, float] = {}
             mine = best(ours.candidates(dtype, shape, a, b, configs, failures["tileopt"]),
-                        want, opts, failures["tileopt"])
+                        want, opts, failures["tileopt"], brief)
+            if opts.details is not None:
+                with opts.details.open("a") as f:
+                    f.write(json.dumps({
+                        "dtype": dtype, "shape": shape.name, "m": shape.m, "n": shape.n,
+                        "k": shape.k, "cublas": cublas.tflops(shape),
+                        "tileopt": {name: shape.flops / (ms * 1e-3) / 1e12
+                                    for name, ms in brief.items()}}) + "\n")
             tf = {name: t.tflops(shape) for name, t in
                   (("cublas", cublas), ("triton", tr), ("ours", mine))}
 

@@ -88,13 +88,17 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     Block sizes follow Inductor's heuristics: up to 1024 elements for an
     elementwise kernel, whole rows and up to 2048 elements for reductions
     (`tile.num_warps` gives about 8 elements a thread). Contractions on
-    tensor cores (f16/bf16 operands, or f32 with `allow-tf32`) take
-    Triton's large-GEMM tile, 128 x 128 output blocks on 8 warps with k by
-    64 (32 for f32), and halve the larger block, down to 64 x 64 on 4
-    warps, while the launch would have fewer than 128 programs (about one
-    wave of an A100's or H100's SMs); exact f32 contractions take 64 x 64
-    x 32 on 4 warps. No block exceeds its dimension's next power of two
-    (nor goes below 16). `tile.fused` lists
+    tensor cores (f16/bf16 operands, or f32 with `allow-tf32`) choose their
+    tile by the launch's size in waves of 128 programs (about one wave of
+    an A100's or H100's SMs), as measured on an H100: 128 x 256 output
+    blocks on 8 warps where that makes two waves or more (n above 128),
+    else 128 x 128 on 4 warps, both with 4 pipeline stages
+    (`tile.num_stages`) and k steps of 128 bytes of an operand row (64 for
+    f16/bf16), 64 bytes where more than two waves of 128 x 128 programs
+    share the SMs; the larger block halves, down to 64 x 64 with 3 stages,
+    while the launch has fewer than 64 programs. Exact f32 contractions
+    take 64 x 64 x 32 on 4 warps. No block exceeds its dimension's next
+    power of two (nor goes below 16). `tile.fused` lists
     what each kernel computes. The sizes a kernel's grid, loops and masks
     depend on are `index` arguments of the kernel (the launch passes them),
     not constants in it: a kernel is the same for every size with the same

@@ -104,6 +104,9 @@ std::string describe(GenericOp op, GenericKind kind) {
 struct Tiling {
   SmallVector<int64_t> block;
   int64_t numWarps = 4;
+  /// The software-pipelining depth of a contraction's loop over k
+  /// (tile.num_stages; 0: the lowering's num-stages option).
+  int64_t numStages = 0;
   int64_t programs = 1;
   SmallVector<int64_t> counts; // programs along each space dimension
   /// Reduced dimensions longer than their block: programs loop over them.
@@ -1533,16 +1536,21 @@ struct Access {
   int64_t bytes;
 };
 
-/// Programs that fill a GPU's SMs about once (an A100 has 108, an H100 132):
-/// a contraction's blocks shrink until its launch has this many.
+/// Programs that fill a GPU's SMs about once (an A100 has 108, an H100 132).
 constexpr int64_t kFillPrograms = 128;
 
-/// A contraction's block sizes and warps. On tensor cores (16-bit operands,
-/// or f32 ones rounded to tf32) Triton's large-GEMM tile: 128 x 128 output
-/// blocks on 8 warps, k in steps of 64 (32 for 4-byte operands), the larger
-/// output block halved while the launch would not fill the GPU (down to
-/// 64 x 64 on 4 warps). Exact f32 runs on CUDA cores: 64 x 64 x 32. Each
-/// block is at most the next power of two of its dimension, at least 16.
+/// A contraction's block sizes, warps and pipeline stages. Exact f32 runs on
+/// CUDA cores: 64 x 64 x 32 on 4 warps. On tensor cores (16-bit operands, or
+/// f32 ones rounded to tf32), by launch size, as measured on an H100
+/// (benchmarks/matmul_tflops.py, GPT-2 and LLaMA-7B layers):
+/// - two waves or more of 128 x 256 blocks (n above 128): those, on 8
+///   warps, 4 stages (Triton's Hopper tile);
+/// - else 128 x 128 on 4 warps, 4 stages, with k steps of 128 bytes of an
+///   operand row (64 halves), or 64 bytes when more than two waves of
+///   programs share the SMs: smaller stages let three programs fit on one;
+/// - halved while the launch has fewer than half a wave of programs, down to
+///   64 x 64 (3 stages).
+/// Each block is at most the next power of two of its dimension, at least 16.
 void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
                              const llvm::SmallBitVector &reduced,
                              GenericOp contraction, bool allowTf32) {
@@ -1565,8 +1573,7 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
     t.numWarps = 4;
     return;
   }
-  int64_t bm = 128, bn = 128;
-  auto programs = [&] {
+  auto programs = [&](int64_t bm, int64_t bn) {
     int64_t n = 1;
     for (unsigned s = 0; s < space.size(); ++s)
       if (!reduced.test(s))
@@ -1575,16 +1582,25 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
                                                             : 1);
     return n;
   };
-  while (programs() < kFillPrograms && std::max(bm, bn) > 64) {
+  int64_t bm = 128, bn = 128, rowBytes = 128;
+  t.numWarps = 4;
+  t.numStages = 4;
+  if (space[sn] > 128 && programs(128, 256) >= 2 * kFillPrograms) {
+    bn = 256;
+    t.numWarps = 8;
+  } else if (programs(bm, bn) > 2 * kFillPrograms) {
+    rowBytes = 64;
+  }
+  while (programs(bm, bn) < kFillPrograms / 2 && std::max(bm, bn) > 64) {
     if (bm >= bn)
       bm /= 2;
     else
       bn /= 2;
+    t.numStages = 3;
   }
   t.block[sm] = clampPow2(space[sm], 16, bm);
   t.block[sn] = clampPow2(space[sn], 16, bn);
-  t.block[sk] = clampPow2(space[sk], 16, halves ? 64 : 32);
-  t.numWarps = t.block[sm] * t.block[sn] >= 128 * 128 ? 8 : 4;
+  t.block[sk] = clampPow2(space[sk], 16, rowBytes / (halves ? 2 : 4));
 }
 
 /// Block sizes and warps (Inductor's heuristics, simplified): a program
@@ -1876,6 +1892,9 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   kernel->setAttr("tile.fused", mb.getStringAttr(fused));
   kernel->setAttr(tile::KernelOp::getNumWarpsAttrName(),
                   mb.getI64IntegerAttr(tiling.numWarps));
+  if (tiling.numStages)
+    kernel->setAttr(tile::KernelOp::getNumStagesAttrName(),
+                    mb.getI64IntegerAttr(tiling.numStages));
 
   auto view = [&](Value v, const StridedLayout &layout) -> Value {
     return viewOf(bufferFor(v), layout);

@@ -259,6 +259,20 @@ def _cache_key(op: ir.Operation, name: str) -> str:
     return _FUSED_ATTR.sub(" ", text)
 
 
+def _kernel_asm(op: Any, kernel_options: Mapping[str, Any]) -> str:
+    """``op``'s text with debug locations. The pipeline depth that kernel formation chose
+    for it (``tile.num_stages``, which the lowering takes over the option) gives way to a
+    ``num_stages`` the caller asked for."""
+    if "num_stages" not in kernel_options or "tile.num_stages" not in op.attributes:
+        return op.get_asm(enable_debug_info=True)
+    stages = op.attributes["tile.num_stages"]
+    del op.attributes["tile.num_stages"]
+    try:
+        return op.get_asm(enable_debug_info=True)
+    finally:
+        op.attributes["tile.num_stages"] = stages
+
+
 def compile_tile_module(
     module: str | ir.Module,
     *,
@@ -318,7 +332,7 @@ def compile_tile_module(
         t = time.perf_counter()
         if key not in reuse:
             # A module of this kernel alone: the stages see nothing else.
-            text = "module {\n" + op.get_asm(enable_debug_info=True) + "\n}\n"
+            text = "module {\n" + _kernel_asm(op, kernel_options) + "\n}\n"
             options = dict(kernel_options)
             if "num_warps" not in options and "tile.num_warps" in op.attributes:
                 # The warps kernel formation chose for the kernel's block sizes.

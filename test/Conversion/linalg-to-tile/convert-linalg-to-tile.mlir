@@ -122,16 +122,35 @@ func.func @linear(%x: tensor<100x64xf32>, %w: tensor<80x64xf32>, %b: tensor<80xf
 
 // -----
 
-// f16 operands run on tensor cores with Triton's large-GEMM tile, 128 x 128 x 64
-// on 8 warps, where the launch still fills the GPU (128 programs here)...
+// f16 operands run on tensor cores, with a tile chosen by the launch's size in
+// waves of 128 programs. Two waves or more of 128 x 256 blocks: those, on 8
+// warps, 4 stages, k by 64 (Triton's Hopper tile; 512 programs here).
 // CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_stages = 4
 // CHECK-SAME: tile.num_warps = 8
 // CHECK: tile.load {{.*}} -> tensor<128x64xf16>
-// CHECK: tile.load {{.*}} -> tensor<64x128xf16>
-// CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
+// CHECK: tile.load {{.*}} -> tensor<64x256xf16>
+// CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x256xf16> -> tensor<128x256xf32>
 // CHECK-LABEL: func.func @large_f16_matmul
+// CHECK: tile.launch @k0_matmul grid(%c512, %c1, %c1)
+func.func @large_f16_matmul(%x: tensor<4096x1024xf16>, %w: tensor<1024x4096xf16>) -> tensor<4096x4096xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4096x4096xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<4096x1024xf16>, tensor<1024x4096xf16>) outs(%f : tensor<4096x4096xf32>) -> tensor<4096x4096xf32>
+  return %mm : tensor<4096x4096xf32>
+}
+
+// -----
+
+// Fewer: 128 x 128 blocks on 4 warps, 4 stages (128 programs here)...
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_stages = 4
+// CHECK-SAME: tile.num_warps = 4
+// CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
+// CHECK-LABEL: func.func @mid_f16_matmul
 // CHECK: tile.launch @k0_matmul grid(%c128, %c1, %c1)
-func.func @large_f16_matmul(%x: tensor<2048x1024xf16>, %w: tensor<1024x1024xf16>) -> tensor<2048x1024xf32> {
+func.func @mid_f16_matmul(%x: tensor<2048x1024xf16>, %w: tensor<1024x1024xf16>) -> tensor<2048x1024xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2048x1024xf32>
   %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x1024xf32>) -> tensor<2048x1024xf32>
@@ -141,19 +160,40 @@ func.func @large_f16_matmul(%x: tensor<2048x1024xf16>, %w: tensor<1024x1024xf16>
 
 // -----
 
-// ... and a smaller launch halves the larger block until it has 128 programs
-// (64 x 128 on 4 warps: 192 programs), down to 64 x 64.
+// ... with k by 32 where more than two waves of them share the SMs (288
+// programs of GPT-2's QKV projection at 2048 tokens; n = 2304 is too few
+// 256-column blocks)...
 // CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_stages = 4
 // CHECK-SAME: tile.num_warps = 4
-// CHECK: tile.dot {{.*}} : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf32>
-// CHECK-LABEL: func.func @tall_f16_matmul
-// CHECK: tile.launch @k0_matmul grid(%c192, %c1, %c1)
-func.func @tall_f16_matmul(%x: tensor<2048x768xf16>, %w: tensor<768x768xf16>) -> tensor<2048x768xf32> {
+// CHECK: tile.dot {{.*}} : tensor<128x32xf16>, tensor<32x128xf16> -> tensor<128x128xf32>
+// CHECK-LABEL: func.func @many_f16_matmul
+// CHECK: tile.launch @k0_matmul grid(%c288, %c1, %c1)
+func.func @many_f16_matmul(%x: tensor<2048x768xf16>, %w: tensor<768x2304xf16>) -> tensor<2048x2304xf32> {
   %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<2048x768xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x768xf32>) -> tensor<2048x768xf32>
-  %mm = linalg.matmul ins(%x, %w : tensor<2048x768xf16>, tensor<768x768xf16>) outs(%f : tensor<2048x768xf32>) -> tensor<2048x768xf32>
-  return %mm : tensor<2048x768xf32>
+  %e = tensor.empty() : tensor<2048x2304xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2048x2304xf32>) -> tensor<2048x2304xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<2048x768xf16>, tensor<768x2304xf16>) outs(%f : tensor<2048x2304xf32>) -> tensor<2048x2304xf32>
+  return %mm : tensor<2048x2304xf32>
+}
+
+// -----
+
+// ... and a launch of less than half a wave halves the larger block until it
+// has 64 programs, down to 64 x 64 with 3 stages (24 programs of 128 x 128
+// here, 96 of 64 x 64).
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_stages = 3
+// CHECK-SAME: tile.num_warps = 4
+// CHECK: tile.dot {{.*}} : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+// CHECK-LABEL: func.func @small_f16_matmul
+// CHECK: tile.launch @k0_matmul grid(%c96, %c1, %c1)
+func.func @small_f16_matmul(%x: tensor<512x3072xf16>, %w: tensor<3072x768xf16>) -> tensor<512x768xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x768xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<512x768xf32>) -> tensor<512x768xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<512x3072xf16>, tensor<3072x768xf16>) outs(%f : tensor<512x768xf32>) -> tensor<512x768xf32>
+  return %mm : tensor<512x768xf32>
 }
 
 // -----

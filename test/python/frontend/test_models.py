@@ -4,6 +4,7 @@ baked into the compiled graph). The blocks and their parts are ``tileopt.testing
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -171,20 +172,50 @@ def test_mlp() -> None:
     assert len(graph.kernels) <= 3
 
 
-@pytest.mark.parametrize(("dtype", "rows", "cols", "block", "warps"), [
-    (torch.float16, 2048, 1024, "128x128", 8),  # 16 x 8 programs fill the GPU
-    (torch.bfloat16, 2048, 768, "64x128", 4),  # 128 x 128 blocks: 96 programs, too few
+@pytest.mark.parametrize(("rows", "cols", "block", "warps", "stages"), [
+    (4096, 2048, "128x64x256", 8, 4),  # 32 x 8 programs of 128 x 256: two waves
+    (2048, 1024, "128x64x128", 4, 4),  # 128 programs of 128 x 128
+    (2048, 2304, "128x32x128", 4, 4),  # 288 programs of 128 x 128 share the SMs
+    (512, 768, "64x64x64", 4, 3),  # 24 programs of 128 x 128: halved to 96 of 64 x 64
 ])
-def test_half_matmuls_take_large_tiles(
-    dtype: Any, rows: int, cols: int, block: str, warps: int
+def test_half_matmul_tiles_follow_the_launch_size(
+    rows: int, cols: int, block: str, warps: int, stages: int
 ) -> None:
-    """A half-precision linear layer runs on tensor cores with Triton's large-GEMM tile where
-    the launch still has about a GPU's worth of programs, and matches eager PyTorch."""
-    layer = nn.Sequential(nn.Linear(16, cols), nn.GELU()).to(dtype)
-    graph = check(layer, lambda: (randn(rows, 16, dtype=dtype),), max_kernels=1)
+    """Kernel formation tiles a half-precision linear layer by its launch's size in waves of
+    128 programs (the tiles and pipeline depths that were fastest on an H100)."""
+    layer = nn.Linear(128, cols).to(torch.float16)
+    graph = tileopt.compile(layer, (randn(rows, 128, dtype=torch.float16),))
     tile = graph.stages["tile"]
-    m, n = block.split("x")
-    assert f"-> tensor<{m}x{n}xf32>" in tile and f"tile.num_warps = {warps}" in tile, tile
+    m, k, n = block.split("x")
+    assert f"tensor<{m}x{k}xf16>, tensor<{k}x{n}xf16> -> tensor<{m}x{n}xf32>" in tile, tile
+    assert f"tile.num_stages = {stages}" in tile and f"tile.num_warps = {warps}" in tile, tile
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_matmul_in_large_tiles_matches_eager(dtype: Any) -> None:
+    """128 x 128 blocks on 4 warps, 4 stages (2048 x 1024 outputs: 128 programs) compute what
+    eager PyTorch does."""
+    layer = nn.Sequential(nn.Linear(16, 1024), nn.GELU()).to(dtype)
+    graph = check(layer, lambda: (randn(2048, 16, dtype=dtype),), max_kernels=1)
+    assert "-> tensor<128x128xf32>" in graph.stages["tile"]
+
+
+def test_num_stages_overrides_kernel_formation() -> None:
+    """A ``num_stages`` given to ``compile`` is the depth of every pipeline, also where kernel
+    formation chose another (3 for this small launch: ``cp.async.wait_group 1``; 4 waits
+    for 2)."""
+    layer = nn.Linear(256, 128).to(torch.float16)
+    x = randn(128, 256, dtype=torch.float16)
+
+    def waits(graph: Any) -> set[str]:
+        (matmul,) = graph.program.host.kernel_names
+        return set(re.findall(r"cp\.async\.wait_group\s+(\d+);", graph.stages[f"ptx:{matmul}"]))
+
+    assert waits(tileopt.compile(layer, (x,))) == {"1", "0"}
+    asked = tileopt.compile(layer, (x,), num_stages=4)
+    assert waits(asked) == {"2", "0"}
+    with torch.no_grad():
+        _close(asked(x), layer(x), TOL[torch.float16])
 
 
 @pytest.mark.parametrize(("dtype", "mma"), [(torch.float16, "f16"), (torch.bfloat16, "bf16")],
