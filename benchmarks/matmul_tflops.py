@@ -167,11 +167,14 @@ CONFIGS = [
     Config(64, 64, 64, 4, 6),
     Config(64, 64, 64, 4, 8),
     Config(64, 128, 64, 4, 5),
-    # Kernel formation's picks for launches of less than half a wave (its others, 128x256x64
-    # w8 s4, 128x128x64 w4 s4 and 128x128x32 w4 s4, are above). 64x256x64 w4 and 256x128x64
-    # w8 (3, 4 stages) were never the fastest on an H100 (2026-11-27).
     Config(64, 128, 64, 4, 3),
     Config(64, 64, 64, 4, 3),
+    # Kernel formation's picks for launches of less than half a wave: deep k steps (its
+    # others, 128x256x64 w8 s4, 128x128x64 w4 s4 and 128x128x32 w4 s4, are above). On an
+    # H100 (2026-11-27) 64x256x64 w4, 256x128x64 w8 (3, 4 stages), 64x64x128 w4 (3, 4),
+    # 128x64x128 w4 s3 and 128x128x128 w8 s3 were never the fastest.
+    Config(64, 64, 256, 4, 3),
+    Config(64, 128, 128, 4, 3),
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]

@@ -95,8 +95,9 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     else 128 x 128 on 4 warps, both with 4 pipeline stages
     (`tile.num_stages`) and k steps of 128 bytes of an operand row (64 for
     f16/bf16), 64 bytes where more than two waves of 128 x 128 programs
-    share the SMs; the larger block halves, down to 64 x 64 with 3 stages,
-    while the launch has fewer than 64 programs. Exact f32 contractions
+    share the SMs; the larger block halves, down to 64 x 64, while the
+    launch has fewer than 64 programs, and then takes 3 stages of 64 KiB
+    of operands (64 x 64 x 256 for f16). Exact f32 contractions
     take 64 x 64 x 32 on 4 warps. No block exceeds its dimension's next
     power of two (nor goes below 16). `tile.fused` lists
     what each kernel computes. The sizes a kernel's grid, loops and masks

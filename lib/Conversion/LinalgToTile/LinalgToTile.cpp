@@ -1539,6 +1539,10 @@ struct Access {
 /// Programs that fill a GPU's SMs about once (an A100 has 108, an H100 132).
 constexpr int64_t kFillPrograms = 128;
 
+/// The operand bytes of one pipeline stage of a contraction halved below
+/// half a wave (64 x 64 x 256 for f16).
+constexpr int64_t kHalvedStageBytes = 64 * 1024;
+
 /// A contraction's block sizes, warps and pipeline stages. Exact f32 runs on
 /// CUDA cores: 64 x 64 x 32 on 4 warps. On tensor cores (16-bit operands, or
 /// f32 ones rounded to tf32), by launch size, as measured on an H100
@@ -1549,7 +1553,7 @@ constexpr int64_t kFillPrograms = 128;
 ///   operand row (64 halves), or 64 bytes when more than two waves of
 ///   programs share the SMs: smaller stages let three programs fit on one;
 /// - halved while the launch has fewer than half a wave of programs, down to
-///   64 x 64 (3 stages).
+///   64 x 64, with 3 stages of 64 KiB of operands (64 x 64 x 256 for f16).
 /// Each block is at most the next power of two of its dimension, at least 16.
 void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
                              const llvm::SmallBitVector &reduced,
@@ -1596,6 +1600,9 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
       bm /= 2;
     else
       bn /= 2;
+    // Deeper k steps, stages of kHalvedStageBytes: fewer barriers and waits
+    // per flop where the SMs have one small program each.
+    rowBytes = llvm::bit_floor(uint64_t(kHalvedStageBytes / (bm + bn)));
     t.numStages = 3;
   }
   t.block[sm] = clampPow2(space[sm], 16, bm);

@@ -98,9 +98,10 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // CHECK: arith.addf
 // CHECK: tile.store
 // With allow-tf32 (torch's fp32_precision "tf32") the f32 dot may round its
-// inputs to tf32.
+// inputs to tf32, on tensor cores: one program, halved to 64 x 64, takes all
+// of k (64) in one step.
 // TF32-LABEL: tile.kernel @k0_matmul
-// TF32: tile.dot {{.*}} input_precision = tf32 : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+// TF32: tile.dot {{.*}} input_precision = tf32 : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
 // CHECK-LABEL: func.func @linear
 // CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [64, 80], strides: [1, 64]
 // CHECK: tile.launch @k0_matmul grid(%c4, %c1, %c1)
@@ -180,12 +181,12 @@ func.func @many_f16_matmul(%x: tensor<2048x768xf16>, %w: tensor<768x2304xf16>) -
 // -----
 
 // ... and a launch of less than half a wave halves the larger block until it
-// has 64 programs, down to 64 x 64 with 3 stages (24 programs of 128 x 128
-// here, 96 of 64 x 64).
+// has 64 programs, down to 64 x 64, with 3 stages of 64 KiB (24 programs of
+// 128 x 128 here, 96 of 64 x 64 x 256).
 // CHECK-LABEL: tile.kernel @k0_matmul
 // CHECK-SAME: tile.num_stages = 3
 // CHECK-SAME: tile.num_warps = 4
-// CHECK: tile.dot {{.*}} : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+// CHECK: tile.dot {{.*}} : tensor<64x256xf16>, tensor<256x64xf16> -> tensor<64x64xf32>
 // CHECK-LABEL: func.func @small_f16_matmul
 // CHECK: tile.launch @k0_matmul grid(%c96, %c1, %c1)
 func.func @small_f16_matmul(%x: tensor<512x3072xf16>, %w: tensor<3072x768xf16>) -> tensor<512x768xf32> {

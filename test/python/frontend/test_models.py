@@ -176,7 +176,8 @@ def test_mlp() -> None:
     (4096, 2048, "128x64x256", 8, 4),  # 32 x 8 programs of 128 x 256: two waves
     (2048, 1024, "128x64x128", 4, 4),  # 128 programs of 128 x 128
     (2048, 2304, "128x32x128", 4, 4),  # 288 programs of 128 x 128 share the SMs
-    (512, 768, "64x64x64", 4, 3),  # 24 programs of 128 x 128: halved to 96 of 64 x 64
+    (512, 768, "64x128x64", 4, 3),  # 24 of 128 x 128: 96 of 64 x 64, k by all 128 of K
+    (512, 1024, "64x128x128", 4, 3),  # 32 of 128 x 128: 64 of 64 x 128, k by 128
 ])
 def test_half_matmul_tiles_follow_the_launch_size(
     rows: int, cols: int, block: str, warps: int, stages: int
