@@ -84,7 +84,11 @@ def ConvertLinalgToTile : Pass<"convert-linalg-to-tile", "::mlir::ModuleOp"> {
     splits the program id) and the whole of the reduced ones, whose padding
     takes the combiner's identity. Contractions loop over k with `tile.dot`
     (f32 accumulation; `input_precision = tf32` on f32 inputs with
-    `allow-tf32`) and apply their epilogue to the accumulator tile.
+    `allow-tf32`) and apply their epilogue to the accumulator tile; the
+    epilogue's tiles and views leave out the reduced dimensions, so they
+    keep the dot's rank and its accumulator layout. The programs of a
+    contraction take its output blocks in Triton's grouped order: groups
+    of 8 rows of blocks, each down its columns.
     Block sizes follow Inductor's heuristics: up to 1024 elements for an
     elementwise kernel, whole rows and up to 2048 elements for reductions
     (`tile.num_warps` gives about 8 elements a thread). Contractions on

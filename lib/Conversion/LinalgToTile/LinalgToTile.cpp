@@ -74,6 +74,20 @@ std::string viewKey(Value root, const StridedLayout &layout) {
   return key;
 }
 
+/// `layout` without the dimensions in `dropped` (each of size 1).
+StridedLayout dropDims(const StridedLayout &layout,
+                       const llvm::SmallBitVector &dropped) {
+  StridedLayout kept;
+  kept.offset = layout.offset;
+  for (unsigned s = 0; s < layout.sizes.size(); ++s) {
+    if (dropped.test(s))
+      continue;
+    kept.sizes.push_back(layout.sizes[s]);
+    kept.strides.push_back(layout.strides[s]);
+  }
+  return kept;
+}
+
 Type kernelElementType(Type t) {
   return t.isIndex() ? IntegerType::get(t.getContext(), 64) : t;
 }
@@ -100,6 +114,10 @@ std::string describe(GenericOp op, GenericKind kind) {
   }
 }
 
+/// Blocks along a contraction's m that a group of programs takes
+/// (writeProgramOffsets).
+constexpr int64_t kGroupBlocks = 8;
+
 /// The group's schedule: block sizes, warps and programs.
 struct Tiling {
   SmallVector<int64_t> block;
@@ -107,6 +125,10 @@ struct Tiling {
   /// The software-pipelining depth of a contraction's loop over k
   /// (tile.num_stages; 0: the lowering's num-stages option).
   int64_t numStages = 0;
+  /// The space dimension whose blocks consecutive programs take (-1: the
+  /// innermost), and one that groups of kGroupBlocks of its blocks take
+  /// with it (-1: none).
+  int64_t fastest = -1, grouped = -1;
   int64_t programs = 1;
   SmallVector<int64_t> counts; // programs along each space dimension
   /// Reduced dimensions longer than their block: programs loop over them.
@@ -233,8 +255,9 @@ bool Converter::ready(Operation *op) const {
 class KernelWriter {
 public:
   KernelWriter(tile::KernelOp kernel, ArrayRef<int64_t> space,
-               const Tiling &tiling)
+               const Tiling &tiling, llvm::SmallBitVector squeezed)
       : kernel(kernel), space(space), tiling(tiling),
+        squeezed(std::move(squeezed)),
         b(OpBuilder::atBlockBegin(&kernel.getBody().front())) {}
 
   /// Host values passed to each kernel argument, in order.
@@ -275,7 +298,8 @@ public:
   RankedTensorType tileType(const llvm::SmallBitVector &spans, Type element) {
     SmallVector<int64_t> shape;
     for (unsigned s = 0; s < space.size(); ++s)
-      shape.push_back(spans.test(s) ? tiling.block[s] : 1);
+      if (!squeezed.test(s))
+        shape.push_back(spans.test(s) ? tiling.block[s] : 1);
     return RankedTensorType::get(shape, kernelElementType(element));
   }
 
@@ -283,6 +307,8 @@ private:
   tile::KernelOp kernel;
   ArrayRef<int64_t> space;
   const Tiling &tiling;
+  /// Space dimensions that tiles and views leave out (squeezedDims).
+  llvm::SmallBitVector squeezed;
   OpBuilder b;
   SmallVector<Value> offsets;       // per space dimension, index
   IRMapping captured;               // scalars cloned from the host function
@@ -295,6 +321,14 @@ private:
 
   Value index(int64_t v) {
     return arith::ConstantIndexOp::create(b, kernel.getLoc(), v);
+  }
+  /// The offsets of a tile of `spans` in a view of the space.
+  SmallVector<Value> tileOffsets(const llvm::SmallBitVector &spans) {
+    SmallVector<Value> at;
+    for (unsigned s = 0; s < space.size(); ++s)
+      if (!squeezed.test(s))
+        at.push_back(spans.test(s) ? offsets[s] : index(0));
+    return at;
   }
   Value addArgument(Value hostView, unsigned rank, Type element);
   Value extent(int64_t s);
@@ -354,18 +388,54 @@ void KernelWriter::writeProgramOffsets() {
   Location loc = kernel.getLoc();
   Value pid = tile::ProgramIdOp::create(b, loc, 0);
   offsets.assign(space.size(), Value());
-  for (int s = (int)space.size() - 1; s >= 0; --s) {
+  // ceil(size / block) programs along s, from the size at run time.
+  auto count = [&](int64_t s) -> Value {
+    return arith::DivUIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc, extent(s), index(tiling.block[s] - 1)),
+        index(tiling.block[s]));
+  };
+  int64_t first = tiling.fastest, second = tiling.grouped;
+  if (first >= 0 && second >= 0 && tiling.counts[first] > 1 &&
+      tiling.counts[second] > 1) {
+    // Groups of kGroupBlocks blocks along `first`, each group's programs
+    // down its columns first (Triton's grouped order): a wave's programs
+    // share rows of one operand and columns of the other.
+    Value along = count(first), across = count(second);
+    Value tiles = arith::MulIOp::create(b, loc, along, across);
+    Value p = arith::RemUIOp::create(b, loc, pid, tiles);
+    pid = arith::DivUIOp::create(b, loc, pid, tiles);
+    Value group = index(kGroupBlocks);
+    Value perGroup = arith::MulIOp::create(b, loc, across, group);
+    Value start = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, p, perGroup), group);
+    Value rows = arith::MinUIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, along, start), group);
+    Value inGroup = arith::RemUIOp::create(b, loc, p, perGroup);
+    Value i = arith::AddIOp::create(
+        b, loc, start, arith::RemUIOp::create(b, loc, inGroup, rows));
+    Value j = arith::DivUIOp::create(b, loc, inGroup, rows);
+    offsets[first] =
+        arith::MulIOp::create(b, loc, i, index(tiling.block[first]));
+    offsets[second] =
+        arith::MulIOp::create(b, loc, j, index(tiling.block[second]));
+  }
+  SmallVector<int64_t> order;
+  if (first >= 0)
+    order.push_back(first);
+  for (int64_t s = (int64_t)space.size() - 1; s >= 0; --s)
+    if (s != first)
+      order.push_back(s);
+  for (int64_t s : order) {
+    if (offsets[s])
+      continue;
     if (tiling.counts[s] == 1) {
       offsets[s] = index(0);
       continue;
     }
-    // ceil(size / block) programs along s, from the size at run time.
-    Value count = arith::DivUIOp::create(
-        b, loc,
-        arith::AddIOp::create(b, loc, extent(s), index(tiling.block[s] - 1)),
-        index(tiling.block[s]));
-    Value i = arith::RemUIOp::create(b, loc, pid, count);
-    pid = arith::DivUIOp::create(b, loc, pid, count);
+    Value n = count(s);
+    Value i = arith::RemUIOp::create(b, loc, pid, n);
+    pid = arith::DivUIOp::create(b, loc, pid, n);
     offsets[s] = arith::MulIOp::create(b, loc, i, index(tiling.block[s]));
   }
 }
@@ -400,12 +470,9 @@ Value KernelWriter::extent(int64_t s) {
 TileValue KernelWriter::load(Value hostView, const llvm::SmallBitVector &spans,
                              Type elt) {
   Location loc = hostView.getLoc();
-  Value arg = addArgument(hostView, space.size(), elt);
-  SmallVector<Value> at;
-  for (unsigned s = 0; s < space.size(); ++s)
-    at.push_back(spans.test(s) ? offsets[s] : index(0));
-  Value t = tile::LoadOp::create(b, loc, tileType(spans, elt), arg, at,
-                                 /*padding=*/nullptr);
+  Value arg = addArgument(hostView, space.size() - squeezed.count(), elt);
+  Value t = tile::LoadOp::create(b, loc, tileType(spans, elt), arg,
+                                 tileOffsets(spans), /*padding=*/nullptr);
   return {t, spans};
 }
 
@@ -507,6 +574,7 @@ FailureOr<TileValue> KernelWriter::operandTile(
     layout.strides[s] = buffer->layout.strides[j];
     spans.set(s);
   }
+  layout = dropDims(layout, squeezed);
   // One load per buffer and view: a value read twice, or through two
   // reshapes of one buffer (softmax's input), is read once.
   std::string key = viewKey(buffer->root, layout);
@@ -836,8 +904,11 @@ FailureOr<TileValue> KernelWriter::matmulResult(
     acc = tile::PermuteOp::create(
         b, loc, RankedTensorType::get({shape[1], shape[0]}, outElt), acc,
         b.getDenseI64ArrayAttr({1, 0}));
-  TileValue result{
-      tile::ReshapeOp::create(b, loc, tileType(spans, outElt), acc), spans};
+  RankedTensorType type = tileType(spans, outElt);
+  TileValue result{acc.getType() == type
+                       ? acc
+                       : tile::ReshapeOp::create(b, loc, type, acc).getResult(),
+                   spans};
   // An accumulator that is not zero adds in.
   OpOperand *init = op.getDpsInitOperand(0);
   if (isZeroTensor(init->get()))
@@ -1017,11 +1088,8 @@ void KernelWriter::store(Value result, Value hostView) {
   Location loc = result.getLoc();
   TileValue &t = values[result];
   Type elt = getElementTypeOrSelf(result.getType());
-  Value arg = addArgument(hostView, space.size(), elt);
-  SmallVector<Value> at;
-  for (unsigned s = 0; s < space.size(); ++s)
-    at.push_back(t.spans.test(s) ? offsets[s] : index(0));
-  tile::StoreOp::create(b, loc, t.value, arg, at);
+  Value arg = addArgument(hostView, space.size() - squeezed.count(), elt);
+  tile::StoreOp::create(b, loc, t.value, arg, tileOffsets(t.spans));
 }
 
 /// The dimensions of the space that result `init` of `op` spans.
@@ -1536,6 +1604,36 @@ struct Access {
   int64_t bytes;
 };
 
+/// The space dimensions that a kernel's tiles and views leave out: a
+/// contraction's reduced ones, where every other op of the group is an
+/// epilogue that does not index them (blocks of 1 there). The epilogue then
+/// keeps the dot's rank, and the accumulator's tensor-core layout, instead of
+/// a reshape to the space's rank that moves it through shared memory.
+llvm::SmallBitVector squeezedDims(ArrayRef<GenericOp> ops,
+                                  ArrayRef<GenericKind> kinds,
+                                  ArrayRef<int64_t> space,
+                                  const llvm::SmallBitVector &reduced,
+                                  GenericOp attention, const Tiling &tiling) {
+  llvm::SmallBitVector none(space.size());
+  if (attention || tiling.chunked.any())
+    return none;
+  int contractions = 0;
+  for (auto [constOp, kind] : llvm::zip(ops, kinds)) {
+    GenericOp op = constOp;
+    if (kind == GenericKind::Contraction) {
+      ++contractions;
+      continue;
+    }
+    if (llvm::any_of(op.getIteratorTypesArray(),
+                     [](utils::IteratorType t) { return !isParallel(t); }))
+      return none;
+    for (int64_t s : getSpace(op))
+      if (s >= 0 && reduced.test(s))
+        return none;
+  }
+  return contractions == 1 ? reduced : none;
+}
+
 /// Programs that fill a GPU's SMs about once (an A100 has 108, an H100 132).
 constexpr int64_t kFillPrograms = 128;
 
@@ -1570,6 +1668,12 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
   Type b = getElementTypeOrSelf(inputs[1].getType());
   bool halves = a == b && (a.isF16() || a.isBF16());
   bool tf32 = allowTf32 && a.isF32() && b.isF32();
+  // Programs take the output's blocks in groups of rows (writeProgramOffsets):
+  // the programs of a wave share rows of a and columns of b. Along n first,
+  // a wide matmul (LLaMA-7B's MLP) read b from memory again for each row of
+  // blocks (0.55 of cuBLAS on an H100, 1.0 grouped).
+  t.fastest = sm;
+  t.grouped = sn;
   if (!halves && !tf32) {
     t.block[sm] = clampPow2(space[sm], 16, 64);
     t.block[sn] = clampPow2(space[sn], 16, 64);
@@ -1914,6 +2018,8 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
     return kinds[llvm::find(ops, op) - ops.begin()];
   };
 
+  llvm::SmallBitVector squeezed =
+      squeezedDims(ops, kinds, space, reduced, attention, tiling);
   SmallVector<PendingStore> stores;
   for (GenericOp op : ops) {
     auto opSpace = getSpace(op);
@@ -1940,11 +2046,11 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
         layout.sizes[s] = buffer.layout.sizes[j];
         layout.strides[s] = buffer.layout.strides[j];
       }
-      stores.push_back({result, viewOf(buffer, layout)});
+      stores.push_back({result, viewOf(buffer, dropDims(layout, squeezed))});
     }
   }
 
-  KernelWriter writer(kernel, space, tiling);
+  KernelWriter writer(kernel, space, tiling, squeezed);
   writer.allowTf32 = allowTf32;
   writer.hostIndex = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(builder, kernel.getLoc(), v);

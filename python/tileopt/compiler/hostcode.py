@@ -58,6 +58,7 @@ import numpy as np
 
 from tileopt import ir
 from tileopt.errors import CompilationError
+from tileopt.runtime.host import bind_host_function, ceil_div, div_trunc, rem_trunc
 
 #: torch dtype names of the element types a host function's memrefs may have.
 TORCH_DTYPES: dict[str, str] = {
@@ -84,45 +85,7 @@ _DYNAMIC_STRIDE = ir.ShapedType.get_dynamic_stride_or_offset()
 
 
 # ---------------------------------------------------------------------------------------------
-# run-time helpers of the generated code
-
-
-def div_trunc(a: int, b: int) -> int:
-    """``arith.divsi``: the quotient rounded toward zero."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def rem_trunc(a: int, b: int) -> int:
-    """``arith.remsi``: the remainder of :func:`div_trunc` (the sign of ``a``)."""
-    return a - b * div_trunc(a, b)
-
-
-def ceil_div(a: int, b: int) -> int:
-    """``arith.ceildivsi``/``ceildivui``: the quotient rounded up."""
-    return -(-a // b)
-
-
-def contiguous(t: Any) -> Any:
-    """``t`` itself when it is contiguous from the start of its storage, else a contiguous
-    copy: for host arguments whose memref type has a static (identity) layout."""
-    if t.is_contiguous() and t.storage_offset() == 0:
-        return t
-    import torch
-
-    return t.clone(memory_format=torch.contiguous_format)
-
-
-_HELPERS: dict[str, Any] = {
-    "div_trunc": div_trunc,
-    "rem_trunc": rem_trunc,
-    "ceil_div": ceil_div,
-    "contiguous": contiguous,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# the program
+# the program (its run-time helpers are tileopt.runtime.host's)
 
 
 @dataclass(frozen=True)
@@ -165,19 +128,8 @@ class HostProgram:
         Returns:
             ``function(*inputs) -> tuple`` of the host function's results.
         """
-        import torch
-
-        namespace: dict[str, Any] = {
-            "__name__": f"tileopt_host_{self.function}",
-            "torch": torch,
-            "launch": launch,
-            "empty": empty,
-            "constants": {k: v.to(device) for k, v in self.constants.items()},
-            **_HELPERS,
-        }
-        exec(self.code, namespace)
-        fn: Callable[..., tuple[Any, ...]] = namespace[_identifier(self.function)]
-        return fn
+        return bind_host_function(self.code, _identifier(self.function), launch, empty,
+                                  self.constants, device)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -84,7 +84,9 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // A linear layer: the transposed weight is a strided view (strides [1, 64]),
 // whose unit stride along K the kernel's type keeps (so its tiles load and
 // stage K-major), the matmul loops over k with tile.dot on 64 x 64 output
-// tiles, and the bias is added to the accumulator in the same kernel.
+// tiles, and the bias is added to the accumulator in the same kernel. The
+// epilogue leaves out the reduced dimension: its tiles keep the dot's rank
+// (no reshape, which would move the accumulator through shared memory).
 // CHECK-LABEL: tile.kernel @k0_matmul
 // CHECK-SAME: %arg{{[0-9]+}}: memref<?x?xf32, strided<[1, ?], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 16>}
 // CHECK-SAME: tile.fused = "matmul, addf"
@@ -94,9 +96,11 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // CHECK: tile.dot
 // CHECK-NOT: input_precision
 // CHECK: scf.yield
-// CHECK: tile.reshape {{.*}} : tensor<64x64xf32> -> tensor<64x64x1xf32>
-// CHECK: arith.addf
-// CHECK: tile.store
+// CHECK-NOT: tile.reshape
+// CHECK: tile.load {{.*}} -> tensor<1x64xf32>
+// CHECK: tile.broadcast {{.*}} : tensor<1x64xf32> -> tensor<64x64xf32>
+// CHECK: arith.addf {{.*}} : tensor<64x64xf32>
+// CHECK: tile.store {{.*}} : tensor<64x64xf32>, memref<?x?xf32
 // With allow-tf32 (torch's fp32_precision "tf32") the f32 dot may round its
 // inputs to tf32, on tensor cores: one program, halved to 64 x 64, takes all
 // of k (64) in one step.
@@ -145,12 +149,33 @@ func.func @large_f16_matmul(%x: tensor<4096x1024xf16>, %w: tensor<1024x4096xf16>
 // -----
 
 // Fewer: 128 x 128 blocks on 4 warps, 4 stages (128 programs here)...
+// Programs take blocks in groups of 8 rows of blocks, down the columns within
+// a group (Triton's grouped order; M's size is the first launch argument).
 // CHECK-LABEL: tile.kernel @k0_matmul
 // CHECK-SAME: tile.num_stages = 4
 // CHECK-SAME: tile.num_warps = 4
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %[[PID:.*]] = tile.program_id
+// CHECK: %[[ROWS:.*]] = arith.divui {{.*}} : index
+// CHECK: %[[COLS:.*]] = arith.divui {{.*}} : index
+// CHECK: %[[TILES:.*]] = arith.muli %[[ROWS]], %[[COLS]]
+// CHECK: %[[P:.*]] = arith.remui %[[PID]], %[[TILES]]
+// CHECK: %[[PER:.*]] = arith.muli %[[COLS]], %[[C8]]
+// CHECK: %[[G:.*]] = arith.divui %[[P]], %[[PER]]
+// CHECK: %[[START:.*]] = arith.muli %[[G]], %[[C8]]
+// CHECK: %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[START]]
+// CHECK: %[[N:.*]] = arith.minui %[[LEFT]], %[[C8]]
+// CHECK: %[[IN:.*]] = arith.remui %[[P]], %[[PER]]
+// CHECK: %[[R:.*]] = arith.remui %[[IN]], %[[N]]
+// CHECK: %[[I:.*]] = arith.addi %[[START]], %[[R]]
+// CHECK: %[[J:.*]] = arith.divui %[[IN]], %[[N]]
+// CHECK: %[[ROW:.*]] = arith.muli %[[I]],
+// CHECK: %[[COL:.*]] = arith.muli %[[J]],
+// CHECK: tile.load %arg2[%[[ROW]], %{{.*}}]
+// CHECK: tile.load %arg3[%{{.*}}, %[[COL]]]
 // CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
 // CHECK-LABEL: func.func @mid_f16_matmul
-// CHECK: tile.launch @k0_matmul grid(%c128, %c1, %c1)
+// CHECK: tile.launch @k0_matmul grid(%c128, %c1, %c1) (%c2048, %c1024,
 func.func @mid_f16_matmul(%x: tensor<2048x1024xf16>, %w: tensor<1024x1024xf16>) -> tensor<2048x1024xf32> {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2048x1024xf32>

@@ -201,6 +201,20 @@ def test_half_matmul_in_large_tiles_matches_eager(dtype: Any) -> None:
     assert "-> tensor<128x128xf32>" in graph.stages["tile"]
 
 
+def test_grouped_program_order_covers_every_block() -> None:
+    """The programs of a formed matmul take its blocks in groups of 8 rows of blocks, the
+    last group partial (18 rows of 64 x 128 blocks here): every block once, as eager."""
+    layer = nn.Linear(16, 512).to(torch.float16)
+    graph = check(layer, lambda: (randn(1152, 16, dtype=torch.float16),), max_kernels=1)
+    assert "-> tensor<64x128xf32>" in graph.stages["tile"] and "arith.minui" in graph.stages["tile"]
+
+
+def test_grouped_program_order_with_batches() -> None:
+    """A batched matmul's programs take the groups of each batch element in turn."""
+    check(torch.bmm, lambda: (randn(3, 300, 16, dtype=torch.float16),
+                              randn(3, 16, 200, dtype=torch.float16)), max_kernels=1)
+
+
 def test_num_stages_overrides_kernel_formation() -> None:
     """A ``num_stages`` given to ``compile`` is the depth of every pipeline, also where kernel
     formation chose another (3 for this small launch: ``cp.async.wait_group 1``; 4 waits

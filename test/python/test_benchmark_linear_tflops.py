@@ -1,0 +1,84 @@
+"""benchmarks/linear_tflops.py where there is no GPU.
+
+It skips without one (``CUDA_VISIBLE_DEVICES=""`` hides a GPU from torch), and what its
+``--save`` writes is a whole program: a fresh interpreter without tileopt's native bindings
+runs a saved layer (its host function, ``tileopt.runtime.host``, and its kernels) in the
+emulator and gets ``F.linear``'s result, as the GPU machine's ``--load`` does on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "linear_tflops.py"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_linear_tflops_skips_without_a_gpu() -> None:
+    proc = run(env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("linear_tflops: skipped: "), proc.stdout
+
+
+def test_linear_tflops_rejects_unknown_options() -> None:
+    proc = run("--tokens", "many")
+    assert proc.returncode == 2 and "--tokens takes integers" in proc.stderr, proc.stderr
+
+
+def test_saved_layer_runs_without_the_native_build(tmp_path: Path) -> None:
+    pytest.importorskip("tileopt.ir", reason="--save compiles: tileopt's native build")
+    pytest.importorskip("torch_mlir", reason="--save compiles models: torch-mlir")
+    proc = run("--save", str(tmp_path), "--shapes", "gpt2", "--tokens", "64", "--target",
+               "sm_80")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert [e["name"] for e in index] == [f"gpt2 {layer} T=64" for layer in
+                                          ("qkv", "attn_out", "mlp_up", "mlp_down")]
+    script = textwrap.dedent(f"""
+        import json, sys
+        from pathlib import Path
+
+        class NoNative:
+            def find_spec(self, name, path=None, target=None):
+                if name.startswith(("tileopt._mlir_libs", "tileopt.ir", "tileopt.compiler")):
+                    raise ImportError(f"{{name}} is not built here")
+                return None
+
+        sys.meta_path.insert(0, NoNative())
+        import torch
+        import torch.nn.functional as F
+        from tileopt.runtime.host import bind_host_function
+        from tileopt.runtime.kernel import Kernel
+
+        d = Path({str(tmp_path)!r})
+        entry = json.loads((d / "index.json").read_text())[1]  # attn_out: 64 x 768 x 768
+        kernels = {{n: Kernel.load(d / f) for n, f in entry["kernels"].items()}}
+        forward = bind_host_function(
+            entry["source"], entry["function"],
+            lambda name, grid, *args: kernels[name].launch(grid, *args, device="emulator"),
+            lambda shape, dtype: torch.empty(shape, dtype=dtype), {{}})
+        torch.manual_seed(0)
+        w = (torch.randn(768, 768) / 768 ** 0.5).half()
+        b = torch.randn(768).half()
+        x = torch.randn(64, 768).half()
+        got = forward(w, b, x)[0].float()
+        want = F.linear(x.float(), w.float(), b.float())
+        err = (got - want).abs().max().item()
+        assert err < 1e-2, err
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "python")},
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
