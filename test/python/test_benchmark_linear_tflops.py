@@ -12,10 +12,10 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from tileopt.testing.native import run_without_native_build
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "linear_tflops.py"
@@ -46,17 +46,10 @@ def test_saved_layer_runs_without_the_native_build(tmp_path: Path) -> None:
     index = json.loads((tmp_path / "index.json").read_text())
     assert [e["name"] for e in index] == [f"gpt2 {layer} T=64" for layer in
                                           ("qkv", "attn_out", "mlp_up", "mlp_down")]
-    script = textwrap.dedent(f"""
-        import json, sys
+    proc = run_without_native_build(f"""
+        import json
         from pathlib import Path
 
-        class NoNative:
-            def find_spec(self, name, path=None, target=None):
-                if name.startswith(("tileopt._mlir_libs", "tileopt.ir", "tileopt.compiler")):
-                    raise ImportError(f"{{name}} is not built here")
-                return None
-
-        sys.meta_path.insert(0, NoNative())
         import torch
         import torch.nn.functional as F
         from tileopt.runtime.host import bind_host_function
@@ -78,7 +71,4 @@ def test_saved_layer_runs_without_the_native_build(tmp_path: Path) -> None:
         err = (got - want).abs().max().item()
         assert err < 1e-2, err
     """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT / "python")},
-                          check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -8,9 +8,6 @@ without importing the MLIR bindings, and a file that is not a saved kernel must 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +18,7 @@ pytest.importorskip("tileopt.ir", reason="tileopt's native MLIR bindings are not
 from tileopt import kernels  # noqa: E402
 from tileopt.compiler import compile  # noqa: E402
 from tileopt.runtime.kernel import Kernel  # noqa: E402
-
-PYTHON_DIR = Path(__file__).resolve().parents[3] / "python"
+from tileopt.testing.native import run_without_native_build  # noqa: E402
 
 
 def test_saved_kernel_comes_back_whole(tmp_path: Path) -> None:
@@ -39,17 +35,8 @@ def test_loaded_kernel_runs_without_the_native_bindings(tmp_path: Path) -> None:
     compile(kernels.vector_add("f32"), "sm_80").save(tmp_path / "add.json")
     # A fresh interpreter in which importing the MLIR bindings fails, as on a machine
     # without the native build.
-    script = textwrap.dedent(f"""
-        import sys
+    proc = run_without_native_build(f"""
         import numpy as np
-
-        class NoNative:
-            def find_spec(self, name, path=None, target=None):
-                if name.startswith(("tileopt._mlir_libs", "tileopt.ir", "tileopt.compiler")):
-                    raise ImportError(f"{{name}} is not built here")
-                return None
-
-        sys.meta_path.insert(0, NoNative())
         from tileopt.runtime.kernel import Kernel
 
         kern = Kernel.load({str(tmp_path / "add.json")!r})
@@ -59,9 +46,7 @@ def test_loaded_kernel_runs_without_the_native_bindings(tmp_path: Path) -> None:
         kern.launch((1000 + 1023) // 1024, x, y, out)
         np.save({str(tmp_path / "out.npy")!r}, out)
         assert not any(m.startswith("tileopt._mlir_libs") for m in sys.modules)
-    """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300, env={"PYTHONPATH": str(PYTHON_DIR)}, check=False)
+    """, timeout=300)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"),
                                   np.arange(1000, dtype=np.float32) + 0.5)
