@@ -57,8 +57,6 @@ def compile_layer(dtype: str, shape: Shape, target: str) -> Any:
 
 def save(dtypes: Sequence[str], shapes: Sequence[Shape], target: str, out: Path) -> None:
     """Compiles every layer into ``out``: its kernels and ``index.json`` (host functions)."""
-    from tileopt.compiler.hostcode import _identifier
-
     out.mkdir(parents=True, exist_ok=True)
     index = []
     for dtype in dtypes:
@@ -75,7 +73,7 @@ def save(dtypes: Sequence[str], shapes: Sequence[Shape], target: str, out: Path)
                      if "tile.dot" in line]
             index.append({"dtype": dtype, "name": shape.name, "m": shape.m, "n": shape.n,
                           "k": shape.k, "target": target, "kernels": kernels,
-                          "source": host.source, "function": _identifier(host.function),
+                          "source": host.source, "function": host.function,
                           "tiles": tiles})
             print(f"  {dtype} {shape.name}: {', '.join(tiles)}", flush=True)
     (out / "index.json").write_text(json.dumps(index, indent=1))
@@ -105,11 +103,8 @@ def saved_layer(entry: dict[str, Any], directory: Path) -> Any:
 
 def compiled_layer(dtype: str, shape: Shape, target: str) -> Any:
     """A layer compiled here, on the GPU."""
-    from tileopt.compiler.hostcode import _identifier
-
     program = compile_layer(dtype, shape, target).program
-    return on_gpu(program.host.source, _identifier(program.host.function),
-                  dict(program.kernels))
+    return on_gpu(program.host.source, program.host.function, dict(program.kernels))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

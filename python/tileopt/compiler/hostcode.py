@@ -58,7 +58,13 @@ import numpy as np
 
 from tileopt import ir
 from tileopt.errors import CompilationError
-from tileopt.runtime.host import bind_host_function, ceil_div, div_trunc, rem_trunc
+from tileopt.runtime.host import (
+    bind_host_function,
+    ceil_div,
+    div_trunc,
+    python_name,
+    rem_trunc,
+)
 
 #: torch dtype names of the element types a host function's memrefs may have.
 TORCH_DTYPES: dict[str, str] = {
@@ -128,7 +134,7 @@ class HostProgram:
         Returns:
             ``function(*inputs) -> tuple`` of the host function's results.
         """
-        return bind_host_function(self.code, _identifier(self.function), launch, empty,
+        return bind_host_function(self.code, self.function, launch, empty,
                                   self.constants, device)
 
 
@@ -172,10 +178,6 @@ def _tuple(items: Sequence[str]) -> str:
 def _string(text: str) -> str:
     """A Python string literal in double quotes."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _identifier(text: str) -> str:
-    return re.sub(r"\W", "_", text)
 
 
 # Index arithmetic: op name -> (python operator or helper, folding function).
@@ -323,7 +325,7 @@ class _Translator:
             name = f"arg{i}"
             params.append(name)
             self.values[arg] = _Value(name, None, "input")
-        header = [f"def {_identifier(self.name)}({', '.join(params)}):"]
+        header = [f"def {python_name(self.name)}({', '.join(params)}):"]
         for i, arg in enumerate(block.arguments):
             desc = self._describe_arg(i, arg)
             if desc:
@@ -780,7 +782,7 @@ def translate(
     tr = _Translator(module, func, kernels, globals_, input_descriptions)
     source = tr.translate()
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
-    filename = f"<tileopt host code {_identifier(function)} {digest}>"
+    filename = f"<tileopt host code {python_name(function)} {digest}>"
     # Tracebacks through the generated code show its lines.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:

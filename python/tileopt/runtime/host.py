@@ -9,6 +9,7 @@ compiled on one machine runs on another from its saved kernels
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -47,6 +48,11 @@ HELPERS: dict[str, Any] = {
 }
 
 
+def python_name(function: str) -> str:
+    """The name of the ``def`` of host function ``function`` in its Python source."""
+    return re.sub(r"\W", "_", function)
+
+
 def bind_host_function(
     code: Any,
     function: str,
@@ -59,7 +65,7 @@ def bind_host_function(
 
     Args:
         code: the host function's source, or that source compiled (``compile(source, ...)``).
-        function: the name of its ``def``.
+        function: the host function's name (``HostProgram.function``).
         launch: ``launch(kernel_name, grid, *args)``, called for every kernel launch with a
             grid of three ints and the arguments (tensors and Python numbers).
         empty: ``empty(shape, dtype)``: a new contiguous tensor of a tuple of ints and a
@@ -81,5 +87,5 @@ def bind_host_function(
         **HELPERS,
     }
     exec(code, namespace)
-    fn: Callable[..., tuple[Any, ...]] = namespace[function]
+    fn: Callable[..., tuple[Any, ...]] = namespace[python_name(function)]
     return fn
