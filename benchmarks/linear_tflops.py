@@ -27,7 +27,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from matmul_tflops import GOAL, MODELS, TOKENS, Shape, correct, gpu_unavailable, time_launch
+from matmul_tflops import (
+    GOAL,
+    MODELS,
+    TOKENS,
+    Shape,
+    Timing,
+    correct,
+    gpu_unavailable,
+    time_launch,
+)
 
 TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16"}
 
@@ -173,12 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if wrong:
             failures.append(f"{label}: {wrong}")
             continue
-        t_torch, _ = time_launch(lambda w=w, b=bias, x=x: F.linear(x, w, b), 10, 20, 10)
-        t_ours, _ = time_launch(lambda f=forward, w=w, b=bias, x=x: f(w, b, x), 10, 20, 10)
-        flops = 2 * m * n * k
-        ratios.append(t_torch / t_ours)
+        theirs = Timing(time_launch(lambda w=w, b=bias, x=x: F.linear(x, w, b), 10, 20, 10)[0])
+        ours = Timing(time_launch(lambda f=forward, w=w, b=bias, x=x: f(w, b, x), 10, 20, 10)[0])
+        shape = Shape(entry["name"], m, n, k)
+        ratios.append(theirs.ms / ours.ms)
         print(f"{entry['dtype']:<5} {entry['name']:<28} {m:>6} {n:>6} {k:>6} "
-              f"{flops / t_torch / 1e9:7.1f} {flops / t_ours / 1e9:7.1f} {ratios[-1]:6.2f}  "
+              f"{theirs.tflops(shape):7.1f} {ours.tflops(shape):7.1f} {ratios[-1]:6.2f}  "
               f"{entry['target']}", flush=True)
         torch.cuda.empty_cache()
     print()

@@ -608,7 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f.write(json.dumps({
                         "dtype": dtype, "shape": shape.name, "m": shape.m, "n": shape.n,
                         "k": shape.k, "cublas": cublas.tflops(shape),
-                        "tileopt": {name: shape.flops / (ms * 1e-3) / 1e12
+                        "tileopt": {name: Timing(ms).tflops(shape)
                                     for name, ms in brief.items()}}) + "\n")
             tf = {name: t.tflops(shape) for name, t in
                   (("cublas", cublas), ("triton", tr), ("ours", mine))}

@@ -330,7 +330,7 @@ private:
         at.push_back(spans.test(s) ? offsets[s] : index(0));
     return at;
   }
-  Value addArgument(Value hostView, unsigned rank, Type element);
+  Value addArgument(Value hostView);
   Value extent(int64_t s);
   DenseMap<int64_t, Value> extents; // by space dimension
   TileValue load(Value hostView, const llvm::SmallBitVector &spans, Type elt);
@@ -440,10 +440,13 @@ void KernelWriter::writeProgramOffsets() {
   }
 }
 
-Value KernelWriter::addArgument(Value hostView, unsigned rank, Type element) {
-  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
+/// The kernel argument of `hostView`: a view of its rank and element type
+/// with dynamic sizes and strides (the launch passes the host's).
+Value KernelWriter::addArgument(Value hostView) {
+  auto hostType = cast<MemRefType>(hostView.getType());
+  SmallVector<int64_t> dyn(hostType.getRank(), ShapedType::kDynamic);
   auto type = MemRefType::get(
-      dyn, element,
+      dyn, hostType.getElementType(),
       StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, dyn));
   Block &body = kernel.getBody().front();
   for (auto [i, v] : llvm::enumerate(launchArgs))
@@ -470,7 +473,7 @@ Value KernelWriter::extent(int64_t s) {
 TileValue KernelWriter::load(Value hostView, const llvm::SmallBitVector &spans,
                              Type elt) {
   Location loc = hostView.getLoc();
-  Value arg = addArgument(hostView, space.size() - squeezed.count(), elt);
+  Value arg = addArgument(hostView);
   Value t = tile::LoadOp::create(b, loc, tileType(spans, elt), arg,
                                  tileOffsets(spans), /*padding=*/nullptr);
   return {t, spans};
@@ -720,13 +723,13 @@ KernelWriter::gather(tensor::ExtractOp extract,
     one.offset = buffer->layout.offset;
     one.sizes = {1};
     one.strides = {1};
-    Value arg = addArgument(viewFor(tensor, one), 1, elt);
+    Value arg = addArgument(viewFor(tensor, one));
     Value idx = materialize(indices[0], spans, loc);
     return TileValue{tile::GatherOp::create(b, loc, tileType(spans, elt), arg,
                                             ValueRange{idx}, nullptr),
                      spans};
   }
-  Value arg = addArgument(viewFor(tensor, buffer->layout), type.getRank(), elt);
+  Value arg = addArgument(viewFor(tensor, buffer->layout));
   SmallVector<Value> tiles;
   for (const TileValue &i : indices)
     tiles.push_back(materialize(i, spans, loc));
@@ -847,12 +850,12 @@ FailureOr<MatmulOperands> KernelWriter::matmulOperands(
     FailureOr<Value> aView = operandView(mm.lhs, aOrder);
     if (failed(aView))
       return failure();
-    mm.aArg = addArgument(*aView, aOrder.size(), mm.aElt);
+    mm.aArg = addArgument(*aView);
   }
   FailureOr<Value> bView = operandView(mm.rhs, bOrder);
   if (failed(bView))
     return failure();
-  mm.bArg = addArgument(*bView, bOrder.size(), mm.bElt);
+  mm.bArg = addArgument(*bView);
   for (unsigned d : dims.batch)
     mm.batchOffsets.push_back(opSpace[d] >= 0 ? offsets[opSpace[d]] : index(0));
   mm.dotElt = mm.aElt == mm.bElt ? mm.aElt : b.getF32Type();
@@ -1087,8 +1090,7 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
 void KernelWriter::store(Value result, Value hostView) {
   Location loc = result.getLoc();
   TileValue &t = values[result];
-  Type elt = getElementTypeOrSelf(result.getType());
-  Value arg = addArgument(hostView, space.size() - squeezed.count(), elt);
+  Value arg = addArgument(hostView);
   tile::StoreOp::create(b, loc, t.value, arg, tileOffsets(t.spans));
 }
 
