@@ -118,17 +118,25 @@ def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout",
     `2 * (l % 4)` and `2 * (l % 4) + 1`, as the PTX ISA lays out the C
     fragment.
 
+    The rows and columns are the last two dimensions. Leading dimensions,
+    each of size 1 in the tile and with 1 warp, are those that a reshape
+    added to a dot's result (one matrix of a batch, as Triton's rank-3 mma
+    layouts): its registers stay where the dot left them.
+
     ```mlir
     #tile.mma<warpsPerCTA = [2, 2]>
+    #tile.mma<warpsPerCTA = [1, 2, 2]>  // tensor<1x128x128xf32, #mma3>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"unsigned">:$warpsPerCTA);
   let assemblyFormat = "`<` `warpsPerCTA` `=` `[` $warpsPerCTA `]` `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    unsigned getNumWarps() const {
-      return getWarpsPerCTA()[0] * getWarpsPerCTA()[1];
-    }
+    unsigned getRank() const { return getWarpsPerCTA().size(); }
+    /// Warps along the rows (the second-to-last dimension) and the columns.
+    unsigned getWarpsM() const { return getWarpsPerCTA()[getRank() - 2]; }
+    unsigned getWarpsN() const { return getWarpsPerCTA().back(); }
+    unsigned getNumWarps() const { return getWarpsM() * getWarpsN(); }
   }];
 }
 

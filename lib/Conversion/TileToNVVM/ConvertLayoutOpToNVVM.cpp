@@ -656,8 +656,36 @@ std::optional<StagingLayout> fragmentLayout(RankedTensorType from,
   return candidates.front();
 }
 
+namespace {
+
+/// `from` and `to` (one shape) without the leading unit dimensions above
+/// rank 2 when both layouts keep their registers in place without them
+/// (reshapeInPlaceLayout): one matrix of a batch restages as a matrix, with
+/// the swizzles, slices and ldmatrix plans of 2-D tiles. The registers keep
+/// their order, so the same vectors move.
+std::pair<RankedTensorType, RankedTensorType>
+withoutBatchDims(RankedTensorType from, RankedTensorType to) {
+  ArrayRef<int64_t> shape = from.getShape();
+  int64_t leading = 0;
+  while (shape.size() - leading > 2 && shape[leading] == 1)
+    ++leading;
+  if (!leading || shape != to.getShape())
+    return {from, to};
+  ArrayRef<int64_t> matrix = shape.drop_front(leading);
+  Attribute fromLayout =
+      reshapeInPlaceLayout(from.getEncoding(), shape, matrix);
+  Attribute toLayout = reshapeInPlaceLayout(to.getEncoding(), shape, matrix);
+  if (!fromLayout || !toLayout)
+    return {from, to};
+  return {RankedTensorType::get(matrix, from.getElementType(), fromLayout),
+          RankedTensorType::get(matrix, to.getElementType(), toLayout)};
+}
+
+} // namespace
+
 StagingLayout restageLayout(RankedTensorType from, RankedTensorType to,
                             int64_t maxBytes) {
+  std::tie(from, to) = withoutBatchDims(from, to);
   StagingLayout pad = StagingLayout::padded(smemPad(from.getElementType()));
   if (from.getRank() != 2 || to.getRank() != 2)
     return pad;
@@ -779,6 +807,7 @@ RestageSlicing restageSlicing(RankedTensorType from, RankedTensorType to,
 
 int64_t restageBytes(RankedTensorType from, RankedTensorType to,
                      const StagingLayout &staging) {
+  std::tie(from, to) = withoutBatchDims(from, to);
   if (staging.fragments)
     return fragmentPlan(from, to, staging).bytes;
   RestageSlicing slicing = restageSlicing(from, to, staging);
@@ -789,6 +818,7 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
                                         KernelState &ks, RankedTensorType from,
                                         Value vector, RankedTensorType to,
                                         const StagingLayout &staging) {
+  std::tie(from, to) = withoutBatchDims(from, to);
   if (staging.fragments)
     return restageFragments(b, loc, ks, from, vector, to,
                             fragmentPlan(from, to, staging));

@@ -37,7 +37,7 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
   int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
   auto mma = cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
-  if (int64_t wn = mma.getWarpsPerCTA()[1]; wgmma && operand == 1 && wn > 1) {
+  if (int64_t wn = mma.getWarpsN(); wgmma && operand == 1 && wn > 1) {
     // Warpgroup column g computes 8-column blocks g, g + wn, ... (the mma
     // layout's): they go together, so its wgmma reads cols / wn contiguous
     // columns. Block b = col / 8 moves to (b % wn) * cols / wn + b / wn.

@@ -1131,11 +1131,14 @@ struct LoadLowering : TilePattern<LoadOp> {
       const AsyncCopy &to = copy->second;
       Value slot = to.slot ? rewriter.getRemappedValue(to.slot) : Value();
       ScratchPlacement place = state.placements.lookup(to.dot);
+      // A TMA ring's mbarriers (the pipeline's first dot's).
+      ScratchPlacement barriers =
+          to.mbarrierDot ? state.placements.lookup(to.mbarrierDot) : place;
       if (to.prefetched) {
         if (to.phase) // TMA brought this iteration's tiles
           waitMbarrier(
               rewriter, loc,
-              mbarrierPtr(rewriter, loc, ks, place.mbarrierOffset, slot),
+              mbarrierPtr(rewriter, loc, ks, barriers.mbarrierOffset, slot),
               rewriter.getRemappedValue(to.phase));
         rewriter.replaceOp(op,
                            LLVM::PoisonOp::create(rewriter, loc, resultType));
@@ -1146,11 +1149,11 @@ struct LoadLowering : TilePattern<LoadOp> {
         leadingBarrier(rewriter, loc, ks);
       if (to.tensorMap >= 0) {
         if (to.barrier)
-          initMbarriers(rewriter, loc, ks, place.mbarrierOffset, place.slots,
-                        to.mbarriers);
+          initMbarriers(rewriter, loc, ks, barriers.mbarrierOffset,
+                        barriers.slots, to.mbarriers);
         issueTmaCopy(
             rewriter, loc, ks, op, to, offsets,
-            mbarrierPtr(rewriter, loc, ks, place.mbarrierOffset, slot));
+            mbarrierPtr(rewriter, loc, ks, barriers.mbarrierOffset, slot));
         rewriter.replaceOp(op,
                            LLVM::PoisonOp::create(rewriter, loc, resultType));
         return success();

@@ -108,9 +108,11 @@ struct AsyncCopy {
   bool prefetched = false;
   /// A TMA copy (sm_90a): the index of its kernel's tensor map
   /// (LoweringState::tensorMaps), else -1. The ring slot's mbarrier counts
-  /// its bytes; `mbarriers` loads share it (its arrival count).
+  /// its bytes; `mbarriers` loads share it (its arrival count). The
+  /// mbarriers follow the ring of `mbarrierDot`, the pipeline's first dot.
   int tensorMap = -1;
   unsigned mbarriers = 0;
+  tile::DotOp mbarrierDot;
   /// Only TMA can make this copy (isTmaCopyable, not isAsyncCopyable).
   bool tmaOnly = false;
   /// Something between the load and its dot uses shared memory: the copy is
@@ -872,8 +874,9 @@ struct LoopPipeline {
   mlir::scf::ForOp loop;
   llvm::SmallVector<tile::LoadOp> loads;
   llvm::SmallVector<tile::DotOp> dots;
-  /// Its copies are TMA's (isTmaCopyable): one wgmma dot, every load a
-  /// tensor map's box.
+  /// Its copies are TMA's (isTmaCopyable): wgmma dots in the loop's body,
+  /// every load a tensor map's box; one mbarrier per slot for all of them,
+  /// after the first dot's ring (`dots` are in body order).
   bool tma = false;
   /// Its dots are mma.sync's, in the loop's body: they read their slot
   /// into registers, so the slot is refilled right after them and the ring

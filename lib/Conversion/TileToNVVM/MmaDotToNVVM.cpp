@@ -148,7 +148,7 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   };
   int64_t elemBytes = storageBits(inElement) / 8;
 
-  unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
   int64_t repsM = std::max<int64_t>(1, m / (kMmaM * wm));
   int64_t repsN = std::max<int64_t>(1, n / (kMmaN * wn));
   Value warpM = arith::AndIOp::create(rewriter, loc, ks.warp,

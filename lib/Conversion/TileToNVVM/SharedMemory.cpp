@@ -286,20 +286,18 @@ planSharedMemory(KernelOp kernel,
   llvm::DenseMap<Operation *, int64_t> scratch(users.begin(), users.end());
   kernel.walk<WalkOrder::PreOrder>([&](scf::ForOp loop) {
     int64_t start = reservedAround(loop), at = start;
+    DotOp mbarrierDot; // the first TMA dot: one mbarrier per slot, last (so
+                       // that nothing aligned loses bytes to them)
     for (auto dot : loop.getBody()->getOps<DotOp>()) {
       unsigned slots = ringSlots.lookup(dot);
       if (!slots)
         continue;
       int64_t slotBytes = llvm::alignTo(scratch.lookup(dot), align);
       at = llvm::alignTo(at, align);
-      ScratchPlacement &place = plan.placements[dot];
-      place = {at, slotBytes};
+      plan.placements[dot] = {at, slotBytes};
       at += slots * slotBytes;
-      if (state.tmaDots.contains(dot)) {
-        place.slots = slots;
-        place.mbarrierOffset = at;
-        at += slots * 8;
-      }
+      if (state.tmaDots.contains(dot) && !mbarrierDot)
+        mbarrierDot = dot;
     }
     // Loop-invariant lhs staged once, before the loop (lhsHoisted).
     for (auto dot : loop.getBody()->getOps<DotOp>()) {
@@ -308,6 +306,12 @@ planSharedMemory(KernelOp kernel,
       at = llvm::alignTo(at, align);
       plan.placements[dot].lhsOffset = at;
       at += hoistedLhsBytes(dot, usesWgmma(dot, state));
+    }
+    if (mbarrierDot) {
+      ScratchPlacement &place = plan.placements[mbarrierDot];
+      place.slots = ringSlots.lookup(mbarrierDot);
+      place.mbarrierOffset = at;
+      at += place.slots * 8;
     }
     ringBytes[loop] = at - start;
     plan.bytes = std::max(plan.bytes, at);
@@ -327,11 +331,13 @@ planSharedMemory(KernelOp kernel,
             plan.placements[dot].lhsUnread = true;
     readBefore |= !state.asyncCopies.contains(op);
   }
-  // Everything else is live only while it runs: after the rings around it.
+  // Everything else is live only while it runs: after the rings around it
+  // (128-byte aligned but a wgmma dot's staging).
   for (auto [op, bytes] : users) {
     if (!bytes || ringSlots.contains(op))
       continue;
-    int64_t at = llvm::alignTo(reservedAround(op), align);
+    int64_t at =
+        llvm::alignTo(reservedAround(op), isa<DotOp>(op) ? align : 128);
     if (at)
       plan.placements[op].offset = at;
     plan.bytes = std::max(plan.bytes, at + bytes);

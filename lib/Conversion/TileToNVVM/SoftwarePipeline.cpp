@@ -138,7 +138,14 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
     return !writesMemory(p.loop) && succeeded(addressSlice(p.loop, p.loads));
   });
   for (LoopPipeline &p : pipelines) {
-    p.tma = p.dots.size() == 1 && llvm::all_of(p.loads, [&](LoadOp load) {
+    Block *body = p.loop.getBody();
+    llvm::sort(p.dots, [&](DotOp a, DotOp b) {
+      return body->findAncestorOpInBlock(*a)->isBeforeInBlock(
+          body->findAncestorOpInBlock(*b));
+    });
+    p.tma = llvm::all_of(p.dots,
+                         [&](DotOp dot) { return dot->getBlock() == body; }) &&
+            llvm::all_of(p.loads, [&](LoadOp load) {
               return isTmaCopyable(load, state.asyncCopies.lookup(load), state);
             });
     p.refillAfterDots = llvm::all_of(p.dots, [&](DotOp dot) {
@@ -224,6 +231,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
       if (p.tma) {
         copy.tensorMap = tensorMap(load);
         copy.mbarriers = p.loads.size();
+        copy.mbarrierDot = p.dots.front();
       }
       state.asyncCopies[clone] = copy;
       // The shifted offsets keep what made the copy a 16-byte cp.async
@@ -329,6 +337,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     AsyncCopy &waiter = state.asyncCopies[earliest];
     waiter.slot = slot;
     waiter.phase = grown.getRegionIterArgs().back();
+    waiter.mbarrierDot = p.dots.front();
     return grown;
   }
 

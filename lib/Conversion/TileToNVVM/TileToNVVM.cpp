@@ -395,7 +395,7 @@ struct ConvertTileToNVVM
         pipelines = findPipelines(kernel, state);
       for (const LoopPipeline &p : pipelines)
         if (p.tma)
-          state.tmaDots.insert(p.dots.front());
+          state.tmaDots.insert(p.dots.begin(), p.dots.end());
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
       // Copies only TMA can make need a TMA pipeline; copies right only in
@@ -416,7 +416,8 @@ struct ConvertTileToNVVM
           return !state.asyncCopies.contains(load);
         });
         if (stages == 1 || p.loads.empty()) {
-          state.tmaDots.erase(p.dots.front());
+          for (DotOp dot : p.dots)
+            state.tmaDots.erase(dot);
           continue;
         }
         scf::ForOp loop = pipelineLoop(p, stages, state);

@@ -39,6 +39,14 @@ StagedOperand stagedOf(const AsyncCopy &copy) {
   return stagedOperand(copy.dot, copy.operand, /*wgmma=*/true);
 }
 
+/// Whether the staging area holds the load's tile transposed: its rows run
+/// along the tile's last dimension, its contiguous row bytes along the one
+/// before (a K-major operand, unless a transpose between the load and the
+/// dot already swapped them).
+bool stagedTransposed(const AsyncCopy &copy) {
+  return stagedOf(copy).transposed != copy.transposed;
+}
+
 } // namespace
 
 bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
@@ -53,20 +61,26 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
   if (state.hostLaunched.contains(kernel.getSymName()))
     return false;
   // The map's tensor: rows of unit stride whose start and stride are
-  // 16-byte aligned (tile.divisibility, which the launchers check).
+  // 16-byte aligned (tile.divisibility, which the launchers check). Above
+  // rank 2 the tile is one matrix of a batch (leading unit dimensions).
   auto view = cast<MemRefType>(arg.getType());
   auto [strides, offset] = view.getStridesAndOffset();
   auto divisibility = kernel.getArgAttrOfType<IntegerAttr>(
       arg.getArgNumber(), KernelOp::getDivisibilityAttrName());
-  if (view.getRank() != 2 || strides[staged.transposed ? 0 : 1] != 1 ||
-      !divisibility || divisibility.getInt() % 16 != 0)
+  int64_t lead = view.getRank() - 2;
+  ArrayRef<int64_t> shape = load.getResult().getType().getShape();
+  if (lead < 0 ||
+      llvm::any_of(
+          shape.take_front(lead), [](int64_t s) { return s != 1; }) ||
+      strides[lead + (stagedTransposed(copy) ? 0 : 1)] != 1 || !divisibility ||
+      divisibility.getInt() % 16 != 0)
     return false;
   if (!hasZeroPadding(load))
     return false;
   // B's columns are regrouped per warpgroup column (stagedOperandOffset):
   // no box moves them.
   auto mma = cast<MmaLayoutAttr>(getLayout(copy.dot.getAcc().getType()));
-  if (copy.operand == 1 && mma.getWarpsPerCTA()[1] != 1)
+  if (copy.operand == 1 && mma.getWarpsN() != 1)
     return false;
   return staged.rows <= kMaxBox || staged.rows % kMaxBox == 0;
 }
@@ -74,23 +88,29 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
 namespace {
 
 /// The boxes that copy `tile` into wgmma's layout (wgmmaOffset) as `staged`
-/// (a transposed tile through the view's dimensions (1, 0)): each
+/// (`transposed`: through the view's last two dimensions swapped): each
 /// `swizzle`-byte column atom holds all rows, a box is one atom of at most
-/// 256 rows. Its view is left 0.
-TensorMapParam boxesOf(RankedTensorType tile, StagedOperand staged) {
+/// 256 rows, and one element of each leading (batch) dimension. Its view is
+/// left 0.
+TensorMapParam boxesOf(RankedTensorType tile, StagedOperand staged,
+                       bool transposed) {
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
   int64_t swizzle = wgmmaSwizzle(staged.rowBytes);
-  TensorMapParam map = {
-      0, {std::min(staged.rows, kMaxBox), swizzle / elementBytes}, swizzle};
-  if (staged.transposed)
-    map.dims = {1, 0};
+  int64_t lead = tile.getRank() - 2;
+  TensorMapParam map = {0, SmallVector<int64_t>(lead, 1), swizzle};
+  map.box.append({std::min(staged.rows, kMaxBox), swizzle / elementBytes});
+  if (transposed) {
+    map.dims = llvm::to_vector(llvm::seq<int64_t>(0, tile.getRank()));
+    std::swap(map.dims[lead], map.dims[lead + 1]);
+  }
   return map;
 }
 
 } // namespace
 
 TensorMapParam tensorMapParam(LoadOp load, const AsyncCopy &copy) {
-  TensorMapParam map = boxesOf(load.getResult().getType(), stagedOf(copy));
+  TensorMapParam map = boxesOf(load.getResult().getType(), stagedOf(copy),
+                               stagedTransposed(copy));
   map.view = kernelArgument(load).getArgNumber();
   return map;
 }
@@ -169,12 +189,14 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                   Value mbarrier) {
   RankedTensorType tile = load.getResult().getType();
   // The staged rows and columns: the tile's, or its transpose's.
-  StagedOperand staged = stagedOf(copy);
-  TensorMapParam map = boxesOf(tile, staged);
-  unsigned rowDim = staged.transposed ? 1 : 0, colDim = 1 - rowDim;
+  bool transposed = stagedTransposed(copy);
+  TensorMapParam map = boxesOf(tile, stagedOf(copy), transposed);
+  int64_t rank = tile.getRank(), lead = rank - 2;
+  int64_t rowDim = lead + (transposed ? 1 : 0);
+  int64_t colDim = lead + (transposed ? 0 : 1);
   int64_t rows = tile.getDimSize(rowDim), cols = tile.getDimSize(colDim);
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
-  int64_t boxRows = map.box[0], boxCols = map.box[1];
+  int64_t boxRows = map.box[lead], boxCols = map.box[lead + 1];
   Value issue = isFirstThread(b, loc, ks);
   if (copy.enabled)
     issue = arith::AndIOp::create(
@@ -190,6 +212,13 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                          .str();
   Value row = coordinate(b, loc, offsets[rowDim]);
   Value col = coordinate(b, loc, offsets[colDim]);
+  // The batch coordinates, innermost first after the matrix's.
+  std::string batch;
+  for (int64_t d = lead - 1; d >= 0; --d) {
+    batch += ", $" + std::to_string(operands.size());
+    operands.push_back(coordinate(b, loc, offsets[d]));
+    constraints += ",r";
+  }
   Value operandBase = sharedPtr(b, loc, ks, b.getI8Type(), i32Const(b, loc, 0),
                                 wgmmaOperandOffset(copy.dot, copy.operand));
   for (int64_t atom = 0; atom < cols / boxCols; ++atom)
@@ -206,10 +235,10 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
       operands.push_back(arith::AddIOp::create(
           b, loc, row, i32Const(b, loc, chunk * boxRows)));
       constraints += ",r,r,r";
-      text += llvm::formatv("@p cp.async.bulk.tensor.2d.shared::cluster."
+      text += llvm::formatv("@p cp.async.bulk.tensor.{3}d.shared::cluster."
                             "global.tile.mbarrier::complete_tx::bytes "
-                            "[${0}], [$2, {${1}, ${2}}], [$1];\n",
-                            first, first + 1, first + 2)
+                            "[${0}], [$2, {${1}, ${2}{4}}], [$1];\n",
+                            first, first + 1, first + 2, rank, batch)
                   .str();
     }
   text += "}";

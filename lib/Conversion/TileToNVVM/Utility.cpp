@@ -192,7 +192,7 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
   }
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
     // Lane l: row l / 4, column 2 * (l % 4); warps tile rows fastest.
-    unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+    unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
     Value row = arith::ShRUIOp::create(b, loc, state.lane, i32Const(b, loc, 2));
     Value col = arith::MulIOp::create(
         b, loc, arith::AndIOp::create(b, loc, state.lane, i32Const(b, loc, 3)),
@@ -210,7 +210,9 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
     col = arith::AddIOp::create(
         b, loc, col,
         arith::MulIOp::create(b, loc, warpN, i32Const(b, loc, kMmaN)));
-    return {row, col};
+    SmallVector<Value> base(mma.getRank() - 2, i32Const(b, loc, 0));
+    base.append({row, col});
+    return base;
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);
   SmallVector<Value> base(blocked.getRank());
@@ -256,9 +258,12 @@ SmallVector<int64_t> maxThreadBase(Attribute layout) {
     base.erase(base.begin() + slice.getDim());
     return base;
   }
-  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
-    return {7 + (int64_t(mma.getWarpsPerCTA()[0]) - 1) * kMmaM,
-            6 + (int64_t(mma.getWarpsPerCTA()[1]) - 1) * kMmaN};
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    SmallVector<int64_t> base(mma.getRank() - 2, 0);
+    base.append({7 + (int64_t(mma.getWarpsM()) - 1) * kMmaM,
+                 6 + (int64_t(mma.getWarpsN()) - 1) * kMmaN});
+    return base;
+  }
   auto blocked = cast<BlockedLayoutAttr>(layout);
   SmallVector<int64_t> base;
   for (unsigned d = 0; d < blocked.getRank(); ++d) {
@@ -278,9 +283,11 @@ SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
   }
   int64_t lane = tid % kWarpSize, warp = tid / kWarpSize;
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
-    int64_t wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
-    return {lane / 4 + warp % wm * kMmaM,
-            lane % 4 * 2 + warp / wm % wn * kMmaN};
+    int64_t wm = mma.getWarpsM(), wn = mma.getWarpsN();
+    SmallVector<int64_t> base(mma.getRank() - 2, 0);
+    base.append(
+        {lane / 4 + warp % wm * kMmaM, lane % 4 * 2 + warp / wm % wn * kMmaN});
+    return base;
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);
   SmallVector<int64_t> base(blocked.getRank());
@@ -297,9 +304,11 @@ SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
 
 WarpBits warpsAlong(Attribute layout, unsigned dim) {
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
-    unsigned wm = mma.getWarpsPerCTA()[0];
-    return dim == 0 ? WarpBits{0, wm}
-                    : WarpBits{llvm::Log2_32(wm), mma.getWarpsPerCTA()[1]};
+    unsigned rows = mma.getRank() - 2, wm = mma.getWarpsM();
+    if (dim < rows)
+      return {0, 1};
+    return dim == rows ? WarpBits{0, wm}
+                       : WarpBits{llvm::Log2_32(wm), mma.getWarpsN()};
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);
   unsigned shift = 0;

@@ -134,7 +134,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         arith::ConstantIntOp::create(b, loc, i64, int64_t(fixed)));
   };
 
-  unsigned wm = mma.getWarpsPerCTA()[0], wn = mma.getWarpsPerCTA()[1];
+  unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
   int64_t repsM = m / (kMmaM * wm);
   // Each warpgroup column computes `cols` columns: B's columns are staged
   // so that its share (every wn-th 8-column block) is contiguous

@@ -1747,3 +1747,96 @@ tile.kernel @loop_order(%x: memref<?xf32>, %n: index) {
   }
   tile.return
 }
+
+// -----
+
+#cst = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#a3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 8, 4], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#bt3 = #tile.blocked<sizePerThread = [1, 8, 1], threadsPerWarp = [1, 4, 8], warpsPerCTA = [1, 1, 4], order = [1, 2, 0]>
+#bt = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
+#out3 = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 4, 8], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#mma3 = #tile.mma<warpsPerCTA = [1, 4, 1]>
+
+// One matrix of a batch (tile-assign-layouts' layouts): the operands' unit
+// batch dimension is one element of a 3-D TMA box whose coordinate is the
+// batch ($3), the K-major rhs's map swaps the last two dimensions, and the
+// accumulator reshaped to 1x64x64 keeps its registers (#mma3): its
+// conversion for the store restages it as the 2-D kernel's does, in 16-byte
+// vectors within the pipeline's shared memory (24600 bytes, as @wgmma_tma).
+// TMA-LABEL: gpu.func @batched_kmajor
+// TMA-SAME: tile.shared_bytes = 24600 : i64, tile.tensor_maps = [{box = array<i64: 1, 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 1, 64, 32>, dims = array<i64: 0, 2, 1>, swizzle = 64 : i64, view = 1 : i64}]
+// TMA: cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$4], [$2, {$5, $6, $3}], [$1];
+// TMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1, 0, 0;
+// TMA: wgmma.wait_group.sync.aligned 0;
+// TMA-NOT: llvm.store {{.*}}, !llvm.ptr<3>
+// TMA-COUNT-4: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<3>
+// TMA-NOT: llvm.store {{.*}}, !llvm.ptr<3>
+// TMA: gpu.return
+tile.kernel @batched_kmajor(%x: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 1, 16, 16>}, %w: memref<?x?x?xf16, strided<[?, 1, ?], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 1, 16, 16>}, %y: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 1, 16, 16>}) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c32 = arith.constant 32 : index
+  %batch = tile.program_id {dim = 2 : i64}
+  %k = memref.dim %x, %c2 : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>>
+  %cst = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #cst>
+  %z = tile.convert_layout %cst : tensor<64x64xf32, #cst> -> tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a3 = tile.load %x[%batch, %c0, %i] : memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>> -> tensor<1x64x32xf16, #a3>
+    %a = tile.reshape %a3 : tensor<1x64x32xf16, #a3> -> tensor<64x32xf16, #a>
+    %b3 = tile.load %w[%batch, %i, %c0] : memref<?x?x?xf16, strided<[?, 1, ?], offset: ?>> -> tensor<1x32x64xf16, #bt3>
+    %b = tile.reshape %b3 : tensor<1x32x64xf16, #bt3> -> tensor<32x64xf16, #bt>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #bt> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  %r3 = tile.reshape %r : tensor<64x64xf32, #mma> -> tensor<1x64x64xf32, #mma3>
+  %h = arith.truncf %r3 : tensor<1x64x64xf32, #mma3> to tensor<1x64x64xf16, #mma3>
+  %s = tile.convert_layout %h : tensor<1x64x64xf16, #mma3> -> tensor<1x64x64xf16, #out3>
+  tile.store %s, %y[%batch, %c0, %c0] : tensor<1x64x64xf16, #out3>, memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#cst = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// Two wgmma dots in one pipelined loop: all four operands come by TMA, into
+// each dot's ring of 3 slots, and one mbarrier per slot, after both rings,
+// counts the four copies of an iteration (arrival count 4): the iteration
+// waits once, for all of them.
+// TMA-LABEL: gpu.func @two_dot_tma
+// TMA-SAME: tile.shared_bytes = 49176 : i64, tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 1 : i64}, {box = array<i64: 64, 32>, swizzle = 64 : i64, view = 1 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
+// TMA: mbarrier.init.shared::cta.b64 [$1], 4;\0A@p mbarrier.init.shared::cta.b64 [$2], 4;\0A@p mbarrier.init.shared::cta.b64 [$3], 4;
+// TMA-COUNT-8: cp.async.bulk.tensor.2d
+// TMA: scf.for
+// TMA: nvvm.barrier0
+// TMA-COUNT-4: cp.async.bulk.tensor.2d
+// TMA: mbarrier.try_wait.parity
+// TMA-NOT: mbarrier.try_wait.parity
+// TMA: scf.yield
+// TMA: mbarrier.inval
+tile.kernel @two_dot_tma(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %cst = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #cst>
+  %z = tile.convert_layout %cst : tensor<64x64xf32, #cst> -> tensor<64x64xf32, #mma>
+  %r:2 = scf.for %i = %c0 to %k step %c32 iter_args(%s = %z, %t = %z) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>) {
+    %xa = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %yb = tile.load %y[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %xa, %yb, %s : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %ya = tile.load %y[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %xb = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %e = tile.dot %ya, %xb, %t : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d, %e : tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>
+  }
+  %sum = arith.addf %r#0, %r#1 : tensor<64x64xf32, #mma>
+  %out = tile.convert_layout %sum : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #cst>
+  tile.store %out, %c[%c0, %c0] : tensor<64x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}

@@ -237,6 +237,45 @@ tile.kernel @scalar_tile(%x: memref<f32>, %y: memref<?xf32>) {
 
 // -----
 
+// Reshapes that only insert or drop unit dimensions keep every register in
+// place: a batch's operand tiles drop their unit dimension with the same
+// lanes and warps, and the dot's accumulator becomes one matrix of a batch in
+// a rank-3 mma layout (no trip through shared memory). A unit dimension that
+// lanes replicate (the 1x1x16 tile's first) cannot be dropped in place: that
+// reshape takes the default layout.
+// CHECK-DAG: #[[A3:.*]] = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 8, 4], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+// CHECK-DAG: #[[A:.*]] = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[B3:.*]] = #tile.blocked<sizePerThread = [1, 1, 8], threadsPerWarp = [1, 4, 8], warpsPerCTA = [1, 4, 1], order = [2, 1, 0]>
+// CHECK-DAG: #[[B:.*]] = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// CHECK-DAG: #[[MMA3:.*]] = #tile.mma<warpsPerCTA = [1, 2, 2]>
+// CHECK-DAG: #[[ROW:.*]] = #tile.blocked<sizePerThread = [1, 1, 1], threadsPerWarp = [2, 1, 16], warpsPerCTA = [4, 1, 1], order = [2, 1, 0]>
+// CHECK-DAG: #[[FLAT:.*]] = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+// CHECK-LABEL: tile.kernel @unit_dim_reshapes
+// CHECK: tile.reshape {{.*}} : tensor<1x64x32xf16, #[[A3]]> -> tensor<64x32xf16, #[[A]]>
+// CHECK: tile.reshape {{.*}} : tensor<1x32x64xf16, #[[B3]]> -> tensor<32x64xf16, #[[B]]>
+// CHECK: tile.reshape {{.*}} : tensor<64x64xf32, #[[MMA]]> -> tensor<1x64x64xf32, #[[MMA3]]>
+// CHECK-NEXT: arith.addf {{.*}} : tensor<1x64x64xf32, #[[MMA3]]>
+// CHECK: tile.reshape {{.*}} : tensor<1x1x16xf32, #[[ROW]]> -> tensor<16xf32, #[[FLAT]]>
+tile.kernel @unit_dim_reshapes(%x: memref<?x?x?xf16>, %y: memref<?x?x?xf32>, %r: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a3 = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16> -> tensor<1x64x32xf16>
+  %a = tile.reshape %a3 : tensor<1x64x32xf16> -> tensor<64x32xf16>
+  %b3 = tile.load %x[%c0, %c0, %c0] : memref<?x?x?xf16> -> tensor<1x32x64xf16>
+  %b = tile.reshape %b3 : tensor<1x32x64xf16> -> tensor<32x64xf16>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = tile.dot %a, %b, %z : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+  %d3 = tile.reshape %d : tensor<64x64xf32> -> tensor<1x64x64xf32>
+  %s = arith.addf %d3, %d3 : tensor<1x64x64xf32>
+  tile.store %s, %y[%c0, %c0, %c0] : tensor<1x64x64xf32>, memref<?x?x?xf32>
+  %row = tile.load %y[%c0, %c0, %c0] : memref<?x?x?xf32> -> tensor<1x1x16xf32>
+  %flat = tile.reshape %row : tensor<1x1x16xf32> -> tensor<16xf32>
+  tile.store %flat, %r[%c0] : tensor<16xf32>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
 // On sm_90a, 8 warps and 64 rows: one warpgroup of rows, two of columns,
 // each computing 64 of the 128 columns with wgmma.
 // SM90A8: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [4, 2]>

@@ -637,6 +637,22 @@ tile.kernel @k(%s: f32) {
 
 // -----
 
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected size 1 in the leading dimensions of a tile with an mma layout, got a tile of shape [2, 64, 64]}}
+  %t = tile.splat %s : f32 -> tensor<2x64x64xf32, #tile.mma<warpsPerCTA = [1, 2, 2]>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected 1 warp along each leading dimension of an mma layout}}
+  %t = tile.splat %s : f32 -> tensor<1x64x64xf32, #tile.mma<warpsPerCTA = [2, 2, 1]>>
+  tile.return
+}
+
+// -----
+
 // expected-error @+1 {{'tile.kernel' op tile.num_warps must be a power of two in [1, 32], got 3 : i32}}
 tile.kernel @k() attributes {tile.num_warps = 3 : i32} {
   tile.return

@@ -215,6 +215,36 @@ def test_grouped_program_order_with_batches() -> None:
                               randn(3, 16, 200, dtype=torch.float16)), max_kernels=1)
 
 
+def test_batched_kmajor_matmul_on_sm90a_copies_3d_boxes() -> None:
+    """A batched matmul with a K-major right operand (``b.transpose(1, 2)``) and an epilogue,
+    on sm_90a: one kernel whose operands come by 3-D TMA boxes (the batch coordinate one
+    element deep; the K-major map swaps the matrix's dimensions) and whose accumulator stays
+    in registers through the reshape to the batch's rank: its shared-memory stores are those
+    of the same layer on one matrix."""
+
+    def model(a: Any, w: Any, bias: Any) -> Any:
+        return torch.relu(torch.bmm(a, w.transpose(1, 2)) + bias)
+
+    def shared_stores(graph: Any) -> list[str]:
+        (kernel,) = graph.program.host.kernel_names
+        return re.findall(r"st\.shared\S*", graph.stages[f"ptx:{kernel}"])
+
+    torch.manual_seed(0)
+    for batch, m, k, n in [(3, 70, 48, 80), (2, 130, 144, 208)]:
+        a, w = randn(batch, m, k, dtype=torch.float16), randn(batch, n, k, dtype=torch.float16)
+        bias = randn(n, dtype=torch.float16)
+        graph = tileopt.compile(model, (a, w, bias), target="sm_90a")
+        (kernel,) = graph.program.host.kernel_names
+        ptx = graph.stages[f"ptx:{kernel}"]
+        assert "cp.async.bulk.tensor.3d" in ptx and "cp.async.cg" not in ptx
+        layer = tileopt.compile(lambda a, w, bias: torch.relu(a @ w.t() + bias),
+                                (a[0], w[0], bias), target="sm_90a")
+        assert shared_stores(graph) == shared_stores(layer)
+        with torch.no_grad():
+            _close(graph(a, w, bias), model(a.float(), w.float(), bias.float()).half(),
+                   TOL[torch.float16])
+
+
 def test_num_stages_overrides_kernel_formation() -> None:
     """A ``num_stages`` given to ``compile`` is the depth of every pipeline, also where kernel
     formation chose another (3 for this small launch: ``cp.async.wait_group 1``; 4 waits

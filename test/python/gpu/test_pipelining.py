@@ -104,7 +104,7 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     registers: nothing else uses shared memory between v's load and its dot). With 3 stages
     the loop prefetches keys and values two blocks ahead."""
     kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64)
-    kern = compile(kb, target, num_warps=4, num_stages=stages, **PROMISES)
+    kern = compile(kb, target, num_warps=4, num_stages=stages, tma=False, **PROMISES)
     ptx = str(kern.asm["ptx"])
     # 4 copies of 16 bytes per thread move a 64 x 64 f16 block: keys and values, for one
     # block with 1 stage; for two blocks in the prologue and one per iteration with 3.
@@ -114,6 +114,38 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == waits
     for batch, m, n in [(2, 130, 96), (1, 64, 200)]:
         _check_attention(kern, batch, m, n)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_pipeline_of_two_dots_by_tma(causal: bool) -> None:
+    """On sm_90a (TMA's default) both dots' operands come by TMA: one 3-D box of 64 keys and
+    one of 64 values per block (k^T's transpose swaps nothing in the map: the box reads k's
+    rows as the K-major staging area wants them), both counted by one mbarrier per ring slot,
+    which the iteration waits for once. No thread computes a copy's addresses: fewer
+    instructions and registers than the cp.async pipeline, for 24 bytes of mbarriers."""
+    kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64, causal=causal)
+    kern = compile(kb, "sm_90a", num_warps=4, num_stages=3, **PROMISES)
+    plain = compile(kb, "sm_90a", num_warps=4, num_stages=3, tma=False, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert [(m.view, m.box, m.dims) for m in kern.metadata.tensor_maps] == [
+        (1, (1, 64, 64), None), (2, (1, 64, 64), None)]
+    # Two blocks of keys and values in the prologue, one per iteration.
+    assert ptx.count("cp.async.bulk.tensor.3d") == 3 * 2 and "cp.async.cg" not in ptx
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 3
+    assert ptx.count("mbarrier.try_wait.parity") == 1
+    assert kern.metadata.shared_bytes <= plain.metadata.shared_bytes + 128
+    assert ptx.count("\n") < str(plain.asm["ptx"]).count("\n")
+    if kern.metadata.registers is not None:
+        assert kern.metadata.registers <= plain.metadata.registers
+    torch.manual_seed(4)
+    for batch, m, n in [(2, 130, 96), (1, 64, 200), (1, 70, 16)]:
+        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
+        o = torch.full((batch, m, 64), float("nan")).half()
+        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), scale=0.125, is_causal=causal)
+        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                     rtol=4 * ROUND["f16"])
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])

@@ -154,6 +154,43 @@ def test_two_tma_pipelines_in_one_kernel() -> None:
     assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
 
 
+def test_two_dots_in_one_tma_pipeline() -> None:
+    """c = a @ b + d @ e in one K loop: four tensor maps, each dot its own ring, and one
+    mbarrier per slot for all four copies of an iteration (3 stages: 3 mbarriers, each
+    expecting 4 arrivals)."""
+    f16 = View("f16", 2, contiguous=True)
+    kb = KernelBuilder("two_dots", a=f16, b=f16, d=f16, e=f16,
+                       c=View("f32", 2, contiguous=True))
+    with kb as k:
+        m, n = k.program_id(0) * 64, k.program_id(1) * 64
+        zero = k.full([64, 64], 0.0, "f32")
+        with k.loop(0, k.size(k.args.a, 1), 32, carried=[zero, zero]) as loop:
+            s, t = loop.carried
+            s = k.dot(k.load(k.args.a, [m, loop.iv], [64, 32]),
+                      k.load(k.args.b, [loop.iv, n], [32, 64]), s)
+            t = k.dot(k.load(k.args.d, [m, loop.iv], [64, 32]),
+                      k.load(k.args.e, [loop.iv, n], [32, 64]), t)
+            loop.yield_(s, t)
+        s, t = loop.results
+        k.store(s + t, k.args.c, [m, n])
+    kern = compile(kb, "sm_90a", num_stages=3, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert [m.view for m in kern.metadata.tensor_maps] == [0, 1, 2, 3]
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 3
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 4;", ptx)) == 3
+    assert ptx.count("mbarrier.try_wait.parity") == 1 and "cp.async.cg" not in ptx
+    # Two rings of 3 slots of 8 KiB, and the mbarriers.
+    assert kern.metadata.shared_bytes == 2 * 3 * 8192 + 3 * 8
+    torch.manual_seed(5)
+    for m, kk, n in [(130, 96, 80), (64, 16, 64)]:
+        a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+        d, e = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+        c = torch.full((m, n), float("nan"))
+        kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, d, e, c)
+        want = a.double() @ b.double() + d.double() @ e.double()
+        assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
+
+
 def test_tma_and_cp_async_compute_the_same() -> None:
     """The same data in the same swizzled layout feeds the same MMAs: TMA's results are
     cp.async's, bit for bit."""
@@ -181,3 +218,32 @@ def test_views_a_box_cannot_read_keep_cp_async() -> None:
     b, c = torch.randn(32, 64).half(), torch.zeros(64, 64)
     with pytest.raises(Exception, match="16-byte aligned|aligned="):
         kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
+
+
+@pytest.mark.parametrize(("bm", "bn", "bk", "warps", "stages"),
+                         [(64, 64, 32, 4, 3), (128, 128, 64, 4, 4)])
+def test_batched_matmul_boxes_one_matrix_of_the_batch(bm: int, bn: int, bk: int, warps: int,
+                                                      stages: int) -> None:
+    """A batch's operand tiles (1 x rows x cols of 3-D views) come by 3-D TMA boxes, one
+    element deep along the batch, and the accumulator reshaped to 1 x bm x bn keeps its
+    registers: the kernel needs the shared memory and registers of the 2-D matmul. The batch
+    stride need not be the matrices' size (every other matrix of a larger batch)."""
+    kb = kernels.batched_matmul("f16", block_m=bm, block_n=bn, block_k=bk)
+    kern = compile(kb, "sm_90a", num_warps=warps, num_stages=stages, **PROMISES)
+    flat = _matmul(bm, bn, bk, warps, stages)
+    ptx = str(kern.asm["ptx"])
+    assert [m.box for m in kern.metadata.tensor_maps] == [
+        (1,) + m.box for m in flat.metadata.tensor_maps]
+    assert "cp.async.bulk.tensor.3d" in ptx and "cp.async.cg" not in ptx
+    assert kern.metadata.shared_bytes == flat.metadata.shared_bytes
+    if kern.metadata.registers is not None:
+        assert kern.metadata.registers <= flat.metadata.registers
+        assert kern.metadata.spill_bytes == 0
+    torch.manual_seed(3)
+    for batch, m, k, n in [(3, 70, 48, 80), (2, bm + 3, 2 * bk + 16, bn + 16)]:
+        a = torch.randn(2 * batch, m, k).half()[::2]
+        b = torch.randn(batch, k, n).half()
+        c = torch.full((batch, m, n), float("nan"))
+        kern.launch(kernels.batched_matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+        for i in range(batch):
+            assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))

@@ -68,7 +68,15 @@ LogicalResult BlockedLayoutAttr::verifyEncoding(
 LogicalResult MmaLayoutAttr::verifyEncoding(
     ArrayRef<int64_t> shape, Type,
     function_ref<InFlightDiagnostic()> emitError) const {
-  return verifyLayoutRank(*this, shape, emitError);
+  if (failed(verifyLayoutRank(*this, shape, emitError)))
+    return failure();
+  if (llvm::all_of(shape.drop_back(2), [](int64_t size) { return size == 1; }))
+    return success();
+  InFlightDiagnostic diag = emitError();
+  diag << "expected size 1 in the leading dimensions of a tile with an mma "
+          "layout, got a tile of shape [";
+  llvm::interleaveComma(shape, diag);
+  return diag << "]";
 }
 
 LogicalResult SliceLayoutAttr::verifyEncoding(
@@ -108,8 +116,13 @@ RankedTensorType tileopt::tile::withLayout(RankedTensorType type,
 LogicalResult
 MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       ArrayRef<unsigned> warpsPerCTA) {
-  if (warpsPerCTA.size() != 2)
-    return emitError() << "expected 2 warpsPerCTA entries in an mma layout";
+  if (warpsPerCTA.size() < 2)
+    return emitError() << "expected at least 2 warpsPerCTA entries in an mma "
+                          "layout, got "
+                       << warpsPerCTA.size();
+  if (llvm::any_of(warpsPerCTA.drop_back(2), [](unsigned w) { return w != 1; }))
+    return emitError() << "expected 1 warp along each leading dimension of an "
+                          "mma layout";
   for (unsigned w : warpsPerCTA)
     if (w == 0 || !llvm::isPowerOf2_32(w))
       return emitError() << "expected powers of two in warpsPerCTA, got " << w;
@@ -131,8 +144,8 @@ bool tileopt::tile::isLayout(Attribute attr) {
 unsigned tileopt::tile::getLayoutRank(Attribute layout) {
   if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout))
     return blocked.getRank();
-  if (isa<MmaLayoutAttr>(layout))
-    return 2;
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return mma.getRank();
   return getLayoutRank(cast<SliceLayoutAttr>(layout).getParent()) - 1;
 }
 
@@ -153,11 +166,14 @@ unsigned tileopt::tile::getNumWarps(Attribute layout) {
 /// columns), the C fragment's (0,0), (0,1), (8,0), (8,1). In a tile smaller
 /// than a block (attention's 64 x 1 row statistics) offsets that wrap onto
 /// the same element are one register, so nothing is computed twice.
+/// Leading (unit) dimensions take offset 0.
 static SmallVector<SmallVector<int64_t>>
 getMmaOffsets(MmaLayoutAttr layout, ArrayRef<int64_t> shape) {
-  int64_t wm = layout.getWarpsPerCTA()[0], wn = layout.getWarpsPerCTA()[1];
-  int64_t repsM = std::max<int64_t>(1, shape[0] / (kMmaM * wm));
-  int64_t repsN = std::max<int64_t>(1, shape[1] / (kMmaN * wn));
+  int64_t wm = layout.getWarpsM(), wn = layout.getWarpsN();
+  int64_t rows = shape.drop_back().back(), cols = shape.back();
+  size_t leading = shape.size() - 2;
+  int64_t repsM = std::max<int64_t>(1, rows / (kMmaM * wm));
+  int64_t repsN = std::max<int64_t>(1, cols / (kMmaN * wn));
   SmallVector<SmallVector<int64_t>> offsets;
   llvm::DenseSet<std::pair<int64_t, int64_t>> seen;
   for (int64_t m = 0; m < repsM; ++m)
@@ -165,8 +181,11 @@ getMmaOffsets(MmaLayoutAttr layout, ArrayRef<int64_t> shape) {
       for (auto [i, j] :
            {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}}) {
         int64_t row = m * kMmaM * wm + i, col = n * kMmaN * wn + j;
-        if (seen.insert({row % shape[0], col % shape[1]}).second)
-          offsets.push_back({row, col});
+        if (!seen.insert({row % rows, col % cols}).second)
+          continue;
+        SmallVector<int64_t> offset(leading, 0);
+        offset.append({row, col});
+        offsets.push_back(std::move(offset));
       }
   return offsets;
 }
@@ -302,6 +321,62 @@ Attribute tileopt::tile::permuteLayout(Attribute layout,
   return BlockedLayoutAttr::get(layout.getContext(), spt, tpw, wpc, order);
 }
 
+Attribute tileopt::tile::reshapeInPlaceLayout(Attribute layout,
+                                              ArrayRef<int64_t> from,
+                                              ArrayRef<int64_t> to) {
+  if (!layout || to.empty())
+    return {};
+  auto isUnit = [](int64_t size) { return size == 1; };
+  auto nonUnit = [&](ArrayRef<int64_t> shape) {
+    SmallVector<unsigned> dims;
+    for (auto [d, size] : llvm::enumerate(shape))
+      if (!isUnit(size))
+        dims.push_back(d);
+    return dims;
+  };
+  SmallVector<unsigned> fromDims = nonUnit(from), toDims = nonUnit(to);
+  if (fromDims.size() != toDims.size() ||
+      llvm::any_of(llvm::zip(fromDims, toDims), [&](auto pair) {
+        return from[std::get<0>(pair)] != to[std::get<1>(pair)];
+      }))
+    return {};
+  MLIRContext *context = layout.getContext();
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    if (to.size() < 2 || from.take_back(2) != to.take_back(2) ||
+        !llvm::all_of(to.drop_back(2), isUnit))
+      return {};
+    SmallVector<unsigned> warps(to.size() - 2, 1);
+    warps.append({mma.getWarpsM(), mma.getWarpsN()});
+    return MmaLayoutAttr::get(context, warps);
+  }
+  auto blocked = dyn_cast<BlockedLayoutAttr>(layout);
+  if (!blocked)
+    return {};
+  // A dropped unit dimension must hold nothing but the one element.
+  for (auto [d, size] : llvm::enumerate(from))
+    if (isUnit(size) && (blocked.getSizePerThread()[d] != 1 ||
+                         blocked.getThreadsPerWarp()[d] != 1 ||
+                         blocked.getWarpsPerCTA()[d] != 1))
+      return {};
+  // Kept dimensions keep their parameters and order; unit ones come last.
+  unsigned rank = to.size();
+  SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1), order;
+  SmallVector<int> toOf(from.size(), -1);
+  for (auto [f, t] : llvm::zip(fromDims, toDims)) {
+    toOf[f] = t;
+    spt[t] = blocked.getSizePerThread()[f];
+    tpw[t] = blocked.getThreadsPerWarp()[f];
+    wpc[t] = blocked.getWarpsPerCTA()[f];
+  }
+  for (unsigned f : blocked.getOrder())
+    if (toOf[f] >= 0)
+      order.push_back(toOf[f]);
+  for (unsigned t = 0; t < rank; ++t)
+    if (isUnit(to[t]))
+      order.push_back(t);
+  return BlockedLayoutAttr::get(context, spt, tpw, wpc, order);
+}
+
 int64_t tileopt::tile::getMmaK(DotOp dot) {
   mlir::Type in = dot.getLhs().getType().getElementType();
   mlir::Type acc = dot.getAcc().getType().getElementType();
@@ -318,7 +393,7 @@ int64_t tileopt::tile::getMmaK(DotOp dot) {
 bool tileopt::tile::isRegisterLhs(DotOp dot, Attribute layout) {
   auto mma = dyn_cast_if_present<MmaLayoutAttr>(layout);
   RankedTensorType lhs = dot.getLhs().getType();
-  return mma && mma.getWarpsPerCTA()[1] == 1 && getMmaK(dot) == 16 &&
+  return mma && mma.getWarpsN() == 1 && getMmaK(dot) == 16 &&
          getElemsPerThread(mma, lhs.getShape()) <= 64;
 }
 

@@ -286,8 +286,14 @@ private:
       return success();
     }
     if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-      setLayout(reshape.getResult(),
-                defaultLayout(reshape.getResult().getType()));
+      // Inserting or dropping unit dimensions keeps the registers in place
+      // (a dot's accumulator as one matrix of a batch); any other reshape
+      // moves the tile through shared memory.
+      RankedTensorType from = reshape.getSource().getType();
+      RankedTensorType to = reshape.getResult().getType();
+      Attribute inPlace =
+          reshapeInPlaceLayout(getLayout(from), from.getShape(), to.getShape());
+      setLayout(reshape.getResult(), inPlace ? inPlace : defaultLayout(to));
       return success();
     }
     if (auto reduce = dyn_cast<ReduceOp>(op)) {

@@ -103,6 +103,14 @@ bool isRegisterLhs(DotOp dot, mlir::Attribute layout);
 mlir::Attribute permuteLayout(mlir::Attribute layout,
                               llvm::ArrayRef<int64_t> permutation);
 
+/// The layout of a reshape's result (shape `to`) that keeps every register
+/// of the source (shape `from`, `layout`) in place: where the reshape only
+/// inserts or drops dimensions of size 1 (for an mma layout, leading ones),
+/// and every dropped one is spread over no lanes or warps. Null otherwise.
+mlir::Attribute reshapeInPlaceLayout(mlir::Attribute layout,
+                                     llvm::ArrayRef<int64_t> from,
+                                     llvm::ArrayRef<int64_t> to);
+
 } // namespace tileopt::tile
 
 #endif // TILEOPT_DIALECT_TILE_IR_LAYOUTS_H
