@@ -72,7 +72,10 @@ its C++ reads while it compiles that case; Triton 3.9 has no knob for it); on sm
 ``wgmma`` on both sides (Triton's default on capability 90; tileopt's with ``target="sm_90a"``),
 once with the operands copied by ``cp.async`` (Triton's pointer loads, tileopt's ``tma=False``)
 and once by TMA (Triton's loads through host-side tensor descriptors, whose maps the emulator
-gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a).
+gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a). Attention on
+sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
+``tma=False``), and by TMA (tileopt's default; Triton's 3-D tensor descriptors, one
+1 x 64 x 64 box a block).
 
 Software pipelining (``num_stages``). Both sides compile the matmul at the same ``num_stages``
 (``--stages``, default 3, Triton's own default): ``triton.compile(..., options={"num_stages":
@@ -368,6 +371,37 @@ def tr_attention(
     tl.store(o_ptr + batch + rows[:, None] * D + dims[None, :], out, mask=rows[:, None] < m)
 
 
+@triton.jit
+def tr_attention_tma(
+    q_ptr, k_desc, v_desc, o_ptr, scale, m, n, stride_b,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+):
+    """tr_attention with its keys and values loaded through host-side tensor descriptors
+    (TMA) over the (B, N, D) tensors, one 1 x BLOCK_N x D box a block."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    b = tl.program_id(1)
+    batch = b * stride_b
+    dims = tl.arange(0, D)
+    q = tl.load(q_ptr + batch + rows[:, None] * D + dims[None, :], mask=rows[:, None] < m,
+                other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    for start in range(0, n, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        k = k_desc.load([b, start, 0]).reshape(BLOCK_N, D)
+        s = tl.where(keys[None, :] < n, tl.dot(q, k.T) * scale, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        v = v_desc.load([b, start, 0]).reshape(BLOCK_N, D)
+        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_new
+    out = (acc / l_i[:, None]).to(tl.float16)
+    tl.store(o_ptr + batch + rows[:, None] * D + dims[None, :], out, mask=rows[:, None] < m)
+
+
 # ---------------------------------------------------------------------------------------------
 # the cases
 
@@ -598,17 +632,29 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     batch, m, d = (2, 128, 64) if quick else (4, 512, 64)
     q, k, v = (randn(batch, m, d, dtype=torch.float16) for _ in range(3))
     want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    for target in ("sm_80", "sm_90a"):
+    # sm_90a: keys and values by cp.async on both sides (tileopt's tma=False, Triton's
+    # pointer loads), and by TMA (tileopt's default, Triton's tensor descriptors).
+    for target, variant, tma in (("sm_80", "", None), ("sm_90a", "cp.async", False),
+                                 ("sm_90a", "TMA", True)):
+        fn, args = tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",
+                                  "scale": d**-0.5, "m": m, "n": m, "stride_b": m * d}
+        descriptors: dict[str, tuple[int, ...]] = {}
+        if tma:
+            fn, args = tr_attention_tma, {"q_ptr": "q", "k_desc": "k", "v_desc": "v",
+                                          "o_ptr": "o", "scale": d**-0.5, "m": m, "n": m,
+                                          "stride_b": m * d}
+            descriptors = {"k_desc": (1, 64, d), "v_desc": (1, 64, d)}
         cases.append(Case(
             "attention", lambda: kernels.attention("f16", head_dim=d, block_m=64, block_n=64),
             kernels.attention_grid(q.shape, 64), ["q", "k", "v", "o", d**-0.5],
-            tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",
-                           "scale": d**-0.5, "m": m, "n": m, "stride_b": m * d},
+            fn, args,
             {"BLOCK_M": 64, "BLOCK_N": 64, "D": d}, (*kernels.attention_grid(q.shape, 64), 1),
             {"q": q, "k": k, "v": v, "o": torch.zeros_like(q)}, {"o": want.half()},
             inputs_min_bytes=_nbytes(q, k, v), outputs_min_bytes=_nbytes(q),
-            target=target, atol=2e-3, rtol=1e-2, num_stages=stages,
+            target=target, atol=2e-3, rtol=1e-2, num_stages=stages, variant=variant,
             same_shapes=[("q", "o"), ("k", "v")],  # masked with m and with n
+            tileopt_extra={} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma},
+            triton_descriptors=descriptors,
         ))
 
     # matmul f16 x f16 -> f32 on tensor cores: 64 x 64 x 32 blocks
