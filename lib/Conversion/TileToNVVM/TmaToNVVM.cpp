@@ -50,8 +50,10 @@ bool stagedTransposed(const AsyncCopy &copy) {
 } // namespace
 
 bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
-  // tf32 operands go by cp.async (its rhs element by element).
-  if (!state.tma || !usesWgmma(copy.dot, state) || getMmaK(copy.dot) != 16)
+  // tf32 wgmma reads B K-major: TMA copies it only from K-major memory (a
+  // linear layer's weight); a row-major B goes by cp.async element by
+  // element.
+  if (!state.tma || !usesWgmma(copy.dot, state) || !getMmaK(copy.dot))
     return false;
   StagedOperand staged = stagedOf(copy);
   BlockArgument arg = kernelArgument(load);

@@ -62,3 +62,43 @@ def test_mma_reduction(case: tuple[tuple[int, int], tuple[int, int], int, str]) 
     y = torch.full((shape[1 - axis],), float("nan"))
     kernel.launch((1, 1, 1), x, y, device="emulator")
     assert torch.equal(y, COMBINE[op][1](x, dim=axis)), f"{shape} {warps} axis {axis} {op}"
+
+
+def test_mma_layout_of_one_matrix_of_a_batch() -> None:
+    """A rank-3 mma layout (a dot's result reshaped to 1 x M x N) loads, reduces along its
+    rows, expands, broadcasts and stores like the 2-D one, and a reduction along its unit
+    dimension returns the tile."""
+    m3 = "#tile.mma<warpsPerCTA = [1, 2, 2]>"
+    view3 = "memref<?x?x?xf32>"
+    rows = f"tensor<1x64xf32, #tile.slice<dim = 2, parent = {m3}>>"
+    text = f"""
+tile.kernel @batch_matrix(%x: {view3}, %y: memref<?x?xf32>, %z: {view3}) {{
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0, %c0] : {view3} -> tensor<1x64x64xf32, {m3}>
+  %r = tile.reduce %t {{axis = 2}} : tensor<1x64x64xf32, {m3}> -> {rows} {{
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.addf %a, %b : f32
+    tile.yield %s : f32
+  }}
+  %u = tile.reduce %t {{axis = 0}} : tensor<1x64x64xf32, {m3}>
+      -> tensor<64x64xf32, #tile.slice<dim = 0, parent = {m3}>> {{
+  ^bb0(%a: f32, %b: f32):
+    %s = arith.maximumf %a, %b : f32
+    tile.yield %s : f32
+  }}
+  %e = tile.expand_dims %r {{axis = 2}} : {rows} -> tensor<1x64x1xf32, {m3}>
+  %b = tile.broadcast %e : tensor<1x64x1xf32, {m3}> -> tensor<1x64x64xf32, {m3}>
+  %d = arith.subf %t, %b : tensor<1x64x64xf32, {m3}>
+  tile.store %d, %z[%c0, %c0, %c0] : tensor<1x64x64xf32, {m3}>, {view3}
+  tile.store %u, %y[%c0, %c0] : tensor<64x64xf32, #tile.slice<dim = 0, parent = {m3}>>,
+      memref<?x?xf32>
+  tile.return
+}}
+"""
+    kern = tileopt.compile(text, target="sm_90a")
+    torch.manual_seed(0)
+    x = torch.randint(-8, 8, (1, 64, 64)).float()
+    y, z = torch.zeros(64, 64), torch.zeros(1, 64, 64)
+    kern.launch((1,), x, y, z)
+    assert torch.equal(z, x - x.sum(2, keepdim=True))
+    assert torch.equal(y, x[0])
