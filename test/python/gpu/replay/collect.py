@@ -860,15 +860,18 @@ def benchmarks(c: Collector) -> None:
                      empty(s, s)], [2], "matmul", flops=2 * s ** 3)
     batch, seq = 16, 4096
     qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
-    for target, bm, bn, warps, stages in (
-            ("sm_90a", 64, 64, 4, 3), ("sm_90", 64, 64, 4, 3), ("sm_90a", 128, 64, 8, 3),
-            ("sm_90a", 128, 128, 8, 2), ("sm_90a", 128, 64, 8, 2), ("sm_90a", 64, 128, 4, 3),
-            ("sm_90a", 128, 64, 4, 3)):
-        name = f"{bm}x{bn}w{warps}s{stages}"
+    # On sm_90a keys and values come by TMA; "cp" variants keep cp.async (tma=False).
+    for target, bm, bn, warps, stages, tma in (
+            ("sm_90a", 64, 64, 4, 3, True), ("sm_90", 64, 64, 4, 3, True),
+            ("sm_90a", 128, 64, 8, 3, True), ("sm_90a", 128, 128, 8, 2, True),
+            ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 3, True),
+            ("sm_90a", 128, 64, 4, 3, True), ("sm_90a", 64, 64, 4, 3, False),
+            ("sm_90a", 128, 64, 8, 3, False)):
+        name = f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
         kid = c.kernel(f"bench_attention_f16_{name}",
                        lambda bm=bm, bn=bn: kernels.attention("f16", head_dim=64, block_m=bm,
                                                               block_n=bn),
-                       target, num_warps=warps, num_stages=stages, **PROMISES,
+                       target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES,
                        same_shapes=[("q", "o"), ("k", "v")])
         c.benchmark(f"attention_f16-{batch}x{seq}x64-{target}-{name}", kid,
                     kernels.attention_grid((batch, seq, 64), bm),
