@@ -109,7 +109,7 @@ struct AsyncCopy {
   /// A TMA copy (sm_90a): the index of its kernel's tensor map
   /// (LoweringState::tensorMaps), else -1. The ring slot's mbarrier counts
   /// its bytes; `mbarriers` loads share it (its arrival count). The
-  /// mbarriers follow the ring of `mbarrierDot`, the pipeline's first dot.
+  /// placement of `mbarrierDot`, the pipeline's first dot, holds them.
   int tensorMap = -1;
   unsigned mbarriers = 0;
   tile::DotOp mbarrierDot;
@@ -876,7 +876,7 @@ struct LoopPipeline {
   llvm::SmallVector<tile::DotOp> dots;
   /// Its copies are TMA's (isTmaCopyable): wgmma dots in the loop's body,
   /// every load a tensor map's box; one mbarrier per slot for all of them,
-  /// after the first dot's ring (`dots` are in body order).
+  /// held by the first dot's placement (`dots` are in body order).
   bool tma = false;
   /// Its dots are mma.sync's, in the loop's body: they read their slot
   /// into registers, so the slot is refilled right after them and the ring

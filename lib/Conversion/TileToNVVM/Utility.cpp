@@ -304,10 +304,10 @@ SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
 
 WarpBits warpsAlong(Attribute layout, unsigned dim) {
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
-    unsigned rows = mma.getRank() - 2, wm = mma.getWarpsM();
-    if (dim < rows)
+    unsigned lead = mma.getRank() - 2, wm = mma.getWarpsM();
+    if (dim < lead) // a unit dimension: no warps along it
       return {0, 1};
-    return dim == rows ? WarpBits{0, wm}
+    return dim == lead ? WarpBits{0, wm}
                        : WarpBits{llvm::Log2_32(wm), mma.getWarpsN()};
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);
