@@ -943,9 +943,15 @@ LogicalResult KernelWriter::writeContraction(
   auto acc0 = tile::SplatOp::create(
       b, loc, RankedTensorType::get({bm, bn}, f32),
       arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
-  auto loop = scf::ForOp::create(b, loc, index(0),
-                                 mm->sk >= 0 ? extent(mm->sk) : index(1),
-                                 index(bk), ValueRange{acc0});
+  // K is the lhs view's last size: a loop bounded by a view's size counts
+  // in 32 bits where the view promises 32-bit indices (tile.index_bitwidth).
+  Value k = index(1);
+  if (mm->sk >= 0) {
+    auto lhsView = cast<MemRefType>(mm->aArg.getType());
+    k = memref::DimOp::create(b, loc, mm->aArg, lhsView.getRank() - 1);
+  }
+  auto loop =
+      scf::ForOp::create(b, loc, index(0), k, index(bk), ValueRange{acc0});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());

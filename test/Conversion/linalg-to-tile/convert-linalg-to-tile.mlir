@@ -86,12 +86,16 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // stage K-major), the matmul loops over k with tile.dot on 64 x 64 output
 // tiles, and the bias is added to the accumulator in the same kernel. The
 // epilogue leaves out the reduced dimension: its tiles keep the dot's rank
-// (no reshape, which would move the accumulator through shared memory).
+// (no reshape, which would move the accumulator through shared memory). The
+// k loop runs to the input view's last size, which its 32-bit promise lets
+// the GPU lowering count in 32 bits.
 // CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: (%arg0: index, %arg1: index, %[[X:arg[0-9]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK-SAME: %arg{{[0-9]+}}: memref<?x?xf32, strided<[1, ?], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 16>}
 // CHECK-SAME: tile.fused = "matmul, addf"
-// CHECK: scf.for
-// CHECK: tile.load {{.*}} -> tensor<64x32xf32>
+// CHECK: %[[K:.*]] = memref.dim %[[X]], %c1
+// CHECK: scf.for %{{.*}} = %c0 to %[[K]] step %c32
+// CHECK: tile.load %[[X]]{{.*}} -> tensor<64x32xf32>
 // CHECK: tile.load {{.*}} -> tensor<32x64xf32>
 // CHECK: tile.dot
 // CHECK-NOT: input_precision
