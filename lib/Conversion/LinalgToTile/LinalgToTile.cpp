@@ -332,6 +332,7 @@ private:
   }
   Value addArgument(Value hostView);
   Value extent(int64_t s);
+  Value viewExtent(int64_t s, Value view);
   DenseMap<int64_t, Value> extents; // by space dimension
   TileValue load(Value hostView, const llvm::SmallBitVector &spans, Type elt);
   TileValue broadcastTo(TileValue v, const llvm::SmallBitVector &spans,
@@ -468,6 +469,20 @@ Value KernelWriter::extent(int64_t s) {
       kernel.getBody().front().addArgument(b.getIndexType(), kernel.getLoc());
   extents[s] = arg;
   return arg;
+}
+
+/// extent(s) as the last size of `view`, a kernel argument whose last
+/// dimension is space dimension `s` (a loop over it then counts in 32 bits
+/// where the view promises 32-bit indices), unless extent(s) exists already.
+Value KernelWriter::viewExtent(int64_t s, Value view) {
+  auto type = cast<MemRefType>(view.getType());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(view);
+  auto [it, inserted] = extents.try_emplace(s, Value());
+  if (inserted)
+    it->second =
+        memref::DimOp::create(b, view.getLoc(), view, type.getRank() - 1);
+  return it->second;
 }
 
 TileValue KernelWriter::load(Value hostView, const llvm::SmallBitVector &spans,
@@ -943,13 +958,7 @@ LogicalResult KernelWriter::writeContraction(
   auto acc0 = tile::SplatOp::create(
       b, loc, RankedTensorType::get({bm, bn}, f32),
       arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
-  // K is the lhs view's last size: a loop bounded by a view's size counts
-  // in 32 bits where the view promises 32-bit indices (tile.index_bitwidth).
-  Value k = index(1);
-  if (mm->sk >= 0) {
-    auto lhsView = cast<MemRefType>(mm->aArg.getType());
-    k = memref::DimOp::create(b, loc, mm->aArg, lhsView.getRank() - 1);
-  }
+  Value k = mm->sk >= 0 ? viewExtent(mm->sk, mm->aArg) : index(1);
   auto loop =
       scf::ForOp::create(b, loc, index(0), k, index(bk), ValueRange{acc0});
   {
@@ -1326,8 +1335,9 @@ LogicalResult KernelWriter::writeAttention(
   Value acc0 = splat(f32Tile({bm, bv}), 0.0);
   Value max0 = splat(rowType, -std::numeric_limits<double>::infinity());
   Value sum0 = splat(rowType, 0.0);
-  auto loop = scf::ForOp::create(b, loc, index(0), extent(keys), index(bn),
-                                 ValueRange{acc0, max0, sum0});
+  auto loop =
+      scf::ForOp::create(b, loc, index(0), viewExtent(keys, qkOps->bArg),
+                         index(bn), ValueRange{acc0, max0, sum0});
   DenseMap<Value, TileValue> savedValues = values;
   llvm::StringMap<TileValue> savedLoads = loads;
   Value keysOffset = offsets[keys];
