@@ -123,6 +123,17 @@ def test_empty_operands_read_as_zeros() -> None:
     assert torch.equal(c, torch.zeros(70, 48))
 
 
+def _check_two_products(kern: Any, m: int, k1: int, k2: int, n: int) -> None:
+    """Launches ``kern(a, b, d, e, c)`` (64 x 64 blocks) on random f16 ``a`` (m x k1), ``b``
+    (k1 x n), ``d`` (m x k2), ``e`` (k2 x n) and checks ``c = a @ b + d @ e``."""
+    a, b = torch.randn(m, k1).half(), torch.randn(k1, n).half()
+    d, e = torch.randn(m, k2).half(), torch.randn(k2, n).half()
+    c = torch.full((m, n), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, d, e, c)
+    want = a.double() @ b.double() + d.double() @ e.double()
+    assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
+
+
 def test_two_tma_pipelines_in_one_kernel() -> None:
     """c = a @ b + d @ e in two K loops: four tensor maps, each loop its own mbarriers
     (initialised before it, invalidated after it, their memory reused by the next ring)."""
@@ -146,12 +157,7 @@ def test_two_tma_pipelines_in_one_kernel() -> None:
     assert ptx.count("mbarrier.init.shared::cta.b64") == 6
     assert ptx.count("mbarrier.inval.shared::cta.b64") == 6
     torch.manual_seed(2)
-    a, b = torch.randn(130, 96).half(), torch.randn(96, 80).half()
-    d, e = torch.randn(130, 48).half(), torch.randn(48, 80).half()
-    c = torch.full((130, 80), float("nan"))
-    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, d, e, c)
-    want = a.double() @ b.double() + d.double() @ e.double()
-    assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
+    _check_two_products(kern, 130, 96, 48, 80)
 
 
 def test_two_dots_in_one_tma_pipeline() -> None:
@@ -183,12 +189,7 @@ def test_two_dots_in_one_tma_pipeline() -> None:
     assert kern.metadata.shared_bytes == 2 * 3 * 8192 + 3 * 8
     torch.manual_seed(5)
     for m, kk, n in [(130, 96, 80), (64, 16, 64)]:
-        a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
-        d, e = torch.randn(m, kk).half(), torch.randn(kk, n).half()
-        c = torch.full((m, n), float("nan"))
-        kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, d, e, c)
-        want = a.double() @ b.double() + d.double() @ e.double()
-        assert_close(c, want, atol=matmul_bound(a, b) + matmul_bound(d, e))
+        _check_two_products(kern, m, kk, kk, n)
 
 
 def test_tma_and_cp_async_compute_the_same() -> None:
