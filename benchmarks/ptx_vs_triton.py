@@ -74,8 +74,9 @@ once with the operands copied by ``cp.async`` (Triton's pointer loads, tileopt's
 and once by TMA (Triton's loads through host-side tensor descriptors, whose maps the emulator
 gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a). Attention on
 sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
-``tma=False``), and by TMA (tileopt's default; Triton's 3-D tensor descriptors, one
-1 x 64 x 64 box a block).
+``tma=False``), and with TMA allowed (tileopt's default, which keeps cp.async at these 3
+stages: TMA's mbarriers would leave room for one block fewer per H100 SM, 5% slower there;
+Triton's 3-D tensor descriptors, one 1 x 64 x 64 box a block).
 
 Software pipelining (``num_stages``). Both sides compile the matmul at the same ``num_stages``
 (``--stages``, default 3, Triton's own default): ``triton.compile(..., options={"num_stages":
@@ -340,33 +341,49 @@ def tr_matmul_tma(
 
 
 @triton.jit
+def tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, MASKED: tl.constexpr):
+    """One block of keys of the online softmax; MASKED: the keys past n score -inf."""
+    s = tl.dot(q, kt) * qk_scale
+    if MASKED:
+        s = tl.where(keys[None, :] < n, s, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(s, 1))
+    p = tl.math.exp2(s - m_new[:, None])
+    alpha = tl.math.exp2(m_i - m_new)
+    acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+    return acc, m_new, l_i * alpha + tl.sum(p, 1)
+
+
+@triton.jit
 def tr_attention(
     q_ptr, k_ptr, v_ptr, o_ptr, scale, m, n, stride_b,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
 ):
     """Flash attention over (B, M, D) q and (B, N, D) k and v, as Triton's tutorial and
-    tileopt's kernels.attention: an online softmax, p rounded to f16 before its product."""
+    tileopt's kernels.attention: an online softmax in base 2 (scale * log2(e) folded into the
+    scale, tl.math.exp2: ex2.approx.ftz), the keys' mask only on the last block (the
+    whole blocks first, in a loop of their own), p rounded to f16 before its product."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     batch = tl.program_id(1) * stride_b
     dims = tl.arange(0, D)
     q = tl.load(q_ptr + batch + rows[:, None] * D + dims[None, :], mask=rows[:, None] < m,
                 other=0.0)
+    qk_scale = scale * 1.4426950408889634  # log2(e)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
-    for start in range(0, n, BLOCK_N):
+    whole = n // BLOCK_N * BLOCK_N
+    for start in range(0, whole, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        kt = tl.load(k_ptr + batch + keys[None, :] * D + dims[:, None])
+        v = tl.load(v_ptr + batch + keys[:, None] * D + dims[None, :])
+        acc, m_i, l_i = tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, False)
+    for start in range(whole, n, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
         kt = tl.load(k_ptr + batch + keys[None, :] * D + dims[:, None], mask=keys[None, :] < n,
                      other=0.0)
-        s = tl.where(keys[None, :] < n, tl.dot(q, kt) * scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)
         v = tl.load(v_ptr + batch + keys[:, None] * D + dims[None, :], mask=keys[:, None] < n,
                     other=0.0)
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        m_i = m_new
+        acc, m_i, l_i = tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, True)
     out = (acc / l_i[:, None]).to(tl.float16)
     tl.store(o_ptr + batch + rows[:, None] * D + dims[None, :], out, mask=rows[:, None] < m)
 
@@ -384,20 +401,21 @@ def tr_attention_tma(
     dims = tl.arange(0, D)
     q = tl.load(q_ptr + batch + rows[:, None] * D + dims[None, :], mask=rows[:, None] < m,
                 other=0.0)
+    qk_scale = scale * 1.4426950408889634  # log2(e)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, D], tl.float32)
-    for start in range(0, n, BLOCK_N):
+    whole = n // BLOCK_N * BLOCK_N
+    for start in range(0, whole, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
-        k = k_desc.load([b, start, 0]).reshape(BLOCK_N, D)
-        s = tl.where(keys[None, :] < n, tl.dot(q, k.T) * scale, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.exp(s - m_new[:, None])
-        alpha = tl.exp(m_i - m_new)
+        kt = k_desc.load([b, start, 0]).reshape(BLOCK_N, D).T
         v = v_desc.load([b, start, 0]).reshape(BLOCK_N, D)
-        acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        m_i = m_new
+        acc, m_i, l_i = tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, False)
+    for start in range(whole, n, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        kt = k_desc.load([b, start, 0]).reshape(BLOCK_N, D).T
+        v = v_desc.load([b, start, 0]).reshape(BLOCK_N, D)
+        acc, m_i, l_i = tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, True)
     out = (acc / l_i[:, None]).to(tl.float16)
     tl.store(o_ptr + batch + rows[:, None] * D + dims[None, :], out, mask=rows[:, None] < m)
 
@@ -633,7 +651,7 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     q, k, v = (randn(batch, m, d, dtype=torch.float16) for _ in range(3))
     want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
     # sm_90a: keys and values by cp.async on both sides (tileopt's tma=False, Triton's
-    # pointer loads), and by TMA (tileopt's default, Triton's tensor descriptors).
+    # pointer loads), and with TMA allowed (tileopt's default, Triton's tensor descriptors).
     for target, variant, tma in (("sm_80", "", None), ("sm_90a", "cp.async", False),
                                  ("sm_90a", "TMA", True)):
         fn, args = tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",

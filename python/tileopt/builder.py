@@ -755,6 +755,21 @@ class KernelBuilder:
         return self._math(math_d.exp, x, "exp")
 
     @_located
+    def exp2(self, x: Value, ftz: bool = False) -> Value:
+        """Elementwise 2**x (f32: PTX ``ex2.approx``, relative error below 2**-22).
+
+        With ``ftz=True`` results below 2**-126 may flush to +0 (``math.exp2`` with
+        ``fastmath<afn>``; PTX ``ex2.approx.ftz.f32``, as Triton's ``tl.math.exp2``): one
+        instruction, where keeping subnormal results takes four. For sums whose largest
+        term is 1, as a softmax's, the flushed terms are below the f32 sum's rounding.
+        """
+        x = self._value(x, "exp2 operand")
+        if not _is_float(x.dtype):
+            raise BuilderError(f"exp2 takes floats, got {x.dtype}: cast with k.cast(x, 'f32')")
+        fastmath = ir.Attribute.parse("#arith.fastmath<afn>") if ftz else None
+        return self._wrap(math_d.exp2(x.value, fastmath=fastmath))
+
+    @_located
     def sqrt(self, x: Value) -> Value:
         """Elementwise square root."""
         return self._math(math_d.sqrt, x, "sqrt")

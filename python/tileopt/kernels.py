@@ -37,6 +37,11 @@ def _check_dtype(dtype: str, allowed: Sequence[str]) -> None:
         raise ValueError(f"dtype {dtype!r} is not supported here; expected one of {allowed}")
 
 
+def _check_out_dtype(out_dtype: str) -> None:
+    if out_dtype not in FLOAT_DTYPES:
+        raise ValueError(f"out_dtype must be one of {FLOAT_DTYPES}, got {out_dtype!r}")
+
+
 def _check_pow2(**sizes: int) -> None:
     for name, v in sizes.items():
         if v < 1 or v & (v - 1):
@@ -356,8 +361,7 @@ def matmul(
     share rows of ``a`` and columns of ``b`` in L2.
     """
     _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
-    if out_dtype not in FLOAT_DTYPES:
-        raise ValueError(f"out_dtype must be one of {FLOAT_DTYPES}, got {out_dtype!r}")
+    _check_out_dtype(out_dtype)
     if group_m is not None and (isinstance(group_m, bool) or not isinstance(group_m, int)
                                 or group_m < 1):
         raise ValueError(f"group_m must be a positive integer or None, got {group_m!r}")
@@ -402,18 +406,25 @@ def matmul_grid(
 
 
 def batched_matmul(
-    dtype: str = "f16", block_m: int = 64, block_n: int = 64, block_k: int = 32
+    dtype: str = "f16",
+    block_m: int = 64,
+    block_n: int = 64,
+    block_k: int = 32,
+    out_dtype: str = "f32",
 ) -> KernelBuilder:
-    """``c[i] = a[i] @ b[i]`` over a batch, f32 accumulation and result, on a 3-D grid.
+    """``c[i] = a[i] @ b[i]`` over a batch, f32 accumulation, on a 3-D grid.
 
-    Arguments: ``a`` (B x M x K), ``b`` (B x K x N) of ``dtype``, ``c`` (B x M x N, f32).
+    Arguments: ``a`` (B x M x K), ``b`` (B x K x N) of ``dtype``, ``c`` (B x M x N,
+    ``out_dtype``: f32, or f16/bf16 rounded from the f32 accumulator as ``torch.bmm``
+    returns).
     Program (i, j, batch) computes the ``block_m x block_n`` tile (i, j) of ``c[batch]``
     (``program_id(2)`` is the batch), loading ``1 x block x block`` tiles of the 3-D views.
     Grid: :func:`batched_matmul_grid`.
     """
     _check_matmul(dtype, None, block_m=block_m, block_n=block_n, block_k=block_k)
+    _check_out_dtype(out_dtype)
     kb = KernelBuilder(
-        "batched_matmul", a=_view(dtype, 3), b=_view(dtype, 3), c=_view("f32", 3)
+        "batched_matmul", a=_view(dtype, 3), b=_view(dtype, 3), c=_view(out_dtype, 3)
     )
     with kb as k:
         m = k.program_id(0) * block_m
@@ -429,6 +440,8 @@ def batched_matmul(
             b = k.reshape(b, [block_k, block_n])
             loop.yield_(k.dot(a, b, acc))
         (acc,) = loop.results
+        if out_dtype != "f32":
+            acc = k.cast(acc, out_dtype)
         k.store(k.reshape(acc, [1, block_m, block_n]), k.args.c, [batch, m, n])
     return kb
 
@@ -457,12 +470,14 @@ def attention(
     ``dtype``) and ``scale`` (f32 scalar); B is batch times heads and D at most ``head_dim``
     (a power of two; smaller D is padded with zeros). Program (i, b) computes rows
     ``i * block_m ...`` of ``o[b]``: it loops over ``block_n`` keys at a time, keeps the
-    running row maximum ``m`` and row sum ``l`` of ``exp(s - m)`` (an online softmax) and an
-    f32 accumulator rescaled by ``exp(m_old - m_new)``, so the M x N scores never reach
-    global memory. Both products are ``tile.dot`` (tensor cores for f16/bf16; ``p`` is
-    rounded to ``dtype`` first, as in Triton's tutorial). ``causal``: key ``j`` is seen by
-    query ``i`` only when ``j <= i``, and the loop stops at the block's last query.
-    Grid: :func:`attention_grid`.
+    running row maximum ``m`` and row sum ``l`` of ``exp(s - m)`` (an online softmax, in
+    base 2 as flash attention: ``2^(s log2(e) - m)``) and an f32 accumulator rescaled by
+    ``exp(m_old - m_new)``, so the M x N scores never reach global memory. Both products are
+    ``tile.dot`` (tensor cores for f16/bf16; ``p`` is rounded to ``dtype`` first, as in
+    Triton's tutorial). Only the blocks of keys that some row of the program sees in part
+    (the last one; with ``causal``, where key ``j`` is seen by query ``i`` only when
+    ``j <= i``, those on the diagonal) are masked, in a loop of their own; the keys stop at
+    the block's last query. Grid: :func:`attention_grid`.
     """
     _check_dtype(dtype, MATMUL_DTYPES)
     _check_pow2(head_dim=head_dim, block_m=block_m, block_n=block_n)
@@ -479,27 +494,48 @@ def attention(
                       [block_m, head_dim])
         rows = k.expand_dims(k.iota(block_m) + k.cast(first, "i32"), 1)
         stop = k.minimum(first + block_m, keys) if causal else keys
+        # Scores in base 2 (scale * log2(e) folded into the scale): p = 2^(s - m) costs no
+        # multiply beyond the scale's, and flushes below 2^-126 (ex2.approx.ftz): the
+        # largest term of each row's sum is 1, so no flushed term moves the result.
+        scale = k.args.scale * math.log2(math.e)
         acc0 = k.full([block_m, head_dim], 0.0, "f32")
         m0 = k.full([block_m, 1], float("-inf"), "f32")
         l0 = k.full([block_m, 1], 0.0, "f32")
-        with k.loop(0, stop, block_n, carried=[acc0, m0, l0]) as loop:
-            acc, m, l_ = loop.carried
-            key = k.reshape(k.load(k.args.k, [batch, loop.iv, 0], [1, block_n, head_dim]),
+
+        def block(carried: Sequence[Value], start: Value, masked: bool) -> list[Value]:
+            """The online softmax's step over keys ``start ...``; ``masked``: past the
+            end (and, if causal, after a row's query) a key's score is -inf."""
+            acc, m, l_ = carried
+            key = k.reshape(k.load(k.args.k, [batch, start, 0], [1, block_n, head_dim]),
                             [block_n, head_dim])
-            s = k.dot(q, k.trans(key), k.full([block_m, block_n], 0.0, "f32")) * k.args.scale
-            cols = k.expand_dims(k.iota(block_n) + k.cast(loop.iv, "i32"), 0)
-            seen = k.broadcast(cols < k.cast(keys, "i32"), [block_m, block_n])
-            if causal:
-                seen = seen & (cols <= rows)
-            s = k.where(seen, s, float("-inf"))
-            # Column 0 is seen by every row, so the first block makes m_new finite.
+            s = k.dot(q, k.trans(key), k.full([block_m, block_n], 0.0, "f32")) * scale
+            if masked:
+                cols = k.expand_dims(k.iota(block_n) + k.cast(start, "i32"), 0)
+                seen = k.broadcast(cols < k.cast(keys, "i32"), [block_m, block_n])
+                if causal:
+                    seen = seen & (cols <= rows)
+                s = k.where(seen, s, float("-inf"))
             m_new = k.maximum(m, k.max(s, axis=1, keepdims=True))
-            p = k.exp(s - m_new)
-            alpha = k.exp(m - m_new)
-            value = k.reshape(k.load(k.args.v, [batch, loop.iv, 0], [1, block_n, head_dim]),
+            p = k.exp2(s - m_new, ftz=True)
+            alpha = k.exp2(m - m_new, ftz=True)
+            value = k.reshape(k.load(k.args.v, [batch, start, 0], [1, block_n, head_dim]),
                               [block_n, head_dim])
+            l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
             acc = k.dot(k.cast(p, dtype) if dtype != "f32" else p, value, acc * alpha)
-            loop.yield_(acc, m_new, l_ * alpha + k.sum(p, axis=1, keepdims=True))
+            return [acc, m_new, l_]
+
+        # The blocks of keys every row of the program sees whole need no mask (as flash
+        # attention's): all but the last of a non-causal row, those left of the diagonal of
+        # a causal one. The rest (the last block, or the diagonal's) go first, masked: every
+        # row sees their first key, so the first block makes m_new finite. (Last, their
+        # values stayed live through the main loop: a generic sm_80 kernel spilled.)
+        whole = keys // block_n * block_n
+        if causal:
+            whole = k.minimum(whole, (first + 1) // block_n * block_n)
+        with k.loop(whole, stop, block_n, carried=[acc0, m0, l0]) as tail:
+            tail.yield_(*block(tail.carried, tail.iv, masked=True))
+        with k.loop(0, whole, block_n, carried=tail.results) as loop:
+            loop.yield_(*block(loop.carried, loop.iv, masked=False))
         acc, m, l_ = loop.results
         out = k.fdiv(acc, l_, ieee_rounding=False)
         out = k.cast(out, dtype) if dtype != "f32" else out

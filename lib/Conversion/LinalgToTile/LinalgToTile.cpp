@@ -1368,6 +1368,16 @@ LogicalResult KernelWriter::writeAttention(
   values[qk.getResult(0)] = *scores;
   Value alpha, maxNext, sumNext;
   GenericOp zeroRows = findRole(members, kZeroMaskedRows);
+  // The softmax's exponentials may flush results below 2^-126 to zero
+  // (`afn`: ex2.approx.ftz, one instruction instead of four): each row's
+  // largest term is 1, so a flushed term cannot move its sum or output.
+  auto flushing =
+      arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::afn);
+  Operation *exponentials =
+      normalize.getDpsInputOperand(0)->get().getDefiningOp();
+  while (exponentials && !isa<GenericOp>(exponentials) &&
+         exponentials->getNumOperands() == 1)
+    exponentials = exponentials->getOperand(0).getDefiningOp();
   for (Operation *member : members) {
     auto role = member->getAttrOfType<StringAttr>(kAttentionAttr);
     if (member == qk || member == normalize || member == zeroRows ||
@@ -1382,12 +1392,18 @@ LogicalResult KernelWriter::writeAttention(
       continue;
     }
     partialReductions = op == rowMax || op == rowSum;
+    Operation *last = &loop.getBody()->back();
     LogicalResult written = writeOp(op, kindOf(op), view, bufferOf);
     partialReductions = false;
     if (failed(written)) {
       restore();
       return failure();
     }
+    if (op == exponentials)
+      for (Operation &created : llvm::make_range(std::next(last->getIterator()),
+                                                 loop.getBody()->end()))
+        if (auto exp = dyn_cast<math::ExpOp>(created))
+          exp.setFastmathAttr(flushing);
     if (op == rowMax) {
       Value blockMax = values[rowMax.getResult(0)].value;
       maxNext = arith::MaximumFOp::create(b, loc, maxIn, blockMax);
@@ -1396,8 +1412,8 @@ LogicalResult KernelWriter::writeAttention(
           splat(rowType, -std::numeric_limits<double>::infinity()));
       Value safe =
           arith::SelectOp::create(b, loc, none, splat(rowType, 0.0), maxNext);
-      alpha = math::ExpOp::create(b, loc,
-                                  arith::SubFOp::create(b, loc, maxIn, safe));
+      alpha = math::ExpOp::create(
+          b, loc, arith::SubFOp::create(b, loc, maxIn, safe), flushing);
       values[rowMax.getResult(0)] = {safe, rowSpans};
     } else if (op == rowSum) {
       sumNext = arith::AddFOp::create(

@@ -215,14 +215,30 @@ struct ElementwiseLowering : ConversionPattern {
         SmallVector<Value> scalars;
         for (auto &e : elems)
           scalars.push_back(e[i]);
-        if (isa<math::ExpOp>(op) && vt.getElementType().isF32()) {
+        if (isa<math::ExpOp, math::Exp2Op>(op) && vt.getElementType().isF32()) {
           // e^x = 2^(x log2 e): one multiply and ex2.approx, as Triton and
           // CUDA's __expf do, instead of libdevice's exact expf.
-          Value log2e = arith::ConstantOp::create(
-              rewriter, loc, rewriter.getF32FloatAttr(1.4426950408889634f));
-          Value scaled =
-              arith::MulFOp::create(rewriter, loc, scalars[0], log2e);
-          results.push_back(math::Exp2Op::create(rewriter, loc, scaled));
+          Value x = scalars[0];
+          if (isa<math::ExpOp>(op)) {
+            Value log2e = arith::ConstantOp::create(
+                rewriter, loc, rewriter.getF32FloatAttr(1.4426950408889634f));
+            x = arith::MulFOp::create(rewriter, loc, x, log2e);
+          }
+          // With `afn`, results below 2^-126 may flush to zero: ex2.approx's
+          // .ftz form is one instruction, the subnormal-preserving one four
+          // (a compare and two multiplies around it).
+          auto fastmath = cast<arith::ArithFastMathInterface>(op);
+          if (arith::bitEnumContainsAll(
+                  fastmath.getFastMathFlagsAttr().getValue(),
+                  arith::FastMathFlags::afn))
+            results.push_back(
+                LLVM::CallIntrinsicOp::create(
+                    rewriter, loc, rewriter.getF32Type(),
+                    rewriter.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+                    ValueRange{x})
+                    .getResult(0));
+          else
+            results.push_back(math::Exp2Op::create(rewriter, loc, x));
           continue;
         }
         OperationState state(loc, op->getName(), scalars, vt.getElementType(),

@@ -840,7 +840,10 @@ int64_t knownDivisor(Value value, unsigned depth) {
   if (isa<arith::MulIOp>(op))
     return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1) *
                               knownDivisor(op->getOperand(1), depth + 1));
-  if (isa<arith::AddIOp, arith::SubIOp>(op))
+  // One of the operands (a minimum, a remainder by a multiple of the
+  // divisor) or a combination of them.
+  if (isa<arith::AddIOp, arith::SubIOp, arith::MinSIOp, arith::MaxSIOp,
+          arith::MinUIOp, arith::MaxUIOp, arith::RemSIOp, arith::RemUIOp>(op))
     return std::min(knownDivisor(op->getOperand(0), depth + 1),
                     knownDivisor(op->getOperand(1), depth + 1));
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,

@@ -531,8 +531,8 @@ void orderViewAccesses(tile::KernelOp kernel, LoweringState &state);
 int64_t powerOfTwoDivisor(int64_t v);
 
 /// The largest power of two (up to 2^30) that provably divides an index
-/// value: constants, products, sums, casts, loop induction variables and
-/// view sizes.
+/// value: constants, products, sums, minima, maxima, remainders, casts, loop
+/// induction variables and view sizes.
 int64_t knownDivisor(mlir::Value value, unsigned depth = 0);
 
 /// Marks a loop for narrowInductionVariable (removed by it).
@@ -898,6 +898,18 @@ llvm::SmallVector<LoopPipeline> findPipelines(tile::KernelOp kernel,
 unsigned fitStages(tile::KernelOp kernel,
                    llvm::ArrayRef<LoopPipeline> pipelines, unsigned stages,
                    int64_t limit, const LoweringState &state);
+
+/// Gives up TMA (keeps cp.async) in the `pipelines` of `kernel` whose copies
+/// cp.async makes as well, where TMA's mbarriers would leave room for fewer
+/// blocks per SM in the chip's shared memory (`limit` bytes a block, 1 KiB
+/// more an SM, 1 KiB of it kept per block). Attention's 3-stage rings of
+/// 64 x 64 f16 keys and values and its 64 x 64 queries need 57,344 bytes,
+/// four blocks per H100 SM; 24 bytes of mbarriers more left three, 5%
+/// slower.
+void keepOccupancyWithoutTma(tile::KernelOp kernel,
+                             llvm::MutableArrayRef<LoopPipeline> pipelines,
+                             unsigned stages, int64_t limit,
+                             LoweringState &state);
 
 /// Keeps the copies of `stages - 1` iterations of `p.loop` in flight while
 /// its dots run, with the dots' staging areas as rings of `p.slots(stages)`

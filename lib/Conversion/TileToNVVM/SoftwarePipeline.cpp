@@ -170,6 +170,42 @@ unsigned fitStages(KernelOp kernel, ArrayRef<LoopPipeline> pipelines,
   return stages;
 }
 
+void keepOccupancyWithoutTma(KernelOp kernel,
+                             MutableArrayRef<LoopPipeline> pipelines,
+                             unsigned stages, int64_t limit,
+                             LoweringState &state) {
+  if (stages == 1)
+    return;
+  DenseMap<Operation *, unsigned> ringSlots;
+  for (const LoopPipeline &p : pipelines)
+    for (DotOp dot : p.dots)
+      ringSlots[dot] = p.slots(stages);
+  auto blocksPerSM = [&] {
+    int64_t bytes = planSharedMemory(kernel, ringSlots, state).bytes;
+    return (limit + 1024) / (bytes + 1024);
+  };
+  SmallVector<LoopPipeline *> optional;
+  for (LoopPipeline &p : pipelines)
+    if (p.tma && llvm::all_of(p.loads, [&](LoadOp load) {
+          const AsyncCopy &copy = state.asyncCopies.find(load)->second;
+          return !copy.tmaOnly && !copy.elementWise;
+        }))
+      optional.push_back(&p);
+  if (optional.empty())
+    return;
+  int64_t withTma = blocksPerSM();
+  for (LoopPipeline *p : optional)
+    for (DotOp dot : p->dots)
+      state.tmaDots.erase(dot);
+  if (blocksPerSM() > withTma) {
+    for (LoopPipeline *p : optional)
+      p->tma = false;
+    return;
+  }
+  for (LoopPipeline *p : optional)
+    state.tmaDots.insert(p->dots.begin(), p->dots.end());
+}
+
 scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
                         LoweringState &state) {
   scf::ForOp loop = p.loop;

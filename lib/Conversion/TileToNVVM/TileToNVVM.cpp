@@ -398,6 +398,7 @@ struct ConvertTileToNVVM
           state.tmaDots.insert(p.dots.begin(), p.dots.end());
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
+      keepOccupancyWithoutTma(kernel, pipelines, stages, limit, state);
       // Copies only TMA can make need a TMA pipeline; copies right only in
       // a ring, any pipeline.
       DenseSet<Operation *> tmaLoads, pipelinedLoads;

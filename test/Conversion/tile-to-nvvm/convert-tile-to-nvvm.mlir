@@ -822,6 +822,46 @@ tile.kernel @uniform_masks(%x: memref<?xi8, strided<[1], offset: ?>>, %v: memref
 
 // -----
 
+#row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// The offset added to the iota may be a minimum or a remainder of aligned
+// values (attention's masked blocks start at min(n - n % 64, ...)): still
+// one compare per thread's 4 elements. An offset of unknown alignment (the
+// view's size itself, not promised) needs a compare per element.
+// CHECK-LABEL: gpu.func @aligned_offsets
+// CHECK-COUNT-1: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK-NOT: arith.cmpi slt, %{{.*}}, %{{.*}} : i32
+// CHECK: arith.cmpi slt, %{{.*}}, %{{.*}} : vector<4xi32>
+// CHECK: gpu.return
+tile.kernel @aligned_offsets(%x: memref<?xi8, strided<[1], offset: ?>>, %v: memref<?xf32, strided<[1], offset: ?>> {tile.size_divisibility = array<i64: 16>}, %w: memref<?xf32, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %v, %c0 : memref<?xf32, strided<[1], offset: ?>>
+  %rem = arith.remsi %n, %c64 : index
+  %whole = arith.subi %n, %rem : index
+  %pid = tile.program_id {dim = 0}
+  %first = arith.muli %pid, %c64 : index
+  %start = arith.minsi %whole, %first : index
+  %start32 = arith.index_cast %start : index to i32
+  %base = tile.splat %start32 : i32 -> tensor<512xi32, #row4>
+  %iota = tile.iota : tensor<512xi32, #row4>
+  %idx = arith.addi %iota, %base : tensor<512xi32, #row4>
+  %n32 = arith.index_cast %n : index to i32
+  %sn = tile.splat %n32 : i32 -> tensor<512xi32, #row4>
+  %a = arith.cmpi slt, %idx, %sn : tensor<512xi32, #row4>
+  %wn = memref.dim %w, %c0 : memref<?xf32, strided<[1], offset: ?>>
+  %wn32 = arith.index_cast %wn : index to i32
+  %wbase = tile.splat %wn32 : i32 -> tensor<512xi32, #row4>
+  %widx = arith.addi %iota, %wbase : tensor<512xi32, #row4>
+  %b = arith.cmpi slt, %widx, %sn : tensor<512xi32, #row4>
+  %m = arith.andi %a, %b : tensor<512xi1, #row4>
+  %e = arith.extui %m : tensor<512xi1, #row4> to tensor<512xi8, #row4>
+  tile.store %e, %x[%c0] : tensor<512xi8, #row4>, memref<?xi8, strided<[1], offset: ?>>
+  tile.return
+}
+
+// -----
+
 #row = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
 
 // A row loop up to (at most) the view's row count needs no row check on a
@@ -1689,6 +1729,33 @@ tile.kernel @mma_column_tile(%x: memref<?x?xf32> {tile.divisibility = 16}, %y: m
 
 #b = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
+// e^x is 2^(x log2 e); with `afn` on exp or exp2, ex2.approx.ftz (results
+// below 2^-126 flush to zero: one instruction, where LLVM's exp2 keeps
+// subnormals with three more).
+// CHECK-LABEL: gpu.func @exponentials
+// CHECK: %[[X:.*]] = arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK: math.exp2 %[[X]] : f32
+// CHECK: %[[Y:.*]] = arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[Y]]) : (f32) -> f32
+// CHECK: math.exp2 %{{.*}} : f32
+// CHECK-NOT: arith.mulf
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: gpu.return
+tile.kernel @exponentials(%x: memref<?xf32>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<128xf32, #b>
+  %e = math.exp %t : tensor<128xf32, #b>
+  %f = math.exp %e fastmath<afn> : tensor<128xf32, #b>
+  %g = math.exp2 %f : tensor<128xf32, #b>
+  %h = math.exp2 %g fastmath<afn> : tensor<128xf32, #b>
+  tile.store %h, %y[%c0] : tensor<128xf32, #b>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
+#b = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
 // Accesses to one view keep program order: a store, then an access of other
 // elements per thread (other offsets), waits at a barrier for every thread's
 // store. An access of the same elements in the same layout needs none.
@@ -1838,5 +1905,48 @@ tile.kernel @two_dot_tma(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.d
   %sum = arith.addf %r#0, %r#1 : tensor<64x64xf32, #mma>
   %out = tile.convert_layout %sum : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #cst>
   tile.store %out, %c[%c0, %c0] : tensor<64x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#cst = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// Rings of 2 slots of 16 KiB (64 x 64 by 64 x 64) and 12 KiB (128 x 32 by
+// 32 x 64) fill 57,344 bytes: four blocks per SM (sm_90a's SMs have 228 KiB
+// and keep 1 KiB per block). TMA's 16 bytes of mbarriers would leave room
+// for three, so the loop keeps cp.async (which the sizes' divisibility lets
+// copy every tile).
+// TMA-LABEL: gpu.func @tma_costing_a_block
+// TMA-SAME: tile.shared_bytes = 57344 : i64
+// TMA-NOT: tile.tensor_maps
+// TMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+// TMA-NOT: mbarrier
+// TMA: gpu.return
+tile.kernel @tma_costing_a_block(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 16, 16>}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 4 : i32, tile.num_stages = 2 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %cst = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #cst>
+  %z = tile.convert_layout %cst : tensor<64x64xf32, #cst> -> tensor<64x64xf32, #mma>
+  %cst2 = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #cst>
+  %z2 = tile.convert_layout %cst2 : tensor<128x64xf32, #cst> -> tensor<128x64xf32, #mma>
+  %r:2 = scf.for %i = %c0 to %k step %c64 iter_args(%s = %z, %t = %z2) -> (tensor<64x64xf32, #mma>, tensor<128x64xf32, #mma>) {
+    %xa = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %yb = tile.load %y[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #b>
+    %d = tile.dot %xa, %yb, %s : tensor<64x64xf16, #a>, tensor<64x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %ya = tile.load %y[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<128x32xf16, #a>
+    %xb = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %e = tile.dot %ya, %xb, %t : tensor<128x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<128x64xf32, #mma>
+    scf.yield %d, %e : tensor<64x64xf32, #mma>, tensor<128x64xf32, #mma>
+  }
+  %o1 = tile.convert_layout %r#0 : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #cst>
+  tile.store %o1, %c[%c0, %c0] : tensor<64x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  %o2 = tile.convert_layout %r#1 : tensor<128x64xf32, #mma> -> tensor<128x64xf32, #cst>
+  tile.store %o2, %c[%c64, %c0] : tensor<128x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }

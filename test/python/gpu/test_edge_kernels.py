@@ -226,3 +226,32 @@ def test_where_on_rank0_tiles(target: str, value: float) -> None:
     y = torch.zeros(())
     kernel.launch(1, torch.tensor(value), y)
     assert y.item() == (1.0 if value > 0 else -1.0)
+
+
+def exponentials_kernel() -> KernelBuilder:
+    """y = 2**x, z = 2**x with ``ftz`` (results below 2**-126 may flush to zero)."""
+    kb = KernelBuilder("exponentials", x=View("f32", 1), y=View("f32", 1), z=View("f32", 1))
+    with kb as k:
+        x = k.load(k.args.x, [0], [128])
+        k.store(k.exp2(x), k.args.y, [0])
+        k.store(k.exp2(x, ftz=True), k.args.z, [0])
+    return kb
+
+
+def test_exp2_keeps_subnormal_results_unless_ftz(target: str) -> None:
+    """ex2.approx keeps results down to 2**-149 (relative error below 2**-22); with ftz
+    (ex2.approx.ftz, as Triton's tl.math.exp2) those below 2**-126 are +0, the others
+    the same."""
+    kernel = tileopt.compile(exponentials_kernel(), target=target)
+    ptx = str(kernel.asm["ptx"])
+    assert "ex2.approx.f32" in ptx and "ex2.approx.ftz.f32" in ptx
+    x = torch.linspace(-140.0, 20.0, 128)
+    x[:3] = torch.tensor([float("-inf"), float("inf"), float("nan")])
+    y, z = torch.full((128,), float("nan")), torch.full((128,), float("nan"))
+    kernel.launch(1, x, y, z)
+    want = torch.exp2(x.double())
+    small = want < 2.0**-126  # -inf's 0 among them
+    torch.testing.assert_close(y.double(), want, rtol=2.0**-22, atol=2.0**-149, equal_nan=True)
+    torch.testing.assert_close(z[~small].double(), want[~small], rtol=2.0**-22, atol=0,
+                               equal_nan=True)
+    assert (z[small] == 0).all() and (y[small][1:] > 0).all()

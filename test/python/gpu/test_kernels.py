@@ -260,9 +260,25 @@ def test_matmul_rounds_to_out_dtype(compiled: Any, target: str, dtype: str, m: i
     assert_close(c, exact, atol=bound + ROUND[dtype] * (exact.abs() + bound), rtol=0)
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_batched_matmul_rounds_to_out_dtype(compiled: Any, target: str, dtype: str) -> None:
+    """As torch.bmm returns: each matrix's f32 accumulator rounded once to f16/bf16."""
+    td = TORCH_DTYPES[dtype]
+    a, b = torch.randn(3, 70, 100).to(td), torch.randn(3, 100, 90).to(td)
+    c = torch.full((3, 70, 90), float("nan"), dtype=td)
+    kern = compiled("batched_matmul", target, dtype=dtype, out_dtype=dtype)
+    kern.launch(kernels.batched_matmul_grid(a.shape, b.shape), a, b, c)
+    exact = a.double() @ b.double()
+    bound = matmul_bound(a, b)
+    assert_close(c, exact, atol=bound + ROUND[dtype] * (exact.abs() + bound), rtol=0)
+
+
 def test_matmul_out_dtype_is_checked() -> None:
     with pytest.raises(ValueError, match="out_dtype must be one of"):
         kernels.matmul("f16", out_dtype="f8")
+    with pytest.raises(ValueError, match="out_dtype must be one of"):
+        kernels.batched_matmul("f16", out_dtype="i8")
     with pytest.raises(ValueError, match="group_m must be a positive integer"):
         kernels.matmul("f16", group_m=0)
 

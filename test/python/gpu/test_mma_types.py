@@ -140,17 +140,15 @@ def test_tf32_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, 
         assert not torch.allclose(c.double(), a.double() @ b.double(), rtol=0, atol=1e-5)
 
 
-def test_tf32_kmajor_rhs_comes_by_tma() -> None:
-    """``x @ w.T`` in tf32 on sm_90a (an f32 linear layer): wgmma's transposed B is K-major
-    in memory already, so TMA boxes copy both operands (B's map over the view's dimensions
-    (1, 0)) and no thread copies an element; a row-major B keeps the element copies, and the
-    pipeline its cp.async."""
-    a_view = "memref<?x?xf32, strided<[?, 1], offset: ?>>"
-    promised = "{tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64}"
+A_VIEW = "memref<?x?xf32, strided<[?, 1], offset: ?>>"
+_PROMISED = "{tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64}"
 
-    def kernel(b_view: str) -> str:
-        return f"""
-tile.kernel @linear(%a: {a_view} {promised}, %b: {b_view} {promised},
+
+def linear_tf32_ir(b_view: str) -> str:
+    """``c = a @ b`` in tf32 on 64 x 64 blocks, k by 32, ``b`` of type ``b_view``: a K-major
+    ``b`` (``strided<[1, ?]>``) is an f32 linear layer's ``x @ w.T``."""
+    return f"""
+tile.kernel @linear(%a: {A_VIEW} {_PROMISED}, %b: {b_view} {_PROMISED},
                     %c: memref<?x?xf32, strided<[?, 1], offset: ?>>) {{
   %z = arith.constant dense<0.0> : tensor<64x64xf32>
   %c0 = arith.constant 0 : index
@@ -161,9 +159,9 @@ tile.kernel @linear(%a: {a_view} {promised}, %b: {b_view} {promised},
   %m = arith.muli %p0, %c64 : index
   %p1 = tile.program_id {{dim = 1 : i64}}
   %n = arith.muli %p1, %c64 : index
-  %k = memref.dim %a, %c1 : {a_view}
+  %k = memref.dim %a, %c1 : {A_VIEW}
   %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32>) {{
-    %x = tile.load %a[%m, %i] : {a_view} -> tensor<64x32xf32>
+    %x = tile.load %a[%m, %i] : {A_VIEW} -> tensor<64x32xf32>
     %y = tile.load %b[%i, %n] : {b_view} -> tensor<32x64xf32>
     %d = tile.dot %x, %y, %acc input_precision = tf32
         : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
@@ -174,15 +172,20 @@ tile.kernel @linear(%a: {a_view} {promised}, %b: {b_view} {promised},
 }}
 """
 
-    kern = compile(kernel("memref<?x?xf32, strided<[1, ?], offset: ?>>"), "sm_90a",
+
+def test_tf32_kmajor_rhs_comes_by_tma() -> None:
+    """``x @ w.T`` in tf32 on sm_90a (an f32 linear layer): wgmma's transposed B is K-major
+    in memory already, so TMA boxes copy both operands (B's map over the view's dimensions
+    (1, 0)) and no thread copies an element; a row-major B keeps the element copies, and the
+    pipeline its cp.async."""
+    kern = compile(linear_tf32_ir("memref<?x?xf32, strided<[1, ?], offset: ?>>"), "sm_90a",
                    num_stages=3)
     ptx = str(kern.asm["ptx"])
     assert [(m.view, m.box, m.swizzle, m.dims) for m in kern.metadata.tensor_maps] == [
         (0, (64, 32), 128, None), (1, (64, 32), 128, (1, 0))]
     assert "cp.async.bulk.tensor.2d" in ptx and "cp.async.ca" not in ptx
     assert "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32" in ptx
-    row_major = compile(kernel("memref<?x?xf32, strided<[?, 1], offset: ?>>"), "sm_90a",
-                        num_stages=3)
+    row_major = compile(linear_tf32_ir(A_VIEW), "sm_90a", num_stages=3)
     assert row_major.metadata.tensor_maps == ()
     assert "cp.async.ca.shared.global" in str(row_major.asm["ptx"])
     torch.manual_seed(2)

@@ -160,10 +160,8 @@ def test_two_tma_pipelines_in_one_kernel() -> None:
     _check_two_products(kern, 130, 96, 48, 80)
 
 
-def test_two_dots_in_one_tma_pipeline() -> None:
-    """c = a @ b + d @ e in one K loop: four tensor maps, each dot its own ring, and one
-    mbarrier per slot for all four copies of an iteration (3 stages: 3 mbarriers, each
-    expecting 4 arrivals)."""
+def two_dots_kernel() -> KernelBuilder:
+    """``c = a @ b + d @ e`` (f16, 64 x 64 blocks, k by 32) in one K loop of two dots."""
     f16 = View("f16", 2, contiguous=True)
     kb = KernelBuilder("two_dots", a=f16, b=f16, d=f16, e=f16,
                        c=View("f32", 2, contiguous=True))
@@ -179,6 +177,14 @@ def test_two_dots_in_one_tma_pipeline() -> None:
             loop.yield_(s, t)
         s, t = loop.results
         k.store(s + t, k.args.c, [m, n])
+    return kb
+
+
+def test_two_dots_in_one_tma_pipeline() -> None:
+    """c = a @ b + d @ e in one K loop: four tensor maps, each dot its own ring, and one
+    mbarrier per slot for all four copies of an iteration (3 stages: 3 mbarriers, each
+    expecting 4 arrivals)."""
+    kb = two_dots_kernel()
     kern = compile(kb, "sm_90a", num_stages=3, **PROMISES)
     ptx = str(kern.asm["ptx"])
     assert [m.view for m in kern.metadata.tensor_maps] == [0, 1, 2, 3]

@@ -716,17 +716,22 @@ def pipelined_kernels(c: Collector) -> None:
                    num_warps=4, num_stages=3, aligned=True, int32_indexing=True)
     matmul_cases(c, kid, "tma_f16_64x64x32_s3_nodiv", "f16", 64, 64, [(70, 40, 24), (33, 72, 136)])
 
-    for target in ("sm_80", "sm_90a"):
+    # On sm_90a also by 3-D TMA boxes (one matrix of the batch), where a batch stride larger
+    # than a matrix (every other matrix) must not leak into the box.
+    for target, tma in (("sm_80", False), ("sm_90a", False), ("sm_90a", True)):
         kid = c.kernel("pipe_batched_matmul_f16_s3",
                        lambda: kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32),
-                       target, num_warps=4, num_stages=3, tma=False, **PROMISES)
+                       target, num_warps=4, num_stages=3, tma=tma, **PROMISES)
+        tag = f"s3_{target}" + ("_tma" if tma else "")
         for batch, m, kk, n in [(3, 130, 96, 80), (1, 70, 160, 208)]:
-            a, b = torch.randn(batch, m, kk).half(), torch.randn(batch, kk, n).half()
+            a = torch.randn(2 * batch, m, kk).half()[::2]
+            b = torch.randn(batch, kk, n).half()
             cc = torch.full((batch, m, n), float("nan"))
-            c.case(f"pipe_batched_f16_s3_{target}-{batch}x{m}x{kk}x{n}", kid,
+            c.case(f"pipe_batched_f16_{tag}-{batch}x{m}x{kk}x{n}", kid,
                    kernels.batched_matmul_grid(a.shape, b.shape, 64, 64), [a, b, cc],
                    {2: close(a.double() @ b.double(), 2 * matmul_bound(a, b))})
 
+    for target in ("sm_80", "sm_90a"):
         grouped = {**PROMISES, "divisible_sizes": {"q": (1, 1, 16), "k": (1, 16, 16),
                                                    "v": (1, 16, 16), "o": (1, 1, 16)}}
         for stages, promises, tag in ((1, PROMISES, "s1"), (3, PROMISES, "s3"),
@@ -749,6 +754,19 @@ def pipelined_kernels(c: Collector) -> None:
 
     import test_mma_reductions as red
     import test_mma_types as types
+    import test_tma
+
+    # Two dots in one TMA pipeline: four maps, one mbarrier per slot for all four copies.
+    kid = c.kernel("tma_two_dots_f16_s3", test_tma.two_dots_kernel, "sm_90a", num_stages=3,
+                   **PROMISES)
+    for m, kk, n in [(130, 96, 80), (64, 16, 64)]:
+        a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+        d, e = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+        cc = torch.full((m, n), float("nan"))
+        c.case(f"tma_two_dots_f16_s3-{m}x{kk}x{n}", kid, kernels.matmul_grid(a.shape, b.shape),
+               [a, b, d, e, cc],
+               {4: close(a.double() @ b.double() + d.double() @ e.double(),
+                         2 * (matmul_bound(a, b) + matmul_bound(d, e)))})
 
     eps16 = torch.finfo(torch.float16).eps
     for target, warps, (bm, bn, bk) in (("sm_80", 4, (64, 64, 32)), ("sm_90a", 4, (64, 64, 32)),
@@ -778,6 +796,19 @@ def pipelined_kernels(c: Collector) -> None:
             c.case(f"tf32_{bm}x{bn}x{bk}_w{warps}_{target}-{m}x{kk}x{n}", kid,
                    kernels.matmul_grid(a.shape, b.shape, bm, bn), [a, b, cc],
                    {2: close(to_tf32(a).double() @ to_tf32(b).double(), bound)})
+
+    # tf32 x @ w.T (an f32 linear layer): the K-major weight comes by TMA (map dims (1, 0)).
+    kid = c.kernel("tf32_linear_kmajor_s3",
+                   lambda: types.linear_tf32_ir("memref<?x?xf32, strided<[1, ?], offset: ?>>"),
+                   "sm_90a", num_stages=3)
+    for m, kk, n in types.PROMISED_SHAPES + [(130, 208, 80)]:
+        a, w = torch.randn(m, kk), torch.randn(n, kk)
+        cc = torch.full((m, n), float("nan"))
+        bound = (kk + 1) * (EPS32 / 2) * (a.double().abs() @ w.double().abs().t()) + 1e-30
+        c.case(f"tf32_linear_kmajor_s3-{m}x{kk}x{n}", kid,
+               kernels.matmul_grid((m, kk), (kk, n), 64, 64), [a, w.t(), cc],
+               {2: close(types.tf32_truncate(a).double() @ types.tf32_truncate(w).double().t(),
+                         bound)})
 
     for shape, warps, axis, op in red.CASES:
         tag = f"mma_reduce_{shape[0]}x{shape[1]}_w{warps[0]}x{warps[1]}_axis{axis}_{op}"
@@ -858,9 +889,26 @@ def benchmarks(c: Collector) -> None:
                     [{"randn": [s, s], "dtype": "float16"},
                      {"randn": [s, s], "dtype": "float16", "scale": 1 / 64},
                      empty(s, s)], [2], "matmul", flops=2 * s ** 3)
+    # Batched matmuls (one 3-D TMA box per matrix of the batch) beside torch.bmm, both
+    # writing f16.
+    batch, s = 32, 1024
+    for bm, bn, warps, stages, tma in ((128, 128, 8, 4, True), (128, 256, 8, 3, True),
+                                       (128, 256, 8, 3, False)):
+        name = f"{bm}x{bn}x64w{warps}s{stages}{'-tma' if tma else ''}"
+        kid = c.kernel(f"bench_batched_matmul_f16_{name}",
+                       lambda bm=bm, bn=bn: kernels.batched_matmul(
+                           "f16", block_m=bm, block_n=bn, block_k=64, out_dtype="f16"),
+                       "sm_90a", num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+        c.benchmark(f"batched_matmul_f16-{batch}x{s}^3-sm_90a-{name}", kid,
+                    kernels.batched_matmul_grid((batch, s, s), (batch, s, s), bm, bn),
+                    [{"randn": [batch, s, s], "dtype": "float16"},
+                     {"randn": [batch, s, s], "dtype": "float16", "scale": 1 / 32},
+                     empty(batch, s, s, dtype="float16")], [2], "batched_matmul",
+                    flops=2 * batch * s ** 3)
     batch, seq = 16, 4096
     qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
-    # On sm_90a keys and values come by TMA; "cp" variants keep cp.async (tma=False).
+    # On sm_90a keys and values come by TMA where its mbarriers cost no block per SM (not at
+    # 64 x 64 on 4 warps, 3 stages); "cp" variants keep cp.async (tma=False).
     for target, bm, bn, warps, stages, tma in (
             ("sm_90a", 64, 64, 4, 3, True), ("sm_90", 64, 64, 4, 3, True),
             ("sm_90a", 128, 64, 8, 3, True), ("sm_90a", 128, 128, 8, 2, True),

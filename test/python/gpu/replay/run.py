@@ -49,6 +49,8 @@ REPO = HERE.parents[3]
 sys.path.insert(0, str(REPO / "python"))
 
 EPS32 = float(np.finfo(np.float32).eps)
+#: Unit roundoff of the types a result may be written in.
+ROUND = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: EPS32 / 2}
 INT_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
@@ -289,6 +291,11 @@ def bench_ops() -> dict[str, Any]:
         "matmul": (lambda a: (a[0].double() @ a[1].double(), _matmul_bound(a[0], a[1]), 0,
                               False),
                    lambda a: torch.mm(a[0], a[1])),
+        # Written in the inputs' type, as torch.bmm: rounded once more.
+        "batched_matmul": (lambda a: (a[0].double() @ a[1].double(),
+                                      (1 + ROUND[a[2].dtype]) * _matmul_bound(a[0], a[1]),
+                                      ROUND[a[2].dtype], False),
+                           lambda a: torch.bmm(a[0], a[1])),
         # p is rounded to f16 before its product (as test_pipelining); f32 reference.
         # torch on (batch, 1 head, sequence, d): its fused (flash) kernels need 4-D inputs.
         "attention": (attention_ref,
