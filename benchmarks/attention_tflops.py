@@ -1,0 +1,194 @@
+"""TFLOP/s of ``F.scaled_dot_product_attention`` compiled by ``tileopt.compile`` beside torch's.
+
+``benchmarks/attention.py`` counts bytes in the emulator; this times what a model gets on a
+GPU: torch's SDPA (f16 or bf16, causal or not) through the frontend and kernel formation
+(one flash-attention kernel), against torch's own (its flash-attention kernel), at the
+attention shapes of GPT-2, LLaMA-7B and a long sequence. Each compiled call's output is
+checked against an f32 reference first; both sides are timed as in matmul_tflops (CUDA
+events around a replayed CUDA graph of launches). FLOPs: 4 B H S^2 D, half of it causal.
+
+A GPU machine needs no native build: ``--save DIR`` compiles the cases here (for
+``--target``, default sm_90a) and writes each one's kernels and host function
+(``index.json``); ``--load DIR`` runs them there with tileopt's pure-Python runtime. With
+neither, it compiles in process. Without a CUDA GPU it prints ``skipped: <reason>`` and
+exits 0.
+
+    .venv/bin/python benchmarks/attention_tflops.py --save A --target sm_90a    # no GPU
+    PYTHONPATH=python python3 benchmarks/attention_tflops.py --load A            # on the GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from linear_tflops import TORCH_DTYPES, on_gpu, saved_layer
+from matmul_tflops import GOAL, correct, gpu_unavailable, time_launch
+
+
+@dataclass(frozen=True)
+class Case:
+    """Attention over (batch, heads, seq, head_dim) q, k and v."""
+
+    name: str
+    batch: int
+    heads: int
+    seq: int
+    head_dim: int
+    causal: bool
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.heads, self.seq, self.head_dim)
+
+    def flops(self) -> float:
+        full = 4 * self.batch * self.heads * self.seq**2 * self.head_dim
+        return full / 2 if self.causal else full
+
+
+CASES = [Case(f"{model}{' causal' if causal else ''}", *shape, causal)
+         for model, shape in (("gpt2", (1, 12, 1024, 64)), ("llama7b", (1, 32, 2048, 128)),
+                              ("long", (1, 16, 4096, 64)))
+         for causal in (False, True)]
+
+
+def compile_case(dtype: str, case: Case, target: str) -> Any:
+    """``tileopt.compile`` of SDPA on ``case``'s shape (a CompiledGraph)."""
+    import tileopt
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Attention(nn.Module):
+        def forward(self, q: Any, k: Any, v: Any) -> Any:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=case.causal)
+
+    torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    # Three tensors: one passed three times would be one graph input.
+    q, k, v = (torch.zeros(case.shape, dtype=torch_dtype) for _ in range(3))
+    return tileopt.compile(Attention(), (q, k, v), target=target)
+
+
+def save(dtypes: Sequence[str], cases: Sequence[Case], target: str, out: Path) -> None:
+    """Compiles every case into ``out``: its kernels and ``index.json`` (host functions)."""
+    out.mkdir(parents=True, exist_ok=True)
+    index = []
+    for dtype in dtypes:
+        for case in cases:
+            graph = compile_case(dtype, case, target)
+            host = graph.program.host
+            if host.constants:
+                raise RuntimeError(f"{case.name}: a host function with constants")
+            stem = f"{dtype}-{case.name.replace(' ', '-')}"
+            kernels = {}
+            for name in host.kernel_names:
+                kernels[name] = f"{stem}.{name}.json"
+                graph.program.kernels[name].save(out / kernels[name])
+            index.append({"dtype": dtype, "case": dataclasses.asdict(case), "target": target,
+                          "kernels": kernels, "source": host.source,
+                          "function": host.function})
+            print(f"  {dtype} {case.name}: {', '.join(kernels)}", flush=True)
+    (out / "index.json").write_text(json.dumps(index, indent=1))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dtypes", default="f16", help="comma-separated: f16,bf16")
+    parser.add_argument("--cases", default="",
+                        help="comma-separated substrings of case names (default: all of "
+                             + ", ".join(c.name for c in CASES) + ")")
+    parser.add_argument("--seq", type=int, default=None,
+                        help="every case at this sequence length instead of its own")
+    parser.add_argument("--target", default=None,
+                        help="tileopt's target (default: the GPU's; sm_90a with --save)")
+    parser.add_argument("--save", type=Path, metavar="DIR",
+                        help="compile the cases into DIR and exit; needs no GPU")
+    parser.add_argument("--load", type=Path, metavar="DIR",
+                        help="run the cases --save wrote to DIR (no native build needed)")
+    opts = parser.parse_args(argv)
+    dtypes = [d for d in opts.dtypes.split(",") if d]
+    if bad := [d for d in dtypes if d not in TORCH_DTYPES]:
+        parser.error(f"unknown dtypes {bad}; {', '.join(TORCH_DTYPES)} are benchmarked")
+    wanted = [w for w in opts.cases.split(",") if w]
+    cases = [c for c in CASES if not wanted or any(w in c.name for w in wanted)]
+    if not cases:
+        parser.error(f"no case matches {opts.cases!r}")
+    if opts.seq is not None:
+        if opts.seq < 1:
+            parser.error(f"--seq takes a positive length, got {opts.seq}")
+        cases = [dataclasses.replace(c, seq=opts.seq) for c in cases]
+    if opts.save is not None:
+        save(dtypes, cases, opts.target or "sm_90a", opts.save)
+        return 0
+
+    why = gpu_unavailable()
+    if why is not None:
+        print(f"attention_tflops: skipped: {why}")
+        return 0
+    import torch
+    import torch.nn.functional as F
+    from matmul_tflops import device_target
+
+    if opts.load is not None:
+        names = {c.name for c in cases}
+        entries = [{**e, "case": Case(**e["case"])}
+                   for e in json.loads((opts.load / "index.json").read_text())
+                   if e["dtype"] in dtypes and e["case"]["name"] in names]
+    else:
+        target = opts.target or device_target()
+        entries = []
+        for d in dtypes:
+            for c in cases:
+                program = compile_case(d, c, target).program
+                entries.append({"dtype": d, "case": c, "target": target,
+                                "forward": on_gpu(program.host.source, program.host.function,
+                                                  dict(program.kernels))})
+    print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} (its SDPA)"
+          + (f"; tileopt's kernels from {opts.load}" if opts.load else ""))
+    print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "
+          "over torch's\n")
+    header = (f"{'dtype':<5} {'case':<16} {'B':>3} {'H':>3} {'S':>6} {'D':>4} {'torch':>7} "
+              f"{'tileopt':>7} {'ratio':>6}  target")
+    print(header + "\n" + "-" * len(header), flush=True)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    ratios: list[float] = []
+    failures: list[str] = []
+    for entry in entries:
+        case = entry["case"]
+        torch_dtype = getattr(torch, TORCH_DTYPES[entry["dtype"]])
+        q, k, v = (torch.randn(case.shape, device="cuda", generator=gen).to(torch_dtype)
+                   for _ in range(3))
+        forward = entry.get("forward") or saved_layer(entry, opts.load)
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                              is_causal=case.causal)
+        label = f"{entry['dtype']} {case.name}"
+        if wrong := correct(forward(q, k, v)[0], want):
+            failures.append(f"{label}: {wrong}")
+            continue
+        theirs = time_launch(lambda q=q, k=k, v=v, c=case.causal:
+                             F.scaled_dot_product_attention(q, k, v, is_causal=c), 10, 20, 10)[0]
+        ours = time_launch(lambda f=forward, q=q, k=k, v=v: f(q, k, v), 10, 20, 10)[0]
+        ratios.append(theirs / ours)
+        tflops = case.flops() / 1e9  # per ms
+        print(f"{entry['dtype']:<5} {case.name:<16} {case.batch:>3} {case.heads:>3} "
+              f"{case.seq:>6} {case.head_dim:>4} {tflops / theirs:7.1f} {tflops / ours:7.1f} "
+              f"{ratios[-1]:6.2f}  {entry['target']}", flush=True)
+        torch.cuda.empty_cache()
+    print()
+    if ratios:
+        print(f"tileopt / torch: median {statistics.median(ratios):.2f}, min {min(ratios):.2f}; "
+              f"{sum(r >= GOAL for r in ratios)} of {len(ratios)} cases at {GOAL:.2f} or more")
+    for line in failures:
+        print(f"  {line}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

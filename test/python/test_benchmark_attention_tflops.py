@@ -1,0 +1,76 @@
+"""benchmarks/attention_tflops.py where there is no GPU.
+
+It skips without one, and what its ``--save`` writes is a whole program: a fresh interpreter
+without tileopt's native bindings runs a saved case (its host function and its flash-attention
+kernel) in the emulator and gets ``F.scaled_dot_product_attention``'s result, as the GPU
+machine's ``--load`` does on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tileopt.testing.native import run_without_native_build
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "attention_tflops.py"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+
+
+def test_attention_tflops_skips_without_a_gpu() -> None:
+    proc = run(env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("attention_tflops: skipped: "), proc.stdout
+
+
+def test_attention_tflops_rejects_unknown_options() -> None:
+    proc = run("--dtypes", "f8")
+    assert proc.returncode == 2 and "unknown dtypes ['f8']" in proc.stderr, proc.stderr
+    proc = run("--cases", "bert")
+    assert proc.returncode == 2 and "no case matches 'bert'" in proc.stderr, proc.stderr
+
+
+def test_saved_case_runs_without_the_native_build(tmp_path: Path) -> None:
+    pytest.importorskip("tileopt.ir", reason="--save compiles: tileopt's native build")
+    pytest.importorskip("torch_mlir", reason="--save compiles models: torch-mlir")
+    proc = run("--save", str(tmp_path), "--cases", "gpt2", "--seq", "80", "--target", "sm_80")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert [(e["case"]["name"], e["case"]["seq"]) for e in index] == [
+        ("gpt2", 80), ("gpt2 causal", 80)]
+    proc = run_without_native_build(f"""
+        import json
+        from pathlib import Path
+
+        import torch
+        import torch.nn.functional as F
+        from tileopt.runtime.host import bind_host_function
+        from tileopt.runtime.kernel import Kernel
+
+        d = Path({str(tmp_path)!r})
+        torch.manual_seed(0)
+        for entry in json.loads((d / "index.json").read_text()):
+            kernels = {{n: Kernel.load(d / f) for n, f in entry["kernels"].items()}}
+            assert len(kernels) == 1, kernels  # one flash-attention kernel
+            forward = bind_host_function(
+                entry["source"], entry["function"],
+                lambda name, grid, *args: kernels[name].launch(grid, *args, device="emulator"),
+                lambda shape, dtype: torch.empty(shape, dtype=dtype), {{}})
+            q, k, v = (torch.randn(1, 12, 80, 64).half() for _ in range(3))
+            causal = entry["case"]["causal"]
+            got = forward(q, k, v)[0].float()
+            want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                  is_causal=causal)
+            err = (got - want).abs().max().item()
+            assert err < 1e-2, (causal, err)
+    """)
+    assert proc.returncode == 0, proc.stderr[-3000:]
