@@ -1263,22 +1263,24 @@ void Former::finish(func::FuncOp func) {
              llvm::count_if(b.second, [](int64_t s) { return s >= 0; });
     });
     SmallVector<int64_t> inner = llvm::to_vector(largest->second);
-    // An attention's output (the product with v) orders it, its keys just
-    // before its head dimension: the scores are (rows, keys) tiles and the
-    // output (rows, head) tiles with the head dimension innermost.
+    // An attention's output (the product with v) orders it, its head
+    // dimension just before its rows and keys: the scores are (rows, keys)
+    // tiles and the row statistics (rows, 1) tiles whose other dimensions
+    // are all leading units, which the dots' layouts keep in registers.
     auto output = llvm::find_if(g.members, [](auto &m) {
       auto role = m.first->template getAttrOfType<StringAttr>(kAttentionAttr);
       return role && role.getValue() == kOutput;
     });
     if (output != g.members.end()) {
       ContractionDimensions dims = *inferContractionDims(output->first);
+      int64_t rows = output->second[dims.m[0]];
       int64_t keys = output->second[dims.k[0]];
       int64_t head = output->second[dims.n[0]];
       inner.clear();
       for (int64_t s : output->second) {
-        if (s == head)
-          inner.push_back(keys);
-        if (s != keys)
+        if (s == rows)
+          inner.append({head, rows, keys});
+        else if (s != head && s != keys)
           inner.push_back(s);
       }
     }

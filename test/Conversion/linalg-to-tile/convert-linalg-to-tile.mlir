@@ -323,8 +323,10 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // exp(x - m) rounded to f16 times v to the rescaled output (its
 // exponentials `afn`: results below 2^-126 may flush to zero, less than
 // the rounding of a sum whose largest term is 1); the output is
-// divided by the row sums after the loop and stored with the head
-// dimension innermost. One program per batch element and 64 rows. The loop
+// divided by the row sums after the loop, transposed to the space's order
+// (the head dimension before the rows: the loop's scores and row statistics
+// then have only leading unit dimensions) and stored with the head
+// dimension innermost in memory. One program per batch element and 64 rows. The loop
 // runs to k's size (its view's last dimension: k^T's keys), which its 32-bit
 // promise lets the GPU lowering count in 32 bits.
 // CHECK-LABEL: tile.kernel @k2_attention
@@ -333,12 +335,12 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: %[[KEYS:.*]] = memref.dim %arg2, %c2
 // CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>
 // CHECK: %[[Q2:.*]] = tile.reshape %[[Q]] : tensor<1x64x32xf16> -> tensor<64x32xf16>
-// CHECK: scf.for %[[KEY:.*]] = %c0 to %[[KEYS]] step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x64x1x1xf32>, tensor<1x1x64x1x1xf32>)
+// CHECK: scf.for %[[KEY:.*]] = %c0 to %[[KEYS]] step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x1x64x1xf32>, tensor<1x1x1x64x1xf32>)
 // CHECK: tile.load %arg2[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
 // CHECK: tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
 // CHECK: tile.reduce
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %{{.*}} : tensor<1x1x64x1x1xf32>
+// CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %{{.*}} : tensor<1x1x1x64x1xf32>
 // CHECK: arith.cmpf oeq, %[[MNEW]]
 // CHECK: %[[SAFE:.*]] = arith.select
 // CHECK: %[[ALPHA:.*]] = math.exp %{{.*}} fastmath<afn>
@@ -352,7 +354,8 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: %[[PV:.*]] = tile.dot %{{.*}} : tensor<64x64xf16>, tensor<64x32xf16> -> tensor<64x32xf32>
 // CHECK: scf.yield %[[PV]], %[[MNEW]], %{{.*}}
 // CHECK: arith.divf %{{.*}}#0, %{{.*}} : tensor<64x32xf32>
-// CHECK: tile.store {{.*}} : tensor<1x1x64x1x32xf32>, memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, 1], offset: ?>>
+// CHECK: tile.permute %{{.*}} {permutation = array<i64: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
+// CHECK: tile.store {{.*}} : tensor<1x1x32x64x1xf32>, memref<?x?x?x?x?xf32, strided<[?, ?, 1, ?, ?], offset: ?>>
 // CHECK-LABEL: func.func @attention
 // CHECK: tile.launch @k2_attention grid(%c4, %c1, %c1) (%c4, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}, %{{[a-z_0-9]+}}) :
 #qk_q = affine_map<(b, m, n, k) -> (b, m, k)>

@@ -427,16 +427,17 @@ func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {
 // Attention, softmax(mask(q k^T * scale)) v in f16 with an f32 softmax: the
 // scores, the softmax and the product with v join one group, with roles
 // for the conversion's flash-attention loop. The space numbers the product's
-// loops last, the keys before the head dimension.
+// loops last, the head dimension before the rows and the keys: the scores
+// and the row statistics have only leading unit dimensions besides them.
 // CHECK-LABEL: func.func @attention
-// CHECK: tile.attention = "scores", tile.group = [[G:[0-9]+]] : i64, tile.space = array<i64: 1, 2, 3, 0>
-// CHECK: tile.group = [[G]] : i64, tile.space = array<i64: 1, 2, 3>
+// CHECK: tile.attention = "scores", tile.group = [[G:[0-9]+]] : i64, tile.space = array<i64: 1, 3, 4, 0>
+// CHECK: tile.group = [[G]] : i64, tile.space = array<i64: 1, 3, 4>
 // CHECK: tile.attention = "row_max", tile.group = [[G]] : i64
-// CHECK: tile.group = [[G]] : i64, tile.space = array<i64: 1, 2, 3>
+// CHECK: tile.group = [[G]] : i64, tile.space = array<i64: 1, 3, 4>
 // CHECK: tile.attention = "row_sum", tile.group = [[G]] : i64
 // CHECK: tile.attention = "normalize", tile.group = [[G]] : i64
 // CHECK: tile.attention = "probs_cast", tile.group = [[G]] : i64
-// CHECK: tile.attention = "output", tile.group = [[G]] : i64, tile.space = array<i64: 1, 2, 4, 3>
+// CHECK: tile.attention = "output", tile.group = [[G]] : i64, tile.space = array<i64: 1, 3, 2, 4>
 #qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
 #qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
 #qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
