@@ -22,15 +22,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linear_tflops import TORCH_DTYPES, on_gpu, saved_layer
-from matmul_tflops import GOAL, correct, gpu_unavailable, time_launch
+from linear_tflops import TORCH_DTYPES, on_gpu, report, saved_layer
+from matmul_tflops import correct, gpu_unavailable, time_launch
 
 
 @dataclass(frozen=True)
@@ -181,13 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{case.seq:>6} {case.head_dim:>4} {tflops / theirs:7.1f} {tflops / ours:7.1f} "
               f"{ratios[-1]:6.2f}  {entry['target']}", flush=True)
         torch.cuda.empty_cache()
-    print()
-    if ratios:
-        print(f"tileopt / torch: median {statistics.median(ratios):.2f}, min {min(ratios):.2f}; "
-              f"{sum(r >= GOAL for r in ratios)} of {len(ratios)} cases at {GOAL:.2f} or more")
-    for line in failures:
-        print(f"  {line}")
-    return 1 if failures else 0
+    return report(ratios, failures, "cases")
 
 
 if __name__ == "__main__":

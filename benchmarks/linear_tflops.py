@@ -190,10 +190,15 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{theirs.tflops(shape):7.1f} {ours.tflops(shape):7.1f} {ratios[-1]:6.2f}  "
               f"{entry['target']}", flush=True)
         torch.cuda.empty_cache()
+    return report(ratios, failures, "layers")
+
+
+def report(ratios: Sequence[float], failures: Sequence[str], what: str) -> int:
+    """Prints the ratios' summary and the failures; the exit status (1 if any failed)."""
     print()
     if ratios:
         print(f"tileopt / torch: median {statistics.median(ratios):.2f}, min {min(ratios):.2f}; "
-              f"{sum(r >= GOAL for r in ratios)} of {len(ratios)} layers at {GOAL:.2f} or more")
+              f"{sum(r >= GOAL for r in ratios)} of {len(ratios)} {what} at {GOAL:.2f} or more")
     for line in failures:
         print(f"  {line}")
     return 1 if failures else 0
