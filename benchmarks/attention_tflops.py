@@ -28,7 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from linear_tflops import TORCH_DTYPES, on_gpu, report, saved_layer
+from linear_tflops import (
+    TORCH_DTYPES,
+    add_save_load_arguments,
+    compiled_on_gpu,
+    report,
+    save_program,
+    saved_layer,
+)
 from matmul_tflops import correct, gpu_unavailable, time_launch
 
 
@@ -82,18 +89,10 @@ def save(dtypes: Sequence[str], cases: Sequence[Case], target: str, out: Path) -
     for dtype in dtypes:
         for case in cases:
             graph = compile_case(dtype, case, target)
-            host = graph.program.host
-            if host.constants:
-                raise RuntimeError(f"{case.name}: a host function with constants")
-            stem = f"{dtype}-{case.name.replace(' ', '-')}"
-            kernels = {}
-            for name in host.kernel_names:
-                kernels[name] = f"{stem}.{name}.json"
-                graph.program.kernels[name].save(out / kernels[name])
+            saved = save_program(graph, out, f"{dtype}-{case.name.replace(' ', '-')}")
             index.append({"dtype": dtype, "case": dataclasses.asdict(case), "target": target,
-                          "kernels": kernels, "source": host.source,
-                          "function": host.function})
-            print(f"  {dtype} {case.name}: {', '.join(kernels)}", flush=True)
+                          **saved})
+            print(f"  {dtype} {case.name}: {', '.join(saved['kernels'])}", flush=True)
     (out / "index.json").write_text(json.dumps(index, indent=1))
 
 
@@ -105,12 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              + ", ".join(c.name for c in CASES) + ")")
     parser.add_argument("--seq", type=int, default=None,
                         help="every case at this sequence length instead of its own")
-    parser.add_argument("--target", default=None,
-                        help="tileopt's target (default: the GPU's; sm_90a with --save)")
-    parser.add_argument("--save", type=Path, metavar="DIR",
-                        help="compile the cases into DIR and exit; needs no GPU")
-    parser.add_argument("--load", type=Path, metavar="DIR",
-                        help="run the cases --save wrote to DIR (no native build needed)")
+    add_save_load_arguments(parser, "cases")
     opts = parser.parse_args(argv)
     dtypes = [d for d in opts.dtypes.split(",") if d]
     if bad := [d for d in dtypes if d not in TORCH_DTYPES]:
@@ -142,13 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    if e["dtype"] in dtypes and e["case"]["name"] in names]
     else:
         target = opts.target or device_target()
-        entries = []
-        for d in dtypes:
-            for c in cases:
-                program = compile_case(d, c, target).program
-                entries.append({"dtype": d, "case": c, "target": target,
-                                "forward": on_gpu(program.host.source, program.host.function,
-                                                  dict(program.kernels))})
+        entries = [{"dtype": d, "case": c, "target": target,
+                    "forward": compiled_on_gpu(compile_case(d, c, target))}
+                   for d in dtypes for c in cases]
     print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} (its SDPA)"
           + (f"; tileopt's kernels from {opts.load}" if opts.load else ""))
     print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "

@@ -71,21 +71,36 @@ def save(dtypes: Sequence[str], shapes: Sequence[Shape], target: str, out: Path)
     for dtype in dtypes:
         for shape in shapes:
             graph = compile_layer(dtype, shape, target)
-            host = graph.program.host
-            if host.constants:
-                raise RuntimeError(f"{shape.name}: a host function with constants")
-            kernels = {}
-            for name in host.kernel_names:
-                kernels[name] = f"{file_stem(dtype, shape)}.{name}.json"
-                graph.program.kernels[name].save(out / kernels[name])
             tiles = [line.split(":")[-1].strip() for line in graph.stages["tile"].splitlines()
                      if "tile.dot" in line]
             index.append({"dtype": dtype, "name": shape.name, "m": shape.m, "n": shape.n,
-                          "k": shape.k, "target": target, "kernels": kernels,
-                          "source": host.source, "function": host.function,
-                          "tiles": tiles})
+                          "k": shape.k, "target": target, "tiles": tiles,
+                          **save_program(graph, out, file_stem(dtype, shape))})
             print(f"  {dtype} {shape.name}: {', '.join(tiles)}", flush=True)
     (out / "index.json").write_text(json.dumps(index, indent=1))
+
+
+def save_program(graph: Any, out: Path, stem: str) -> dict[str, Any]:
+    """Writes a CompiledGraph's kernels to ``out`` as ``<stem>.<kernel>.json``; the index
+    entry's ``kernels`` (name -> file), ``source`` and ``function`` (its host function)."""
+    host = graph.program.host
+    if host.constants:
+        raise RuntimeError(f"{stem}: a host function with constants")
+    kernels = {}
+    for name in host.kernel_names:
+        kernels[name] = f"{stem}.{name}.json"
+        graph.program.kernels[name].save(out / kernels[name])
+    return {"kernels": kernels, "source": host.source, "function": host.function}
+
+
+def add_save_load_arguments(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--target``, ``--save DIR`` and ``--load DIR`` (``what``: the things compiled)."""
+    parser.add_argument("--target", default=None,
+                        help="tileopt's target (default: the GPU's; sm_90a with --save)")
+    parser.add_argument("--save", type=Path, metavar="DIR",
+                        help=f"compile the {what} into DIR and exit; needs no GPU")
+    parser.add_argument("--load", type=Path, metavar="DIR",
+                        help=f"run the {what} --save wrote to DIR (no native build needed)")
 
 
 def on_gpu(source: str, function: str, kernels: dict[str, Any]) -> Any:
@@ -110,9 +125,9 @@ def saved_layer(entry: dict[str, Any], directory: Path) -> Any:
     return on_gpu(entry["source"], entry["function"], kernels)
 
 
-def compiled_layer(dtype: str, shape: Shape, target: str) -> Any:
-    """A layer compiled here, on the GPU."""
-    program = compile_layer(dtype, shape, target).program
+def compiled_on_gpu(graph: Any) -> Any:
+    """A CompiledGraph compiled here, on the GPU."""
+    program = graph.program
     return on_gpu(program.host.source, program.host.function, dict(program.kernels))
 
 
@@ -123,12 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated models: " + ", ".join(MODELS))
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)),
                         help="comma-separated token counts (the matmuls' M)")
-    parser.add_argument("--target", default=None,
-                        help="tileopt's target (default: the GPU's; sm_90a with --save)")
-    parser.add_argument("--save", type=Path, metavar="DIR",
-                        help="compile the layers into DIR and exit; needs no GPU")
-    parser.add_argument("--load", type=Path, metavar="DIR",
-                        help="run the layers --save wrote to DIR (no native build needed)")
+    add_save_load_arguments(parser, "layers")
     opts = parser.parse_args(argv)
     dtypes = [d for d in opts.dtypes.split(",") if d]
     groups = [g for g in opts.shapes.split(",") if g]
@@ -158,7 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         target = opts.target or device_target()
         entries = [{"dtype": d, "name": s.name, "m": s.m, "n": s.n, "k": s.k, "target": target,
-                    "forward": compiled_layer(d, s, target)} for d in dtypes for s in shapes]
+                    "forward": compiled_on_gpu(compile_layer(d, s, target))}
+                   for d in dtypes for s in shapes]
     print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} (cuBLAS)"
           + (f"; tileopt's layers from {opts.load}" if opts.load else ""))
     print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "
