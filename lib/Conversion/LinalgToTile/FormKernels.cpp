@@ -322,6 +322,27 @@ void rewriteConcat(tensor::ConcatOp concat) {
   concat.erase();
 }
 
+/// Gives each reader of an index-only generic (an arange, which the
+/// elementwise fusion below recomputes where it is read) its own copy, so that
+/// each copy folds into its reader through that reader's reshape (an arange
+/// that CSE shared between a causal mask's rows and keys).
+void copyIndexOnlyPerReader(GenericOp op) {
+  if (op->getNumResults() != 1 ||
+      op.getNumLoops() != op.getNumParallelLoops() ||
+      llvm::any_of(op.getDpsInputs(),
+                   [](Value v) { return isa<ShapedType>(v.getType()); }) ||
+      !getCapturedTensors(op).empty() ||
+      op.getBody()->getOps<IndexOp>().empty())
+    return;
+  SmallVector<OpOperand *> uses = llvm::map_to_vector(
+      op->getResult(0).getUses(), [](OpOperand &use) { return &use; });
+  if (uses.size() < 2)
+    return;
+  OpBuilder b(op);
+  for (OpOperand *use : llvm::drop_begin(uses))
+    use->set(b.clone(*op)->getResult(0));
+}
+
 /// Drops the outputs of a generic that nothing reads and that the other
 /// outputs do not need (a max's argmax), which canonicalize keeps when the
 /// body reads their accumulator.
@@ -1411,6 +1432,8 @@ struct TileFormKernelsPass
       // reshapes read the original buffers.
       func.walk([](tensor::ConcatOp op) { rewriteConcat(op); });
       func.walk([](GenericOp op) { dropDeadResults(op); });
+      for (auto op : llvm::to_vector(func.getOps<GenericOp>()))
+        copyIndexOnlyPerReader(op);
       // Move reshapes out of the way where they split loops, so that a bmm
       // over collapsed batch x heads reads its 4-D operands (transposed
       // views, no copies) and its consumers line up with it.

@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionMask.h"
 #include "Formation.h"
 #include "tileopt/Conversion/Passes.h"
 #include "tileopt/Dialect/Tile/IR/Tile.h"
@@ -334,6 +335,8 @@ private:
   Value extent(int64_t s);
   Value viewExtent(int64_t s, Value view);
   DenseMap<int64_t, Value> extents; // by space dimension
+  /// The space dimension of each position tile that indexTile made.
+  DenseMap<Value, int64_t> positions;
   TileValue load(Value hostView, const llvm::SmallBitVector &spans, Type elt);
   TileValue broadcastTo(TileValue v, const llvm::SmallBitVector &spans,
                         Location loc);
@@ -555,6 +558,7 @@ TileValue KernelWriter::indexTile(int64_t s, Location loc) {
   Value sum = arith::AddIOp::create(b, loc, wide, offTile);
   Value t =
       tile::ReshapeOp::create(b, loc, tileType(spans, b.getI64Type()), sum);
+  positions[t] = s;
   return {t, spans};
 }
 
@@ -1378,6 +1382,8 @@ LogicalResult KernelWriter::writeAttention(
   while (exponentials && !isa<GenericOp>(exponentials) &&
          exponentials->getNumOperands() == 1)
     exponentials = exponentials->getOperand(0).getDefiningOp();
+  SmallVector<math::ExpOp> blockExps;
+  Value safeMax; // the block's row maximum, 0 in place of -inf
   for (Operation *member : members) {
     auto role = member->getAttrOfType<StringAttr>(kAttentionAttr);
     if (member == qk || member == normalize || member == zeroRows ||
@@ -1402,8 +1408,10 @@ LogicalResult KernelWriter::writeAttention(
     if (op == exponentials)
       for (Operation &created : llvm::make_range(std::next(last->getIterator()),
                                                  loop.getBody()->end()))
-        if (auto exp = dyn_cast<math::ExpOp>(created))
+        if (auto exp = dyn_cast<math::ExpOp>(created)) {
           exp.setFastmathAttr(flushing);
+          blockExps.push_back(exp);
+        }
     if (op == rowMax) {
       Value blockMax = values[rowMax.getResult(0)].value;
       maxNext = arith::MaximumFOp::create(b, loc, maxIn, blockMax);
@@ -1415,6 +1423,7 @@ LogicalResult KernelWriter::writeAttention(
       alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, maxIn, safe), flushing);
       values[rowMax.getResult(0)] = {safe, rowSpans};
+      safeMax = safe;
     } else if (op == rowSum) {
       sumNext = arith::AddFOp::create(
           b, loc, arith::MulFOp::create(b, loc, sumIn, alpha),
@@ -1462,6 +1471,38 @@ LogicalResult KernelWriter::writeAttention(
   Value scaled = arith::MulFOp::create(b, loc, accIn, rowsBy(alpha, bv));
   Value accNext = tile::DotOp::create(b, loc, p, v, scaled, dotPrecision(p));
   scf::YieldOp::create(b, loc, ValueRange{accNext, maxNext, sumNext});
+  // Key blocks that the mask hides from every row of the program (a causal
+  // mask's past the diagonal) add nothing: the loop ends before them. Their
+  // scores are -inf in the row maximum and in the exponentials exp(x - m)
+  // (zeros in the row sum and the output).
+  Value scoresTile = values.lookup(rowMax.getDpsInputOperand(0)->get()).value;
+  auto ofScores = [&](math::ExpOp exp) {
+    auto sub = exp.getOperand().getDefiningOp<arith::SubFOp>();
+    if (!sub || sub.getLhs() != scoresTile)
+      return false;
+    Value m = sub.getRhs();
+    while (
+        isa_and_nonnull<tile::BroadcastOp, tile::ReshapeOp>(m.getDefiningOp()))
+      m = m.getDefiningOp()->getOperand(0);
+    return m == safeMax;
+  };
+  std::optional<KeyBound> bound;
+  if (!blockExps.empty() && llvm::all_of(blockExps, ofScores))
+    bound = keptKeyBound(scoresTile, positions, sm, keys);
+  if (bound) {
+    b.setInsertionPoint(loop);
+    // The largest bound over the program's rows, plus one.
+    Value row = offsets[sm];
+    if (bound->row > 0)
+      row = arith::AddIOp::create(b, loc, row, index(bm - 1));
+    if (bound->row != 1)
+      row = arith::MulIOp::create(b, loc, row, index(bound->row));
+    Value end = arith::AddIOp::create(b, loc, row, index(bound->constant + 1));
+    if (bound->row < 0 || bound->constant < -1)
+      end = arith::MaxSIOp::create(b, loc, end, index(0));
+    loop.setUpperBound(
+        arith::MinSIOp::create(b, loc, loop.getUpperBound(), end));
+  }
   restore();
   // The output: o / l, then the product's epilogue.
   Value sum = rowsBy(loop.getResult(2), bv);

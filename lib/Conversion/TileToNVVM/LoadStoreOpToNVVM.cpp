@@ -716,8 +716,9 @@ int64_t sizeDivisor(memref::DimOp dim) {
 }
 
 /// Whether an index value is provably non-negative: constants, grid
-/// indices, sizes, loop induction variables from non-negative bounds, and
-/// sums, products and min/max of those.
+/// indices, sizes, loop induction variables from non-negative bounds, sums,
+/// products and minima of those, their unsigned quotients and remainders,
+/// and maxima with one of those.
 bool knownNonNegative(Value value, unsigned depth = 0) {
   if (depth > 16)
     return false;
@@ -734,8 +735,14 @@ bool knownNonNegative(Value value, unsigned depth = 0) {
   // A cast to index widens (a narrowing cast could wrap to a negative value).
   if (isa<arith::IndexCastOp>(op) && !op->getResult(0).getType().isIndex())
     return false;
-  if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp, arith::MaxSIOp,
-          arith::IndexCastOp>(op))
+  // An unsigned quotient or remainder is at most its dividend.
+  if (isa<arith::DivUIOp, arith::RemUIOp>(op))
+    return knownNonNegative(op->getOperand(0), depth + 1);
+  if (isa<arith::MaxSIOp>(op))
+    return llvm::any_of(op->getOperands(), [&](Value operand) {
+      return knownNonNegative(operand, depth + 1);
+    });
+  if (isa<arith::AddIOp, arith::MulIOp, arith::MinSIOp, arith::IndexCastOp>(op))
     return llvm::all_of(op->getOperands(), [&](Value operand) {
       return knownNonNegative(operand, depth + 1);
     });

@@ -613,3 +613,49 @@ func.func @attention_probs_returned(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32
   } -> tensor<4x40x32xf32>
   return %o, %p : tensor<4x40x32xf32>, tensor<4x40x100xf32>
 }
+
+// -----
+
+#r1 = affine_map<(d0) -> (d0)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// An arange that CSE shared between a mask's rows and its columns (a causal
+// mask): each reader gets its own copy, which folds into it through that
+// reader's reshape, so the mask is computed where it is used: one group.
+// CHECK-LABEL: func.func @shared_arange
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<8x8xf32>) attrs =  {tile.group = 0 : i64
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi sle
+// CHECK: arith.select
+// CHECK-NOT: tile.group = 1
+func.func @shared_arange(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8xi64>
+  %a = linalg.generic {indexing_maps = [#r1], iterator_types = ["parallel"]} outs(%e : tensor<8xi64>) {
+  ^bb0(%o: i64):
+    %i = linalg.index 0 : index
+    %c = arith.index_cast %i : index to i64
+    linalg.yield %c : i64
+  } -> tensor<8xi64>
+  %r = tensor.expand_shape %a [[0, 1]] output_shape [8, 1] : tensor<8xi64> into tensor<8x1xi64>
+  %k = tensor.expand_shape %a [[0, 1]] output_shape [1, 8] : tensor<8xi64> into tensor<1x8xi64>
+  %eb = tensor.empty() : tensor<8x8xi1>
+  %m = linalg.generic {indexing_maps = [#col, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%k, %r : tensor<1x8xi64>, tensor<8x1xi64>) outs(%eb : tensor<8x8xi1>) {
+  ^bb0(%j: i64, %i: i64, %o: i1):
+    %le = arith.cmpi sle, %j, %i : i64
+    linalg.yield %le : i1
+  } -> tensor<8x8xi1>
+  %ey = tensor.empty() : tensor<8x8xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %x : tensor<8x8xi1>, tensor<8x8xf32>) outs(%ey : tensor<8x8xf32>) {
+  ^bb0(%b: i1, %v: f32, %o: f32):
+    %s = arith.select %b, %v, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}

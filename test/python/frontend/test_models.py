@@ -358,6 +358,14 @@ def _bool_mask(b: int, t: int, s: int) -> Any:
     return keep
 
 
+def _bottom_right_causal(q: Any, k: Any, v: Any) -> Any:
+    # The last t of s positions (a KV cache): query i sees the keys j <= i + s - t, by a mask
+    # built from aranges, as models build it.
+    t, s = q.shape[-2], k.shape[-2]
+    keep = torch.arange(s)[None, :] <= torch.arange(t)[:, None] + (s - t)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
 def _padding(b: int, s: int) -> Any:
     keep = torch.ones(b, s, dtype=torch.long)
     keep[0, s // 2 :] = 0
@@ -381,6 +389,8 @@ ATTENTION: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] 
         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
         lambda b, h, t, s, d, dt: (randn(b, h, t, d, dtype=dt), randn(b, h, s, d, dtype=dt),
                                    randn(b, h, s, d, dtype=dt), _bool_mask(b, t, s))),
+    "sdpa_bottom_right_causal": (_bottom_right_causal, lambda b, h, t, s, d, dt: (
+        randn(b, h, t, d, dtype=dt), randn(b, h, s, d, dtype=dt), randn(b, h, s, d, dtype=dt))),
     "padding_mask_by_hand": (_padding_mask_attention, lambda b, h, t, s, d, dt: (
         randn(b, h, t, d, dtype=dt), randn(b, h, s, d, dtype=dt), randn(b, h, s, d, dtype=dt),
         _padding(b, s))),
@@ -402,6 +412,7 @@ ATTENTION: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] 
     ("sdpa_bool_mask", (2, 2, 37, 45, 32), torch.float32),
     ("sdpa_bool_mask", (1, 2, 65, 65, 64), torch.bfloat16),
     ("padding_mask_by_hand", (2, 2, 20, 20, 16), torch.float32),
+    ("sdpa_bottom_right_causal", (1, 2, 70, 150, 32), torch.float16),
 ])
 def test_attention_is_one_kernel(name: str, shape: tuple[int, ...], dtype: Any) -> None:
     # softmax(mask(q k^T * scale)) v as one flash-attention kernel: its scores never reach
@@ -410,6 +421,20 @@ def test_attention_is_one_kernel(name: str, shape: tuple[int, ...], dtype: Any) 
     fn, make = ATTENTION[name]
     graph = check(fn, lambda: make(*shape, dtype))
     assert [k.name.endswith("_attention") for k in graph.kernels] == [True], graph.summary()
+
+
+@pytest.mark.parametrize("name", ["causal_by_hand", "sdpa_bottom_right_causal"])
+def test_causal_attention_reads_keys_up_to_the_diagonal(name: str) -> None:
+    # A program's key loop ends at the last key that its last row sees: with n blocks of
+    # rows and of keys, k and v are read for n (n + 1) / 2 of the n^2 blocks that attention
+    # without a mask reads (at most 10 of 16: n >= 4 here).
+    def kv_bytes(fn: Callable[..., Any]) -> int:
+        graph = check(fn, lambda: ATTENTION["sdpa"][1](1, 2, 256, 256, 32, torch.float32))
+        assert [k.name.endswith("_attention") for k in graph.kernels] == [True], graph.summary()
+        return graph.last_global_bytes - 2 * 2 * 256 * 32 * 4  # less q and the output
+
+    full, causal = kv_bytes(ATTENTION["sdpa"][0]), kv_bytes(ATTENTION[name][0])
+    assert full / 2 < causal <= full * 10 / 16, (causal, full)
 
 
 def test_grouped_query_attention() -> None:
