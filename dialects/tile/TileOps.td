@@ -14,6 +14,7 @@ include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/InferIntRangeInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -41,7 +42,8 @@ def Tile_KernelOp : Tile_Op<"kernel", [
     launch on divisibility by 16). `{tile.index_bitwidth = 32}` promises that
     the view's sizes and element offsets fit in 32-bit signed integers (and
     that tile offsets stay below 2^31), so its index arithmetic is 32-bit, as
-    Triton's is for i32 arguments. `{tile.same_shape_as = 0}` promises that
+    Triton's is for i32 arguments; on an integer or index argument it
+    promises a value in [0, 2^31). `{tile.same_shape_as = 0}` promises that
     the view has the shape of view argument #0 (of the same rank, without such
     a promise of its own): its bounds checks use that view's sizes, so
     accesses to the two share them.
@@ -158,11 +160,15 @@ def Tile_ReturnOp : Tile_Op<"return", [Pure, HasParent<"KernelOp">,
   let assemblyFormat = "attr-dict";
 }
 
-def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "this program's index along one grid dimension";
   let description = [{
     Returns the index of the running program along grid dimension `dim`
     (0, 1 or 2), in `[0, tile.num_programs {dim})`.
+    Launchers keep grids within CUDA's limits (below 2^31 programs along
+    dimension 0, 65536 along the others), which integer range analysis
+    assumes.
 
     ```mlir
     %pid = tile.program_id {dim = 0}
@@ -173,7 +179,8 @@ def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
   let assemblyFormat = "attr-dict";
 }
 
-def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "the number of programs along one grid dimension";
   let description = [{
     Returns the size of the grid along dimension `dim` (0, 1 or 2), as given
@@ -283,6 +290,7 @@ def Tile_GatherOp : Tile_Op<"gather"> {
 //===----------------------------------------------------------------------===//
 
 def Tile_SplatOp : Tile_Op<"splat", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>,
     TypesMatchWith<"value is the element type of the result", "result", "value",
                    "::mlir::cast<::mlir::ShapedType>($_self).getElementType()">]> {
   let summary = "a tile with every element equal to a scalar";
@@ -297,7 +305,8 @@ def Tile_SplatOp : Tile_Op<"splat", [Pure,
   let hasFolder = 1;
 }
 
-def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
+def Tile_IotaOp : Tile_Op<"iota", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "the 1-D tile 0, 1, ..., N-1";
   let description = [{
     Returns a 1-D `i32` tile whose element `i` is `i`. Together with
@@ -313,7 +322,8 @@ def Tile_IotaOp : Tile_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "expand size-1 dimensions of a tile";
   let description = [{
     Returns a tile of the result shape whose dimensions of size 1 in the
@@ -332,7 +342,8 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "insert a dimension of size 1";
   let description = [{
     Returns the source with a new dimension of size 1 at position `axis`
@@ -350,7 +361,8 @@ def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "reinterpret a tile with another shape, row-major";
   let description = [{
     Returns the elements of the source, in row-major order, with the result
@@ -369,7 +381,8 @@ def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
   let hasCanonicalizer = 1;
 }
 
-def Tile_PermuteOp : Tile_Op<"permute", [Pure]> {
+def Tile_PermuteOp : Tile_Op<"permute", [Pure,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "permute the dimensions of a tile";
   let description = [{
     Dimension `i` of the result is dimension `permutation[i]` of the source,

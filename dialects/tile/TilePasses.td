@@ -40,13 +40,44 @@ def TileRemoveLayoutConversions
     rematerializes cheap producers (splat, iota, constants, broadcast and
     elementwise ops of those) directly in the layout that their users
     want, so that no data moves through shared memory for them. A
-    conversion moves up through single-use broadcasts, expand_dims, loads
-    and elementwise ops, but not past one that narrows its elements (a
-    truncation) unless it then vanishes into a load or a cheap producer:
-    a matmul's f16 epilogue converts the f16 result, not the f32
-    accumulator.
+    conversion moves up through single-use broadcasts, expand_dims,
+    reshapes that keep the registers in place, loads and elementwise ops,
+    but not past one that narrows its elements (a truncation) unless it
+    then vanishes into a load or a cheap producer: a matmul's f16 epilogue
+    converts the f16 result, not the f32 accumulator.
   }];
   let dependentDialects = ["::tileopt::tile::TileDialect"];
+}
+
+def TileNarrowIntegerTiles
+    : Pass<"tile-narrow-integer-tiles", "::mlir::ModuleOp"> {
+  let summary = "compute i64 tiles in i32 where their values fit";
+  let description = [{
+    Kernel formation computes index expressions (masks from iotas, aranges)
+    on i64 tiles, as torch types them: two registers and two instructions
+    per element. This runs upstream integer range analysis over each
+    `tile.kernel` and upstream's narrowing patterns on the arith ops of
+    integer tiles, then moves the truncations those leave through splats,
+    broadcasts, reshapes, expand_dims and permutes to where they cancel the
+    extensions. Besides the ranges that ops declare (`tile.iota`,
+    `tile.program_id` within CUDA's grid limits, shape ops passing their
+    source's), the analysis takes a kernel's promises: a view with
+    `tile.index_bitwidth = 32` has sizes, and an integer or index argument
+    with it has a value, in [0, 2^31) (launchers check both), and a loop
+    from a constant lower bound by a constant step visits only the values
+    the step reaches. Scalar index arithmetic is left alone.
+
+    ```mlir
+    // Before: a causal mask on positions below 2^31.
+    %d = arith.subi %keys, %rows : tensor<64x64xi64>
+    %keep = arith.cmpi sle, %d, %zeros : tensor<64x64xi64>
+    // After: the positions, their difference and the compare in i32.
+    %d = arith.subi %keys32, %rows32 : tensor<64x64xi32>
+    %keep = arith.cmpi sle, %d, %zeros32 : tensor<64x64xi32>
+    ```
+  }];
+  let dependentDialects = ["::tileopt::tile::TileDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // TILEOPT_DIALECT_TILE_TILEPASSES_TD

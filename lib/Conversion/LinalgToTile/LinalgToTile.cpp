@@ -555,9 +555,24 @@ TileValue KernelWriter::indexTile(int64_t s, Location loc) {
   Value off = arith::IndexCastOp::create(b, loc, b.getI64Type(), offsets[s]);
   Value offTile = tile::SplatOp::create(
       b, loc, RankedTensorType::get({n}, b.getI64Type()), off);
-  Value sum = arith::AddIOp::create(b, loc, wide, offTile);
-  Value t =
-      tile::ReshapeOp::create(b, loc, tileType(spans, b.getI64Type()), sum);
+  Value t = arith::AddIOp::create(b, loc, wide, offTile);
+  // Along one of the tile's last two dimensions, through the matrix [1, n]
+  // or [n, 1]: a tensor-core layout of scores then holds the positions in
+  // place (a mask needs no conversion of the scores).
+  RankedTensorType type = tileType(spans, b.getI64Type());
+  int64_t rank = type.getRank(), at = 0; // s's dimension of the tile
+  for (int64_t d = 0; d < s; ++d)
+    at += squeezed.test(d) ? 0 : 1;
+  if (rank >= 2 && at >= rank - 2) {
+    int64_t axis = at == rank - 1 ? 0 : 1;
+    SmallVector<int64_t> matrix = {1, 1};
+    matrix[1 - axis] = n;
+    t = tile::ExpandDimsOp::create(
+        b, loc, RankedTensorType::get(matrix, b.getI64Type()), t,
+        b.getI64IntegerAttr(axis));
+  }
+  if (t.getType() != type)
+    t = tile::ReshapeOp::create(b, loc, type, t);
   positions[t] = s;
   return {t, spans};
 }
@@ -1917,9 +1932,19 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
 /// (`tile.divisibility`; buffers start 16-byte aligned: the host code makes
 /// inputs contiguous with offset 0, allocations are aligned), the sizes'
 /// divisibility (`tile.size_divisibility`: a specialization has static
-/// shapes) and 32-bit indexing (`tile.index_bitwidth`). The launcher checks
-/// them on every call.
+/// shapes) and 32-bit indexing (`tile.index_bitwidth`, also on the extents
+/// passed as `index` arguments). The launcher checks them on every call.
 void Converter::promiseLayout(BlockArgument arg, Value hostView) {
+  // An extent: an index below 2^31 (its 32-bit index arithmetic then
+  // narrows, tile-narrow-integer-tiles).
+  std::optional<int64_t> size = getConstantIntValue(hostView);
+  if (arg.getType().isIndex() && size && *size >= 0 &&
+      *size <= std::numeric_limits<int32_t>::max()) {
+    Builder b(arg.getContext());
+    promises[arg] = {b.getNamedAttr(tile::KernelOp::getIndexBitwidthAttrName(),
+                                    b.getI64IntegerAttr(32))};
+    return;
+  }
   auto type = dyn_cast<MemRefType>(arg.getType());
   auto hostType = dyn_cast<MemRefType>(hostView.getType());
   if (!type || !hostType || type.getRank() == 0)

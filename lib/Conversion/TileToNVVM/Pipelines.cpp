@@ -44,6 +44,8 @@ struct TileToNVVMOptions : PassPipelineOptions<TileToNVVMOptions> {
 };
 
 void buildTileToNVVM(OpPassManager &pm, const TileToNVVMOptions &options) {
+  pm.addPass(tileopt::tile::createTileNarrowIntegerTiles());
+  pm.addPass(createCanonicalizerPass());
   tileopt::tile::TileAssignLayoutsOptions layouts;
   layouts.numWarps = options.numWarps;
   layouts.target = options.chip;

@@ -5,7 +5,8 @@ Read it top to bottom like Triton's ``third_party/nvidia/backend/compiler.py``:
 ==========  ====================================================================================
 stage       what it does
 ==========  ====================================================================================
-tile        parse and verify the input; ``canonicalize``, ``cse``
+tile        parse and verify the input; ``canonicalize``, ``tile-narrow-integer-tiles`` (index
+            tiles in i32 where their values fit), ``canonicalize``, ``cse``
 tilegpu     ``tile-assign-layouts``, ``tile-remove-layout-conversions``, ``canonicalize``, ``cse``:
             every tile value gets a distributed layout for ``num_warps`` warps on ``target``
 llvm        ``convert-tile-to-nvvm`` (tile ops per thread), then upstream passes that finish the
@@ -58,7 +59,7 @@ STAGES: tuple[str, ...] = ("tile", "tilegpu", "llvm", "ptx", "cubin")
 #: Pass pipelines of the MLIR stages; ``{target}`` and ``{num_warps}`` are replaced by the
 #: values of :meth:`Options.pass_options`. The tile passes are tileopt's own (lib/, dialects/).
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "tile": ("canonicalize", "cse"),
+    "tile": ("canonicalize", "tile-narrow-integer-tiles", "canonicalize", "cse"),
     "tilegpu": (
         "tile-assign-layouts{num-warps={num_warps} target={target}}",
         "tile-remove-layout-conversions",
@@ -327,7 +328,8 @@ def tile_signature(kernel: ir.Operation, names: Sequence[str] | None = None) -> 
                 same_shape_as=arg_same_shape_as(kernel, i),
             ))
         elif isinstance(t, ir.IntegerType | ir.IndexType | ir.FloatType):
-            params.append(KernelParam.scalar(name, str(t)))
+            params.append(KernelParam.scalar(name, str(t),
+                                             index_bitwidth=arg_index_bitwidth(kernel, i)))
         else:
             raise CompilationError(
                 f"kernel @{sym_name(kernel)}: argument {i} has type {t}, which the kernel ABI "
@@ -697,7 +699,7 @@ def check_ptx_abi(
 
 
 def make_tile(module: ir.Module, options: Options) -> ir.Module:
-    """Stage "tile": verify, canonicalize, CSE."""
+    """Stage "tile": verify, canonicalize, narrow integer tiles, canonicalize, CSE."""
     module.operation.verify()
     run_passes(module, "tile", PIPELINES["tile"], options)
     return module

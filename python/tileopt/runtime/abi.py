@@ -110,8 +110,9 @@ class KernelParam:
             (``divisible_sizes=``): per dimension, a number the size is a multiple of (1: no
             promise); checked at launch. None: no promise.
         index_bitwidth: 32 for views compiled with ``tile.index_bitwidth = 32``
-            (``int32_indexing=``): every size and element offset is below 2**31; checked at
-            launch. None: 64-bit indices.
+            (``int32_indexing=``): every size and element offset is below 2**31; for an
+            integer scalar with it (a formed kernel's extent), its value is in [0, 2**31).
+            Checked at launch. None: 64-bit indices.
         same_shape_as: for views compiled with ``tile.same_shape_as`` (``same_shapes=``): the
             index of the argument whose shape this view has; checked at launch.
     """
@@ -133,9 +134,15 @@ class KernelParam:
         dtype(self.dtype)
         if self.kind == "scalar" and (
             self.rank, self.shape, self.strides, self.divisibility, self.size_divisibility,
-            self.index_bitwidth, self.same_shape_as,
-        ) != (0, None, None, None, None, None, None):
+            self.same_shape_as,
+        ) != (0, None, None, None, None, None):
             raise ArgumentError(f"parameter {self.name}: a scalar has no rank, shape or strides")
+        if self.kind == "scalar" and self.index_bitwidth is not None and \
+                dtype(self.dtype).kind == "float":
+            raise ArgumentError(
+                f"parameter {self.name}: index_bitwidth is a promise of views and integers, "
+                f"not of {self.dtype}"
+            )
         if self.rank < 0:
             raise ArgumentError(f"parameter {self.name}: negative rank {self.rank}")
         for what in ("shape", "strides"):
@@ -184,9 +191,10 @@ class KernelParam:
                    index_bitwidth, same_shape_as)
 
     @classmethod
-    def scalar(cls, name: str, dtype: str) -> KernelParam:
-        """A scalar argument of type ``dtype``."""
-        return cls(name, "scalar", dtype)
+    def scalar(cls, name: str, dtype: str, *, index_bitwidth: int | None = None) -> KernelParam:
+        """A scalar argument of type ``dtype`` (``index_bitwidth=32``: promised in
+        [0, 2**31))."""
+        return cls(name, "scalar", dtype, index_bitwidth=index_bitwidth)
 
     @classmethod
     def parse(cls, text: str) -> KernelParam:
@@ -199,7 +207,8 @@ class KernelParam:
             r"(?:\s*,\s*divisibility\s*(\d+))?"
             r"(?:\s*,\s*size_divisibility\s*\[([\d\s,]*)\])?"
             r"(?:\s*,\s*index_bitwidth\s*(\d+))?"
-            r"(?:\s*,\s*same_shape_as\s*(\d+))?\s*>|(\w+))\s*",
+            r"(?:\s*,\s*same_shape_as\s*(\d+))?\s*>|(\w+)(?:\s*<\s*index_bitwidth\s*(\d+)\s*>)?)"
+            r"\s*",
             text,
         )
         if m is None:
@@ -208,7 +217,8 @@ class KernelParam:
                 f"or 'name: TYPE', e.g. 'x: view<?x?xf32>' or 'n: i32'"
             )
         if m.group(9) is not None:
-            return cls.scalar(m.group(1), m.group(9))
+            return cls.scalar(m.group(1), m.group(9),
+                              index_bitwidth=int(m.group(10)) if m.group(10) else None)
 
         def dims(items: list[str]) -> Dims:
             return tuple(None if d.strip() == "?" else int(d) for d in items)
@@ -231,7 +241,9 @@ class KernelParam:
 
     def __str__(self) -> str:
         if self.kind == "scalar":
-            return f"{self.name}: {self.dtype}"
+            promise = "" if self.index_bitwidth is None else \
+                f"<index_bitwidth {self.index_bitwidth}>"
+            return f"{self.name}: {self.dtype}{promise}"
         shape = self.shape or (None,) * self.rank
         text = "".join(f"{'?' if d is None else d}x" for d in shape) + self.dtype
         if self.strides is not None:
@@ -574,6 +586,10 @@ def _scalar_value(i: int, p: KernelParam, v: Any) -> int | float:
             raise ArgumentError(f"{_describe(i, p)} expects a bool, got {iv}")
     elif not -(1 << (bits - 1)) <= iv < (1 << bits):
         raise ArgumentError(f"{_describe(i, p)}: {iv} does not fit in {bits} bits")
+    if p.index_bitwidth == 32 and not 0 <= iv < 2**31:
+        raise ArgumentError(
+            f"{_describe(i, p)} was compiled with 32-bit indices (a size below 2**31), got {iv}"
+        )
     return iv
 
 

@@ -90,7 +90,7 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // k loop runs to the input view's last size, which its 32-bit promise lets
 // the GPU lowering count in 32 bits.
 // CHECK-LABEL: tile.kernel @k0_matmul
-// CHECK-SAME: (%arg0: index, %arg1: index, %[[X:arg[0-9]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>
+// CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: index {tile.index_bitwidth = 32 : i64}, %[[X:arg[0-9]+]]: memref<?x?xf32, strided<[?, 1], offset: ?>>
 // CHECK-SAME: %arg{{[0-9]+}}: memref<?x?xf32, strided<[1, ?], offset: ?>> {tile.divisibility = 16 : i64, tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 16>}
 // CHECK-SAME: tile.fused = "matmul, addf"
 // CHECK: %[[K:.*]] = memref.dim %[[X]], %c1
@@ -254,7 +254,7 @@ func.func @reshape(%x: tensor<4x8x16xf32>) -> tensor<32x16xf32> {
 // argument however many loops read it. The sizes are index arguments: the
 // number of rows (for the programs) and the row's length.
 // CHECK-LABEL: tile.kernel @k0_reduce(
-// CHECK-SAME: %arg0: index, %[[N:arg1]]: index, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}) attributes
+// CHECK-SAME: %arg0: index {tile.index_bitwidth = 32 : i64}, %[[N:arg1]]: index {tile.index_bitwidth = 32 : i64}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}) attributes
 // CHECK-SAME: tile.num_warps = 16
 // CHECK: %[[MAX:.*]] = scf.for %[[I:.*]] = %c0 to %[[N]] step %c4096 iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<1x1xf32>)
 // CHECK:   tile.load %arg2[%{{.*}}, %[[I]]] {{.*}} -> tensor<1x4096xf32>
@@ -332,7 +332,7 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // causal mask shows the program's last row (j <= i: the keys before 64, the
 // first row 0 plus 64 rows), whichever comes first.
 // CHECK-LABEL: tile.kernel @k2_attention
-// CHECK-SAME: (%arg0: index, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
+// CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
 // CHECK: %[[DIM:.*]] = memref.dim %arg2, %c2
 // CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>

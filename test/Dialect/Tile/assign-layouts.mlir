@@ -215,6 +215,51 @@ tile.kernel @iota_mask(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %y: memr
 
 // -----
 
+// A causal mask on a dot's scores, a matrix of a rank-3 batch, before their
+// row maximum: the positions (iotas expanded to [1, 64] and [64, 1], reshaped
+// to rank 3, broadcast) are cheap producers, so the select and the reduction
+// keep the scores' mma layout; once the conversions are cleaned up the
+// positions are remade in slices of it: only the row maxima (for the store)
+// move through shared memory.
+// CHECK-LABEL: tile.kernel @mma_causal_mask
+// CHECK: arith.select {{.*}} : tensor<1x64x64xi1, #[[MMA3:mma[0-9]*]]>, tensor<1x64x64xf32, #[[MMA3]]>
+// CLEAN-LABEL: tile.kernel @mma_causal_mask
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.iota : tensor<64xi32, #[[KEYS:slice[0-9]*]]>
+// CLEAN: tile.expand_dims {{.*}} : tensor<64xi32, #[[KEYS]]> -> tensor<1x64xi32, #[[MMA:mma[0-9]*]]>
+// CLEAN: tile.reshape {{.*}} : tensor<1x64xi32, #[[MMA]]> -> tensor<1x1x64xi32, #[[MMA3:mma[0-9]*]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.reduce {{.*}} : tensor<1x64x64xf32, #[[MMA3]]>
+// CLEAN: tile.convert_layout
+// CLEAN-NEXT: tile.store
+tile.kernel @mma_causal_mask(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
+  %w = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = tile.dot %x, %w, %z : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+  %s = tile.reshape %d : tensor<64x64xf32> -> tensor<1x64x64xf32>
+  %iota = tile.iota : tensor<64xi32>
+  %k2 = tile.expand_dims %iota {axis = 0} : tensor<64xi32> -> tensor<1x64xi32>
+  %k3 = tile.reshape %k2 : tensor<1x64xi32> -> tensor<1x1x64xi32>
+  %keys = tile.broadcast %k3 : tensor<1x1x64xi32> -> tensor<1x64x64xi32>
+  %r2 = tile.expand_dims %iota {axis = 1} : tensor<64xi32> -> tensor<64x1xi32>
+  %r3 = tile.reshape %r2 : tensor<64x1xi32> -> tensor<1x64x1xi32>
+  %rows = tile.broadcast %r3 : tensor<1x64x1xi32> -> tensor<1x64x64xi32>
+  %seen = arith.cmpi sle, %keys, %rows : tensor<1x64x64xi32>
+  %ninf = arith.constant dense<0xFF800000> : tensor<1x64x64xf32>
+  %m = arith.select %seen, %s, %ninf : tensor<1x64x64xi1>, tensor<1x64x64xf32>
+  %max = tile.reduce %m {axis = 2} : tensor<1x64x64xf32> -> tensor<1x64xf32> {
+  ^bb0(%l: f32, %r: f32):
+    %v = arith.maximumf %l, %r : f32
+    tile.yield %v : f32
+  }
+  tile.store %max, %y[%c0, %c0] : tensor<1x64xf32>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 // A rank-0 tile takes a slice of a one-element 1-D layout; the kernel records
 // its warp count.
 // CHECK-DAG: #[[ONE:.*]] = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>

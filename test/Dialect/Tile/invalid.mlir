@@ -567,15 +567,15 @@ tile.kernel @k(%n: index {tile.size_divisibility = 16}) {
 
 // -----
 
-// expected-error @+1 {{'tile.kernel' op argument #0: tile.index_bitwidth must be 32 or 64 on a view, got 16 : i64}}
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.index_bitwidth must be 32 or 64 on a view or an integer argument, got 16 : i64}}
 tile.kernel @k(%x: memref<?xf32> {tile.index_bitwidth = 16}) {
   tile.return
 }
 
 // -----
 
-// expected-error @+1 {{'tile.kernel' op argument #0: tile.index_bitwidth must be 32 or 64 on a view, got 32 : i64}}
-tile.kernel @k(%n: index {tile.index_bitwidth = 32}) {
+// expected-error @+1 {{'tile.kernel' op argument #0: tile.index_bitwidth must be 32 or 64 on a view or an integer argument, got 32 : i64}}
+tile.kernel @k(%x: f32 {tile.index_bitwidth = 32}) {
   tile.return
 }
 

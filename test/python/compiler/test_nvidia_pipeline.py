@@ -21,7 +21,7 @@ def test_stage_table_reads_in_order() -> None:
     assert nvidia.STAGES == ("tile", "tilegpu", "llvm", "ptx", "cubin")
     opts = nvidia.Options(target="sm_80", num_warps=8)
     tile = nvidia.pipeline_text(nvidia.PIPELINES["tile"], opts)
-    assert tile == "builtin.module(canonicalize,cse)"
+    assert tile == "builtin.module(canonicalize,tile-narrow-integer-tiles,canonicalize,cse)"
     tilegpu = nvidia.pipeline_text(nvidia.PIPELINES["tilegpu"], opts)
     assert tilegpu == (
         "builtin.module(tile-assign-layouts{num-warps=8 target=sm_80},"

@@ -223,7 +223,7 @@ def test_params_parse_what_they_print() -> None:
     assert str(static) == "x: view<128x?xf32, strides [?, 1]>"
     assert str(V("in_0", "bf16", 0)) == "in_0: view<bf16>"
     for p in (V("x", "f32", 2), V("in_0", "bf16", 0), S("n", "i32"), S("eps", "f64"), static,
-              V("y", "f16", 1, strides=(1,))):
+              V("y", "f16", 1, strides=(1,)), S("m", "index", index_bitwidth=32)):
         assert KernelParam.parse(str(p)) == p
     assert KernelParam.parse("x:view<?x?x?xi8>") == V("x", "i8", 3)
     # All-dynamic static info is the same parameter as none.
@@ -233,6 +233,20 @@ def test_params_parse_what_they_print() -> None:
     with pytest.raises(ArgumentError, match="unknown ABI type 'f7'"):
         KernelParam.parse("x: f7")
 
+
+
+def test_integer_scalars_promised_below_2_31_are_checked() -> None:
+    # A formed kernel's extents: index arguments with tile.index_bitwidth = 32, on which its
+    # index arithmetic narrows to 32 bits.
+    p = [S("n", "index", index_bitwidth=32), S("m", "i64")]
+    assert str(p[0]) == "n: index<index_bitwidth 32>"
+    emulator_args(p, [2**31 - 1, 2**40], "k")
+    for bad in (2**31, -1):
+        with pytest.raises(ArgumentError, match=rf"argument 0 \(n: index<index_bitwidth 32>\) "
+                                                rf"was compiled with 32-bit indices .* got {bad}"):
+            emulator_args(p, [bad, 0], "k")
+    with pytest.raises(ArgumentError, match="index_bitwidth is a promise of views and integers"):
+        S("eps", "f32", index_bitwidth=32)
 
 
 def test_static_sizes_and_strides_are_checked() -> None:

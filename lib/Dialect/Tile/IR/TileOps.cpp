@@ -139,10 +139,12 @@ LogicalResult KernelOp::verify() {
     }
     if (Attribute bits = getArgAttr(index, getIndexBitwidthAttrName())) {
       auto value = dyn_cast<IntegerAttr>(bits);
-      if (isScalar || !value || (value.getInt() != 32 && value.getInt() != 64))
+      if (argType.isFloat() || !value ||
+          (value.getInt() != 32 && value.getInt() != 64))
         return emitOpError("argument #")
                << index << ": " << getIndexBitwidthAttrName()
-               << " must be 32 or 64 on a view, got " << bits;
+               << " must be 32 or 64 on a view or an integer argument, got "
+               << bits;
     }
     if (Attribute other = getArgAttr(index, getSameShapeAsAttrName())) {
       auto value = dyn_cast<IntegerAttr>(other);
@@ -750,3 +752,64 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 #define GET_OP_CLASSES
 #include "tileopt/Dialect/Tile/IR/TileOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Integer ranges
+//===----------------------------------------------------------------------===//
+
+/// The most programs a launch has along grid dimension `dim` (CUDA's limits,
+/// which launchers check).
+static int64_t maxPrograms(int64_t dim) {
+  return dim == 0 ? std::numeric_limits<int32_t>::max() : 65535;
+}
+
+static ConstantIntRanges indexRange(int64_t lo, int64_t hi) {
+  unsigned width = IndexType::kInternalStorageBitWidth;
+  return ConstantIntRanges::fromSigned(APInt(width, lo), APInt(width, hi));
+}
+
+void ProgramIdOp::inferResultRanges(ArrayRef<ConstantIntRanges>,
+                                    SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), indexRange(0, maxPrograms(getDim()) - 1));
+}
+
+void NumProgramsOp::inferResultRanges(ArrayRef<ConstantIntRanges>,
+                                      SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), indexRange(1, maxPrograms(getDim())));
+}
+
+void IotaOp::inferResultRanges(ArrayRef<ConstantIntRanges>,
+                               SetIntRangeFn setResultRange) {
+  RankedTensorType type = tileType(getResult());
+  unsigned width = type.getElementTypeBitWidth();
+  setResultRange(getResult(),
+                 ConstantIntRanges::fromSigned(
+                     APInt(width, 0), APInt(width, type.getNumElements() - 1)));
+}
+
+// Ops that move elements without changing them: each element of the result
+// is some element of the source.
+void SplatOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), argRanges[0]);
+}
+
+void BroadcastOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                    SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), argRanges[0]);
+}
+
+void ExpandDimsOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                     SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), argRanges[0]);
+}
+
+void ReshapeOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                  SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), argRanges[0]);
+}
+
+void PermuteOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                  SetIntRangeFn setResultRange) {
+  setResultRange(getResult(), argRanges[0]);
+}

@@ -44,12 +44,14 @@ bool isCheapProducer(Value value, unsigned depth = 0) {
     return isCheapProducer(forOp.getInitArgs()[arg.getArgNumber() - 1],
                            depth + 1);
   }
+  // Deep enough for a causal mask: iota, offset, expansion, reshape,
+  // broadcast, difference, compare, negation, and the conversions between.
   Operation *op = value.getDefiningOp();
-  if (!op || depth > 8)
+  if (!op || depth > 12)
     return false;
   if (isa<SplatOp, IotaOp, arith::ConstantOp>(op))
     return true;
-  if (!isa<BroadcastOp, ExpandDimsOp, ConvertLayoutOp>(op) &&
+  if (!isa<BroadcastOp, ExpandDimsOp, ReshapeOp, ConvertLayoutOp>(op) &&
       !op->hasTrait<OpTrait::Elementwise>())
     return false;
   return llvm::all_of(op->getOperands(), [&](Value operand) {

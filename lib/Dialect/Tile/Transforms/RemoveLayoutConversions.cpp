@@ -2,10 +2,10 @@
 //
 // A tile.convert_layout moves data through shared memory. Most of them can
 // go: cheap producers (splat, iota, constants) are remade in the wanted
-// layout, and a conversion of a single-use broadcast, expand_dims, load or
-// elementwise result moves up to that op's operands, where the data is
-// smaller (a 1-D bias instead of its 2-D broadcast) or free to remake; not
-// past a truncation, unless into a load or a cheap producer.
+// layout, and a conversion of a single-use broadcast, expand_dims, reshape
+// (in place), load or elementwise result moves up to that op's operands,
+// where the data is smaller (a 1-D bias instead of its 2-D broadcast) or free
+// to remake; not past a truncation, unless into a load or a cheap producer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +105,24 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
           rewriter, loc, op.getResult().getType(), input, expand.getAxis());
       rewriter.replaceOp(op, result);
       rewriter.eraseOp(expand);
+      return success();
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(producer)) {
+      // Only where the registers stay in place (unit dimensions inserted or
+      // dropped): a position tile's iota, expanded to the matrix that an mma
+      // layout needs, then to the kernel's rank.
+      RankedTensorType from = reshape.getSource().getType();
+      Attribute inPlace = reshapeInPlaceLayout(
+          layout, op.getResult().getType().getShape(), from.getShape());
+      if (!inPlace ||
+          reshapeInPlaceLayout(inPlace, from.getShape(),
+                               op.getResult().getType().getShape()) != layout)
+        return failure();
+      Value input = convertTo(rewriter, loc, reshape.getSource(), inPlace);
+      Value result =
+          ReshapeOp::create(rewriter, loc, op.getResult().getType(), input);
+      rewriter.replaceOp(op, result);
+      rewriter.eraseOp(reshape);
       return success();
     }
     if (auto load = dyn_cast<LoadOp>(producer);

@@ -17,6 +17,7 @@
 #include "mlir/IR/TensorEncoding.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/InferIntRangeInterface.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -52,8 +53,8 @@ constexpr int64_t kMaxRegistersPerThread = 255;
 /// "result #0") cannot fit the registers of `numWarps` warps even spread
 /// evenly over every thread, one or more registers an element: its
 /// compilation would only spill, for minutes.
-llvm::LogicalResult verifyTileFitsRegisters(mlir::Operation *op, mlir::Type type,
-                                            unsigned numWarps,
+llvm::LogicalResult verifyTileFitsRegisters(mlir::Operation *op,
+                                            mlir::Type type, unsigned numWarps,
                                             const llvm::Twine &what);
 
 /// Fails with a diagnostic on the first memref.dim under `root` whose

@@ -1,0 +1,227 @@
+//===- NarrowIntegerTiles.cpp - i64 index tiles computed in i32 -----------===//
+//
+// Kernel formation computes index expressions (a causal mask's j - i <= 0,
+// an arange) on i64 tiles, the type torch gives them; every element then
+// takes two registers and two instructions. Upstream integer range analysis
+// and its narrowing patterns compute them in i32 where every value provably
+// fits. The tile ops declare their ranges (iota, program ids, shape ops);
+// this pass adds what kernels promise: a 32-bit view's sizes, and an index
+// argument with `tile.index_bitwidth = 32`, lie in [0, 2^31), which their
+// launchers check, and a loop with a constant lower bound and step visits
+// only the values that the step reaches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tileopt/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Analysis/DataFlow/IntegerRangeAnalysis.h"
+#include "mlir/Analysis/DataFlow/Utils.h"
+#include "mlir/Analysis/DataFlowFramework.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace tileopt::tile {
+#define GEN_PASS_DEF_TILENARROWINTEGERTILES
+#include "tileopt/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace tileopt::tile
+
+using namespace mlir;
+using namespace mlir::dataflow;
+using namespace tileopt::tile;
+
+namespace {
+
+/// Whether kernel argument `arg` promises 32-bit indices.
+bool promisesNarrowIndices(BlockArgument arg) {
+  auto kernel = dyn_cast<KernelOp>(arg.getOwner()->getParentOp());
+  if (!kernel || !arg.getOwner()->isEntryBlock())
+    return false;
+  auto bits = kernel.getArgAttrOfType<IntegerAttr>(
+      arg.getArgNumber(), KernelOp::getIndexBitwidthAttrName());
+  return bits && bits.getInt() == 32;
+}
+
+IntegerValueRange belowTwoTo31(Type type) {
+  unsigned width = ConstantIntRanges::getStorageBitwidth(type);
+  return IntegerValueRange(ConstantIntRanges::fromSigned(
+      APInt(width, 0),
+      APInt(width, std::numeric_limits<int32_t>::max(), /*isSigned=*/true)));
+}
+
+/// Upstream's integer range analysis with the promises of tile kernels.
+class KernelRangeAnalysis : public IntegerRangeAnalysis {
+public:
+  using IntegerRangeAnalysis::IntegerRangeAnalysis;
+
+  void setToEntryState(IntegerValueRangeLattice *lattice) override {
+    auto arg = dyn_cast<BlockArgument>(lattice->getAnchor());
+    if (arg && arg.getType().isIntOrIndex() && promisesNarrowIndices(arg))
+      return propagateIfChanged(lattice,
+                                lattice->join(belowTwoTo31(arg.getType())));
+    IntegerRangeAnalysis::setToEntryState(lattice);
+  }
+
+  LogicalResult
+  visitOperation(Operation *op,
+                 ArrayRef<const IntegerValueRangeLattice *> operands,
+                 ArrayRef<IntegerValueRangeLattice *> results) override {
+    auto dim = dyn_cast<memref::DimOp>(op);
+    auto view = dim ? dyn_cast<BlockArgument>(dim.getSource()) : nullptr;
+    if (view && promisesNarrowIndices(view)) {
+      propagateIfChanged(results[0], results[0]->join(belowTwoTo31(
+                                         dim.getResult().getType())));
+      return success();
+    }
+    return IntegerRangeAnalysis::visitOperation(op, operands, results);
+  }
+
+  /// `for %i = lb to ub step s` with constant lb and s > 0 reaches at most
+  /// lb + s * floor((max(ub) - 1 - lb) / s), not max(ub) - 1.
+  void
+  visitNonControlFlowArguments(Operation *op, const RegionSuccessor &successor,
+                               ArrayRef<IntegerValueRangeLattice *> argLattices,
+                               unsigned firstIndex) override {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    std::optional<int64_t> lb, step;
+    if (loop) {
+      lb = getConstantIntValue(loop.getLowerBound());
+      step = getConstantIntValue(loop.getStep());
+    }
+    const IntegerValueRangeLattice *ub =
+        loop ? getLatticeElementFor(getProgramPointBefore(loop.getBody()),
+                                    loop.getUpperBound())
+             : nullptr;
+    if (!lb || !step || *step <= 0 || !ub || ub->getValue().isUninitialized())
+      return IntegerRangeAnalysis::visitNonControlFlowArguments(
+          op, successor, argLattices, firstIndex);
+    Value iv = loop.getInductionVar();
+    unsigned width = ConstantIntRanges::getStorageBitwidth(iv.getType());
+    APInt last = ub->getValue().getValue().smax();
+    APInt first(width, *lb, /*isSigned=*/true);
+    if (last.sle(first))
+      return; // no iteration
+    // (last - 1 - first) / step * step + first, without overflow: last > first.
+    APInt span =
+        (last - 1 - first).udiv(APInt(width, *step)) * APInt(width, *step);
+    IntegerValueRangeLattice *lattice = getLatticeElement(iv);
+    propagateIfChanged(
+        lattice, lattice->join(IntegerValueRange(
+                     ConstantIntRanges::fromSigned(first, first + span))));
+  }
+};
+
+/// Forgets the ranges of erased values, whose storage new ones may reuse.
+class ForgetErased : public RewriterBase::Listener {
+public:
+  explicit ForgetErased(DataFlowSolver &solver) : solver(solver) {}
+  void notifyOperationErased(Operation *op) override {
+    solver.eraseState(solver.getProgramPointAfter(op));
+    for (Value result : op->getResults())
+      solver.eraseState(result);
+  }
+
+private:
+  DataFlowSolver &solver;
+};
+
+/// trunci(shape_op(x)) -> shape_op(trunci(x)): truncations move up to the
+/// values that index tiles are made of, where they cancel extensions.
+template <typename ShapeOp>
+struct TruncateBefore : OpRewritePattern<arith::TruncIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::TruncIOp trunc,
+                                PatternRewriter &rewriter) const override {
+    auto shape = trunc.getIn().getDefiningOp<ShapeOp>();
+    if (!shape || !shape->hasOneUse())
+      return failure();
+    Value source = shape->getOperand(0);
+    Type narrow = getElementTypeOrSelf(trunc.getType());
+    Type sourceType = narrow;
+    if (auto shaped = dyn_cast<ShapedType>(source.getType()))
+      sourceType = shaped.clone(narrow);
+    Value truncated;
+    if (isa<IndexType>(getElementTypeOrSelf(source.getType())))
+      truncated = arith::IndexCastOp::create(rewriter, trunc.getLoc(),
+                                             sourceType, source);
+    else
+      truncated =
+          arith::TruncIOp::create(rewriter, trunc.getLoc(), sourceType, source);
+    Operation *moved = rewriter.clone(*shape);
+    moved->setOperand(0, truncated);
+    moved->getResult(0).setType(trunc.getType());
+    rewriter.replaceOp(trunc, moved->getResults());
+    return success();
+  }
+};
+
+/// trunci(index_cast(x: index)) -> index_cast(x) to the narrow type (both
+/// keep the low bits).
+struct TruncateIndexCast : OpRewritePattern<arith::TruncIOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::TruncIOp trunc,
+                                PatternRewriter &rewriter) const override {
+    auto cast = trunc.getIn().getDefiningOp<arith::IndexCastOp>();
+    if (!cast || !cast.getIn().getType().isIndex())
+      return failure();
+    rewriter.replaceOpWithNewOp<arith::IndexCastOp>(trunc, trunc.getType(),
+                                                    cast.getIn());
+    return success();
+  }
+};
+
+struct TileNarrowIntegerTilesPass
+    : tileopt::tile::impl::TileNarrowIntegerTilesBase<
+          TileNarrowIntegerTilesPass> {
+  void runOnOperation() override {
+    for (KernelOp kernel : getOperation().getOps<KernelOp>())
+      if (failed(narrow(kernel)))
+        return signalPassFailure();
+  }
+
+  LogicalResult narrow(KernelOp kernel) {
+    MLIRContext *ctx = &getContext();
+    DataFlowSolver solver;
+    loadBaselineAnalyses(solver);
+    solver.load<KernelRangeAnalysis>();
+    if (failed(solver.initializeAndRun(kernel)))
+      return failure();
+    // Only arith ops on integer tiles: scalar index arithmetic stays as the
+    // GPU lowering reads it (divisors, bounds, 32-bit loops).
+    SmallVector<Operation *> ops;
+    kernel.walk([&](Operation *op) {
+      auto integerTile = [](Type t) {
+        auto tile = dyn_cast<RankedTensorType>(t);
+        return tile && tile.getElementType().isInteger() &&
+               !tile.getElementType().isInteger(1);
+      };
+      if (isa<arith::ArithDialect>(op->getDialect()) &&
+          (llvm::any_of(op->getOperandTypes(), integerTile) ||
+           llvm::any_of(op->getResultTypes(), integerTile)))
+        ops.push_back(op);
+    });
+    RewritePatternSet narrowing(ctx);
+    arith::populateIntRangeNarrowingPatterns(narrowing, solver, {32});
+    // Bottom-up, as upstream's pass: a compare reads its operands' ranges.
+    ForgetErased listener(solver);
+    GreedyRewriteConfig config;
+    config.setUseTopDownTraversal(false)
+        .setStrictness(GreedyRewriteStrictness::ExistingOps)
+        .setListener(&listener);
+    if (failed(applyOpPatternsGreedily(ops, std::move(narrowing), config)))
+      return failure();
+    // The truncations the narrowing left meet the extensions they undo.
+    RewritePatternSet cleanup(ctx);
+    cleanup.add<TruncateBefore<SplatOp>, TruncateBefore<BroadcastOp>,
+                TruncateBefore<ReshapeOp>, TruncateBefore<ExpandDimsOp>,
+                TruncateBefore<PermuteOp>, TruncateIndexCast>(ctx);
+    arith::TruncIOp::getCanonicalizationPatterns(cleanup, ctx);
+    arith::ExtSIOp::getCanonicalizationPatterns(cleanup, ctx);
+    return applyPatternsGreedily(kernel, std::move(cleanup));
+  }
+};
+
+} // namespace
