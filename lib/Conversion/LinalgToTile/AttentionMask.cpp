@@ -138,8 +138,11 @@ std::optional<KeyBound> boundWhere(Value cond, bool holds,
   if (isa<arith::AndIOp, arith::OrIOp>(def)) {
     std::optional<KeyBound> a = recurse(def->getOperand(0), holds);
     std::optional<KeyBound> b = recurse(def->getOperand(1), holds);
+    std::optional<KeyBound> either = a ? a : b;
+    if (either)
+      either->exact = false; // the other side may hide more keys
     if (isa<arith::AndIOp>(def) == holds)
-      return a ? a : b;
+      return either;
     if (!a || !b || a->row != b->row)
       return std::nullopt;
     return KeyBound{a->row, std::max(a->constant, b->constant)};
@@ -190,10 +193,10 @@ std::optional<KeyBound> boundWhere(Value cond, bool holds,
   default:
     return std::nullopt;
   }
-  // j + row * i + constant <= 0.
+  // j + row * i + constant <= 0 (== 0 for eq).
   if (d.key != 1)
     return std::nullopt;
-  return KeyBound{-d.row, -d.constant};
+  return KeyBound{-d.row, -d.constant, /*exact=*/pred != P::eq};
 }
 
 /// Whether `v` is -inf at every element.
@@ -253,11 +256,15 @@ formation::keptKeyBound(Value scores, const DenseMap<Value, int64_t> &positions,
   auto select = scores.getDefiningOp<arith::SelectOp>();
   if (!select)
     return std::nullopt;
-  if (isNegativeInfinity(select.getTrueValue()))
-    return boundWhere(select.getCondition(), /*holds=*/false, positions, rows,
-                      keys);
-  if (isNegativeInfinity(select.getFalseValue()))
-    return boundWhere(select.getCondition(), /*holds=*/true, positions, rows,
-                      keys);
-  return std::nullopt;
+  bool hidesIfTrue = isNegativeInfinity(select.getTrueValue());
+  if (!hidesIfTrue && !isNegativeInfinity(select.getFalseValue()))
+    return std::nullopt;
+  std::optional<KeyBound> bound = boundWhere(
+      select.getCondition(), /*holds=*/!hidesIfTrue, positions, rows, keys);
+  if (bound) {
+    bound->select = select;
+    bound->unmasked =
+        hidesIfTrue ? select.getFalseValue() : select.getTrueValue();
+  }
+  return bound;
 }

@@ -3,8 +3,9 @@
 // A flash-attention loop need not visit key blocks that its mask hides from
 // every row of the program (a causal mask's blocks past the diagonal): their
 // scores are all -inf, so they add nothing to a row's maximum, sum or
-// output. This reads, from the tile IR that the conversion wrote for the
-// scores, the bound that the mask puts on the keys a row keeps.
+// output; where the mask is exactly such a bound, the blocks before it need
+// no mask either. This reads, from the tile IR that the conversion wrote for
+// the scores, the bound that the mask puts on the keys a row keeps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,10 +19,15 @@
 
 namespace tileopt::formation {
 
-/// Row `i` keeps (scores other than -inf) only keys `j <= row * i + constant`.
+/// Row `i` keeps (scores other than -inf) only keys `j <= row * i + constant`
+/// (and, where `exact`, all of them).
 struct KeyBound {
   int64_t row = 0;
   int64_t constant = 0;
+  bool exact = false;
+  /// The select that masks the scores, and its operand that it keeps.
+  mlir::Operation *select = nullptr;
+  mlir::Value unmasked;
 };
 
 /// The bound on the keys that `scores` keeps, where `scores` is a tile of

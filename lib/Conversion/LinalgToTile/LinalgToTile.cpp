@@ -1515,8 +1515,38 @@ LogicalResult KernelWriter::writeAttention(
     Value end = arith::AddIOp::create(b, loc, row, index(bound->constant + 1));
     if (bound->row < 0 || bound->constant < -1)
       end = arith::MaxSIOp::create(b, loc, end, index(0));
-    loop.setUpperBound(
-        arith::MinSIOp::create(b, loc, loop.getUpperBound(), end));
+    end = arith::MinSIOp::create(b, loc, loop.getUpperBound(), end);
+    loop.setUpperBound(end);
+    if (bound->exact) {
+      // Where the mask is exactly that bound, the blocks that every row of
+      // the program sees whole need no mask: those before the smallest
+      // bound over the rows plus one, in whole blocks. The masked blocks
+      // (the diagonal's) go first, then a copy of the loop without the mask
+      // continues from their statistics (in that order no build spills).
+      Value row = offsets[sm];
+      if (bound->row < 0)
+        row = arith::AddIOp::create(b, loc, row, index(bm - 1));
+      if (bound->row != 1)
+        row = arith::MulIOp::create(b, loc, row, index(bound->row));
+      Value whole =
+          arith::AddIOp::create(b, loc, row, index(bound->constant + 1));
+      if (bound->row < 0 || bound->constant < -1)
+        whole = arith::MaxSIOp::create(b, loc, whole, index(0));
+      whole = arith::MulIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, whole, index(bn)), index(bn));
+      whole = arith::MinSIOp::create(b, loc, whole, end);
+      b.setInsertionPointAfter(loop);
+      IRMapping mapping;
+      auto unmasked = cast<scf::ForOp>(b.clone(*loop, mapping));
+      loop.setLowerBound(whole);
+      unmasked.setUpperBound(whole);
+      unmasked.getInitArgsMutable().assign(loop.getResults());
+      Operation *select = mapping.lookup(bound->select);
+      select->getResult(0).replaceAllUsesWith(
+          mapping.lookupOrDefault(bound->unmasked));
+      select->erase();
+      loop = unmasked;
+    }
   }
   restore();
   // The output: o / l, then the product's epilogue.

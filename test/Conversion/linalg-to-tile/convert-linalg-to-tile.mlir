@@ -330,7 +330,10 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // runs to k's size (its view's last dimension: k^T's keys), which its 32-bit
 // promise lets the GPU lowering count in 32 bits, or to the last key that the
 // causal mask shows the program's last row (j <= i: the keys before 64, the
-// first row 0 plus 64 rows), whichever comes first.
+// first row 0 plus 64 rows), whichever comes first. The mask is exactly that
+// bound, so this loop starts at the blocks that the first row does not see
+// whole (here all of them) and a copy without the mask (see the causal
+// test below) covers the blocks before.
 // CHECK-LABEL: tile.kernel @k2_attention
 // CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
@@ -338,7 +341,8 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>
 // CHECK: %[[Q2:.*]] = tile.reshape %[[Q]] : tensor<1x64x32xf16> -> tensor<64x32xf16>
 // CHECK: %[[KEYS:.*]] = arith.minsi %[[DIM]], %c64 : index
-// CHECK: scf.for %[[KEY:.*]] = %c0 to %[[KEYS]] step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x1x64x1xf32>, tensor<1x1x1x64x1xf32>)
+// CHECK: %[[WHOLE:.*]] = arith.minsi %[[KEYS]], %c0 : index
+// CHECK: scf.for %[[KEY:.*]] = %[[WHOLE]] to %[[KEYS]] step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x1x64x1xf32>, tensor<1x1x1x64x1xf32>)
 // CHECK: tile.load %arg2[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
 // CHECK: tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
 // CHECK: tile.reduce
@@ -637,3 +641,114 @@ func.func @later_keys_attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16
   } -> tensor<4x40x32xf32>
   return %o : tensor<4x40x32xf32>
 }
+
+// -----
+
+// A causal mask alone (j - i <= 0) is exactly its bound: blocks before the
+// program's first row are whole for every row. The loop over the diagonal's
+// blocks (masked, from the first row rounded down to a block, to the
+// bound) comes first; a copy without the mask continues from its running
+// statistics over the whole blocks.
+// CHECK-LABEL: tile.kernel @k2_attention
+// CHECK: %[[DIM:.*]] = memref.dim %{{.*}}, %c2
+// CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %c64 : index
+// CHECK: %[[END:.*]] = arith.addi %[[ROW]], %c64 : index
+// CHECK: %[[KEYS:.*]] = arith.minsi %[[DIM]], %[[END]] : index
+// CHECK: %[[FIRST:.*]] = arith.addi %[[ROW]], %c1 : index
+// CHECK: %[[BLOCKS:.*]] = arith.divui %[[FIRST]], %c64 : index
+// CHECK: %[[WHOLE:.*]] = arith.muli %[[BLOCKS]], %c64 : index
+// CHECK: %[[WHOLE2:.*]] = arith.minsi %[[WHOLE]], %[[KEYS]] : index
+// CHECK: %[[MASKED:.*]]:3 = scf.for %{{.*}} = %[[WHOLE2]] to %[[KEYS]] step %c64
+// CHECK: arith.cmpi sle
+// CHECK: scf.yield
+// CHECK: scf.for %{{.*}} = %c0 to %[[WHOLE2]] step %c64 iter_args(%{{.*}} = %[[MASKED]]#0, %{{.*}} = %[[MASKED]]#1, %{{.*}} = %[[MASKED]]#2)
+// CHECK-NOT: arith.cmpi sle
+// CHECK: scf.yield
+#qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
+#qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
+#qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row3 = affine_map<(b, m, n) -> (b, m)>
+#pv_p = affine_map<(b, m, d, n) -> (b, m, n)>
+#pv_v = affine_map<(b, m, d, n) -> (b, n, d)>
+#pv_o = affine_map<(b, m, d, n) -> (b, m, d)>
+
+func.func @causal_attention(%q: tensor<4x200x32xf16>, %k: tensor<4x100x32xf16>, %v: tensor<4x100x32xf16>) -> tensor<4x200x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.17677669 : f32
+  %es = tensor.empty() : tensor<4x200x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x200x100xf32>) -> tensor<4x200x100xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x200x32xf16>, tensor<4x100x32xf16>) outs(%s0 : tensor<4x200x100xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200x100xf32>
+  // The scale and a causal mask.
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x200x100xf32>) outs(%es : tensor<4x200x100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %d = arith.subi %j64, %i64 : i64
+    %c0 = arith.constant 0 : i64
+    %seen = arith.cmpi sle, %d, %c0 : i64
+    %t = arith.mulf %a, %scale : f32
+    %r = arith.select %seen, %t, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200x100xf32>
+  %er = tensor.empty() : tensor<4x200xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x200xf32>) -> tensor<4x200xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x200x100xf32>) outs(%m0 : tensor<4x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x200x100xf32>, tensor<4x200xf32>) outs(%es : tensor<4x200x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%er : tensor<4x200xf32>) -> tensor<4x200xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x200x100xf32>) outs(%l0 : tensor<4x200xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x200x100xf32>, tensor<4x200xf32>) outs(%es : tensor<4x200x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200x100xf32>
+  %eh = tensor.empty() : tensor<4x200x100xf16>
+  %p16 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<4x200x100xf32>) outs(%eh : tensor<4x200x100xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %r = arith.truncf %a : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<4x200x100xf16>
+  %eo = tensor.empty() : tensor<4x200x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x200x32xf32>) -> tensor<4x200x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p16, %v : tensor<4x200x100xf16>, tensor<4x100x32xf16>) outs(%o0 : tensor<4x200x32xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x200x32xf32>
+  return %o : tensor<4x200x32xf32>
+}
+

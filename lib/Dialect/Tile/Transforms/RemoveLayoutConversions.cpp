@@ -89,41 +89,32 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
     // maybe inside a loop): its operands are defined there already.
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(producer);
-    if (auto broadcast = dyn_cast<BroadcastOp>(producer)) {
-      Value input = convertTo(rewriter, loc, broadcast.getSource(), layout);
-      Value result =
-          BroadcastOp::create(rewriter, loc, op.getResult().getType(), input);
-      rewriter.replaceOp(op, result);
-      rewriter.eraseOp(broadcast);
+    // A shape op remade on its source converted to `sourceLayout`.
+    auto hoistThrough = [&](Operation *shapeOp, Attribute sourceLayout) {
+      Value input =
+          convertTo(rewriter, loc, shapeOp->getOperand(0), sourceLayout);
+      Operation *clone = rewriter.clone(*shapeOp);
+      clone->setOperand(0, input);
+      clone->getResult(0).setType(op.getResult().getType());
+      rewriter.replaceOp(op, clone->getResults());
+      rewriter.eraseOp(shapeOp);
       return success();
-    }
-    if (auto expand = dyn_cast<ExpandDimsOp>(producer)) {
-      Value input = convertTo(
-          rewriter, loc, expand.getSource(),
-          SliceLayoutAttr::get(getContext(), expand.getAxis(), layout));
-      Value result = ExpandDimsOp::create(
-          rewriter, loc, op.getResult().getType(), input, expand.getAxis());
-      rewriter.replaceOp(op, result);
-      rewriter.eraseOp(expand);
-      return success();
-    }
+    };
+    if (isa<BroadcastOp>(producer))
+      return hoistThrough(producer, layout);
+    if (auto expand = dyn_cast<ExpandDimsOp>(producer))
+      return hoistThrough(
+          expand, SliceLayoutAttr::get(getContext(), expand.getAxis(), layout));
     if (auto reshape = dyn_cast<ReshapeOp>(producer)) {
       // Only where the registers stay in place (unit dimensions inserted or
       // dropped): a position tile's iota, expanded to the matrix that an mma
       // layout needs, then to the kernel's rank.
-      RankedTensorType from = reshape.getSource().getType();
-      Attribute inPlace = reshapeInPlaceLayout(
-          layout, op.getResult().getType().getShape(), from.getShape());
-      if (!inPlace ||
-          reshapeInPlaceLayout(inPlace, from.getShape(),
-                               op.getResult().getType().getShape()) != layout)
+      ArrayRef<int64_t> from = reshape.getSource().getType().getShape();
+      ArrayRef<int64_t> to = op.getResult().getType().getShape();
+      Attribute inPlace = reshapeInPlaceLayout(layout, to, from);
+      if (!inPlace || reshapeInPlaceLayout(inPlace, from, to) != layout)
         return failure();
-      Value input = convertTo(rewriter, loc, reshape.getSource(), inPlace);
-      Value result =
-          ReshapeOp::create(rewriter, loc, op.getResult().getType(), input);
-      rewriter.replaceOp(op, result);
-      rewriter.eraseOp(reshape);
-      return success();
+      return hoistThrough(reshape, inPlace);
     }
     if (auto load = dyn_cast<LoadOp>(producer);
         load && isa<BlockedLayoutAttr, SliceLayoutAttr>(layout)) {
