@@ -88,8 +88,12 @@ std::optional<Form> formOf(Value v, const DenseMap<Value, int64_t> &positions,
       return std::nullopt;
     return Form{0, 0, c.getSExtValue()};
   }
+  // Sums, differences and products in 64 bits (or index), where bounded
+  // forms of positions below 2^31 cannot wrap.
   Operation *def = v.getDefiningOp();
-  if (!isa_and_nonnull<arith::AddIOp, arith::SubIOp, arith::MulIOp>(def))
+  Type element = getElementTypeOrSelf(v.getType());
+  if (!isa_and_nonnull<arith::AddIOp, arith::SubIOp, arith::MulIOp>(def) ||
+      !(element.isIndex() || element.isInteger(64)))
     return std::nullopt;
   std::optional<Form> l = formOf(def->getOperand(0), positions, rows, keys);
   std::optional<Form> r = formOf(def->getOperand(1), positions, rows, keys);

@@ -1506,34 +1506,33 @@ LogicalResult KernelWriter::writeAttention(
     bound = keptKeyBound(scoresTile, positions, sm, keys);
   if (bound) {
     b.setInsertionPoint(loop);
-    // The largest bound over the program's rows, plus one.
-    Value row = offsets[sm];
-    if (bound->row > 0)
-      row = arith::AddIOp::create(b, loc, row, index(bm - 1));
-    if (bound->row != 1)
-      row = arith::MulIOp::create(b, loc, row, index(bound->row));
-    Value end = arith::AddIOp::create(b, loc, row, index(bound->constant + 1));
-    if (bound->row < 0 || bound->constant < -1)
-      end = arith::MaxSIOp::create(b, loc, end, index(0));
-    end = arith::MinSIOp::create(b, loc, loop.getUpperBound(), end);
+    // One past the last key that row `i` keeps (not below 0), at the row
+    // of the program where that is largest or smallest.
+    Value firstRow = offsets[sm];
+    Value lastRow = arith::AddIOp::create(b, loc, firstRow, index(bm - 1));
+    auto pastBound = [&](bool largest) -> Value {
+      Value i = (bound->row >= 0) == largest ? lastRow : firstRow;
+      if (bound->row != 1)
+        i = arith::MulIOp::create(b, loc, i, index(bound->row));
+      Value past = arith::AddIOp::create(b, loc, i, index(bound->constant + 1));
+      if (bound->row < 0 || bound->constant < -1)
+        past = arith::MaxSIOp::create(b, loc, past, index(0));
+      return past;
+    };
+    Value end = arith::MinSIOp::create(b, loc, loop.getUpperBound(),
+                                       pastBound(/*largest=*/true));
     loop.setUpperBound(end);
     if (bound->exact) {
       // Where the mask is exactly that bound, the blocks that every row of
       // the program sees whole need no mask: those before the smallest
-      // bound over the rows plus one, in whole blocks. The masked blocks
-      // (the diagonal's) go first, then a copy of the loop without the mask
-      // continues from their statistics (in that order no build spills).
-      Value row = offsets[sm];
-      if (bound->row < 0)
-        row = arith::AddIOp::create(b, loc, row, index(bm - 1));
-      if (bound->row != 1)
-        row = arith::MulIOp::create(b, loc, row, index(bound->row));
-      Value whole =
-          arith::AddIOp::create(b, loc, row, index(bound->constant + 1));
-      if (bound->row < 0 || bound->constant < -1)
-        whole = arith::MaxSIOp::create(b, loc, whole, index(0));
-      whole = arith::MulIOp::create(
-          b, loc, arith::DivUIOp::create(b, loc, whole, index(bn)), index(bn));
+      // bound, in whole blocks. The masked blocks (the diagonal's) go
+      // first, then a copy of the loop without the mask continues from
+      // their statistics (in that order no build spills).
+      Value whole = arith::MulIOp::create(
+          b, loc,
+          arith::DivUIOp::create(b, loc, pastBound(/*largest=*/false),
+                                 index(bn)),
+          index(bn));
       whole = arith::MinSIOp::create(b, loc, whole, end);
       b.setInsertionPointAfter(loop);
       IRMapping mapping;
