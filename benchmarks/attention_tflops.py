@@ -32,6 +32,8 @@ from linear_tflops import (
     TORCH_DTYPES,
     add_save_load_arguments,
     compiled_on_gpu,
+    parse_dtypes,
+    print_preamble,
     report,
     save_program,
     saved_layer,
@@ -106,9 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="every case at this sequence length instead of its own")
     add_save_load_arguments(parser, "cases")
     opts = parser.parse_args(argv)
-    dtypes = [d for d in opts.dtypes.split(",") if d]
-    if bad := [d for d in dtypes if d not in TORCH_DTYPES]:
-        parser.error(f"unknown dtypes {bad}; {', '.join(TORCH_DTYPES)} are benchmarked")
+    dtypes = parse_dtypes(parser, opts.dtypes)
     wanted = [w for w in opts.cases.split(",") if w]
     cases = [c for c in CASES if not wanted or any(w in c.name for w in wanted)]
     if not cases:
@@ -139,13 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries = [{"dtype": d, "case": c, "target": target,
                     "forward": compiled_on_gpu(compile_case(d, c, target))}
                    for d in dtypes for c in cases]
-    print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} (its SDPA)"
-          + (f"; tileopt's kernels from {opts.load}" if opts.load else ""))
-    print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "
-          "over torch's\n")
-    header = (f"{'dtype':<5} {'case':<16} {'B':>3} {'H':>3} {'S':>6} {'D':>4} {'torch':>7} "
-              f"{'tileopt':>7} {'ratio':>6}  target")
-    print(header + "\n" + "-" * len(header), flush=True)
+    print_preamble("its SDPA", f"kernels from {opts.load}" if opts.load else None,
+                   f"{'dtype':<5} {'case':<16} {'B':>3} {'H':>3} {'S':>6} {'D':>4} "
+                   f"{'torch':>7} {'tileopt':>7} {'ratio':>6}  target")
     gen = torch.Generator(device="cuda").manual_seed(0)
     ratios: list[float] = []
     failures: list[str] = []

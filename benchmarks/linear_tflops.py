@@ -140,10 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated token counts (the matmuls' M)")
     add_save_load_arguments(parser, "layers")
     opts = parser.parse_args(argv)
-    dtypes = [d for d in opts.dtypes.split(",") if d]
+    dtypes = parse_dtypes(parser, opts.dtypes)
     groups = [g for g in opts.shapes.split(",") if g]
-    if bad := [d for d in dtypes if d not in TORCH_DTYPES]:
-        parser.error(f"unknown dtypes {bad}; {', '.join(TORCH_DTYPES)} are benchmarked")
     if bad := [g for g in groups if g not in MODELS]:
         parser.error(f"unknown models {bad}; {', '.join(MODELS)}")
     try:
@@ -170,13 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         entries = [{"dtype": d, "name": s.name, "m": s.m, "n": s.n, "k": s.k, "target": target,
                     "forward": compiled_on_gpu(compile_layer(d, s, target))}
                    for d in dtypes for s in shapes]
-    print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} (cuBLAS)"
-          + (f"; tileopt's layers from {opts.load}" if opts.load else ""))
-    print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "
-          "over torch's\n")
-    header = (f"{'dtype':<5} {'layer':<28} {'M':>6} {'N':>6} {'K':>6} {'torch':>7} "
-              f"{'tileopt':>7} {'ratio':>6}  target")
-    print(header + "\n" + "-" * len(header), flush=True)
+    print_preamble("cuBLAS", f"layers from {opts.load}" if opts.load else None,
+                   f"{'dtype':<5} {'layer':<28} {'M':>6} {'N':>6} {'K':>6} {'torch':>7} "
+                   f"{'tileopt':>7} {'ratio':>6}  target")
     gen = torch.Generator(device="cuda").manual_seed(0)
     ratios: list[float] = []
     failures: list[str] = []
@@ -202,6 +196,26 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{entry['target']}", flush=True)
         torch.cuda.empty_cache()
     return report(ratios, failures, "layers")
+
+
+def parse_dtypes(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """The dtypes of a comma-separated ``--dtypes``; a usage error for one not benchmarked."""
+    dtypes = [d for d in text.split(",") if d]
+    if bad := [d for d in dtypes if d not in TORCH_DTYPES]:
+        parser.error(f"unknown dtypes {bad}; {', '.join(TORCH_DTYPES)} are benchmarked")
+    return dtypes
+
+
+def print_preamble(baseline: str, loaded: str | None, header: str) -> None:
+    """Prints the GPU, torch and its ``baseline``, where tileopt's code was ``loaded`` from,
+    how times are taken, and the table's ``header``."""
+    import torch
+
+    print(f"{torch.cuda.get_device_name()}; torch {torch.__version__} ({baseline})"
+          + (f"; tileopt's {loaded}" if loaded else ""))
+    print("time: median of 10 replays of a CUDA graph of 20 launches; TFLOP/s, then tileopt's "
+          "over torch's\n")
+    print(header + "\n" + "-" * len(header), flush=True)
 
 
 def report(ratios: Sequence[float], failures: Sequence[str], what: str) -> int:
