@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionMask.h"
+#include "AttentionSoftmax.h"
 #include "Formation.h"
 #include "tileopt/Conversion/Passes.h"
 #include "tileopt/Dialect/Tile/IR/Tile.h"
@@ -1398,6 +1399,7 @@ LogicalResult KernelWriter::writeAttention(
          exponentials->getNumOperands() == 1)
     exponentials = exponentials->getOperand(0).getDefiningOp();
   SmallVector<math::ExpOp> blockExps;
+  math::ExpOp alphaExp;
   Value safeMax; // the block's row maximum, 0 in place of -inf
   for (Operation *member : members) {
     auto role = member->getAttrOfType<StringAttr>(kAttentionAttr);
@@ -1435,8 +1437,9 @@ LogicalResult KernelWriter::writeAttention(
           splat(rowType, -std::numeric_limits<double>::infinity()));
       Value safe =
           arith::SelectOp::create(b, loc, none, splat(rowType, 0.0), maxNext);
-      alpha = math::ExpOp::create(
+      alphaExp = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, maxIn, safe), flushing);
+      alpha = alphaExp;
       values[rowMax.getResult(0)] = {safe, rowSpans};
       safeMax = safe;
     } else if (op == rowSum) {
@@ -1502,8 +1505,12 @@ LogicalResult KernelWriter::writeAttention(
     return m == safeMax;
   };
   std::optional<KeyBound> bound;
-  if (!blockExps.empty() && llvm::all_of(blockExps, ofScores))
+  if (!blockExps.empty() && llvm::all_of(blockExps, ofScores)) {
+    SoftmaxStep step{scoresTile, blockExps, alphaExp, safeMax};
+    if (Value inBase2 = softmaxInBase2(b, step))
+      scoresTile = inBase2;
     bound = keptKeyBound(scoresTile, positions, sm, keys);
+  }
   if (bound) {
     b.setInsertionPoint(loop);
     // One past the last key that row `i` keeps (not below 0), at the row

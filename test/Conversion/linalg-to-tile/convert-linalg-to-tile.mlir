@@ -320,9 +320,11 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // flash-attention kernel. q is loaded once; a loop over blocks of 64 keys
 // computes the scores with tile.dot, masks the causal and the padded keys,
 // keeps the running row maximum (0 in place of -inf) and sum, and adds
-// exp(x - m) rounded to f16 times v to the rescaled output (its
-// exponentials `afn`: results below 2^-126 may flush to zero, less than
-// the rounding of a sum whose largest term is 1); the output is
+// exp(x - m) rounded to f16 times v to the rescaled output. The softmax is
+// in base 2 as flash attention's: with k = scale * log2(e), the maximum is
+// max(s) k and the exponentials 2^(s k - m) (`afn`: results below 2^-126
+// may flush to zero, less than the rounding of a sum whose largest term is
+// 1); the output is
 // divided by the row sums after the loop, transposed to the space's order
 // (the head dimension before the rows: the loop's scores and row statistics
 // then have only leading unit dimensions) and stored with the head
@@ -337,6 +339,8 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK-LABEL: tile.kernel @k2_attention
 // CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
+// CHECK-DAG: %[[KROW:.*]] = arith.constant dense<0.255034864> : tensor<1x1x1x64xf32>
+// CHECK-DAG: %[[K:.*]] = arith.constant dense<0.255034864> : tensor<1x1x1x64x64xf32>
 // CHECK: %[[DIM:.*]] = memref.dim %arg2, %c2
 // CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>
 // CHECK: %[[Q2:.*]] = tile.reshape %[[Q]] : tensor<1x64x32xf16> -> tensor<64x32xf16>
@@ -344,14 +348,22 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: %[[WHOLE:.*]] = arith.minsi %[[KEYS]], %c0 : index
 // CHECK: scf.for %[[KEY:.*]] = %[[WHOLE]] to %[[KEYS]] step %c64 iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}}) -> (tensor<64x32xf32>, tensor<1x1x1x64x1xf32>, tensor<1x1x1x64x1xf32>)
 // CHECK: tile.load %arg2[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x32x64xf16>
-// CHECK: tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
-// CHECK: tile.reduce
+// CHECK: %[[S:.*]] = tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+// CHECK: %[[S5:.*]] = tile.reshape %[[S]]
+// CHECK: %[[MASKED:.*]] = arith.select %{{.*}}, %[[S5]], %[[NINF:.*]] : tensor<1x1x1x64x64xi1>, tensor<1x1x1x64x64xf32>
+// CHECK: %[[X:.*]] = arith.mulf %[[MASKED]], %[[K]]
+// CHECK: %[[PADDED:.*]] = arith.select %{{.*}}, %[[MASKED]], %[[NINF]]
+// CHECK: %[[BMAX:.*]] = tile.reduce %[[PADDED]]
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %{{.*}} : tensor<1x1x1x64x1xf32>
+// CHECK: %[[BMAXK:.*]] = arith.mulf %[[BMAX]], %[[KROW]]
+// CHECK: %[[BMAX5:.*]] = tile.expand_dims %[[BMAXK]]
+// CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %[[BMAX5]] : tensor<1x1x1x64x1xf32>
 // CHECK: arith.cmpf oeq, %[[MNEW]]
 // CHECK: %[[SAFE:.*]] = arith.select
-// CHECK: %[[ALPHA:.*]] = math.exp %{{.*}} fastmath<afn>
-// CHECK: math.exp %{{.*}} fastmath<afn>
+// CHECK: %[[ALPHA:.*]] = math.exp2 %{{.*}} fastmath<afn>
+// CHECK: %[[SAFEB:.*]] = tile.broadcast %[[SAFE]]
+// CHECK: %[[D:.*]] = arith.subf %[[X]], %[[SAFEB]]
+// CHECK: math.exp2 %[[D]] fastmath<afn>
 // CHECK: tile.reduce
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: arith.mulf %[[L]], %[[ALPHA]]
@@ -752,3 +764,113 @@ func.func @causal_attention(%q: tensor<4x200x32xf16>, %k: tensor<4x100x32xf16>, 
   return %o : tensor<4x200x32xf32>
 }
 
+// -----
+
+// Scores that torch's decomposition rounds to f16 and scales in f16, plus an
+// additive f16 bias: the loop keeps them in f32 (the f16 bias extended), as
+// flash attention does, with the scale applied before the bias and log2(e)
+// after it: x = (s 0.125 + bias) log2(e), max(s 0.125 + bias) log2(e).
+// CHECK-LABEL: tile.kernel @k2_attention
+// CHECK-DAG: %[[SCALE:.*]] = arith.constant dense<1.250000e-01> : tensor<1x1x1x64x64xf32>
+// CHECK-DAG: %[[LOG2E:.*]] = arith.constant dense<1.44269502> : tensor<1x1x1x64x64xf32>
+// CHECK-DAG: %[[LOG2EROW:.*]] = arith.constant dense<1.44269502> : tensor<1x1x1x64xf32>
+// CHECK: scf.for
+// CHECK: %[[S:.*]] = tile.dot
+// CHECK: %[[S5:.*]] = tile.reshape %[[S]]
+// CHECK: %[[BIAS:.*]] = tile.load %arg4
+// CHECK-NOT: arith.truncf
+// CHECK: %[[SCALED:.*]] = arith.mulf %[[S5]], %[[SCALE]]
+// CHECK: %[[BIAS32:.*]] = arith.extf %[[BIAS]]
+// CHECK: %[[Y:.*]] = arith.addf %[[SCALED]], %[[BIAS32]]
+// CHECK: %[[X:.*]] = arith.mulf %[[Y]], %[[LOG2E]]
+// CHECK: %[[PADDED:.*]] = arith.select %{{.*}}, %[[Y]], %{{.*}}
+// CHECK: %[[BMAX:.*]] = tile.reduce %[[PADDED]]
+// CHECK: %[[BMAXK:.*]] = arith.mulf %[[BMAX]], %[[LOG2EROW]]
+// CHECK: math.exp2
+// CHECK: arith.subf %[[X]], %{{.*}}
+// CHECK: math.exp2
+// CHECK-NOT: math.exp
+// CHECK: scf.yield
+#qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
+#qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
+#qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row3 = affine_map<(b, m, n) -> (b, m)>
+#pv_p = affine_map<(b, m, d, n) -> (b, m, n)>
+#pv_v = affine_map<(b, m, d, n) -> (b, n, d)>
+#pv_o = affine_map<(b, m, d, n) -> (b, m, d)>
+
+func.func @biased_attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %v: tensor<4x100x32xf16>, %bias: tensor<4x40x100xf16>) -> tensor<4x40x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale16 = arith.constant 0.125 : f16
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x40x32xf16>, tensor<4x100x32xf16>) outs(%s0 : tensor<4x40x100xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  // torch's decomposition: the product rounded to f16, scaled in f16, an
+  // additive f16 bias, then the softmax's f32.
+  %x = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %bias : tensor<4x40x100xf32>, tensor<4x40x100xf16>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %c: f16, %o: f32):
+    %h = arith.truncf %a : f32 to f16
+    %t = arith.mulf %h, %scale16 : f16
+    %u = arith.addf %t, %c : f16
+    %r = arith.extf %u : f16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %eh = tensor.empty() : tensor<4x40x100xf16>
+  %p16 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<4x40x100xf32>) outs(%eh : tensor<4x40x100xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %r = arith.truncf %a : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<4x40x100xf16>
+  %eo = tensor.empty() : tensor<4x40x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p16, %v : tensor<4x40x100xf16>, tensor<4x100x32xf16>) outs(%o0 : tensor<4x40x32xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x32xf32>
+  return %o : tensor<4x40x32xf32>
+}
