@@ -38,6 +38,7 @@ def Tile_Dialect : Dialect {
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
   let useDefaultAttributePrinterParser = 1;
 }
 

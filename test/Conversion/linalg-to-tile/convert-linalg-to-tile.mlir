@@ -367,7 +367,7 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: tile.reduce
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: arith.mulf %[[L]], %[[ALPHA]]
-// CHECK: arith.truncf %{{.*}} : tensor<64x64xf32> to tensor<64x64xf16>
+// CHECK: arith.truncf %{{.*}} : tensor<1x1x1x64x64xf32> to tensor<1x1x1x64x64xf16>
 // CHECK: tile.load %arg3[%{{.*}}, %[[KEY]], %c0] {{.*}} -> tensor<1x64x32xf16>
 // CHECK: arith.mulf %[[ACC]], %{{.*}} : tensor<64x32xf32>
 // CHECK: %[[PV:.*]] = tile.dot %{{.*}} : tensor<64x64xf16>, tensor<64x32xf16> -> tensor<64x32xf32>

@@ -110,3 +110,38 @@ tile.kernel @broadcast_of_broadcast(%x: memref<?x?xf32>) {
   tile.store %b, %x[%c0, %c0] : tensor<8x16xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// Truncations move above the shape ops that only they use: the permute and
+// reshape then move f16 elements, the broadcast's source is truncated once
+// per element of its source. A shape op with another user stays first.
+// CHECK-LABEL: tile.kernel @narrow_before_shape_ops
+// CHECK: %[[T:.*]] = tile.load %{{.*}} -> tensor<32x64xf32>
+// CHECK: %[[N:.*]] = arith.truncf %[[T]] : tensor<32x64xf32> to tensor<32x64xf16>
+// CHECK: %[[P:.*]] = tile.permute %[[N]] {{.*}} : tensor<32x64xf16> -> tensor<64x32xf16>
+// CHECK: tile.reshape %[[P]] : tensor<64x32xf16> -> tensor<1x64x32xf16>
+// CHECK: %[[R:.*]] = tile.load %{{.*}} -> tensor<1x64xf32>
+// CHECK: %[[RN:.*]] = arith.truncf %[[R]] : tensor<1x64xf32> to tensor<1x64xf16>
+// CHECK: tile.broadcast %[[RN]] : tensor<1x64xf16> -> tensor<32x64xf16>
+// CHECK: %[[I:.*]] = tile.load %{{.*}} -> tensor<64xi64>
+// CHECK: %[[E:.*]] = tile.expand_dims %[[I]]
+// CHECK: arith.trunci %[[E]] : tensor<1x64xi64> to tensor<1x64xi32>
+tile.kernel @narrow_before_shape_ops(%x: memref<?x?xf32>, %y: memref<?x?x?xf16>, %z: memref<?x?xf16>, %v: memref<?xi64>, %w: memref<?x?xi64>, %u: memref<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<32x64xf32>
+  %p = tile.permute %t {permutation = array<i64: 1, 0>} : tensor<32x64xf32> -> tensor<64x32xf32>
+  %r = tile.reshape %p : tensor<64x32xf32> -> tensor<1x64x32xf32>
+  %h = arith.truncf %r : tensor<1x64x32xf32> to tensor<1x64x32xf16>
+  tile.store %h, %y[%c0, %c0, %c0] : tensor<1x64x32xf16>, memref<?x?x?xf16>
+  %row = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<1x64xf32>
+  %b = tile.broadcast %row : tensor<1x64xf32> -> tensor<32x64xf32>
+  %bh = arith.truncf %b : tensor<32x64xf32> to tensor<32x64xf16>
+  tile.store %bh, %z[%c0, %c0] : tensor<32x64xf16>, memref<?x?xf16>
+  %i = tile.load %v[%c0] : memref<?xi64> -> tensor<64xi64>
+  %e = tile.expand_dims %i {axis = 0} : tensor<64xi64> -> tensor<1x64xi64>
+  %n = arith.trunci %e : tensor<1x64xi64> to tensor<1x64xi32>
+  tile.store %e, %w[%c0, %c0] : tensor<1x64xi64>, memref<?x?xi64>
+  tile.store %n, %u[%c0, %c0] : tensor<1x64xi32>, memref<?x?xi32>
+  tile.return
+}

@@ -103,3 +103,31 @@ tile.kernel @not_past_truncation(%x: memref<?x?xf32>, %y: memref<?x?xf16>) {
   tile.store %lo, %y[%c0, %c0] : tensor<64x64xf16, #row>, memref<?x?xf16>
   tile.return
 }
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#row = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#col = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]>
+
+// A transposed epilogue (attention's output, stored [d, rows]): the store's
+// conversion goes back through the permute, where it meets the conversion
+// that the permute's blocked source needed; one conversion is left, from
+// the dot's layout straight to the permuted store layout.
+// CHECK-LABEL: tile.kernel @transposed_epilogue
+// CHECK: %[[H:.*]] = arith.truncf %{{.*}} : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+// CHECK-NEXT: %[[C:.*]] = tile.convert_layout %[[H]] : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #[[SRC:.*]]>
+// CHECK-NEXT: %[[P:.*]] = tile.permute %[[C]] {{.*}} : tensor<64x64xf16, #[[SRC]]> -> tensor<64x64xf16, #[[ROW:.*]]>
+// CHECK-NEXT: tile.store %[[P]], {{.*}} : tensor<64x64xf16, #[[ROW]]>
+tile.kernel @transposed_epilogue(%x: memref<?x?xf16>, %y: memref<?x?xf16>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16, #row>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %d = tile.dot %a, %a, %z : tensor<64x64xf16, #row>, tensor<64x64xf16, #row> -> tensor<64x64xf32, #mma>
+  %h = arith.truncf %d : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+  %b = tile.convert_layout %h : tensor<64x64xf16, #mma> -> tensor<64x64xf16, #row>
+  %p = tile.permute %b {permutation = array<i64: 1, 0>} : tensor<64x64xf16, #row> -> tensor<64x64xf16, #col>
+  %o = tile.convert_layout %p : tensor<64x64xf16, #col> -> tensor<64x64xf16, #row>
+  tile.store %o, %y[%c0, %c0] : tensor<64x64xf16, #row>, memref<?x?xf16>
+  tile.return
+}

@@ -547,6 +547,61 @@ void PermuteOp::getCanonicalizationPatterns(RewritePatternSet &results,
 }
 
 //===----------------------------------------------------------------------===//
+// Narrowing casts before shape ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// trunc(shape_op(x)) -> shape_op(trunc(x)), for a shape op whose only user
+/// is the truncation: the shape op then moves narrower elements (a layout
+/// conversion that a permute or reshape needs moves half the bytes of an f32
+/// accumulator), a broadcast's source is truncated instead of its result,
+/// and integer truncations meet the extensions they undo. An index source
+/// is cast (index_cast keeps the low bits, as trunci does).
+template <typename CastOp, typename ShapeOp>
+struct NarrowBeforeShapeOp : OpRewritePattern<CastOp> {
+  using OpRewritePattern<CastOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(CastOp cast,
+                                PatternRewriter &rewriter) const override {
+    auto shape = cast.getIn().template getDefiningOp<ShapeOp>();
+    if (!shape || !shape->hasOneUse())
+      return failure();
+    Value source = shape->getOperand(0);
+    Type narrow = getElementTypeOrSelf(cast.getType());
+    Type sourceType = narrow;
+    if (auto shaped = dyn_cast<ShapedType>(source.getType()))
+      sourceType = shaped.clone(narrow);
+    Value narrowed;
+    if (isa<IndexType>(getElementTypeOrSelf(source.getType())))
+      narrowed = arith::IndexCastOp::create(rewriter, cast.getLoc(), sourceType,
+                                            source);
+    else
+      narrowed = CastOp::create(rewriter, cast.getLoc(), sourceType, source,
+                                cast->getAttrs());
+    Operation *moved = rewriter.clone(*shape);
+    moved->setOperand(0, narrowed);
+    moved->getResult(0).setType(cast.getType());
+    rewriter.replaceOp(cast, moved->getResults());
+    return success();
+  }
+};
+
+template <typename CastOp>
+void addNarrowBeforeShapeOps(RewritePatternSet &results) {
+  results.add<NarrowBeforeShapeOp<CastOp, SplatOp>,
+              NarrowBeforeShapeOp<CastOp, BroadcastOp>,
+              NarrowBeforeShapeOp<CastOp, ReshapeOp>,
+              NarrowBeforeShapeOp<CastOp, ExpandDimsOp>,
+              NarrowBeforeShapeOp<CastOp, PermuteOp>>(results.getContext());
+}
+} // namespace
+
+void TileDialect::getCanonicalizationPatterns(
+    RewritePatternSet &results) const {
+  addNarrowBeforeShapeOps<arith::TruncIOp>(results);
+  addNarrowBeforeShapeOps<arith::TruncFOp>(results);
+}
+
+//===----------------------------------------------------------------------===//
 // ConvertLayoutOp
 //===----------------------------------------------------------------------===//
 

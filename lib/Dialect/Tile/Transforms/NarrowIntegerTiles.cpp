@@ -128,36 +128,6 @@ private:
   DataFlowSolver &solver;
 };
 
-/// trunci(shape_op(x)) -> shape_op(trunci(x)): truncations move up to the
-/// values that index tiles are made of, where they cancel extensions.
-template <typename ShapeOp>
-struct TruncateBefore : OpRewritePattern<arith::TruncIOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(arith::TruncIOp trunc,
-                                PatternRewriter &rewriter) const override {
-    auto shape = trunc.getIn().getDefiningOp<ShapeOp>();
-    if (!shape || !shape->hasOneUse())
-      return failure();
-    Value source = shape->getOperand(0);
-    Type narrow = getElementTypeOrSelf(trunc.getType());
-    Type sourceType = narrow;
-    if (auto shaped = dyn_cast<ShapedType>(source.getType()))
-      sourceType = shaped.clone(narrow);
-    Value truncated;
-    if (isa<IndexType>(getElementTypeOrSelf(source.getType())))
-      truncated = arith::IndexCastOp::create(rewriter, trunc.getLoc(),
-                                             sourceType, source);
-    else
-      truncated =
-          arith::TruncIOp::create(rewriter, trunc.getLoc(), sourceType, source);
-    Operation *moved = rewriter.clone(*shape);
-    moved->setOperand(0, truncated);
-    moved->getResult(0).setType(trunc.getType());
-    rewriter.replaceOp(trunc, moved->getResults());
-    return success();
-  }
-};
-
 /// trunci(index_cast(x: index)) -> index_cast(x) to the narrow type (both
 /// keep the low bits).
 struct TruncateIndexCast : OpRewritePattern<arith::TruncIOp> {
@@ -213,11 +183,11 @@ struct TileNarrowIntegerTilesPass
         .setListener(&listener);
     if (failed(applyOpPatternsGreedily(ops, std::move(narrowing), config)))
       return failure();
-    // The truncations the narrowing left meet the extensions they undo.
+    // The truncations the narrowing left meet the extensions they undo,
+    // moved up through shape ops (the tile dialect's canonicalization).
     RewritePatternSet cleanup(ctx);
-    cleanup.add<TruncateBefore<SplatOp>, TruncateBefore<BroadcastOp>,
-                TruncateBefore<ReshapeOp>, TruncateBefore<ExpandDimsOp>,
-                TruncateBefore<PermuteOp>, TruncateIndexCast>(ctx);
+    cleanup.add<TruncateIndexCast>(ctx);
+    ctx->getLoadedDialect<TileDialect>()->getCanonicalizationPatterns(cleanup);
     arith::TruncIOp::getCanonicalizationPatterns(cleanup, ctx);
     arith::ExtSIOp::getCanonicalizationPatterns(cleanup, ctx);
     return applyPatternsGreedily(kernel, std::move(cleanup));

@@ -3,9 +3,12 @@
 // A tile.convert_layout moves data through shared memory. Most of them can
 // go: cheap producers (splat, iota, constants) are remade in the wanted
 // layout, and a conversion of a single-use broadcast, expand_dims, reshape
-// (in place), load or elementwise result moves up to that op's operands,
-// where the data is smaller (a 1-D bias instead of its 2-D broadcast) or free
-// to remake; not past a truncation, unless into a load or a cheap producer.
+// (in place), permute, load or elementwise result moves up to that op's
+// operands, where the data is smaller (a 1-D bias instead of its 2-D
+// broadcast) or free to remake; not past a truncation, unless into a load or
+// a cheap producer.
+// Through a permute, the conversion's layout is permuted back where it meets
+// another: a transposed store's and the one that the permute's source needed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +118,22 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
       if (!inPlace || reshapeInPlaceLayout(inPlace, from, to) != layout)
         return failure();
       return hoistThrough(reshape, inPlace);
+    }
+    if (auto permute = dyn_cast<PermuteOp>(producer)) {
+      // The source in the layout that the permutation takes to `layout`,
+      // where the source is a conversion (the two become one) or free to
+      // remake; elsewhere the conversion stays as needed as it was.
+      if (!isa_and_present<ConvertLayoutOp, SplatOp, IotaOp, arith::ConstantOp>(
+              permute.getSource().getDefiningOp()))
+        return failure();
+      ArrayRef<int64_t> perm = permute.getPermutation();
+      SmallVector<int64_t> inverse(perm.size());
+      for (auto [i, p] : llvm::enumerate(perm))
+        inverse[p] = i;
+      Attribute source = permuteLayout(layout, inverse);
+      if (!source || permuteLayout(source, perm) != layout)
+        return failure();
+      return hoistThrough(permute, source);
     }
     if (auto load = dyn_cast<LoadOp>(producer);
         load && isa<BlockedLayoutAttr, SliceLayoutAttr>(layout)) {
