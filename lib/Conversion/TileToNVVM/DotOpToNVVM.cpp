@@ -112,6 +112,8 @@ int64_t hoistedLhsBytes(DotOp dot, bool wgmma) {
 void stageHoistedLhs(ConversionPatternRewriter &rewriter, Location loc,
                      KernelState &ks, DotOp dot, bool wgmma, Value lhs,
                      const HoistedLhs &hoist) {
+  if (hoist.staged)
+    return;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(dot->getParentOp());
   Value slotBase = ks.scratchBase;
@@ -166,7 +168,7 @@ struct DotLowering : TilePattern<DotOp> {
       // on mbarriers instead.
       ScratchPlacement place = state.placements.lookup(op);
       HoistedLhs hoist{place.lhsOffset, !place.lhsUnread,
-                       !slot || state.tmaDots.contains(op)};
+                       !slot || state.tmaDots.contains(op), place.lhsStaged};
       if (usesWgmma(op, state))
         return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                              adaptor.getAcc(), mma, ks, rewriter,

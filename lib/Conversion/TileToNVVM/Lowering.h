@@ -163,6 +163,9 @@ struct ScratchPlacement {
   /// needs no barrier first).
   int64_t lhsOffset = 0;
   bool lhsUnread = false;
+  /// Whether an earlier sibling loop's dot staged the same lhs there, and
+  /// nothing between the loops wrote over it: no staging again.
+  bool lhsStaged = false;
 };
 
 /// How restageThroughShared lays a tile out in shared memory, so that the
@@ -749,10 +752,11 @@ int64_t hoistedLhsBytes(tile::DotOp dot, bool wgmma);
 struct HoistedLhs {
   int64_t offset = 0;
   bool barrierBefore = true, barrierAfter = true;
+  bool staged = false; // ScratchPlacement::lhsStaged
 };
 
 /// Stores a hoisted lhs (registers `lhs`) before the dot's loop (and for
-/// wgmma with a proxy fence after).
+/// wgmma with a proxy fence after), unless it is `staged` already.
 void stageHoistedLhs(mlir::ConversionPatternRewriter &rewriter,
                      mlir::Location loc, KernelState &ks, tile::DotOp dot,
                      bool wgmma, mlir::Value lhs, const HoistedLhs &hoist);

@@ -331,6 +331,40 @@ planSharedMemory(KernelOp kernel,
             plan.placements[dot].lhsUnread = true;
     readBefore |= !state.asyncCopies.contains(op);
   }
+  // A hoisted lhs that an earlier sibling loop staged at the same place
+  // (attention's loops over masked and over whole blocks read one q) stays
+  // there if nothing between the loops uses shared memory but copies into
+  // this loop's rings (which lie below it).
+  DenseSet<Operation *> usesShared; // the users and the ops around them
+  for (auto [op, bytes] : users)
+    for (Operation *p = op; p != kernel; p = p->getParentOp())
+      usesShared.insert(p);
+  kernel.walk([&](scf::ForOp loop) {
+    for (DotOp dot : loop.getBody()->getOps<DotOp>()) {
+      if (!lhsHoisted(dot))
+        continue;
+      ScratchPlacement &place = plan.placements[dot];
+      auto sameStaging = [&](DotOp other) {
+        return lhsHoisted(other) && other.getLhs() == dot.getLhs() &&
+               plan.placements.lookup(other).lhsOffset == place.lhsOffset &&
+               usesWgmma(other, state) == usesWgmma(dot, state);
+      };
+      for (Operation *prev = loop->getPrevNode(); prev;
+           prev = prev->getPrevNode()) {
+        if (auto earlier = dyn_cast<scf::ForOp>(prev);
+            earlier &&
+            llvm::any_of(earlier.getBody()->getOps<DotOp>(), sameStaging)) {
+          place.lhsStaged = true;
+          break;
+        }
+        auto copy = state.asyncCopies.find(prev);
+        if (usesShared.contains(prev) &&
+            !(copy != state.asyncCopies.end() &&
+              copy->second.dot->getParentOp() == loop))
+          break;
+      }
+    }
+  });
   // Everything else is live only while it runs: after the rings around it
   // (128-byte aligned but a wgmma dot's staging).
   for (auto [op, bytes] : users) {

@@ -1708,6 +1708,66 @@ tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: m
 
 // -----
 
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// Two sibling loops whose dots read one hoisted lhs (attention's loops over
+// the masked and the whole blocks read one q): the first loop's staging
+// stays where the second would put it, so the lhs is stored once; the
+// second loop stores only B. A store to shared memory between two such
+// loops (the third) makes the next one stage its lhs again.
+// CHECK-LABEL: gpu.func @sibling_loops_share_hoisted_lhs
+// CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: scf.for {{.*}} -> (f32,
+// CHECK: scf.yield {{.*}} : f32, f32,
+// CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
+// CHECK: scf.for {{.*}} -> (f32,
+// CHECK: scf.yield {{.*}} : f32, f32,
+// CHECK: llvm.store {{.*}} : {{.*}}f32{{.*}}, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.barrier0
+// CHECK: scf.for {{.*}} -> (f32,
+// WGMMA-LABEL: gpu.func @sibling_loops_share_hoisted_lhs
+// WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA-NEXT: fence.proxy.async.shared::cta;
+// WGMMA: scf.for {{.*}} -> (f32,
+// WGMMA: scf.yield {{.*}} : f32, f32,
+// WGMMA-NOT: fence.proxy.async.shared::cta;
+// WGMMA: scf.for {{.*}} -> (f32,
+// WGMMA: scf.yield {{.*}} : f32, f32,
+// WGMMA: fence.proxy.async.shared::cta;
+// WGMMA: scf.for {{.*}} -> (f32,
+tile.kernel @sibling_loops_share_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %n step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  %s = scf.for %i = %c0 to %n step %c32 iter_args(%acc = %r) -> (tensor<64x64xf32, #mma>) {
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  %t = tile.convert_layout %s : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #b>
+  tile.store %t, %y[%c0, %c0] : tensor<64x64xf32, #b>, memref<?x?xf32>
+  %u = scf.for %i = %c0 to %n step %c32 iter_args(%acc = %s) -> (tensor<64x64xf32, #mma>) {
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %u, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
 // A 64 x 1 tile in the mma layout (attention's row statistics) wraps each
