@@ -65,7 +65,11 @@ def TileNarrowIntegerTiles
     `tile.index_bitwidth = 32` has sizes, and an integer or index argument
     with it has a value, in [0, 2^31) (launchers check both), and a loop
     from a constant lower bound by a constant step visits only the values
-    the step reaches. Scalar index arithmetic is left alone.
+    the step reaches. Scalar index arithmetic keeps its width (the GPU
+    lowering reads divisors and bounds from it), but its signed divisions
+    and remainders of values that cannot be negative become unsigned
+    (upstream's unsigned-when-equivalent patterns): `size floordiv 64`
+    is then a shift, not a sign fix-up.
 
     ```mlir
     // Before: a causal mask on positions below 2^31.

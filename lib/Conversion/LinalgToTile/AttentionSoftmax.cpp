@@ -54,7 +54,7 @@ struct Link {
   unsigned operand = 0; // the chain's operand of a Select or Sum
 };
 
-/// The link that `def` makes from its operand `from`, if it is one.
+/// The link that `def` makes, if it is one.
 std::optional<Link> linkOf(Operation *def) {
   if (isa<arith::ExtFOp, arith::TruncFOp>(def))
     return Link{def, Link::Cast};
@@ -95,11 +95,14 @@ Value splatLike(OpBuilder &b, Location loc, Value like, double v) {
                                 b.getFloatAttr(type.getElementType(), v)));
 }
 
+/// `v` (a float tile) in f32: extended, or rounded from a wider type.
 Value toF32(OpBuilder &b, Location loc, Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   Type f32 = b.getF32Type();
   if (type.getElementType() == f32)
     return v;
+  if (type.getElementTypeBitWidth() > 32)
+    return arith::TruncFOp::create(b, loc, type.clone(f32), v);
   return arith::ExtFOp::create(b, loc, type.clone(f32), v);
 }
 

@@ -100,3 +100,41 @@ tile.kernel @too_wide(%n: index {tile.index_bitwidth = 32}, %y: memref<?xi64>) {
   tile.store %flat, %y[%c0] : tensor<64xi64>, memref<?xi64>
   tile.return
 }
+
+// -----
+
+// Scalar index arithmetic keeps its width, but signed divisions and
+// remainders of a view's size (in [0, 2^31) by its promise) divide unsigned;
+// those of an unpromised argument stay signed.
+// CHECK-LABEL: tile.kernel @unsigned_divisions
+// CHECK: %[[DIM:.*]] = memref.dim %arg0
+// CHECK: arith.divui %[[DIM]], %c64 : index
+// CHECK: arith.remui %[[DIM]], %c64 : index
+// CHECK: arith.ceildivui %[[DIM]], %c64 : index
+// CHECK: arith.floordivsi %arg1, %c64 : index
+tile.kernel @unsigned_divisions(%k: memref<?x?xf32> {tile.index_bitwidth = 32},
+                                %m: index, %y: memref<?xi64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c3 = arith.constant 3 : index
+  %c64 = arith.constant 64 : index
+  %n = memref.dim %k, %c1 : memref<?x?xf32>
+  %a = arith.floordivsi %n, %c64 : index
+  %b = arith.remsi %n, %c64 : index
+  %c = arith.ceildivsi %n, %c64 : index
+  %d = arith.floordivsi %m, %c64 : index
+  %ai = arith.index_cast %a : index to i64
+  %s = tile.splat %ai : i64 -> tensor<4xi64>
+  tile.store %s, %y[%c0] : tensor<4xi64>, memref<?xi64>
+  %bi = arith.index_cast %b : index to i64
+  %t = tile.splat %bi : i64 -> tensor<4xi64>
+  tile.store %t, %y[%c1] : tensor<4xi64>, memref<?xi64>
+  %ci = arith.index_cast %c : index to i64
+  %u = tile.splat %ci : i64 -> tensor<4xi64>
+  tile.store %u, %y[%c2] : tensor<4xi64>, memref<?xi64>
+  %di = arith.index_cast %d : index to i64
+  %v = tile.splat %di : i64 -> tensor<4xi64>
+  tile.store %v, %y[%c3] : tensor<4xi64>, memref<?xi64>
+  tile.return
+}

@@ -8,7 +8,8 @@
 // this pass adds what kernels promise: a 32-bit view's sizes, and an index
 // argument with `tile.index_bitwidth = 32`, lie in [0, 2^31), which their
 // launchers check, and a loop with a constant lower bound and step visits
-// only the values that the step reaches.
+// only the values that the step reaches. The same ranges turn scalar signed
+// divisions of values that cannot be negative into unsigned ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -182,6 +183,22 @@ struct TileNarrowIntegerTilesPass
         .setStrictness(GreedyRewriteStrictness::ExistingOps)
         .setListener(&listener);
     if (failed(applyOpPatternsGreedily(ops, std::move(narrowing), config)))
+      return failure();
+    // Scalar signed divisions and remainders of values that cannot be
+    // negative (a view's size over a block size) divide unsigned: LLVM then
+    // shifts and masks by a power of two, where floordivsi needs a sign
+    // fix-up of ten 64-bit instructions.
+    SmallVector<Operation *> divisions;
+    kernel.walk([&](Operation *op) {
+      if (isa<arith::DivSIOp, arith::FloorDivSIOp, arith::CeilDivSIOp,
+              arith::RemSIOp>(op) &&
+          op->getResult(0).getType().isIntOrIndex())
+        divisions.push_back(op);
+    });
+    RewritePatternSet unsignedDivisions(ctx);
+    arith::populateUnsignedWhenEquivalentPatterns(unsignedDivisions, solver);
+    if (failed(applyOpPatternsGreedily(divisions, std::move(unsignedDivisions),
+                                       config)))
       return failure();
     // The truncations the narrowing left meet the extensions they undo,
     // moved up through shape ops (the tile dialect's canonicalization).
