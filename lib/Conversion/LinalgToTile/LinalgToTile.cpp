@@ -1288,11 +1288,12 @@ GenericOp findRole(ArrayRef<Operation *> members, StringRef role) {
 /// s = q k^T (q loaded once), the ops between the scores and the softmax,
 /// the block's row maximum m and the running one, e = exp(x - m) (the
 /// softmax's own ops), the row sums l and the output o = e v on tile.dot;
-/// the running o and l are rescaled by exp(m_old - m_new). The division by
-/// the row sum happens once, on o. Rows whose every key so far is masked
-/// (-inf) keep m = -inf and use 0 in its place, so they add nothing; a row
-/// masked entirely ends as 0 / 0 = NaN, as softmax gives, or as 0 where the
-/// softmax is torch's safe softmax (kZeroMaskedRows).
+/// the running o and l are rescaled by exp(m_old - m_new). Then the step
+/// goes to base 2 (softmaxInBase2). After the loop, o is multiplied by 1 / l.
+/// Rows whose every key so far is masked (-inf) keep m = -inf and use 0 in
+/// its place, so they add nothing; a row masked entirely ends as
+/// 0 * (1 / 0) = NaN, as softmax's 0 / 0, or as 0 * 0 where the softmax is
+/// torch's safe softmax (kZeroMaskedRows).
 LogicalResult KernelWriter::writeAttention(
     ArrayRef<Operation *> members, function_ref<GenericKind(GenericOp)> kindOf,
     ArrayRef<PendingStore> stores,
@@ -1555,15 +1556,22 @@ LogicalResult KernelWriter::writeAttention(
     }
   }
   restore();
-  // The output: o / l, then the product's epilogue.
-  Value sum = rowsBy(loop.getResult(2), bv);
-  Value out = arith::DivFOp::create(b, loc, loop.getResult(0), sum);
-  if (zeroRows) { // a row sum of 0: every score was -inf
-    Value zero = splat(f32Tile({bm, bv}), 0.0);
-    Value none =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
-    out = arith::SelectOp::create(b, loc, none, zero, out);
+  // The output: o (1 / l), then the product's epilogue. One division per
+  // row, as flash attention's (l is 0, or at least 1: the row maximum's own
+  // term). A row of -inf scores has o = 0: 0 * (1 / 0) = NaN, as softmax's
+  // 0 / 0, or 0 * 0 where the softmax is torch's safe softmax.
+  Value sum = rowsBy(loop.getResult(2), 1);
+  Value inverse =
+      arith::DivFOp::create(b, loc, splat(f32Tile({bm, 1}), 1.0), sum);
+  if (zeroRows) {
+    Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum,
+                                       splat(f32Tile({bm, 1}), 0.0));
+    inverse = arith::SelectOp::create(b, loc, none,
+                                      splat(f32Tile({bm, 1}), 0.0), inverse);
   }
+  Value out = arith::MulFOp::create(
+      b, loc, loop.getResult(0),
+      tile::BroadcastOp::create(b, loc, f32Tile({bm, bv}), inverse));
   MatmulOperands outDims = *pvOps;
   FailureOr<TileValue> result =
       matmulResult(pv, getSpace(pv), outDims, out, view, bufferOf);

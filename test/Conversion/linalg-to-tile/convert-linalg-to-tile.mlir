@@ -320,22 +320,21 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // flash-attention kernel. q is loaded once; a loop over blocks of 64 keys
 // computes the scores with tile.dot, masks the causal and the padded keys,
 // keeps the running row maximum (0 in place of -inf) and sum, and adds
-// exp(x - m) rounded to f16 times v to the rescaled output. The softmax is
-// in base 2 as flash attention's: with k = scale * log2(e), the maximum is
-// max(s) k and the exponentials 2^(s k - m) (`afn`: results below 2^-126
-// may flush to zero, less than the rounding of a sum whose largest term is
-// 1); the output is
-// divided by the row sums after the loop, transposed to the space's order
-// (the head dimension before the rows: the loop's scores and row statistics
-// then have only leading unit dimensions) and stored with the head
-// dimension innermost in memory. One program per batch element and 64 rows. The loop
-// runs to k's size (its view's last dimension: k^T's keys), which its 32-bit
-// promise lets the GPU lowering count in 32 bits, or to the last key that the
-// causal mask shows the program's last row (j <= i: the keys before 64, the
-// first row 0 plus 64 rows), whichever comes first. The mask is exactly that
-// bound, so this loop starts at the blocks that the first row does not see
-// whole (here all of them) and a copy without the mask (see the causal
-// test below) covers the blocks before.
+// exp(x - m) rounded to f16 times v to the rescaled output. The softmax is in
+// base 2 as flash attention's: with k = scale * log2(e), the maximum is
+// max(s) k and the exponentials 2^(s k - m) (`afn`: results below 2^-126 may
+// flush to zero, less than the rounding of a sum whose largest term is 1); the
+// output is multiplied by the inverse row sums after the loop (one division a
+// row), transposed to the space's order (the head dimension before the rows:
+// the loop's scores and row statistics then have only leading unit dimensions)
+// and stored with the head dimension innermost in memory. One program per batch
+// element and 64 rows. The loop runs to k's size (its view's last dimension:
+// k^T's keys), which its 32-bit promise lets the GPU lowering count in 32 bits,
+// or to the last key that the causal mask shows the program's last row (j <= i:
+// the keys before 64, the first row 0 plus 64 rows), whichever comes first. The
+// mask is exactly that bound, so this loop starts at the blocks that the first
+// row does not see whole (here all of them) and a copy without the mask (see
+// the causal test below) covers the blocks before.
 // CHECK-LABEL: tile.kernel @k2_attention
 // CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
@@ -372,7 +371,10 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: arith.mulf %[[ACC]], %{{.*}} : tensor<64x32xf32>
 // CHECK: %[[PV:.*]] = tile.dot %{{.*}} : tensor<64x64xf16>, tensor<64x32xf16> -> tensor<64x32xf32>
 // CHECK: scf.yield %[[PV]], %[[MNEW]], %{{.*}}
-// CHECK: arith.divf %{{.*}}#0, %{{.*}} : tensor<64x32xf32>
+// CHECK: %[[LSUM:.*]] = tile.reshape %{{.*}}#2 : tensor<1x1x1x64x1xf32> -> tensor<64x1xf32>
+// CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %[[LSUM]] : tensor<64x1xf32>
+// CHECK: %[[INVB:.*]] = tile.broadcast %[[INV]] : tensor<64x1xf32> -> tensor<64x32xf32>
+// CHECK: arith.mulf %{{.*}}#0, %[[INVB]] : tensor<64x32xf32>
 // CHECK: tile.permute %{{.*}} {permutation = array<i64: 1, 0>} : tensor<64x32xf32> -> tensor<32x64xf32>
 // CHECK: tile.store {{.*}} : tensor<1x1x32x64x1xf32>, memref<?x?x?x?x?xf32, strided<[?, ?, 1, ?, ?], offset: ?>>
 // CHECK-LABEL: func.func @attention

@@ -437,6 +437,31 @@ def test_causal_attention_reads_keys_up_to_the_diagonal(name: str) -> None:
     assert full / 2 < causal <= full * 10 / 16, (causal, full)
 
 
+def test_attention_rows_masked_whole_are_nan_or_zero() -> None:
+    # softmax over a row of -inf scores is 0 / 0 = NaN; SDPA's safe softmax gives 0 there.
+    # The kernel multiplies by the inverse row sums: NaN and 0 land where eager puts them.
+    keep = torch.ones(1, 1, 40, 70, dtype=torch.bool)
+    keep[..., 5:9, :] = False
+
+    def by_hand(q: Any, k: Any, v: Any) -> Any:
+        scores = (q @ k.transpose(-2, -1)).masked_fill(~keep, float("-inf"))
+        return scores.softmax(-1) @ v
+
+    def sdpa(q: Any, k: Any, v: Any) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    torch.manual_seed(0)
+    q, k, v = randn(1, 2, 40, 32), randn(1, 2, 70, 32), randn(1, 2, 70, 32)
+    for fn in (by_hand, sdpa):
+        graph = tileopt.compile(fn, (q, k, v))
+        assert [n.name.endswith("_attention") for n in graph.kernels] == [True], graph.summary()
+        with torch.no_grad():
+            got, want = graph(q, k, v), fn(q, k, v)
+        assert torch.equal(got.isnan(), want.isnan()), fn.__name__
+        assert want[..., 5:9, :].isnan().all() == (fn is by_hand)
+        torch.testing.assert_close(got.nan_to_num(), want.nan_to_num(), atol=1e-4, rtol=1e-4)
+
+
 def test_grouped_query_attention() -> None:
     # enable_gqa: k and v broadcast to the query heads. Correct, not yet one kernel (the
     # product with the broadcast v is a reduction, not a tile.dot).
