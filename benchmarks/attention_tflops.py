@@ -11,10 +11,12 @@ A GPU machine needs no native build: ``--save DIR`` compiles the cases here (for
 ``--target``, default sm_90a) and writes each one's kernels and host function
 (``index.json``); ``--load DIR`` runs them there with tileopt's pure-Python runtime. With
 neither, it compiles in process. Without a CUDA GPU it prints ``skipped: <reason>`` and
-exits 0.
+exits 0. ``--static`` prints, without a GPU, what each case's kernels are: registers, spills,
+shared memory and static PTX instructions.
 
     .venv/bin/python benchmarks/attention_tflops.py --save A --target sm_90a    # no GPU
     PYTHONPATH=python python3 benchmarks/attention_tflops.py --load A            # on the GPU
+    .venv/bin/python benchmarks/attention_tflops.py --static                     # no GPU
 """
 
 from __future__ import annotations
@@ -98,6 +100,25 @@ def save(dtypes: Sequence[str], cases: Sequence[Case], target: str, out: Path) -
     (out / "index.json").write_text(json.dumps(index, indent=1))
 
 
+def static(dtypes: Sequence[str], cases: Sequence[Case], target: str) -> None:
+    """Compiles every case here and prints what its kernels are without a GPU: ptxas's
+    registers and spilled bytes, shared memory, static PTX instructions."""
+    from tileopt.emulator.parser import parse_ptx
+
+    print(f"{'dtype':5} {'case':16} {'kernel':14} {'regs':>4} {'spills':>6} {'shared':>7} "
+          f"{'PTX':>6}  target {target}")
+    for dtype in dtypes:
+        for case in cases:
+            graph = compile_case(dtype, case, target)
+            for name in graph.program.host.kernel_names:
+                kernel = graph.program.kernels[name]
+                md = kernel.metadata
+                spills = md.spill_store_bytes + md.spill_load_bytes
+                instructions = len(parse_ptx(str(kernel.asm["ptx"])).functions[name].body)
+                print(f"{dtype:5} {case.name:16} {name:14} {md.registers:4} {spills:6} "
+                      f"{md.shared_bytes:7} {instructions:6}", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtypes", default="f16", help="comma-separated: f16,bf16")
@@ -107,6 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seq", type=int, default=None,
                         help="every case at this sequence length instead of its own")
     add_save_load_arguments(parser, "cases")
+    parser.add_argument("--static", action="store_true",
+                        help="compile the cases here (for --target, default sm_90a) and print "
+                             "their kernels' registers, shared memory and PTX instructions; "
+                             "needs no GPU")
     opts = parser.parse_args(argv)
     dtypes = parse_dtypes(parser, opts.dtypes)
     wanted = [w for w in opts.cases.split(",") if w]
@@ -119,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = [dataclasses.replace(c, seq=opts.seq) for c in cases]
     if opts.save is not None:
         save(dtypes, cases, opts.target or "sm_90a", opts.save)
+        return 0
+    if opts.static:
+        static(dtypes, cases, opts.target or "sm_90a")
         return 0
 
     why = gpu_unavailable()

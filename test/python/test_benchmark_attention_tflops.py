@@ -39,6 +39,22 @@ def test_attention_tflops_rejects_unknown_options() -> None:
     assert proc.returncode == 2 and "no case matches 'bert'" in proc.stderr, proc.stderr
 
 
+def test_static_prints_each_kernel_without_a_gpu() -> None:
+    # What ptxas and the PTX say of each case's kernel: one flash-attention kernel per case,
+    # no spills, its registers ptxas's (at most 255) and PTX instructions the emulator parses.
+    pytest.importorskip("tileopt.ir", reason="--static compiles: tileopt's native build")
+    pytest.importorskip("torch_mlir", reason="--static compiles models: torch-mlir")
+    proc = run("--static", "--cases", "gpt2", "--seq", "80", "--target", "sm_80")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split()[:7] == ["dtype", "case", "kernel", "regs", "spills", "shared", "PTX"]
+    cases = [(row[:22].split(), row[22:].split()) for row in rows]
+    assert [case for case, _ in cases] == [["f16", "gpt2"], ["f16", "gpt2", "causal"]], rows
+    for _, (kernel, regs, spills, shared, instructions) in cases:
+        assert kernel.endswith("_attention") and 0 < int(regs) <= 255 and spills == "0"
+        assert int(shared) > 0 and int(instructions) > 100
+
+
 def test_saved_case_runs_without_the_native_build(tmp_path: Path) -> None:
     pytest.importorskip("tileopt.ir", reason="--save compiles: tileopt's native build")
     pytest.importorskip("torch_mlir", reason="--save compiles models: torch-mlir")
