@@ -36,6 +36,7 @@ from linear_tflops import (
     compiled_on_gpu,
     parse_dtypes,
     print_preamble,
+    print_static,
     report,
     save_program,
     saved_layer,
@@ -100,25 +101,6 @@ def save(dtypes: Sequence[str], cases: Sequence[Case], target: str, out: Path) -
     (out / "index.json").write_text(json.dumps(index, indent=1))
 
 
-def static(dtypes: Sequence[str], cases: Sequence[Case], target: str) -> None:
-    """Compiles every case here and prints what its kernels are without a GPU: ptxas's
-    registers and spilled bytes, shared memory, static PTX instructions."""
-    from tileopt.emulator.parser import parse_ptx
-
-    print(f"{'dtype':5} {'case':16} {'kernel':14} {'regs':>4} {'spills':>6} {'shared':>7} "
-          f"{'PTX':>6}  target {target}")
-    for dtype in dtypes:
-        for case in cases:
-            graph = compile_case(dtype, case, target)
-            for name in graph.program.host.kernel_names:
-                kernel = graph.program.kernels[name]
-                md = kernel.metadata
-                spills = md.spill_store_bytes + md.spill_load_bytes
-                instructions = len(parse_ptx(str(kernel.asm["ptx"])).functions[name].body)
-                print(f"{dtype:5} {case.name:16} {name:14} {md.registers:4} {spills:6} "
-                      f"{md.shared_bytes:7} {instructions:6}", flush=True)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtypes", default="f16", help="comma-separated: f16,bf16")
@@ -128,10 +110,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seq", type=int, default=None,
                         help="every case at this sequence length instead of its own")
     add_save_load_arguments(parser, "cases")
-    parser.add_argument("--static", action="store_true",
-                        help="compile the cases here (for --target, default sm_90a) and print "
-                             "their kernels' registers, shared memory and PTX instructions; "
-                             "needs no GPU")
     opts = parser.parse_args(argv)
     dtypes = parse_dtypes(parser, opts.dtypes)
     wanted = [w for w in opts.cases.split(",") if w]
@@ -146,7 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         save(dtypes, cases, opts.target or "sm_90a", opts.save)
         return 0
     if opts.static:
-        static(dtypes, cases, opts.target or "sm_90a")
+        target = opts.target or "sm_90a"
+        print_static(((d, c.name, compile_case(d, c, target)) for d in dtypes for c in cases),
+                     target)
         return 0
 
     why = gpu_unavailable()

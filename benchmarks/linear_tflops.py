@@ -11,10 +11,13 @@ A GPU machine needs no native build: ``--save DIR`` compiles the layers here (fo
 default sm_90a) and writes each one's kernels (``Kernel.save``) and host function
 (``index.json``); ``--load DIR`` runs them there with tileopt's pure-Python runtime
 (:mod:`tileopt.runtime.host`, :mod:`tileopt.runtime.kernel`). With neither, it compiles in
-process. Without a CUDA GPU it prints ``skipped: <reason>`` and exits 0.
+process. Without a CUDA GPU it prints ``skipped: <reason>`` and exits 0. ``--static`` prints,
+without a GPU, what each layer's kernels are: registers, spills, shared memory and static PTX
+instructions.
 
     .venv/bin/python benchmarks/linear_tflops.py --save L --target sm_90a     # no GPU
     PYTHONPATH=python python3 benchmarks/linear_tflops.py --load L             # on the GPU
+    .venv/bin/python benchmarks/linear_tflops.py --static --shapes gpt2       # no GPU
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +104,27 @@ def add_save_load_arguments(parser: argparse.ArgumentParser, what: str) -> None:
                         help=f"compile the {what} into DIR and exit; needs no GPU")
     parser.add_argument("--load", type=Path, metavar="DIR",
                         help=f"run the {what} --save wrote to DIR (no native build needed)")
+    parser.add_argument("--static", action="store_true",
+                        help=f"compile the {what} here (for --target, default sm_90a) and "
+                             "print their kernels' registers, spills, shared memory and PTX "
+                             "instructions; needs no GPU")
+
+
+def print_static(compiled: Iterable[tuple[str, str, Any]], target: str) -> None:
+    """For each (dtype, name, CompiledGraph), compiled as it is printed, each kernel's ptxas
+    registers and spilled bytes, shared memory and static PTX instructions."""
+    from tileopt.emulator.parser import parse_ptx
+
+    print(f"{'dtype':5} {'name':24} {'kernel':14} {'regs':>4} {'spills':>6} {'shared':>7} "
+          f"{'PTX':>6}  target {target}")
+    for dtype, name, graph in compiled:
+        for kernel_name in graph.program.host.kernel_names:
+            kernel = graph.program.kernels[kernel_name]
+            md = kernel.metadata
+            spills = md.spill_store_bytes + md.spill_load_bytes
+            ptx = parse_ptx(str(kernel.asm["ptx"])).functions[kernel_name]
+            print(f"{dtype:5} {name:24} {kernel_name:14} {md.registers:4} {spills:6} "
+                  f"{md.shared_bytes:7} {len(ptx.body):6}", flush=True)
 
 
 def on_gpu(source: str, function: str, kernels: dict[str, Any]) -> Any:
@@ -151,6 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     shapes = layers(groups, tokens)
     if opts.save is not None:
         save(dtypes, shapes, opts.target or "sm_90a", opts.save)
+        return 0
+    if opts.static:
+        target = opts.target or "sm_90a"
+        print_static(((d, s.name, compile_layer(d, s, target)) for d in dtypes for s in shapes),
+                     target)
         return 0
 
     why = gpu_unavailable()

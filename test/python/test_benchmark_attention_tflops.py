@@ -47,8 +47,8 @@ def test_static_prints_each_kernel_without_a_gpu() -> None:
     proc = run("--static", "--cases", "gpt2", "--seq", "80", "--target", "sm_80")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     header, *rows = proc.stdout.splitlines()
-    assert header.split()[:7] == ["dtype", "case", "kernel", "regs", "spills", "shared", "PTX"]
-    cases = [(row[:22].split(), row[22:].split()) for row in rows]
+    assert header.split()[:7] == ["dtype", "name", "kernel", "regs", "spills", "shared", "PTX"]
+    cases = [(row.split()[:-5], row.split()[-5:]) for row in rows]
     assert [case for case, _ in cases] == [["f16", "gpt2"], ["f16", "gpt2", "causal"]], rows
     for _, (kernel, regs, spills, shared, instructions) in cases:
         assert kernel.endswith("_attention") and 0 < int(regs) <= 255 and spills == "0"

@@ -37,6 +37,23 @@ def test_linear_tflops_rejects_unknown_options() -> None:
     assert proc.returncode == 2 and "--tokens takes integers" in proc.stderr, proc.stderr
 
 
+def test_static_prints_each_layers_kernel_without_a_gpu() -> None:
+    # One matmul kernel (the bias fused) per layer of GPT-2 at 64 tokens, no spills.
+    pytest.importorskip("tileopt.ir", reason="--static compiles: tileopt's native build")
+    pytest.importorskip("torch_mlir", reason="--static compiles models: torch-mlir")
+    proc = run("--static", "--shapes", "gpt2", "--tokens", "64", "--target", "sm_80")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split()[:7] == ["dtype", "name", "kernel", "regs", "spills", "shared", "PTX"]
+    names = [" ".join(row.split()[1:-5]) for row in rows]
+    assert names == [f"gpt2 {layer} T=64" for layer in ("qkv", "attn_out", "mlp_up",
+                                                         "mlp_down")], rows
+    for row in rows:
+        kernel, regs, spills, shared, instructions = row.split()[-5:]
+        assert kernel.endswith("_matmul") and 0 < int(regs) <= 255 and spills == "0"
+        assert int(shared) > 0 and int(instructions) > 100
+
+
 def test_saved_layer_runs_without_the_native_build(tmp_path: Path) -> None:
     pytest.importorskip("tileopt.ir", reason="--save compiles: tileopt's native build")
     pytest.importorskip("torch_mlir", reason="--save compiles models: torch-mlir")
