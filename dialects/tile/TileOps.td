@@ -289,8 +289,22 @@ def Tile_GatherOp : Tile_Op<"gather"> {
 // Making and reshaping tiles
 //===----------------------------------------------------------------------===//
 
-def Tile_SplatOp : Tile_Op<"splat", [Pure,
-    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>,
+// Ops whose result holds only values of their first operand (a splat's
+// scalar, or elements the op moves): an integer result lies in the operand's
+// range, as upstream's integer range analysis asks.
+class Tile_MovingOp<string mnemonic, list<Trait> traits = []>
+    : Tile_Op<mnemonic, traits # [Pure,
+        DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
+  let extraClassDefinition = [{
+    void $cppClass::inferResultRanges(
+        ::llvm::ArrayRef<::mlir::ConstantIntRanges> argRanges,
+        ::mlir::SetIntRangeFn setResultRange) {
+      setResultRange(getResult(), argRanges[0]);
+    }
+  }];
+}
+
+def Tile_SplatOp : Tile_MovingOp<"splat", [
     TypesMatchWith<"value is the element type of the result", "result", "value",
                    "::mlir::cast<::mlir::ShapedType>($_self).getElementType()">]> {
   let summary = "a tile with every element equal to a scalar";
@@ -322,8 +336,7 @@ def Tile_IotaOp : Tile_Op<"iota", [Pure,
   let hasVerifier = 1;
 }
 
-def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure,
-    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
+def Tile_BroadcastOp : Tile_MovingOp<"broadcast"> {
   let summary = "expand size-1 dimensions of a tile";
   let description = [{
     Returns a tile of the result shape whose dimensions of size 1 in the
@@ -342,8 +355,7 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure,
   let hasCanonicalizer = 1;
 }
 
-def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure,
-    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
+def Tile_ExpandDimsOp : Tile_MovingOp<"expand_dims"> {
   let summary = "insert a dimension of size 1";
   let description = [{
     Returns the source with a new dimension of size 1 at position `axis`
@@ -361,8 +373,7 @@ def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure,
   let hasCanonicalizer = 1;
 }
 
-def Tile_ReshapeOp : Tile_Op<"reshape", [Pure,
-    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
+def Tile_ReshapeOp : Tile_MovingOp<"reshape"> {
   let summary = "reinterpret a tile with another shape, row-major";
   let description = [{
     Returns the elements of the source, in row-major order, with the result
@@ -381,8 +392,7 @@ def Tile_ReshapeOp : Tile_Op<"reshape", [Pure,
   let hasCanonicalizer = 1;
 }
 
-def Tile_PermuteOp : Tile_Op<"permute", [Pure,
-    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
+def Tile_PermuteOp : Tile_MovingOp<"permute"> {
   let summary = "permute the dimensions of a tile";
   let description = [{
     Dimension `i` of the result is dimension `permutation[i]` of the source,

@@ -205,35 +205,30 @@ std::optional<KeyBound> boundWhere(Value cond, bool holds,
 
 /// Whether `v` is -inf at every element.
 bool isNegativeInfinity(Value v) {
-  FloatAttr f;
-  if (auto splat = v.getDefiningOp<tile::SplatOp>())
-    v = splat.getOperand();
-  if (!matchPattern(v, m_Constant(&f))) {
-    DenseFPElementsAttr dense;
-    if (!matchPattern(v, m_Constant(&dense)) || !dense.isSplat())
-      return false;
-    return dense.getSplatValue<APFloat>().isNegInfinity();
-  }
-  return f.getValue().isNegInfinity();
-}
-
-/// Whether `v` is a positive finite constant (one value at every element).
-bool isPositiveConstant(Value v) {
-  if (auto splat = v.getDefiningOp<tile::SplatOp>())
-    v = splat.getOperand();
-  FloatAttr f;
-  DenseFPElementsAttr dense;
-  APFloat x(0.0);
-  if (matchPattern(v, m_Constant(&f)))
-    x = f.getValue();
-  else if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
-    x = dense.getSplatValue<APFloat>();
-  else
-    return false;
-  return x.isFiniteNonZero() && !x.isNegative();
+  std::optional<APFloat> f = splatFloat(v);
+  return f && f->isNegInfinity();
 }
 
 } // namespace
+
+std::optional<APFloat> formation::splatFloat(Value v) {
+  if (auto splat = v.getDefiningOp<tile::SplatOp>())
+    v = splat.getOperand();
+  FloatAttr f;
+  if (matchPattern(v, m_Constant(&f)))
+    return f.getValue();
+  DenseFPElementsAttr dense;
+  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
+    return dense.getSplatValue<APFloat>();
+  return std::nullopt;
+}
+
+std::optional<double> formation::positiveFactor(Value v) {
+  std::optional<APFloat> f = splatFloat(v);
+  if (!f || !f->isFiniteNonZero() || f->isNegative())
+    return std::nullopt;
+  return f->convertToDouble();
+}
 
 std::optional<KeyBound>
 formation::keptKeyBound(Value scores, const DenseMap<Value, int64_t> &positions,
@@ -245,13 +240,13 @@ formation::keptKeyBound(Value scores, const DenseMap<Value, int64_t> &positions,
     if (isa_and_nonnull<arith::ExtFOp, arith::TruncFOp>(def)) {
       scores = def->getOperand(0);
     } else if (isa_and_nonnull<arith::MulFOp>(def) &&
-               isPositiveConstant(def->getOperand(1))) {
+               positiveFactor(def->getOperand(1))) {
       scores = def->getOperand(0);
     } else if (isa_and_nonnull<arith::MulFOp>(def) &&
-               isPositiveConstant(def->getOperand(0))) {
+               positiveFactor(def->getOperand(0))) {
       scores = def->getOperand(1);
     } else if (isa_and_nonnull<arith::DivFOp>(def) &&
-               isPositiveConstant(def->getOperand(1))) {
+               positiveFactor(def->getOperand(1))) {
       scores = def->getOperand(0);
     } else {
       break;

@@ -13,6 +13,7 @@
 #define TILEOPT_LIB_CONVERSION_LINALGTOTILE_ATTENTIONMASK_H
 
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <optional>
@@ -29,6 +30,14 @@ struct KeyBound {
   mlir::Operation *select = nullptr;
   mlir::Value unmasked;
 };
+
+/// The float that `v` is at every element: a constant (scalar or splat
+/// tensor) or a tile.splat of one. std::nullopt otherwise.
+std::optional<llvm::APFloat> splatFloat(mlir::Value v);
+
+/// splatFloat of `v` where it is finite and above 0 (a scale that keeps the
+/// order of scores and their -inf), as a double.
+std::optional<double> positiveFactor(mlir::Value v);
 
 /// The bound on the keys that `scores` keeps, where `scores` is a tile of
 /// masked scores: `select(mask, -inf, x)` (or `select(mask, x, -inf)`), then

@@ -9,11 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionSoftmax.h"
+#include "AttentionMask.h"
 
 #include "tileopt/Dialect/Tile/IR/Tile.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/IR/Matchers.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -24,26 +24,6 @@ using namespace tileopt;
 using namespace tileopt::formation;
 
 namespace {
-
-/// The value of `v` where it is one constant at every element.
-std::optional<APFloat> splatConstant(Value v) {
-  if (auto splat = v.getDefiningOp<tile::SplatOp>())
-    v = splat.getOperand();
-  FloatAttr f;
-  if (matchPattern(v, m_Constant(&f)))
-    return f.getValue();
-  DenseFPElementsAttr dense;
-  if (matchPattern(v, m_Constant(&dense)) && dense.isSplat())
-    return dense.getSplatValue<APFloat>();
-  return std::nullopt;
-}
-
-std::optional<double> positiveFactor(Value v) {
-  std::optional<APFloat> c = splatConstant(v);
-  if (!c || !c->isFiniteNonZero() || c->isNegative())
-    return std::nullopt;
-  return c->convertToDouble();
-}
 
 /// One op of the scores' chain, and how it acts on the tile `y` that the
 /// rewrite carries (the chain's value is `y * factor`).
@@ -70,9 +50,9 @@ std::optional<Link> linkOf(Operation *def) {
     return std::nullopt;
   }
   if (auto select = dyn_cast<arith::SelectOp>(def)) {
-    if (splatConstant(select.getTrueValue()))
+    if (splatFloat(select.getTrueValue()))
       return Link{def, Link::Select, 1.0, 2};
-    if (splatConstant(select.getFalseValue()))
+    if (splatFloat(select.getFalseValue()))
       return Link{def, Link::Select, 1.0, 1};
     return std::nullopt;
   }
@@ -124,7 +104,7 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
     auto select = dyn_cast<arith::SelectOp>(user);
     if (select && use.getOperandNumber() != 0 && select->hasOneUse()) {
       std::optional<APFloat> other =
-          splatConstant(user->getOperand(3 - use.getOperandNumber()));
+          splatFloat(user->getOperand(3 - use.getOperandNumber()));
       if (other && other->isNegInfinity())
         user = *select->user_begin();
     }
@@ -215,7 +195,7 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
       auto select = cast<arith::SelectOp>(op);
       // The constant in units of y: c / factor (infinities stay).
       double c =
-          splatConstant(op->getOperand(3 - link.operand))->convertToDouble() /
+          splatFloat(op->getOperand(3 - link.operand))->convertToDouble() /
           factor;
       Value constant = splatLike(b, loc, y, c);
       Value cond = select.getCondition();

@@ -1387,7 +1387,8 @@ LogicalResult KernelWriter::writeAttention(
     return failure();
   }
   values[qk.getResult(0)] = *scores;
-  Value alpha, maxNext, sumNext;
+  Value maxNext, sumNext;
+  math::ExpOp alpha; // exp(m_old - m_new)
   GenericOp zeroRows = findRole(members, kZeroMaskedRows);
   // The softmax's exponentials may flush results below 2^-126 to zero
   // (`afn`: ex2.approx.ftz, one instruction instead of four): each row's
@@ -1400,7 +1401,6 @@ LogicalResult KernelWriter::writeAttention(
          exponentials->getNumOperands() == 1)
     exponentials = exponentials->getOperand(0).getDefiningOp();
   SmallVector<math::ExpOp> blockExps;
-  math::ExpOp alphaExp;
   Value safeMax; // the block's row maximum, 0 in place of -inf
   for (Operation *member : members) {
     auto role = member->getAttrOfType<StringAttr>(kAttentionAttr);
@@ -1438,9 +1438,8 @@ LogicalResult KernelWriter::writeAttention(
           splat(rowType, -std::numeric_limits<double>::infinity()));
       Value safe =
           arith::SelectOp::create(b, loc, none, splat(rowType, 0.0), maxNext);
-      alphaExp = math::ExpOp::create(
+      alpha = math::ExpOp::create(
           b, loc, arith::SubFOp::create(b, loc, maxIn, safe), flushing);
-      alpha = alphaExp;
       values[rowMax.getResult(0)] = {safe, rowSpans};
       safeMax = safe;
     } else if (op == rowSum) {
@@ -1507,7 +1506,7 @@ LogicalResult KernelWriter::writeAttention(
   };
   std::optional<KeyBound> bound;
   if (!blockExps.empty() && llvm::all_of(blockExps, ofScores)) {
-    SoftmaxStep step{scoresTile, blockExps, alphaExp, safeMax};
+    SoftmaxStep step{scoresTile, blockExps, alpha, safeMax};
     if (Value inBase2 = softmaxInBase2(b, step))
       scoresTile = inBase2;
     bound = keptKeyBound(scoresTile, positions, sm, keys);

@@ -841,30 +841,3 @@ void IotaOp::inferResultRanges(ArrayRef<ConstantIntRanges>,
                  ConstantIntRanges::fromSigned(
                      APInt(width, 0), APInt(width, type.getNumElements() - 1)));
 }
-
-// Ops that move elements without changing them: each element of the result
-// is some element of the source.
-void SplatOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
-                                SetIntRangeFn setResultRange) {
-  setResultRange(getResult(), argRanges[0]);
-}
-
-void BroadcastOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
-                                    SetIntRangeFn setResultRange) {
-  setResultRange(getResult(), argRanges[0]);
-}
-
-void ExpandDimsOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
-                                     SetIntRangeFn setResultRange) {
-  setResultRange(getResult(), argRanges[0]);
-}
-
-void ReshapeOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
-                                  SetIntRangeFn setResultRange) {
-  setResultRange(getResult(), argRanges[0]);
-}
-
-void PermuteOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
-                                  SetIntRangeFn setResultRange) {
-  setResultRange(getResult(), argRanges[0]);
-}

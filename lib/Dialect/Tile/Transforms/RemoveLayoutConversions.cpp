@@ -16,6 +16,7 @@
 #include "tileopt/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -127,10 +128,7 @@ struct HoistConversion : OpRewritePattern<ConvertLayoutOp> {
               permute.getSource().getDefiningOp()))
         return failure();
       ArrayRef<int64_t> perm = permute.getPermutation();
-      SmallVector<int64_t> inverse(perm.size());
-      for (auto [i, p] : llvm::enumerate(perm))
-        inverse[p] = i;
-      Attribute source = permuteLayout(layout, inverse);
+      Attribute source = permuteLayout(layout, invertPermutationVector(perm));
       if (!source || permuteLayout(source, perm) != layout)
         return failure();
       return hoistThrough(permute, source);
