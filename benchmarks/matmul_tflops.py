@@ -301,7 +301,7 @@ def best(
 
 class TileoptMatmul:
     """tileopt.kernels.matmul, compiled once per (dtype, configuration, size promises, copy
-    engine), or read from the kernels ``--save-kernels`` wrote (``kernels_dir``)."""
+    variant), or read from the kernels ``--save-kernels`` wrote (``kernels_dir``)."""
 
     def __init__(self, target: str, out_dtype: str, kernels_dir: Path | None = None) -> None:
         self.target = target
@@ -314,9 +314,10 @@ class TileoptMatmul:
             for name, error in (json.loads(saved.read_text()) if saved.exists() else {}).items():
                 self.errors[("file", name)] = error
 
-    def variants(self) -> tuple[bool, ...]:
-        """The copy engines tried: TMA and cp.async on sm_90a, cp.async elsewhere."""
-        return (True, False) if self.target == "sm_90a" else (False,)
+    def variants(self) -> tuple[str, ...]:
+        """The copies tried: on sm_90a TMA, TMA from a producer warp (``warp_specialize``)
+        and cp.async; cp.async elsewhere."""
+        return ("tma", "ws", "cpasync") if self.target == "sm_90a" else ("cpasync",)
 
     def out(self, dtype: str) -> str:
         """The result's dtype for ``dtype`` inputs."""
@@ -328,21 +329,21 @@ class TileoptMatmul:
         return tuple(name for name, size in (("a", shape.k), ("b", shape.n), ("c", shape.n))
                      if size % 16 == 0)
 
-    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], tma: bool) -> str:
+    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
                 f"s{config.num_stages}-g{config.group_m or 0}-"
-                f"{'tma' if tma else 'cpasync'}-div_{'_'.join(divisible) or 'none'}.json")
+                f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
 
-    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], tma: bool) -> Any:
+    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str) -> Any:
         """The compiled (or saved) kernel; raises the compilation's error (remembered)."""
-        name = self.file_name(dtype, config, divisible, tma)
+        name = self.file_name(dtype, config, divisible, copy)
         key = ("file", name)
         if key in self.errors:
             raise RuntimeError(self.errors[key])
         if key not in self.kernels:
             try:
-                self.kernels[key] = self._make(dtype, config, divisible, tma, name)
+                self.kernels[key] = self._make(dtype, config, divisible, copy, name)
             except Exception as e:
                 lines = [re.sub(r'^error:\s*("[^"]*":\d+:\d+:\s*)?', "", x.strip())
                          for x in str(e).splitlines() if x.strip().startswith("error:")]
@@ -351,7 +352,7 @@ class TileoptMatmul:
                 raise RuntimeError(self.errors[key]) from None
         return self.kernels[key]
 
-    def _make(self, dtype: str, config: Config, divisible: tuple[str, ...], tma: bool,
+    def _make(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str,
               name: str) -> Any:
         if self.kernels_dir is not None:
             from tileopt.runtime.kernel import Kernel
@@ -368,7 +369,8 @@ class TileoptMatmul:
                            block_k=config.block_k, out_dtype=self.out(dtype),
                            group_m=config.group_m),
             target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
-            tma=tma, aligned=True, divisible_sizes=list(divisible), int32_indexing=True,
+            tma=copy != "cpasync", warp_specialize=copy == "ws", aligned=True,
+            divisible_sizes=list(divisible), int32_indexing=True,
         )
 
     def save(self, dtypes: Sequence[str], configs: Sequence[Config], divisibles:
@@ -379,10 +381,10 @@ class TileoptMatmul:
         for dtype in dtypes:
             for config in configs:
                 for divisible in sorted(divisibles):
-                    for tma in self.variants():
-                        name = self.file_name(dtype, config, divisible, tma)
+                    for copy in self.variants():
+                        name = self.file_name(dtype, config, divisible, copy)
                         try:
-                            kernel = self.kernel(dtype, config, divisible, tma)
+                            kernel = self.kernel(dtype, config, divisible, copy)
                         except RuntimeError as e:
                             print(f"  {name}: does not compile: {e}", flush=True)
                             continue
@@ -399,10 +401,10 @@ class TileoptMatmul:
 
         out = []
         for config in configs:
-            for tma in self.variants():
-                label = f"{config}{' tma' if tma else ''}"
+            for copy in self.variants():
+                label = f"{config}{'' if copy == 'cpasync' else ' ' + copy}"
                 try:
-                    kernel = self.kernel(dtype, config, self.divisible(shape), tma)
+                    kernel = self.kernel(dtype, config, self.divisible(shape), copy)
                 except RuntimeError as e:
                     failures.append(f"{label}: does not compile: {e}")
                     continue

@@ -65,14 +65,17 @@ checks share one size, as Triton's do. Sizes themselves are not known to either 
 both mask loads and stores with them (tileopt from the views' bounds in every dimension,
 Triton with explicit masks wherever a tile can leave the tensor).
 
-Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured four times: on sm_80,
+Target: sm_90 (Triton writes ``.target sm_90a``). The matmul is measured five times: on sm_80,
 ``mma.sync`` on both sides; on sm_90, tileopt's ``mma.sync`` (what it emits for plain sm_90)
 against Triton's ``mma.sync`` (Triton's own switch ``DISABLE_MMA_V3=1``, an environment variable
 its C++ reads while it compiles that case; Triton 3.9 has no knob for it); on sm_90a, Hopper's
 ``wgmma`` on both sides (Triton's default on capability 90; tileopt's with ``target="sm_90a"``),
 once with the operands copied by ``cp.async`` (Triton's pointer loads, tileopt's ``tma=False``)
 and once by TMA (Triton's loads through host-side tensor descriptors, whose maps the emulator
-gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a). Attention on
+gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a); and by TMA from
+warp-specialised kernels (``tl.range(..., warp_specialize=True)``: Triton's load and MMA
+partitions in 12 warps; ``warp_specialize=True``: tileopt's producer warp in a warpgroup after
+the 4 consumer warps; both launched with their PTX's block). Attention on
 sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
 ``tma=False``), and with TMA allowed (tileopt's default, which keeps cp.async at these 3
 stages: TMA's mbarriers would leave room for one block fewer per H100 SM, 5% slower there;
@@ -155,6 +158,7 @@ SHARED_LIMITS = {80: 166912, 86: 101376, 89: 101376, 90: 232448}
 #: tileopt without it compiles every matmul at one stage.
 TILEOPT_HAS_STAGES = "num_stages" in inspect.signature(tileopt.compile).parameters
 TILEOPT_HAS_TMA = "tma" in inspect.signature(tileopt.compile).parameters
+TILEOPT_HAS_WS = "warp_specialize" in inspect.signature(tileopt.compile).parameters
 
 
 def _import_triton() -> Any | None:
@@ -341,6 +345,25 @@ def tr_matmul_tma(
 
 
 @triton.jit
+def tr_matmul_tma_ws(
+    a_desc, b_desc, c_ptr, m, n, k, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """tr_matmul_tma with its K loop warp-specialised (a load and an MMA partition)."""
+    row0 = tl.program_id(0) * BLOCK_M
+    col0 = tl.program_id(1) * BLOCK_N
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in tl.range(0, k, BLOCK_K, warp_specialize=True):
+        a = a_desc.load([row0, start])
+        b = b_desc.load([start, col0])
+        acc = tl.dot(a, b, acc)
+    rows = row0 + tl.arange(0, BLOCK_M)
+    cols = col0 + tl.arange(0, BLOCK_N)
+    mask = (rows[:, None] < m) & (cols[None, :] < n)
+    tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
+
+
+@triton.jit
 def tr_attention_step(q, kt, v, acc, m_i, l_i, qk_scale, keys, n, MASKED: tl.constexpr):
     """One block of keys of the online softmax; MASKED: the keys past n score -inf."""
     s = tl.dot(q, kt) * qk_scale
@@ -497,20 +520,26 @@ def matmul_case(
     env: dict[str, str],
     name: str = "matmul_f16",
     tma: bool | None = None,
+    warp_specialize: bool = False,
 ) -> Case:
     """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target;
     on sm_90a with ``tma`` its operands come through TMA on both sides (Triton: host-side
-    tensor descriptors), without it through cp.async (tileopt: ``tma=False``)."""
+    tensor descriptors), without it through cp.async (tileopt: ``tma=False``); with
+    ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``)."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
     grid = kernels.matmul_grid((m, k), (k, n), bm, bn)
     fn, args = tr_matmul, {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
                            "stride_a": k, "stride_b": n, "stride_c": n}
     descriptors: dict[str, tuple[int, ...]] = {}
+    extra: dict[str, Any] = {} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma}
     if tma:
-        fn, args = tr_matmul_tma, {"a_desc": "a", "b_desc": "b", "c_ptr": "c", "m": m, "n": n,
-                                   "k": k, "stride_c": n}
+        fn = tr_matmul_tma_ws if warp_specialize else tr_matmul_tma
+        args = {"a_desc": "a", "b_desc": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
+                "stride_c": n}
         descriptors = {"a_desc": (bm, bk), "b_desc": (bk, bn)}
+        if warp_specialize and TILEOPT_HAS_WS:
+            extra["warp_specialize"] = True
     return Case(
         name, lambda: kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk),
         grid, ["a", "b", "c"],
@@ -523,7 +552,7 @@ def matmul_case(
         target=target, num_warps=num_warps, atol=2e-2, rtol=1e-3, variant=variant,
         triton_env=env, num_stages=num_stages, tile=f"{bm}x{bn}x{bk}",
         large=name.endswith("_large"),
-        tileopt_extra={} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma},
+        tileopt_extra=extra,
         triton_descriptors=descriptors,
     )
 
@@ -680,14 +709,16 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     # sm_80: mma.sync on both sides. sm_90: tileopt's mma.sync against Triton's (its switch
     # DISABLE_MMA_V3=1). sm_90a: wgmma on both sides (Triton's default on capability 90).
     # sm_90a with TMA: tileopt's default there, Triton's with tensor descriptors.
+    # sm_90a warp-specialised: TMA from a producer on both sides.
     for target, variant, env, tma in (
         ("sm_80", "", {}, None),
         ("sm_90", "mma.sync", {"DISABLE_MMA_V3": "1"}, None),
         ("sm_90a", "wgmma", {}, False),
         ("sm_90a", "wgmma+TMA", {}, True),
+        ("sm_90a", "wgmma+TMA+WS", {}, True),
     ):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
-                                 variant, env, tma=tma))
+                                 variant, env, tma=tma, warp_specialize=variant.endswith("WS")))
     if large:
         # Triton's tutorial/autotuner tiles for A100 and H100, at 4 and 8 warps, 3 and 4
         # stages: enough programs of several K iterations to run in the emulator. On sm_90a
@@ -1041,7 +1072,7 @@ def run_triton(
     try:
         module = emu.load_ptx(ptx)
         stats = module.launch(
-            name, grid=grid, block=(32 * case.num_warps, 1, 1), args=args,
+            name, grid=grid, block=(32 * compiled.metadata.num_warps, 1, 1), args=args,
             shared_bytes=compiled.metadata.shared,
         )
     except tileopt.errors.EmulatorError as e:

@@ -158,7 +158,11 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     pipelined loop with TMA (`cp.async.bulk.tensor` completing on one
     mbarrier per ring slot) from 16-byte aligned 2-D views; the kernel then
     takes the tensor maps as extra parameters (`tile.tensor_maps`, see
-    `mark-tensor-map-params`). Index
+    `mark-tensor-map-params`). With `warp-specialize`, such a pipeline's
+    copies come from a producer warp in a warpgroup after the kernel's
+    others (the consumers), as Triton's and CUTLASS's warp-specialised kernels: the
+    consumers' loop waits for copies and runs the dots, with no barrier
+    across the block and no copies to issue. Index
     loops with 32-bit bounds count in i32.
     Host functions' `tile.launch` ops become `gpu.launch_func` with the same
     expanded arguments (from `memref.extract_strided_metadata`). The output
@@ -183,6 +187,12 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
            "on sm_90a, copy the operands of pipelined wgmma dots with TMA "
            "(cp.async.bulk.tensor on tensor maps the launcher builds) where "
            "the views allow it; false keeps cp.async">,
+    Option<"warpSpecialize", "warp-specialize", "bool", /*default=*/"false",
+           "on sm_90a, give a kernel's TMA pipeline a producer warp of its "
+           "own (in one more warpgroup): it issues the copies, waiting on an "
+           "mbarrier per ring slot that the consumer warps arrive on once "
+           "their dots are done with it; the block has 32 x (num_warps + 4) "
+           "threads">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -169,12 +169,28 @@ struct DotLowering : TilePattern<DotOp> {
       ScratchPlacement place = state.placements.lookup(op);
       HoistedLhs hoist{place.lhsOffset, !place.lhsUnread,
                        !slot || state.tmaDots.contains(op), place.lhsStaged};
-      if (usesWgmma(op, state))
-        return lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
-                             adaptor.getAcc(), mma, ks, rewriter,
-                             vectorType(op.getAcc().getType()),
-                             state.asyncOperands.lookup(op), bool(slot),
-                             state.overlappedDots.contains(op), hoist);
+      if (usesWgmma(op, state)) {
+        if (failed(lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
+                                 adaptor.getAcc(), mma, ks, rewriter,
+                                 vectorType(op.getAcc().getType()),
+                                 state.asyncOperands.lookup(op), bool(slot),
+                                 state.overlappedDots.contains(op), hoist)))
+          return failure();
+        // A warp-specialised consumer tells the producer which slot its
+        // finished dots left.
+        if (auto release = state.slotReleases.find(op);
+            release != state.slotReleases.end()) {
+          const SlotRelease &r = release->second;
+          ScratchPlacement barriers = state.placements.lookup(r.mbarrierDot);
+          arriveMbarrier(
+              rewriter, loc,
+              mbarrierPtr(rewriter, loc, ks,
+                          barriers.mbarrierOffset + 8 * barriers.slots,
+                          rewriter.getRemappedValue(r.slot)),
+              r.enabled ? rewriter.getRemappedValue(r.enabled) : Value());
+        }
+        return success();
+      }
       return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
                          adaptor.getAcc(), mma, ks, rewriter,
                          vectorType(op.getAcc().getType()),

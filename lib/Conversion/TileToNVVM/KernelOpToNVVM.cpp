@@ -63,9 +63,13 @@ struct KernelLowering : TilePattern<KernelOp> {
       }
       func->setAttr("tile.tensor_maps", rewriter.getArrayAttr(described));
     }
-    func.setKnownBlockSizeAttr(rewriter.getDenseI32ArrayAttr(
-        {int32_t(kWarpSize * state.numWarps.lookup(kernel.getSymName())), 1,
-         1}));
+    // A warp-specialised kernel has a producer warpgroup after the others.
+    int32_t warps = state.numWarps.lookup(kernel.getSymName()) +
+                    (state.specializedKernels.contains(kernel.getSymName())
+                         ? kWarpgroupWarps
+                         : 0);
+    func.setKnownBlockSizeAttr(
+        rewriter.getDenseI32ArrayAttr({int32_t(kWarpSize) * warps, 1, 1}));
     rewriter.eraseBlock(&func.getBody().front());
     rewriter.inlineRegionBefore(kernel.getBody(), func.getBody(),
                                 func.getBody().end());

@@ -1161,6 +1161,12 @@ struct LoadLowering : TilePattern<LoadOp> {
         if (to.barrier)
           initMbarriers(rewriter, loc, ks, barriers.mbarrierOffset,
                         barriers.slots, to.mbarriers);
+        if (to.emptyPhase) // a producer: once the consumers left the slot
+          waitMbarrier(rewriter, loc,
+                       mbarrierPtr(rewriter, loc, ks,
+                                   barriers.mbarrierOffset + 8 * barriers.slots,
+                                   slot),
+                       rewriter.getRemappedValue(to.emptyPhase));
         issueTmaCopy(
             rewriter, loc, ks, op, to, offsets,
             mbarrierPtr(rewriter, loc, ks, barriers.mbarrierOffset, slot));

@@ -129,6 +129,20 @@ struct AsyncCopy {
   /// On the body's first prefetched TMA load: the phase parity (i32) of
   /// the slot's mbarrier that its iteration waits for.
   mlir::Value phase;
+  /// Issued by the producer warp of a warp-specialised kernel
+  /// (warpSpecializeLoop): by its first lane, with no barrier before it.
+  bool producer = false;
+  /// On the first copy of a producer's iteration: the parity (i32) of the
+  /// phase of its slot's "empty" mbarrier to wait for before the copies.
+  mlir::Value emptyPhase;
+};
+
+/// A consumer's release of a ring slot after its dot (warpSpecializeLoop):
+/// every consumer thread arrives on the slot's (i32) "empty" mbarrier, where
+/// `enabled` (i1, or null: always).
+struct SlotRelease {
+  mlir::Value slot, enabled;
+  tile::DotOp mbarrierDot;
 };
 
 /// A tensor map a kernel takes as an extra parameter (docs/kernel-abi.md):
@@ -227,6 +241,14 @@ struct LoweringState {
   /// kernel's tensor maps, by kernel name.
   llvm::DenseSet<mlir::Operation *> tmaDots;
   llvm::StringMap<llvm::SmallVector<TensorMapParam>> tensorMaps;
+  /// Pipelines may get a producer warp (the pass's `warp-specialize`
+  /// option); the first dots of those that do, whose placement holds two
+  /// mbarriers per slot ("full", then "empty"); the kernels that have one
+  /// (a block of 32 x (num_warps + 4) threads); the consumers' releases.
+  bool warpSpecialize = false;
+  llvm::DenseSet<mlir::Operation *> specializedDots;
+  llvm::StringSet<> specializedKernels;
+  llvm::DenseMap<mlir::Operation *, SlotRelease> slotReleases;
   /// Kernels that host code launches (tile.launch): their parameters are
   /// the ABI's alone, so they take no tensor maps.
   llvm::StringSet<> hostLaunched;
@@ -887,6 +909,9 @@ struct LoopPipeline {
   /// needs one slot fewer (as Triton's sm_80 pipeline).
   bool refillAfterDots = false;
 
+  /// A producer warp issues its copies (canWarpSpecialize).
+  bool warpSpecialized = false;
+
   /// The slots of its dots' rings with `stages` stages.
   unsigned slots(unsigned stages) const {
     return refillAfterDots ? stages - 1 : stages;
@@ -922,6 +947,34 @@ void keepOccupancyWithoutTma(tile::KernelOp kernel,
 /// are then `stages - 2` iterations ahead.
 mlir::scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
                               LoweringState &state);
+
+/// Warps in a warpgroup (wgmma's unit; a producer's).
+constexpr unsigned kWarpgroupWarps = 4;
+
+/// Whether a producer warp can issue the copies of `p`, one of `kernel`'s
+/// `count` pipelines (warp-specialize): the kernel's only one, a TMA
+/// pipeline in its body, with no shared memory used before it, whose bounds
+/// and copy offsets come from ops that the producer can compute again.
+bool canWarpSpecialize(tile::KernelOp kernel, const LoopPipeline &p,
+                       size_t count, const LoweringState &state);
+
+/// Gives the kernel of `p` (canWarpSpecialize) a producer warp after its
+/// `num_warps` consumer warps (see SoftwarePipeline.cpp): the kernel's body
+/// runs in the consumers, while the producer computes the loop's bounds
+/// again and copies each iteration into the ring of `stages` slots once the
+/// consumers released the slot. Returns the consumers' loop.
+mlir::scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
+                                    LoweringState &state);
+
+/// Marks the scf.if that splits a warp-specialised kernel into consumers
+/// and producer: its mbarriers' offset, slots and loads per slot
+/// (finishWarpSpecialization removes it).
+constexpr llvm::StringLiteral kWarpSpecializedAttr = "tile.warp_specialized";
+
+/// After conversion: the kernel's first thread initialises the split's
+/// mbarriers before it, every thread waits for that, and the consumers'
+/// barriers become a named barrier of the consumer threads alone.
+void finishWarpSpecialization(mlir::scf::IfOp split, LoweringState &state);
 
 /// Marks a loop whose results, listed by index, wgmma dots may still be
 /// writing (pipelineLoop; waitForWgmmaResults removes it).
@@ -968,6 +1021,10 @@ void initMbarriers(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
 void issueTmaCopy(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                   tile::LoadOp load, const AsyncCopy &copy,
                   llvm::ArrayRef<mlir::Value> offsets, mlir::Value mbarrier);
+
+/// Each thread (where `enabled`, an i1 or null) arrives on `mbarrier`.
+void arriveMbarrier(mlir::OpBuilder &b, mlir::Location loc,
+                    mlir::Value mbarrier, mlir::Value enabled);
 
 /// Every thread waits until `mbarrier` completes the phase of parity
 /// `phase` (an i32).

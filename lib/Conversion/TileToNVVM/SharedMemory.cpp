@@ -311,7 +311,9 @@ planSharedMemory(KernelOp kernel,
       ScratchPlacement &place = plan.placements[mbarrierDot];
       place.slots = ringSlots.lookup(mbarrierDot);
       place.mbarrierOffset = at;
-      at += place.slots * 8;
+      // A producer warp's ring has an "empty" mbarrier per slot too.
+      at +=
+          place.slots * (state.specializedDots.contains(mbarrierDot) ? 16 : 8);
     }
     ringBytes[loop] = at - start;
     plan.bytes = std::max(plan.bytes, at);

@@ -30,6 +30,16 @@
 // refill slot k - 2), and after the loop a wgmma.wait_group 0 takes the
 // accumulators (waitForWgmmaResults).
 //
+// With warp specialisation (warpSpecializeLoop), a TMA pipeline's copies
+// come from a producer warp instead, in a warpgroup after the kernel's warps:
+//
+//   producer: for k: wait until slot k's "empty" mbarrier says the
+//             consumers left it; copy iteration k into slot k
+//   consumers: for k: wait for slot k's "full" mbarrier; dots on slot k;
+//             arrive on the "empty" mbarrier of the slot the dots left
+//
+// so the consumers' loop passes no barrier and issues no copy.
+//
 // Copies of iterations past the loop's end are predicated off (cp.async of
 // zero bytes). This runs on tile IR before the conversion: the copies of
 // future iterations are clones of the loop body's loads and of the index
@@ -113,6 +123,111 @@ std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
       loop.getRegionIterArgs()[use.getOperandNumber()] != dot.getAcc())
     return std::nullopt;
   return use.getOperandNumber();
+}
+
+/// The result of `p.loop` that its lone wgmma dot only accumulates into, if
+/// that dot may keep running into the next iteration (wgmma.wait_group 1).
+/// Not one that reads its lhs from registers: they would be reused early.
+std::optional<unsigned> pendingResult(const LoopPipeline &p,
+                                      const LoweringState &state) {
+  if (p.dots.size() != 1 || !usesWgmma(p.dots.front(), state) ||
+      lhsInRegisters(p.dots.front()))
+    return std::nullopt;
+  return accumulatedResult(p.loop, p.dots.front());
+}
+
+/// The index of the tensor map (one per view and box) that TMA copies of
+/// `load` read, added to its kernel's maps if new.
+int tensorMapIndex(LoadOp load, LoweringState &state) {
+  SmallVector<TensorMapParam> &maps =
+      state.tensorMaps[load->getParentOfType<KernelOp>().getSymName()];
+  TensorMapParam param = tensorMapParam(load, state.asyncCopies.lookup(load));
+  auto *it = llvm::find(maps, param);
+  if (it != maps.end())
+    return it - maps.begin();
+  maps.push_back(param);
+  return maps.size() - 1;
+}
+
+/// Records `clone`, a copy of the pipelined `load` for another iteration,
+/// as the async copy `copy`. The shifted offsets keep what made the copy a
+/// 16-byte cp.async (their divisors only grow); bounds facts are the
+/// clone's own.
+void addClonedCopy(LoadOp load, LoadOp clone, const AsyncCopy &copy,
+                   LoweringState &state) {
+  state.asyncCopies[clone] = copy;
+  const AccessFacts &original = state.accesses[load];
+  AccessFacts facts = analyzeAccess(*accessOperands(clone));
+  facts.plan = original.plan;
+  facts.aligned = original.aligned;
+  facts.wholeRuns = original.wholeRuns;
+  facts.fallback = original.fallback;
+  state.accesses[clone] = facts;
+}
+
+/// `loop` carrying, after its own values, the ring slot (i32) of its
+/// iteration and, with `phase`, the parity of that slot's mbarrier phase,
+/// which flips at each wrap of the `slots` slots. The old loop is gone, its
+/// body moved into the new one.
+scf::ForOp carryRingSlot(IRRewriter &b, scf::ForOp loop, unsigned slots,
+                         bool phase) {
+  Location loc = loop.getLoc();
+  b.setInsertionPoint(loop);
+  auto slotConst = [&](int64_t v) { return i32Const(b, loc, v); };
+  DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
+  bool unsignedCmp = loop.getUnsignedCmp();
+  SmallVector<Value> inits = {slotConst(0)};
+  if (phase)
+    inits.push_back(slotConst(0));
+  auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+      b, inits, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
+        Value next = arith::AddIOp::create(yb, yloc, args[0], slotConst(1));
+        Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
+                                           next, slotConst(slots));
+        SmallVector<Value> yields = {
+            arith::SelectOp::create(yb, yloc, wrap, slotConst(0), next)};
+        if (phase)
+          yields.push_back(arith::SelectOp::create(
+              yb, yloc, wrap,
+              arith::XOrIOp::create(yb, yloc, args[1], slotConst(1)), args[1]));
+        return yields;
+      }));
+  grown->setDiscardableAttrs(attrs);
+  grown.setUnsignedCmp(unsignedCmp);
+  return grown;
+}
+
+/// The ops of `p.loop`'s block, before it, that its bounds and its copies'
+/// offsets depend on, in block order; failure when one of them cannot be
+/// computed again (it reads memory, has regions or yields a tile).
+FailureOr<SmallVector<Operation *>> producerSlice(const LoopPipeline &p) {
+  scf::ForOp loop = p.loop;
+  FailureOr<SmallVector<Operation *>> inLoop = addressSlice(loop, p.loads);
+  if (failed(inLoop))
+    return failure();
+  SmallVector<Value> worklist = {loop.getLowerBound(), loop.getUpperBound(),
+                                 loop.getStep()};
+  for (Operation *op : *inLoop)
+    llvm::append_range(worklist, op->getOperands());
+  for (LoadOp load : p.loads)
+    llvm::append_range(worklist, load->getOperands());
+  llvm::SetVector<Operation *> slice;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || loop->isAncestor(def) || slice.contains(def))
+      continue;
+    if (def->getBlock() != loop->getBlock() || def->getNumRegions() ||
+        !isMemoryEffectFree(def) ||
+        llvm::any_of(def->getResultTypes(), llvm::IsaPred<ShapedType>))
+      return failure();
+    slice.insert(def);
+    llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<Operation *> ordered(slice.begin(), slice.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
 }
 
 } // namespace
@@ -216,11 +331,9 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   // A lone wgmma dot that only accumulates keeps running while the next
   // iteration starts (wgmma.wait_group 1): the slot it reads is free one
   // iteration later, so the copies run `lead` = stages - 2 iterations ahead.
-  // Not one that reads its lhs from registers: they would be reused early.
   std::optional<unsigned> pending;
-  if (wgmma && stages >= 3 && p.dots.size() == 1 &&
-      !lhsInRegisters(p.dots.front()))
-    pending = accumulatedResult(loop, p.dots.front());
+  if (stages >= 3)
+    pending = pendingResult(p, state);
   unsigned lead = stages - 1 - (pending ? 1 : 0);
   unsigned slots = p.slots(stages);
   IRRewriter b(loop.getContext());
@@ -237,17 +350,6 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   // The first one waits for every warp to be done with the shared memory
   // before the loop.
   bool first = true;
-  // TMA copies go through the kernel's tensor maps, one per view and box.
-  SmallVector<TensorMapParam> &maps =
-      state.tensorMaps[loop->getParentOfType<KernelOp>().getSymName()];
-  auto tensorMap = [&](LoadOp load) -> int {
-    TensorMapParam param = tensorMapParam(load, state.asyncCopies.lookup(load));
-    auto *it = llvm::find(maps, param);
-    if (it != maps.end())
-      return it - maps.begin();
-    maps.push_back(param);
-    return maps.size() - 1;
-  };
   auto prefetch = [&](Value iv, Value slot) {
     Value enabled =
         arith::CmpIOp::create(b, loc,
@@ -265,20 +367,11 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
       copy.slot = slot;
       copy.enabled = enabled;
       if (p.tma) {
-        copy.tensorMap = tensorMap(load);
+        copy.tensorMap = tensorMapIndex(load, state);
         copy.mbarriers = p.loads.size();
         copy.mbarrierDot = p.dots.front();
       }
-      state.asyncCopies[clone] = copy;
-      // The shifted offsets keep what made the copy a 16-byte cp.async
-      // (their divisors only grow); bounds facts are the clone's own.
-      const AccessFacts &original = state.accesses[load];
-      AccessFacts facts = analyzeAccess(*accessOperands(clone));
-      facts.plan = original.plan;
-      facts.aligned = original.aligned;
-      facts.wholeRuns = original.wholeRuns;
-      facts.fallback = original.fallback;
-      state.accesses[clone] = facts;
+      addClonedCopy(load, clone, copy, state);
     }
     if (!p.tma)
       NVVM::CpAsyncCommitGroupOp::create(b, loc);
@@ -296,35 +389,15 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   }
 
   // The loop carries the slot of its iteration's dot and, with TMA, the
-  // parity of the slot's mbarrier phase: it flips at each wrap.
-  DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
-  bool unsignedCmp = loop.getUnsignedCmp();
-  SmallVector<Value> inits = {slotConst(0)};
-  if (p.tma)
-    inits.push_back(slotConst(0));
-  auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
-      b, inits, /*replaceInitOperandUsesInLoop=*/false,
-      [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
-        Value next = arith::AddIOp::create(yb, yloc, args[0], slotConst(1));
-        Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
-                                           next, slotConst(slots));
-        SmallVector<Value> yields = {
-            arith::SelectOp::create(yb, yloc, wrap, slotConst(0), next)};
-        if (p.tma)
-          yields.push_back(arith::SelectOp::create(
-              yb, yloc, wrap,
-              arith::XOrIOp::create(yb, yloc, args[1], slotConst(1)), args[1]));
-        return yields;
-      }));
-  grown->setDiscardableAttrs(attrs);
-  grown.setUnsignedCmp(unsignedCmp);
+  // parity of the slot's mbarrier phase.
+  scf::ForOp grown = carryRingSlot(b, loop, slots, p.tma);
+  loop = grown; // the prefetches below clone the new loop's body
   if (pending) {
     grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr({*pending}));
     state.overlappedDots.insert(p.dots.front());
   }
-  loop = grown; // the old loop is gone, its body moved into the new one
   Value slot =
-      grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - inits.size()];
+      grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - (p.tma ? 2 : 1)];
 
   // In the body, before its first load: wait for this iteration's copies.
   // Then refill the slot that no dot reads any more with the iteration
@@ -381,6 +454,168 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   b.setInsertionPointAfter(grown);
   NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
   return grown;
+}
+
+bool canWarpSpecialize(KernelOp kernel, const LoopPipeline &p, size_t count,
+                       const LoweringState &state) {
+  // Consumers are whole warpgroups, as wgmma needs.
+  if (!state.warpSpecialize || !p.tma || count != 1 ||
+      p.loop->getParentOp() != kernel ||
+      state.numWarps.lookup(kernel.getSymName()) % kWarpgroupWarps)
+    return false;
+  // The mbarriers are set up at the kernel's start: nothing before the loop
+  // may use their shared memory.
+  Operation *loop = p.loop;
+  for (Operation &op : kernel.getBody().front()) {
+    if (&op == loop)
+      break;
+    WalkResult shared = op.walk([&](Operation *inner) {
+      return scratchBytes(inner, state) || state.asyncCopies.contains(inner)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (shared.wasInterrupted())
+      return false;
+  }
+  return succeeded(producerSlice(p));
+}
+
+scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
+                              LoweringState &state) {
+  scf::ForOp loop = p.loop;
+  auto kernel = loop->getParentOfType<KernelOp>();
+  Location loc = loop.getLoc();
+  SmallVector<Operation *> outside = *producerSlice(p);
+  SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
+  unsigned slots = p.slots(stages);
+  unsigned consumers = kWarpSize * state.numWarps.lookup(kernel.getSymName());
+  state.specializedKernels.insert(kernel.getSymName());
+  IRRewriter b(loop.getContext());
+  auto slotConst = [&](int64_t v) { return i32Const(b, loc, v); };
+
+  // The consumers (the kernel's warps) run its body; the first warp of the
+  // warpgroup after them produces (whole warpgroups, as wgmma's CTAs have).
+  Block &body = kernel.getBody().front();
+  b.setInsertionPointToStart(&body);
+  Value tid = NVVM::ThreadIdXOp::create(b, loc, b.getI32Type());
+  auto split =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              tid, slotConst(consumers)),
+                        /*withElseRegion=*/true);
+  Block *consumer = split.thenBlock();
+  consumer->getOperations().splice(
+      consumer->getTerminator()->getIterator(), body.getOperations(),
+      std::next(split->getIterator()), body.getTerminator()->getIterator());
+
+  // The producer computes the loop's bounds and offsets again and copies
+  // each iteration into its slot once the consumers left it: the "empty"
+  // mbarrier's phase before the current one completed (a fresh mbarrier
+  // passes that wait at once, as the ring starts empty).
+  b.setInsertionPoint(split.elseBlock()->getTerminator());
+  auto producerWarp = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tid,
+                            slotConst(consumers + kWarpSize)),
+      /*withElseRegion=*/false);
+  b.setInsertionPoint(producerWarp.thenBlock()->getTerminator());
+  IRMapping map;
+  for (Operation *op : outside)
+    b.clone(*op, map);
+  auto producer =
+      scf::ForOp::create(b, loc, map.lookupOrDefault(loop.getLowerBound()),
+                         map.lookupOrDefault(loop.getUpperBound()),
+                         map.lookupOrDefault(loop.getStep()), ValueRange{},
+                         /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
+  producer->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  b.setInsertionPoint(producer.getBody()->getTerminator());
+  map.map(loop.getInductionVar(), producer.getInductionVar());
+  for (Operation *op : slice)
+    b.clone(*op, map);
+  SmallVector<LoadOp> copies;
+  for (LoadOp load : p.loads)
+    copies.push_back(cast<LoadOp>(b.clone(*load, map)));
+  producer = carryRingSlot(b, producer, slots, /*phase=*/true);
+  b.setInsertionPointToStart(producer.getBody());
+  Value emptyParity = arith::XOrIOp::create(
+      b, loc, producer.getRegionIterArgs()[1], slotConst(1));
+  for (auto [load, clone] : llvm::zip(p.loads, copies)) {
+    AsyncCopy copy = state.asyncCopies.lookup(load);
+    copy.barrier = false;
+    copy.producer = true;
+    copy.slot = producer.getRegionIterArgs()[0];
+    copy.tensorMap = tensorMapIndex(load, state);
+    copy.mbarriers = p.loads.size();
+    copy.mbarrierDot = p.dots.front();
+    // The first copy waits until the slot is empty.
+    if (clone == copies.front())
+      copy.emptyPhase = emptyParity;
+    addClonedCopy(load, clone, copy, state);
+  }
+
+  // The consumers' loop waits for its slot's copies ("full" mbarrier) and,
+  // after its dots, arrives on the slot's "empty" one; a lone wgmma dot
+  // that keeps running into the next iteration leaves its slot then.
+  std::optional<unsigned> pending = pendingResult(p, state);
+  b.setInsertionPoint(loop);
+  scf::ForOp grown = carryRingSlot(b, loop, slots, /*phase=*/true);
+  Value slot = grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - 2];
+  Value phase = grown.getRegionIterArgs().back();
+  LoadOp earliest = p.loads.front();
+  for (LoadOp load : p.loads) {
+    state.asyncCopies[load].prefetched = true;
+    if (load->isBeforeInBlock(earliest))
+      earliest = load;
+  }
+  AsyncCopy &waiter = state.asyncCopies[earliest];
+  waiter.slot = slot;
+  waiter.phase = phase;
+  waiter.mbarrierDot = p.dots.front();
+  for (DotOp dot : p.dots)
+    state.dotSlots[dot] = slot;
+  DotOp last = p.dots.back();
+  SlotRelease release = {slot, Value(), p.dots.front()};
+  if (pending) {
+    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr({*pending}));
+    state.overlappedDots.insert(last);
+    b.setInsertionPoint(last);
+    Value previous = arith::SubIOp::create(b, loc, slot, slotConst(1));
+    release.slot = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, slot,
+                              slotConst(0)),
+        slotConst(slots - 1), previous);
+    release.enabled =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                              grown.getInductionVar(), grown.getLowerBound());
+  }
+  state.slotReleases[last] = release;
+  return grown;
+}
+
+void finishWarpSpecialization(scf::IfOp split, LoweringState &state) {
+  auto attr = split->getAttrOfType<DenseI64ArrayAttr>(kWarpSpecializedAttr);
+  split->removeAttr(kWarpSpecializedAttr);
+  int64_t offset = attr[0], slots = attr[1], loads = attr[2];
+  auto func = split->getParentOfType<gpu::GPUFuncOp>();
+  int64_t consumers = kWarpSize * state.numWarps.lookup(func.getName());
+  KernelState &ks = state.get(split);
+  Location loc = split.getLoc();
+  OpBuilder b(split);
+  // "full": the producer's copies; "empty": every consumer thread.
+  initMbarriers(b, loc, ks, offset, slots, loads);
+  initMbarriers(b, loc, ks, offset + 8 * slots, slots, consumers);
+  barrier(b, loc);
+  // The producer passes no barrier of the consumers (id 0 would wait for
+  // it): theirs is barrier 1, of their threads alone.
+  split.getThenRegion().walk([&](NVVM::Barrier0Op op) {
+    OpBuilder nb(op);
+    NVVM::BarrierOp::create(nb, op.getLoc(), Type(),
+                            i32Const(nb, op.getLoc(), 1),
+                            i32Const(nb, op.getLoc(), consumers),
+                            NVVM::BarrierReductionAttr(), Value());
+    op.erase();
+  });
 }
 
 } // namespace tileopt::nvvm

@@ -336,6 +336,7 @@ struct ConvertTileToNVVM
     LoweringState state;
     state.wgmma = hasWgmma(chip);
     state.tma = tma;
+    state.warpSpecialize = warpSpecialize;
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
@@ -393,12 +394,22 @@ struct ConvertTileToNVVM
       SmallVector<LoopPipeline> pipelines;
       if (stages > 1)
         pipelines = findPipelines(kernel, state);
-      for (const LoopPipeline &p : pipelines)
+      for (LoopPipeline &p : pipelines) {
         if (p.tma)
           state.tmaDots.insert(p.dots.begin(), p.dots.end());
+        p.warpSpecialized =
+            canWarpSpecialize(kernel, p, pipelines.size(), state);
+        if (p.warpSpecialized)
+          state.specializedDots.insert(p.dots.front());
+      }
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
       keepOccupancyWithoutTma(kernel, pipelines, stages, limit, state);
+      for (LoopPipeline &p : pipelines)
+        if (p.warpSpecialized && (!p.tma || stages == 1)) {
+          p.warpSpecialized = false;
+          state.specializedDots.erase(p.dots.front());
+        }
       // Copies only TMA can make need a TMA pipeline; copies right only in
       // a ring, any pipeline.
       DenseSet<Operation *> tmaLoads, pipelinedLoads;
@@ -411,7 +422,7 @@ struct ConvertTileToNVVM
       }
       demotePipelineOnlyCopies(kernel, tmaLoads, pipelinedLoads, state);
       DenseMap<Operation *, unsigned> ringSlots;
-      SmallVector<std::pair<scf::ForOp, DotOp>> tmaLoops;
+      SmallVector<std::tuple<scf::ForOp, DotOp, size_t>> tmaLoops;
       for (LoopPipeline &p : pipelines) {
         llvm::erase_if(p.loads, [&](LoadOp load) {
           return !state.asyncCopies.contains(load);
@@ -421,21 +432,36 @@ struct ConvertTileToNVVM
             state.tmaDots.erase(dot);
           continue;
         }
-        scf::ForOp loop = pipelineLoop(p, stages, state);
+        if (p.warpSpecialized && p.loads.size() != p.dots.size() * 2) {
+          // A load left for registers: no producer for part of the ring.
+          p.warpSpecialized = false;
+          state.specializedDots.erase(p.dots.front());
+        }
+        scf::ForOp loop = p.warpSpecialized
+                              ? warpSpecializeLoop(p, stages, state)
+                              : pipelineLoop(p, stages, state);
         for (DotOp dot : p.dots)
           ringSlots[dot] = p.slots(stages);
         if (p.tma)
-          tmaLoops.push_back({loop, p.dots.front()});
+          tmaLoops.push_back(
+              {loop, p.dots.front(), p.warpSpecialized ? p.loads.size() : 0});
       }
       SharedMemoryPlan plan = planSharedMemory(kernel, ringSlots, state);
       // Conversions trade bytes for instructions where that costs nothing.
       planStagingLayouts(kernel, plan, state);
       plan = planSharedMemory(kernel, ringSlots, state);
-      for (auto [loop, dot] : tmaLoops) {
+      for (auto [loop, dot, specializedLoads] : tmaLoops) {
         ScratchPlacement place = plan.placements.lookup(dot);
-        loop->setAttr(kTmaMbarriersAttr,
-                      builder.getDenseI64ArrayAttr(
-                          {place.mbarrierOffset, int64_t(place.slots)}));
+        int64_t slots = place.slots;
+        loop->setAttr(
+            kTmaMbarriersAttr,
+            builder.getDenseI64ArrayAttr(
+                {place.mbarrierOffset, specializedLoads ? 2 * slots : slots}));
+        if (specializedLoads)
+          loop->getParentOp()->setAttr(
+              kWarpSpecializedAttr,
+              builder.getDenseI64ArrayAttr(
+                  {place.mbarrierOffset, slots, int64_t(specializedLoads)}));
       }
       int64_t bytes = plan.bytes;
       if (bytes > limit) {
@@ -497,6 +523,13 @@ struct ConvertTileToNVVM
       if (loop->hasAttr(kTmaMbarriersAttr))
         invalidateMbarriers(loop, state);
     });
+    SmallVector<scf::IfOp> splits;
+    module.walk([&](scf::IfOp split) {
+      if (split->hasAttr(kWarpSpecializedAttr))
+        splits.push_back(split);
+    });
+    for (scf::IfOp split : splits)
+      finishWarpSpecialization(split, state);
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)

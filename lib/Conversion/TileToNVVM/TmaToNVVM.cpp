@@ -199,7 +199,14 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
   int64_t rows = tile.getDimSize(rowDim), cols = tile.getDimSize(colDim);
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
   int64_t boxRows = map.box[lead], boxCols = map.box[lead + 1];
-  Value issue = isFirstThread(b, loc, ks);
+  // A producer warp issues from its first lane.
+  Value issue =
+      copy.producer
+          ? arith::ExtUIOp::create(
+                b, loc, b.getI32Type(),
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ks.lane,
+                                      i32Const(b, loc, 0)))
+          : isFirstThread(b, loc, ks);
   if (copy.enabled)
     issue = arith::AndIOp::create(
         b, loc, issue,
@@ -245,6 +252,15 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
     }
   text += "}";
   emitAsm(b, loc, {}, operands, text, constraints, /*sideEffects=*/true);
+}
+
+void arriveMbarrier(OpBuilder &b, Location loc, Value mbarrier, Value enabled) {
+  Value on = enabled ? arith::ExtUIOp::create(b, loc, b.getI32Type(), enabled)
+                     : i32Const(b, loc, 1);
+  emitAsm(b, loc, {}, {on, sharedAddress(b, loc, mbarrier)},
+          "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n"
+          "@p mbarrier.arrive.shared::cta.b64 _, [$1];\n}",
+          "r,r", /*sideEffects=*/true);
 }
 
 void waitMbarrier(OpBuilder &b, Location loc, Value mbarrier, Value phase) {

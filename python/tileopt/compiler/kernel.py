@@ -338,6 +338,7 @@ def compile(
     fp_fusion: bool = True,
     num_stages: int | None = None,
     tma: bool = True,
+    warp_specialize: bool = False,
     dynamic_shared_bytes: int | None = None,
     tensor_maps: Sequence[TensorMapParam] | None = None,
 ) -> Any:
@@ -395,11 +396,13 @@ def compile(
             gone): a sequence of :class:`KernelParam`, or a mapping ``name -> View/Scalar``
             like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
             ``tile.kernel`` signature (names from the builder or ``arg<i>``).
-        opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages, tma: see
-            :class:`tileopt.compiler.nvidia.Options` (``fp_fusion=False`` keeps every float
-            multiply and add separately rounded; ``num_stages`` (default 3) is the depth of
-            the software pipeline of loops that feed tensor-core dots; ``tma=False`` keeps
-            sm_90a's pipelines on cp.async instead of TMA).
+        opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages, tma,
+            warp_specialize: see :class:`tileopt.compiler.nvidia.Options`
+            (``fp_fusion=False`` keeps every float multiply and add separately rounded;
+            ``num_stages`` (default 3) is the depth of the software pipeline of loops that
+            feed tensor-core dots; ``tma=False`` keeps sm_90a's pipelines on cp.async
+            instead of TMA; ``warp_specialize=True`` gives sm_90a's TMA pipelines a producer
+            warp, in one more warpgroup of the block).
         dynamic_shared_bytes: with ``start="ptx"``, the dynamic shared memory its launches
             pass, for PTX that declares an ``.extern .shared`` array (PTX does not record the
             size). From the other stages the lowering records it.
@@ -461,9 +464,9 @@ def compile(
             name: value for name, value in (
                 ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),
                 ("libdevice", libdevice), ("assembler", assembler), ("fp_fusion", fp_fusion),
-                ("num_stages", num_stages), ("tma", tma),
+                ("num_stages", num_stages), ("tma", tma), ("warp_specialize", warp_specialize),
             ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True,
-                           "tma": True}.get(name)
+                           "tma": True, "warp_specialize": False}.get(name)
         }
         if target is _DEFAULT_TARGET:
             target = "sm_90"
@@ -489,7 +492,7 @@ def compile(
         target = "sm_90"
     options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
                              ptx_version, libdevice, assembler, fp_fusion,
-                             3 if num_stages is None else num_stages, tma)
+                             3 if num_stages is None else num_stages, tma, warp_specialize)
     if dynamic_shared_bytes is not None:
         nvidia.check_int("dynamic_shared_bytes", dynamic_shared_bytes, range(0, 1 << 20),
                          "a byte count below 1 MiB")
@@ -584,7 +587,10 @@ def compile(
     nvidia.check_ptx_abi(ptx, name, params, maps)
     dynamic = nvidia.check_dynamic_shared(ptx, name, dynamic_shared_bytes)
     warps = nvidia.ptx_num_warps(ptx, name)
-    if warps is not None and warps != options.num_warps:
+    block_warps = options.num_warps
+    if warps == options.num_warps + 4 and options.warp_specialize and start != "ptx":
+        block_warps = warps  # the producer warpgroup after the layouts' warps
+    elif warps is not None and warps != options.num_warps:
         if num_warps is not None or start == "tile":
             raise CompilationError(
                 f"kernel {name}: num_warps={options.num_warps}, but its code is made for {warps} "
@@ -592,6 +598,7 @@ def compile(
                 f"None to take it from the kernel, or recompile from start='tile'"
             )
         options = replace(options, num_warps=warps)
+        block_warps = warps
 
     asm["ptx"] = ptx
     result = nvidia.make_cubin(ptx, options, name)
@@ -603,7 +610,7 @@ def compile(
     metadata = KernelMetadata(
         name=name,
         target=options.target,
-        num_warps=options.num_warps,
+        num_warps=block_warps,
         shared_bytes=nvidia.shared_bytes(ptx, name) + dynamic,
         abi=tuple(params),
         registers=info.registers if info else None,

@@ -68,7 +68,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     ),
     "llvm": (
         "convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion} num-stages={num_stages} "
-        "tma={tma}}",
+        "tma={tma} warp-specialize={warp_specialize}}",
     ),
 }
 
@@ -161,6 +161,13 @@ class Options:
             Tensor Memory Accelerator (``cp.async.bulk.tensor`` on tensor maps that the
             launchers build, see docs/kernel-abi.md) where the views allow it, as Triton's
             tensor descriptors do; False keeps ``cp.async``.
+        warp_specialize: on sm_90a, give a kernel whose one pipelined loop copies with TMA
+            a producer warp of its own, in a warpgroup after the others (the block is then
+            ``32 * (num_warps + 4)`` threads, which the kernel's metadata records): it issues
+            the copies, the ``num_warps``
+            consumer warps wait for them and run the dots, with no barrier across the block
+            in the loop, as Triton's ``warp_specialize`` and CUTLASS's kernels do. Kernels
+            it does not apply to compile as without it.
     """
 
     target: str = "sm_90"
@@ -172,6 +179,7 @@ class Options:
     fp_fusion: bool = True
     num_stages: int = 3
     tma: bool = True
+    warp_specialize: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
@@ -219,12 +227,16 @@ class Options:
         set_("num_stages", check_int("num_stages", self.num_stages, range(1, 9), "in 1..8"))
         if not isinstance(self.tma, bool):
             raise OptionError(f"tma must be True or False, got {self.tma!r}")
+        if not isinstance(self.warp_specialize, bool):
+            raise OptionError(
+                f"warp_specialize must be True or False, got {self.warp_specialize!r}")
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
         return {"target": self.target, "num_warps": self.num_warps,
                 "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages,
-                "tma": str(self.tma).lower()}
+                "tma": str(self.tma).lower(),
+                "warp_specialize": str(self.warp_specialize).lower()}
 
     def nvvm_target(self, features: str | None = None, link_libdevice: bool = True) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.

@@ -98,6 +98,9 @@ class State:
         self.live = self.tid_linear < self.tpc_real
         self.alive = self.live.copy()
         self.copies = None  # asynchronous copies in flight (tileopt.emulator.asynccopy)
+        # per warp, the shared words its wgmmas read that no wgmma.wait_group retired yet:
+        # (uncommitted reads, committed groups) (tileopt.emulator.warpgroup)
+        self.wgmma_reads: dict[int, tuple[list, list]] = {}
         # mbarrier progress, for the deadlock check: a counter of barrier changes and, per
         # thread, the value it had at the thread's last failed wait (-1: none), whether the
         # wait before that failed at the same value, and which barrier / PTX line it was

@@ -229,10 +229,10 @@ class SharedShadow:
 
     Asynchronous copies: ``pend`` counts, per word, the copies into it that are still in
     flight (cp.async before its wait_group, cp.async.bulk(.tensor) before its mbarrier wait)
-    and ``rpend`` the bulk copies that still read it (a TMA store before its
-    cp.async.bulk.wait_group.read). Any access to a word with a copy in flight into it, and a
-    write to a word that a bulk copy still reads, is a race whatever the barriers in between:
-    bar.sync does not wait for asynchronous copies.
+    and ``rpend`` the asynchronous reads of it still in flight (a TMA store before its
+    cp.async.bulk.wait_group.read, a wgmma before the wgmma.wait_group that retires it). Any
+    access to a word with a copy in flight into it, and a write to a word that is still being
+    read, is a race whatever the barriers in between: bar.sync waits for neither.
     """
 
     NEVER, MANY, ATOMIC, BASE = 0, 1, 4, 8
@@ -353,12 +353,25 @@ class SharedShadow:
             np.subtract.at(self.rpend, words, 1)
             self.nrpend -= words.size
 
+    def hold_reads(self, ins, words: np.ndarray) -> None:
+        """An asynchronous reader (a wgmma's shared-memory operands) reads the 4-byte *words*
+        until :meth:`release_reads`: writing them until then is a race, as for a bulk store's
+        source."""
+        np.add.at(self.rpend, words, 1)
+        self.nrpend += words.size
+        self.pend_line[words] = ins.line
+        self.lines[ins.line] = ins.text
+
+    def release_reads(self, words: np.ndarray) -> None:
+        np.subtract.at(self.rpend, words, 1)
+        self.nrpend -= words.size
+
     def _check_async(self, st, ins, tids, words, addr, kind) -> None:
         bad = self.pend[words] > 0
         what = "an asynchronous copy into it"
         if not bad.any() and kind != "r":
             bad = self.rpend[words] > 0
-            what = "an asynchronous bulk copy that reads it"
+            what = "an asynchronous read of it (a bulk store, or a wgmma's operands)"
         if not bad.any():
             return
         st.stats.shared_races += int(np.count_nonzero(bad))
@@ -378,7 +391,8 @@ class SharedShadow:
             f"0x{int(addr[i]):x} while {what} (PTX line {line}: `{self.lines.get(line, '?')}`) "
             f"is still in flight\n"
             f"  (wait for the copy first: cp.async.wait_group/wait_all for cp.async, the mbarrier "
-            f"phase for cp.async.bulk, cp.async.bulk.wait_group(.read) for a bulk store; bar.sync "
+            f"phase for cp.async.bulk, cp.async.bulk.wait_group(.read) for a bulk store, "
+            f"wgmma.wait_group for a wgmma; bar.sync "
             f"does not wait for asynchronous copies; launch(..., shared_checks='count') only "
             f"counts races)"
         )

@@ -1,9 +1,11 @@
 """Warpgroup-level instructions of sm_90a: ``wgmma.fence``, ``wgmma.commit_group``,
 ``wgmma.wait_group`` and ``wgmma.mma_async`` (Hopper's asynchronous warpgroup MMA).
 
-The emulator executes ``wgmma.mma_async`` synchronously, when a warp reaches it, so the
-fence, commit and wait instructions have nothing left to order: they are accepted and counted
-(class ``sync``). A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
+The emulator computes ``wgmma.mma_async`` when a warp reaches it, but its shared-memory
+operands count as read until the ``wgmma.wait_group`` that retires its commit group (per
+warp, as on the GPU): a write to them before then, by any thread or copy (a TMA refilling the
+slot), is a shared-memory race. The fence is accepted and counted (class ``sync``), as are
+the commit and the wait. A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
 % 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator. Those rows need only the warp's
 own registers and shared memory (the matrix descriptors), so each warp computes its slice
 on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of
@@ -146,6 +148,32 @@ def _noop(st, idx) -> None:
     return None
 
 
+def _warps(st, idx) -> np.ndarray:
+    return np.unique(thread_ids(st, idx) >> 5)
+
+
+def _commit(st, idx) -> None:
+    """The warps' uncommitted wgmmas form a group."""
+    for w in _warps(st, idx):
+        if w in st.wgmma_reads:
+            open_, groups = st.wgmma_reads[w]
+            groups.append(list(open_))
+            open_.clear()
+
+
+def _waiter(n: int):
+    def wait(st, idx) -> None:
+        """Retire all but the warps' ``n`` newest groups: their operands are read."""
+        for w in _warps(st, idx):
+            if w in st.wgmma_reads:
+                groups = st.wgmma_reads[w][1]
+                while len(groups) > n:
+                    for words in groups.pop(0):
+                        st.shadow.release_reads(words)
+
+    return wait
+
+
 @handler("wgmma")
 def h_wgmma(cx, ins):
     """wgmma.{fence,commit_group,wait_group,mma_async}.sync.aligned."""
@@ -160,7 +188,9 @@ def h_wgmma(cx, ins):
             raise cx.error(f"wgmma.{kind} expects {want} operand{'s' if want != 1 else ''}")
         if want and not (isinstance(ins.operands[0], Imm) and ins.operands[0].value >= 0):
             raise cx.error("wgmma.wait_group expects a non-negative integer constant")
-        return _noop, "sync"
+        if kind == "wait_group":
+            return _waiter(int(ins.operands[0].value)), "sync"
+        return (_commit if kind == "commit_group" else _noop), "sync"
     if kind == "mma_async":
         return _mma_async(cx, ins, types, mods)
     raise cx.unsupported()
@@ -330,6 +360,11 @@ def _mma_async(cx, ins, types, mods):
         flat = addr.reshape(W, -1)
         tids_rep = np.repeat(warp_tid, flat.shape[1])
         parts = resolve(st, ins, tids_rep, "shared", flat.ravel(), 16, None, "r")
+        if st.shadow is not None:  # read until a wgmma.wait_group retires the wgmma
+            words = (parts[0][1].reshape(W, -1, 1) >> 2) + np.arange(4)
+            for w, warp_words in zip(warp_tid >> 5, words.reshape(W, -1), strict=True):
+                st.shadow.hold_reads(ins, warp_words)
+                st.wgmma_reads.setdefault(int(w), ([], []))[0].append(warp_words)
         raw = np.stack(read_elems(parts, tids_rep.size, esize, T, nm.UINT[8 * esize]), axis=-1)
         vals = _decode(raw, t)
         if mn_major:  # (W, K, MN/T, T) -> (W, MN, K)

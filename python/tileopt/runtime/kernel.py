@@ -30,7 +30,8 @@ class KernelMetadata:
     Attributes:
         name: the kernel's symbol, also its PTX ``.entry`` name.
         target: the GPU it was compiled for (``sm_90``).
-        num_warps: warps per program; the block is :attr:`block`.
+        num_warps: warps per program, a warp-specialised kernel's producer warp included;
+            the block is :attr:`block`.
         shared_bytes: shared memory per program: the static ``.shared`` variables its PTX
             uses plus :attr:`dynamic_shared_bytes`.
         abi: the kernel's arguments in order (see ``docs/kernel-abi.md``).

@@ -2,6 +2,7 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_80 fp-fusion=false" | FileCheck %s --check-prefix=NOFUSE
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a tma=false" | FileCheck %s --check-prefix=WGMMA
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=TMA
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a warp-specialize=true" | FileCheck %s --check-prefix=WS
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
@@ -2008,5 +2009,73 @@ tile.kernel @tma_costing_a_block(%x: memref<?x?xf16, strided<[?, 1], offset: ?>>
   tile.store %o1, %c[%c0, %c0] : tensor<64x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   %o2 = tile.convert_layout %r#1 : tensor<128x64xf32, #mma> -> tensor<128x64xf32, #cst>
   tile.store %o2, %c[%c64, %c0] : tensor<128x64xf32, #cst>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// warp-specialize: the 4 consumer warps run the kernel's body; warp 4, the
+// first of a warpgroup after them, runs the loop again as a producer. The
+// first thread sets up a "full" mbarrier per slot (the two copies) and an
+// "empty" one (the 128 consumer threads) before the split, which every
+// thread waits for. The consumers' loop waits for its slot, issues the
+// wgmma, leaves it running (wait_group 1) and releases the previous
+// iteration's slot (not in the first iteration); it passes no barrier and
+// issues no copy. Their barriers after it are barrier 1 of 128 threads. The
+// producer waits for the slot's release (the parity before the current one:
+// a fresh mbarrier passes at once) and copies from its first lane.
+// WS-LABEL: gpu.func @warp_specialized
+// WS-SAME: known_block_size = array<i32: 256, 1, 1>
+// WS-SAME: tile.shared_bytes = 24624 : i64
+// WS: %[[CONSUMER:.*]] = arith.cmpi ult, %[[TID:.*]], %c128_i32 : i32
+// WS: mbarrier.init.shared::cta.b64 [$1], 2;\0A@p mbarrier.init.shared::cta.b64 [$2], 2;\0A@p mbarrier.init.shared::cta.b64 [$3], 2;
+// WS: mbarrier.init.shared::cta.b64 [$1], 128;\0A@p mbarrier.init.shared::cta.b64 [$2], 128;\0A@p mbarrier.init.shared::cta.b64 [$3], 128;
+// WS-NEXT: nvvm.barrier0
+// WS-NEXT: scf.if %[[CONSUMER]] {
+// WS: scf.for
+// WS-NOT: nvvm.barrier
+// WS-NOT: cp.async.bulk
+// WS: mbarrier.try_wait.parity
+// WS-NOT: nvvm.barrier
+// WS: wgmma.mma_async
+// WS-NOT: nvvm.barrier
+// WS: wgmma.wait_group.sync.aligned 1;
+// WS-NOT: nvvm.barrier
+// WS: @p mbarrier.arrive.shared::cta.b64 _, [$1];
+// WS-NOT: nvvm.barrier
+// WS: scf.yield
+// WS: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c128_i32
+// WS: mbarrier.inval
+// WS: wgmma.wait_group.sync.aligned 0;
+// WS-NOT: nvvm.barrier0
+// WS: } else {
+// WS: arith.cmpi ult, %[[TID]], %c160_i32 : i32
+// WS: scf.for
+// WS: mbarrier.try_wait.parity
+// WS: setp.ne.b32 p, $0, 0;\0A@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], 4096;\0A@p cp.async.bulk.tensor.2d
+// WS: mbarrier.arrive.expect_tx.shared::cta.b64 _, [$1], 4096;\0A@p cp.async.bulk.tensor.2d
+// WS-NOT: nvvm.barrier
+// WS: gpu.return
+tile.kernel @warp_specialized(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %pid = tile.program_id {dim = 0 : i64}
+  %row = arith.muli %pid, %c64 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%row, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %y[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  %s = tile.convert_layout %r : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #b>
+  tile.store %s, %c[%row, %c0] : tensor<64x64xf32, #b>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }

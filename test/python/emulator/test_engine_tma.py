@@ -333,7 +333,7 @@ def test_bulk_store_source_must_not_be_reused_before_wait_read() -> None:
         )
         mod = emu.load_ptx(ptx)
         if race:
-            with pytest.raises(emu.SharedRaceError, match="bulk copy that reads it"):
+            with pytest.raises(emu.SharedRaceError, match="asynchronous read of it"):
                 mod.launch("tma_store", grid=1, block=THREADS, args=[tm, src, 1024, 0, 0])
         else:
             mod.launch("tma_store", grid=1, block=THREADS, args=[tm, src, 1024, 0, 0])

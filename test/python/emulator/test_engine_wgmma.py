@@ -269,3 +269,42 @@ def test_operand_addresses_128b_swizzle_k_major_tf32() -> None:
         chunk = (k * 4 // 16) ^ (mn % 8)
         want = 1024 + (mn // 8) * 1024 + (mn % 8) * 128 + chunk * 16 + (k % 4) * 4
         np.testing.assert_array_equal(got, want)
+
+
+def _two_groups(between: str, after: str) -> str:
+    """Two wgmma commit groups (the second reads its B 1 KiB after the first's), ``between``
+    after the second commit, then ``wgmma.wait_group 1`` (the first group retired), a barrier
+    (every warp retired it) and ``after``, then the wait for both."""
+    second = MMA.format(sd="1", sb="1").replace("%rd2,", "%rd5,")
+    return _kernel(MMA.format(sd="1", sb="1")).replace(
+        "wgmma.commit_group.sync.aligned;\n  wgmma.wait_group.sync.aligned 0;",
+        "wgmma.commit_group.sync.aligned;\n  add.s64 %rd5, %rd2, 64;\n"
+        f"  {second}\n  wgmma.commit_group.sync.aligned;\n  {between}\n"
+        f"  wgmma.wait_group.sync.aligned 1;\n  bar.sync 0;\n  {after}\n"
+        "  wgmma.wait_group.sync.aligned 0;",
+    )
+
+
+@pytest.mark.parametrize(
+    ("between", "after", "race"),
+    [
+        ("st.shared.b32 [%r3+2048], %r4;", "", True),  # the first group's B, still read
+        ("", "st.shared.b32 [%r3+2048], %r4;", False),  # ... retired by wait_group 1
+        ("", "st.shared.b32 [%r3+3072], %r4;", True),  # the second group's B
+        ("", "st.shared.b32 [%r3], %r4;", True),  # A, which the second group still reads
+        ("", "st.shared.b32 [%r3+3584], %r4;", False),  # bytes no wgmma reads
+    ],
+)
+def test_wgmma_operands_are_read_until_their_group_is_waited_for(
+    between: str, after: str, race: bool
+) -> None:
+    """A wgmma reads its shared-memory operands until the wgmma.wait_group that retires its
+    commit group: writing them before (by a store, or a copy that refills the slot) is a
+    race, as on the GPU, even though the emulator computes the product at issue."""
+    ptx = _two_groups(between, after)
+    if race:
+        with pytest.raises(emu.SharedRaceError, match="a wgmma's operands.*wgmma.mma_async"):
+            _launch(ptx)
+    else:
+        out, _ = _launch(ptx)
+        np.testing.assert_array_equal(out, np.full(512, 33.0, np.float32))

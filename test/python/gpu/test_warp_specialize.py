@@ -1,0 +1,140 @@
+"""sm_90a's warp-specialised TMA pipelines (``warp_specialize=True``): a producer warp, in a
+warpgroup after the kernel's ``num_warps``, issues the copies of each K step once the
+consumers left its ring slot; the consumers wait for the copies and run the dots, with no
+barrier across the block in their loop. Run in the PTX emulator against PyTorch.
+
+The emulator runs the producer and the consumers as the GPU would let them (a warp spinning
+on an mbarrier yields to the others), lands each copy at the latest moment it may, and
+raises on shared-memory races and on waits that can never succeed, so every run also
+checks the "full" and "empty" mbarriers' counts and phases.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import torch
+from test_kernels import assert_close, matmul_bound
+from tileopt import kernels
+from tileopt.compiler import compile
+from tileopt.errors import OptionError
+
+PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _matmul(bm: int, bn: int, bk: int, warps: int, stages: int, dtype: str = "f16",
+            **options: Any) -> Any:
+    kb = kernels.matmul(dtype, block_m=bm, block_n=bn, block_k=bk)
+    return compile(kb, "sm_90a", num_warps=warps, num_stages=stages, **PROMISES, **options)
+
+
+def _consumer_loop(ptx: str) -> str:
+    """The consumers' K loop: from its wait for a slot's copies to its release of a slot."""
+    start = ptx.index("mbarrier.try_wait.parity")
+    return ptx[start:ptx.index("mbarrier.arrive.shared::cta.b64 _", start)]
+
+
+@pytest.mark.parametrize(
+    ("bm", "bn", "bk", "warps", "stages", "dtype"),
+    [
+        (64, 64, 32, 4, 2, "f16"),  # two slots: each is refilled as soon as it is left
+        (64, 64, 32, 4, 3, "bf16"),
+        (128, 128, 64, 4, 3, "f16"),
+        (128, 128, 64, 8, 4, "f16"),  # two consumer warpgroups
+        (128, 256, 64, 8, 3, "f16"),
+    ],
+)
+def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stages: int,
+                                     dtype: str) -> None:
+    kern = _matmul(bm, bn, bk, warps, stages, dtype, warp_specialize=True)
+    plain = _matmul(bm, bn, bk, warps, stages, dtype)
+    md, ptx = kern.metadata, str(kern.asm["ptx"])
+    # The block: the consumers' warps and the producer's warpgroup.
+    assert md.num_warps == warps + 4 and md.block == (32 * (warps + 4), 1, 1)
+    assert f".maxntid {32 * (warps + 4)}, 1, 1" in ptx
+    assert md.tensor_maps == plain.metadata.tensor_maps
+    # A "full" and an "empty" mbarrier per slot (8 bytes each, after the rings, which the
+    # epilogue's conversion may outgrow): the full ones expect the two copies, the empty
+    # ones every consumer thread.
+    assert md.shared_bytes - plain.metadata.shared_bytes in (0, 8 * stages)
+    assert ptx.count("mbarrier.init.shared::cta.b64") == 2 * stages
+    assert len(re.findall(r"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], 2;", ptx)) == stages
+    assert len(re.findall(rf"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], {32 * warps};",
+                          ptx)) == stages
+    assert ptx.count("mbarrier.inval.shared::cta.b64") == 2 * stages
+    # One barrier of the whole block (after the mbarriers' set-up); the consumers' own are
+    # barrier 1 of their threads, and none is in their loop, which issues no copy.
+    assert len(re.findall(r"bar\.sync\s+0;", ptx)) == 1
+    assert re.search(rf"bar\.sync\s+1, {32 * warps};", ptx)
+    loop = _consumer_loop(ptx)
+    assert "bar.sync" not in loop and "cp.async.bulk" not in loop and "wgmma.mma_async" in loop
+    if md.registers is not None:
+        assert md.spill_bytes == 0
+    torch.manual_seed(0)
+    td = DTYPES[dtype]
+    # K below one block, several rings' worth, and none at all (no copy, zeros); M and N not
+    # multiples of the tile.
+    for m, k, n in [(200, 304, 144), (70, 16, 48), (bm + 3, 2 * bk + 16, bn + 16), (70, 0, 48)]:
+        a, b = torch.randn(m, k).to(td), torch.randn(k, n).to(td)
+        c = torch.full((m, n), float("nan"))
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+def test_batched_matmul_gets_a_producer() -> None:
+    """3-D boxes (one matrix of the batch) come from the producer too."""
+    kb = kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32)
+    kern = compile(kb, "sm_90a", num_warps=4, num_stages=3, warp_specialize=True, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert kern.metadata.num_warps == 8 and "cp.async.bulk.tensor.3d" in ptx
+    assert "bar.sync" not in _consumer_loop(ptx)
+    torch.manual_seed(1)
+    for batch, m, k, n in [(3, 70, 48, 80), (2, 67, 80, 80)]:
+        a = torch.randn(2 * batch, m, k).half()[::2]
+        b = torch.randn(batch, k, n).half()
+        c = torch.full((batch, m, n), float("nan"))
+        kern.launch(kernels.batched_matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
+        for i in range(batch):
+            assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))
+
+
+def test_linear_layer_gets_a_producer() -> None:
+    """A model's linear layer (the weight K-major, a bias epilogue) compiled with
+    ``warp_specialize=True``: its matmul kernel has a producer warpgroup, and the layer
+    computes what torch does."""
+    import tileopt
+
+    layer = torch.nn.Linear(144, 200).to(torch.float16)
+    x = torch.randn(130, 144).half()
+    graph = tileopt.compile(layer, (x,), target="sm_90a", warp_specialize=True)
+    (kernel,) = graph.program.host.kernel_names
+    ptx = graph.stages[f"ptx:{kernel}"]
+    assert "cp.async.bulk.tensor" in ptx and "bar.sync" not in _consumer_loop(ptx)
+    with torch.no_grad():
+        want = torch.nn.functional.linear(x.float(), layer.weight.float(), layer.bias.float())
+        assert_close(graph(x).float(), want, atol=2e-2, rtol=1e-2)
+
+
+def test_kernels_it_does_not_apply_to_are_unchanged() -> None:
+    """Only a kernel's one TMA pipeline gets a producer: attention's two loops, cp.async
+    pipelines (tma=False, sm_80) and kernels without a dot compile as without the option."""
+    cases = [
+        (kernels.attention("f16", block_m=64, block_n=64, head_dim=64), "sm_90a", {}),
+        (kernels.matmul("f16", block_m=64, block_n=64, block_k=32), "sm_90a", {"tma": False}),
+        (kernels.matmul("f16", block_m=64, block_n=64, block_k=32), "sm_80", {}),
+        (kernels.softmax(1024), "sm_90a", {}),
+    ]
+    for kb, target, options in cases:
+        ws = compile(kb, target, warp_specialize=True, **PROMISES, **options)
+        plain = compile(kb, target, **PROMISES, **options)
+        assert str(ws.asm["ptx"]) == str(plain.asm["ptx"])
+        assert ws.metadata.num_warps == plain.metadata.num_warps == 4
+
+
+def test_warp_specialize_must_be_a_bool() -> None:
+    kb = kernels.matmul("f16", block_m=64, block_n=64, block_k=32)
+    with pytest.raises(OptionError, match="warp_specialize must be True or False"):
+        compile(kb, "sm_90a", warp_specialize=1)
