@@ -29,7 +29,7 @@ def test_stage_table_reads_in_order() -> None:
     )
     llvm = nvidia.pipeline_text(nvidia.PIPELINES["llvm"], opts)
     assert llvm == ("builtin.module(convert-tile-to-nvvm{chip=sm_80 fp-fusion=true num-stages=3 "
-                    "tma=true})")
+                    "tma=true warp-specialize=false})")
     # Braces of upstream pass options survive the substitution.
     assert nvidia.pipeline_text(nvidia.TO_PTX, opts) == (
         "builtin.module(gpu-module-to-binary{format=isa})"

@@ -1198,6 +1198,8 @@ def gen_valid(seed: int, index: int, rng: random.Random, kind: str = "valid") ->
         "num_warps": rng.choice([1, 2, 4, 4, 8, 8] + ([3, 5, 6, 7] if rng.random() < 0.1 else [])),
     }
     _promises(g, rng, opts)
+    if opts["target"] == "sm_90a" and rng.random() < 0.3:  # a producer warp for TMA pipelines
+        opts["warp_specialize"] = True
     p = Program(seed, index, kind, _kernel_text(g), g.args, grid_t, opts, "ok", run=not huge)
     if not huge:
         p.expected = _evaluate(g, grid_t)

@@ -33,6 +33,7 @@ KERNELS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("bias_gelu", {}),
     ("matmul", {"target": "sm_80"}),
     ("matmul", {"target": "sm_90a", "aligned": True}),
+    ("matmul", {"target": "sm_90a", "aligned": True, "warp_specialize": True}),
 )
 
 

@@ -11,6 +11,7 @@ checks the "full" and "empty" mbarriers' counts and phases.
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -138,3 +139,45 @@ def test_warp_specialize_must_be_a_bool() -> None:
     kb = kernels.matmul("f16", block_m=64, block_n=64, block_k=32)
     with pytest.raises(OptionError, match="warp_specialize must be True or False"):
         compile(kb, "sm_90a", warp_specialize=1)
+
+
+def random_cases(seed: int, count: int) -> list[Any]:
+    """Random warp-specialised matmuls: blocks, warps (one or two consumer warpgroups),
+    stages, f16/bf16, a K-major (transposed) b, a batch of 3-D boxes, odd shapes."""
+    from test_random_kernels import PipelinedCase
+
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        warps = rng.choice([4, 8])
+        bm = 128 if warps == 8 else rng.choice([64, 128])  # B unsplit between warpgroups
+        bn, bk = rng.choice([16, 32, 64, 128]), rng.choice([16, 32, 64])
+        cases.append(PipelinedCase(
+            rng.choice(["f16", "bf16"]), (bm, bn, bk), warps, rng.choice([False, True]),
+            rng.choice([False, True]), rng.randint(2, 4),
+            (rng.randint(1, 2 * bm + 3), 16 * rng.randint(1, 12), 16 * rng.randint(1, 16)),
+            "sm_90a",
+        ))
+    return cases
+
+
+@pytest.mark.parametrize("case", random_cases(seed=11, count=10), ids=str)
+def test_random_warp_specialized_matmul(case: Any) -> None:
+    from test_random_kernels import build_pipelined_dot
+
+    torch.manual_seed(0)
+    (bm, bn, _), (m, n, k_size) = case.block, case.shape
+    kernel = compile(build_pipelined_dot(case), target=case.target, num_warps=case.warps,
+                     num_stages=case.stages, warp_specialize=True, **PROMISES)
+    # The producer's warpgroup, where TMA copies both operands (a b left for registers or
+    # cp.async keeps the kernel as it is).
+    md = kernel.metadata
+    assert (md.num_warps == case.warps + 4) == (len(md.tensor_maps) == 2)
+    batch = (2,) if case.batched else ()
+    td = DTYPES[case.dtype]
+    a = torch.randn(*batch, m, k_size).to(td)
+    b = torch.randn(*batch, *((n, k_size) if case.trans_b else (k_size, n))).to(td)
+    c = torch.full((*batch, m, n), float("nan"))
+    kernel.launch((-(-m // bm), -(-n // bn), *batch), a, b, c, device="emulator")
+    want = a.double() @ (b.double().transpose(-1, -2) if case.trans_b else b.double())
+    assert_close(c, want, atol=matmul_bound(a, b.transpose(-1, -2) if case.trans_b else b))
