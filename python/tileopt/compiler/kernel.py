@@ -15,7 +15,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -586,19 +585,18 @@ def compile(
     nvidia.check_tensor_map_params(name, params, maps)
     nvidia.check_ptx_abi(ptx, name, params, maps)
     dynamic = nvidia.check_dynamic_shared(ptx, name, dynamic_shared_bytes)
+    # The launch's warps: the PTX's block (with warp_specialize, a producer warpgroup may
+    # follow the layouts' warps), which a num_warps given for the layouts must explain.
     warps = nvidia.ptx_num_warps(ptx, name)
-    block_warps = options.num_warps
-    if warps == options.num_warps + 4 and options.warp_specialize and start != "ptx":
-        block_warps = warps  # the producer warpgroup after the layouts' warps
-    elif warps is not None and warps != options.num_warps:
-        if num_warps is not None or start == "tile":
-            raise CompilationError(
-                f"kernel {name}: num_warps={options.num_warps}, but its code is made for {warps} "
-                f"warps (its PTX's block is {32 * warps} threads): pass num_warps={warps}, or "
-                f"None to take it from the kernel, or recompile from start='tile'"
-            )
-        options = replace(options, num_warps=warps)
-        block_warps = warps
+    block_warps = options.num_warps if warps is None else warps
+    producer = options.warp_specialize and warps == options.num_warps + 4 and start != "ptx"
+    if warps is not None and warps != options.num_warps and not producer and (
+            num_warps is not None or start == "tile"):
+        raise CompilationError(
+            f"kernel {name}: num_warps={options.num_warps}, but its code is made for {warps} "
+            f"warps (its PTX's block is {32 * warps} threads): pass num_warps={warps}, or "
+            f"None to take it from the kernel, or recompile from start='tile'"
+        )
 
     asm["ptx"] = ptx
     result = nvidia.make_cubin(ptx, options, name)

@@ -85,6 +85,21 @@ def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stag
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
+def test_ptx_of_a_warp_specialised_kernel_compiles_again() -> None:
+    """Its PTX, compiled from start="ptx" (the signature, tensor maps and dynamic shared
+    memory given, the warps read from the PTX's block), makes the same launch: 8 consumer
+    warps and the producer's 4."""
+    kern = _matmul(128, 128, 64, 8, 3, warp_specialize=True)
+    md = kern.metadata
+    again = compile(str(kern.asm["ptx"]), "sm_90a", start="ptx", signature=md.abi,
+                    tensor_maps=md.tensor_maps, dynamic_shared_bytes=md.dynamic_shared_bytes)
+    assert again.metadata.num_warps == md.num_warps == 12
+    a, b = torch.randn(130, 208).half(), torch.randn(208, 144).half()
+    c = torch.full((130, 144), float("nan"))
+    again.launch(kernels.matmul_grid(a.shape, b.shape, 128, 128), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
 def test_batched_matmul_gets_a_producer() -> None:
     """3-D boxes (one matrix of the batch) come from the producer too."""
     kb = kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32)
