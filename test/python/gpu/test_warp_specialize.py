@@ -100,6 +100,39 @@ def test_ptx_of_a_warp_specialised_kernel_compiles_again() -> None:
     assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
+@pytest.mark.parametrize(
+    ("what", "error"),
+    [
+        # they run ahead, and invalidate the mbarriers the producer still uses
+        ("the consumers' wait for a slot's copies", "the barrier is not initialised"),
+        # it expects a slot's bytes again before the consumers took the last ones
+        ("the producer's wait for an empty slot", "more arrivals than the phase expects"),
+        ("the consumers' release of a slot", "can never succeed"),
+    ],
+)
+def test_a_broken_handshake_is_caught(what: str, error: str) -> None:
+    """The emulator catches each part of the handshake missing from the PTX (two slots, ten
+    K steps), as an error that names it."""
+    import tileopt.emulator as emu
+
+    kern = _matmul(64, 64, 32, 4, 2, warp_specialize=True)
+    md, ptx = kern.metadata, str(kern.asm["ptx"])
+    consumer_wait, producer_wait = re.findall(r"@!p bra (waitLoop\d+);", ptx)
+    mutated = {
+        "the consumers' wait for a slot's copies": ptx.replace(f"@!p bra {consumer_wait};", ""),
+        "the producer's wait for an empty slot": ptx.replace(f"@!p bra {producer_wait};", ""),
+        "the consumers' release of a slot": re.sub(
+            r"@p mbarrier\.arrive\.shared::cta\.b64 _, \[%r\d+\];", "", ptx),
+    }[what]
+    assert mutated != ptx
+    broken = compile(mutated, "sm_90a", start="ptx", signature=md.abi,
+                     tensor_maps=md.tensor_maps)
+    a, b = torch.randn(64, 320).half(), torch.randn(320, 64).half()
+    c = torch.zeros(64, 64)
+    with pytest.raises(emu.EmulatorError, match=error):
+        broken.launch((1, 1), a, b, c)
+
+
 def test_batched_matmul_gets_a_producer() -> None:
     """3-D boxes (one matrix of the batch) come from the producer too."""
     kb = kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32)
