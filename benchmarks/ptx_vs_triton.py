@@ -329,31 +329,14 @@ def tr_matmul(
 def tr_matmul_tma(
     a_desc, b_desc, c_ptr, m, n, k, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    WARP_SPECIALIZE: tl.constexpr,
 ):
-    """tr_matmul with its operands loaded through host-side tensor descriptors (TMA)."""
+    """tr_matmul with its operands loaded through host-side tensor descriptors (TMA), its K
+    loop warp-specialised (a load and an MMA partition) with WARP_SPECIALIZE."""
     row0 = tl.program_id(0) * BLOCK_M
     col0 = tl.program_id(1) * BLOCK_N
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for start in range(0, k, BLOCK_K):
-        a = a_desc.load([row0, start])
-        b = b_desc.load([start, col0])
-        acc = tl.dot(a, b, acc)
-    rows = row0 + tl.arange(0, BLOCK_M)
-    cols = col0 + tl.arange(0, BLOCK_N)
-    mask = (rows[:, None] < m) & (cols[None, :] < n)
-    tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
-
-
-@triton.jit
-def tr_matmul_tma_ws(
-    a_desc, b_desc, c_ptr, m, n, k, stride_c,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):
-    """tr_matmul_tma with its K loop warp-specialised (a load and an MMA partition)."""
-    row0 = tl.program_id(0) * BLOCK_M
-    col0 = tl.program_id(1) * BLOCK_N
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for start in tl.range(0, k, BLOCK_K, warp_specialize=True):
+    for start in tl.range(0, k, BLOCK_K, warp_specialize=WARP_SPECIALIZE):
         a = a_desc.load([row0, start])
         b = b_desc.load([start, col0])
         acc = tl.dot(a, b, acc)
@@ -533,18 +516,18 @@ def matmul_case(
                            "stride_a": k, "stride_b": n, "stride_c": n}
     descriptors: dict[str, tuple[int, ...]] = {}
     extra: dict[str, Any] = {} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma}
+    constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
     if tma:
-        fn = tr_matmul_tma_ws if warp_specialize else tr_matmul_tma
-        args = {"a_desc": "a", "b_desc": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
-                "stride_c": n}
+        fn, args = tr_matmul_tma, {"a_desc": "a", "b_desc": "b", "c_ptr": "c", "m": m, "n": n,
+                                   "k": k, "stride_c": n}
         descriptors = {"a_desc": (bm, bk), "b_desc": (bk, bn)}
+        constexprs["WARP_SPECIALIZE"] = warp_specialize
         if warp_specialize and TILEOPT_HAS_WS:
             extra["warp_specialize"] = True
     return Case(
         name, lambda: kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk),
         grid, ["a", "b", "c"],
-        fn, args,
-        {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}, (*grid, 1),
+        fn, args, constexprs, (*grid, 1),
         {"a": a, "b": b, "c": torch.zeros(m, n)}, {"c": a.float() @ b.float()},
         # this tiling's floor: a row block of a is read once per program column, ...
         inputs_min_bytes=_nbytes(a) * grid[1] + _nbytes(b) * grid[0],

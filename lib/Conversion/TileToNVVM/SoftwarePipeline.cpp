@@ -64,26 +64,23 @@ namespace tileopt::nvvm {
 
 namespace {
 
-/// The ops of `loop`'s body that the operands of `loads` depend on, in body
-/// order; failure when one of them cannot be recomputed for another
-/// iteration (it reads memory, has regions, or depends on a loop-carried
-/// value other than the induction variable).
-FailureOr<SmallVector<Operation *>> addressSlice(scf::ForOp loop,
-                                                 ArrayRef<LoadOp> loads) {
-  Block *body = loop.getBody();
+/// The ops of `block` that the values of `worklist` depend on through ops
+/// of `block`, in block order; failure when one of them cannot be computed
+/// again (it reads memory, has regions or yields a tile), or `refuse` says
+/// so of a block argument they reach.
+FailureOr<SmallVector<Operation *>>
+recomputableSlice(Block *block, SmallVector<Value> worklist,
+                  function_ref<bool(BlockArgument)> refuse) {
   llvm::SetVector<Operation *> slice;
-  SmallVector<Value> worklist;
-  for (LoadOp load : loads)
-    llvm::append_range(worklist, load->getOperands());
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     if (auto arg = dyn_cast<BlockArgument>(value)) {
-      if (arg.getOwner() == body && arg != loop.getInductionVar())
+      if (refuse(arg))
         return failure();
       continue;
     }
     Operation *def = value.getDefiningOp();
-    if (def->getBlock() != body || slice.contains(def))
+    if (def->getBlock() != block || slice.contains(def))
       continue;
     if (def->getNumRegions() || !isMemoryEffectFree(def) ||
         llvm::any_of(def->getResultTypes(), llvm::IsaPred<ShapedType>))
@@ -95,6 +92,21 @@ FailureOr<SmallVector<Operation *>> addressSlice(scf::ForOp loop,
   llvm::sort(ordered,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return ordered;
+}
+
+/// The ops of `loop`'s body that the operands of `loads` depend on, in body
+/// order; failure when one of them cannot be recomputed for another
+/// iteration (it reads memory, has regions, or depends on a loop-carried
+/// value other than the induction variable).
+FailureOr<SmallVector<Operation *>> addressSlice(scf::ForOp loop,
+                                                 ArrayRef<LoadOp> loads) {
+  Block *body = loop.getBody();
+  SmallVector<Value> operands;
+  for (LoadOp load : loads)
+    llvm::append_range(operands, load->getOperands());
+  return recomputableSlice(body, operands, [&](BlockArgument arg) {
+    return arg.getOwner() == body && arg != loop.getInductionVar();
+  });
 }
 
 /// Whether anything in `loop`'s body may write memory: a prefetched load
@@ -200,34 +212,20 @@ scf::ForOp carryRingSlot(IRRewriter &b, scf::ForOp loop, unsigned slots,
 
 /// The ops of `p.loop`'s block, before it, that its bounds and its copies'
 /// offsets depend on, in block order; failure when one of them cannot be
-/// computed again (it reads memory, has regions or yields a tile).
+/// computed again.
 FailureOr<SmallVector<Operation *>> producerSlice(const LoopPipeline &p) {
   scf::ForOp loop = p.loop;
   FailureOr<SmallVector<Operation *>> inLoop = addressSlice(loop, p.loads);
   if (failed(inLoop))
     return failure();
-  SmallVector<Value> worklist = {loop.getLowerBound(), loop.getUpperBound(),
+  SmallVector<Value> operands = {loop.getLowerBound(), loop.getUpperBound(),
                                  loop.getStep()};
   for (Operation *op : *inLoop)
-    llvm::append_range(worklist, op->getOperands());
+    llvm::append_range(operands, op->getOperands());
   for (LoadOp load : p.loads)
-    llvm::append_range(worklist, load->getOperands());
-  llvm::SetVector<Operation *> slice;
-  while (!worklist.empty()) {
-    Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || loop->isAncestor(def) || slice.contains(def))
-      continue;
-    if (def->getBlock() != loop->getBlock() || def->getNumRegions() ||
-        !isMemoryEffectFree(def) ||
-        llvm::any_of(def->getResultTypes(), llvm::IsaPred<ShapedType>))
-      return failure();
-    slice.insert(def);
-    llvm::append_range(worklist, def->getOperands());
-  }
-  SmallVector<Operation *> ordered(slice.begin(), slice.end());
-  llvm::sort(ordered,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  return ordered;
+    llvm::append_range(operands, load->getOperands());
+  return recomputableSlice(loop->getBlock(), operands,
+                           [](BlockArgument) { return false; });
 }
 
 } // namespace
