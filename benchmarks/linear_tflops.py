@@ -55,8 +55,9 @@ def file_stem(dtype: str, shape: Shape) -> str:
     return f"{dtype}-{shape.name.replace(' ', '-').replace('=', '')}"
 
 
-def compile_layer(dtype: str, shape: Shape, target: str) -> Any:
-    """``tileopt.compile`` of ``nn.Linear(k, n)`` for ``m`` tokens (a CompiledGraph)."""
+def compile_layer(dtype: str, shape: Shape, target: str, **options: Any) -> Any:
+    """``tileopt.compile`` of ``nn.Linear(k, n)`` for ``m`` tokens (a CompiledGraph), with
+    more compile ``options``."""
     import tileopt
     import torch
     from torch import nn
@@ -64,16 +65,18 @@ def compile_layer(dtype: str, shape: Shape, target: str) -> Any:
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     layer = nn.Linear(shape.k, shape.n).to(torch_dtype)
     return tileopt.compile(layer, (torch.zeros(shape.m, shape.k, dtype=torch_dtype),),
-                           target=target)
+                           target=target, **options)
 
 
-def save(dtypes: Sequence[str], shapes: Sequence[Shape], target: str, out: Path) -> None:
-    """Compiles every layer into ``out``: its kernels and ``index.json`` (host functions)."""
+def save(dtypes: Sequence[str], shapes: Sequence[Shape], target: str, out: Path,
+         **options: Any) -> None:
+    """Compiles every layer (with compile ``options``) into ``out``: its kernels and
+    ``index.json`` (host functions)."""
     out.mkdir(parents=True, exist_ok=True)
     index = []
     for dtype in dtypes:
         for shape in shapes:
-            graph = compile_layer(dtype, shape, target)
+            graph = compile_layer(dtype, shape, target, **options)
             tiles = [line.split(":")[-1].strip() for line in graph.stages["tile"].splitlines()
                      if "tile.dot" in line]
             index.append({"dtype": dtype, "name": shape.name, "m": shape.m, "n": shape.n,
@@ -162,8 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="comma-separated models: " + ", ".join(MODELS))
     parser.add_argument("--tokens", default=",".join(map(str, TOKENS)),
                         help="comma-separated token counts (the matmuls' M)")
+    parser.add_argument("--warp-specialize", action="store_true",
+                        help="compile with warp_specialize=True (sm_90a's TMA pipelines get "
+                             "a producer warp)")
     add_save_load_arguments(parser, "layers")
     opts = parser.parse_args(argv)
+    options = {"warp_specialize": True} if opts.warp_specialize else {}
     dtypes = parse_dtypes(parser, opts.dtypes)
     groups = [g for g in opts.shapes.split(",") if g]
     if bad := [g for g in groups if g not in MODELS]:
@@ -174,12 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--tokens takes integers, got {opts.tokens!r}")
     shapes = layers(groups, tokens)
     if opts.save is not None:
-        save(dtypes, shapes, opts.target or "sm_90a", opts.save)
+        save(dtypes, shapes, opts.target or "sm_90a", opts.save, **options)
         return 0
     if opts.static:
         target = opts.target or "sm_90a"
-        print_static(((d, s.name, compile_layer(d, s, target)) for d in dtypes for s in shapes),
-                     target)
+        print_static(((d, s.name, compile_layer(d, s, target, **options))
+                      for d in dtypes for s in shapes), target)
         return 0
 
     why = gpu_unavailable()
@@ -195,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         target = opts.target or device_target()
         entries = [{"dtype": d, "name": s.name, "m": s.m, "n": s.n, "k": s.k, "target": target,
-                    "forward": compiled_on_gpu(compile_layer(d, s, target))}
+                    "forward": compiled_on_gpu(compile_layer(d, s, target, **options))}
                    for d in dtypes for s in shapes]
     print_preamble("cuBLAS", f"layers from {opts.load}" if opts.load else None,
                    f"{'dtype':<5} {'layer':<28} {'M':>6} {'N':>6} {'K':>6} {'torch':>7} "
