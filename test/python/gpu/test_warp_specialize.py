@@ -133,6 +133,32 @@ def test_a_broken_handshake_is_caught(what: str, error: str) -> None:
         broken.launch((1, 1), a, b, c)
 
 
+def test_tf32_and_f16_accumulator_dots_get_a_producer() -> None:
+    """The other wgmma dots TMA feeds: tf32 with a K-major b (an f32 linear layer's weight),
+    each k step waited for, and f16 accumulators, repacked between MMAs."""
+    from test_mma_types import EPS16, EPS32, linear_tf32_ir, tf32_truncate
+    from test_mma_types import _matmul as typed_matmul
+
+    kern = compile(linear_tf32_ir("memref<?x?xf32, strided<[1, ?], offset: ?>>"), "sm_90a",
+                   num_stages=3, warp_specialize=True)
+    assert kern.metadata.num_warps == 8 and len(kern.metadata.tensor_maps) == 2
+    torch.manual_seed(4)
+    a, w = torch.randn(130, 208), torch.randn(80, 208)
+    c = torch.full((130, 80), float("nan"))
+    kern.launch(kernels.matmul_grid((130, 208), (208, 80), 64, 64), a, w.t(), c)
+    bound = 209 * (EPS32 / 2) * (a.double().abs() @ w.double().abs().t()) + 1e-30
+    assert_close(c, tf32_truncate(a).double() @ tf32_truncate(w).double().t(), atol=bound)
+
+    kern = compile(typed_matmul("f16", "f16", False, 64, 64, 32), "sm_90a",
+                   warp_specialize=True, **PROMISES)
+    assert kern.metadata.num_warps == 8
+    a, b = torch.randn(130, 208).half(), torch.randn(208, 144).half()
+    c = torch.full((130, 144), float("nan")).half()
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
+    bound = 209 * (EPS16 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+    assert_close(c, a.double() @ b.double(), atol=bound)
+
+
 def test_batched_matmul_gets_a_producer() -> None:
     """3-D boxes (one matrix of the batch) come from the producer too."""
     kb = kernels.batched_matmul("f16", block_m=64, block_n=64, block_k=32)
