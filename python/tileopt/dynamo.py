@@ -60,7 +60,10 @@ def backend(
               raised);
             - ``report``: a :class:`tileopt.compiler.fallback.FallbackReport` that each graph
               adds its specialisations to (what was compiled, the kernels compiled and taken
-              from the cache, what ran in PyTorch and why); ``print(report)`` shows it.
+              from the cache, what ran in PyTorch and why); ``print(report)`` shows it;
+            - ``num_warps``, ``num_stages``, ``tma``, ``warp_specialize``, ``opt_level``,
+              ``fp_fusion``: passed to every kernel's compilation, as
+              ``tileopt.compile``'s (unset: its defaults).
         mode: ``torch.compile``'s mode; tileopt has one way of compiling and ignores it.
 
     Raises:
@@ -81,4 +84,5 @@ def backend(
         fallback=settings["fallback"],
         name=_fallback.graph_name(),
         report=settings["report"],
+        **{name: settings[name] for name in _fallback.BACKEND_KERNEL_OPTIONS if name in settings},
     )

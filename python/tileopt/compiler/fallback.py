@@ -62,7 +62,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule, topo_sort
 
-from tileopt.compiler import cache
+from tileopt.compiler import cache, nvidia
 from tileopt.compiler.graph import CompiledGraph, compile_graph
 from tileopt.errors import (
     CompilationError,
@@ -1463,6 +1463,11 @@ def compile_with_fallback(
 BACKEND_OPTIONS: dict[str, Any] = {"target": DEFAULT_TARGET, "device": None,
                                    "fallback": "eager", "report": None}
 
+#: ``tileopt.compile``'s kernel options that the backend also takes and passes to every
+#: kernel it compiles (unset: ``tileopt.compile``'s defaults).
+BACKEND_KERNEL_OPTIONS = ("num_warps", "num_stages", "tma", "warp_specialize", "opt_level",
+                          "fp_fusion")
+
 
 def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """The backend's settings: :data:`BACKEND_OPTIONS` updated with ``options``.
@@ -1472,11 +1477,12 @@ def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:
             a wrong ``$TILEOPT_LOGS``.
     """
     log_channels()
-    unknown = sorted(set(options) - set(BACKEND_OPTIONS))
+    unknown = sorted(set(options) - set(BACKEND_OPTIONS) - set(BACKEND_KERNEL_OPTIONS))
     if unknown:
         raise OptionError(
             f"unknown option{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))} of "
-            f"tileopt's torch.compile backend; it takes {', '.join(BACKEND_OPTIONS)}"
+            f"tileopt's torch.compile backend; it takes "
+            f"{', '.join((*BACKEND_OPTIONS, *BACKEND_KERNEL_OPTIONS))}"
         )
     settings = {**BACKEND_OPTIONS, **options}
     if not isinstance(settings["target"], str):
@@ -1489,6 +1495,9 @@ def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:
     if settings["report"] is not None and not isinstance(settings["report"], FallbackReport):
         raise OptionError(f"report= takes a tileopt.compiler.fallback.FallbackReport (or None), "
                           f"got a {type(settings['report']).__name__}")
+    # Wrong kernel options fail here, not at each kernel's compilation.
+    nvidia.Options(settings["target"], **{
+        name: options[name] for name in BACKEND_KERNEL_OPTIONS if name in options})
     return settings
 
 

@@ -226,7 +226,9 @@ def test_fallback_error_raises() -> None:
 
 def test_unknown_option() -> None:
     gm = torch.fx.symbolic_trace(lambda x: x + 1)
-    with pytest.raises(tileopt.OptionError, match=r"'num_wraps'.*target, device, fallback, report"):
+    with pytest.raises(tileopt.OptionError,
+                       match=r"'num_wraps'.*target, device, fallback, report, num_warps, "
+                             r"num_stages, tma, warp_specialize, opt_level, fp_fusion"):
         tileopt.dynamo.backend(gm, [randn(3)], options={"num_wraps": 4})
     with pytest.raises(tileopt.OptionError, match=r"device='gpu'"):
         tileopt.dynamo.backend(gm, [randn(3)], device="gpu")
@@ -237,6 +239,32 @@ def test_unknown_option() -> None:
         compiled(randn(3))
     causes = [info.value, info.value.__cause__, getattr(info.value, "inner_exception", None)]
     assert any(isinstance(e, tileopt.OptionError) for e in causes), info.value
+
+
+def test_kernel_options_reach_every_kernel(monkeypatch: Any) -> None:
+    """tileopt.compile's kernel options, given to the backend, are checked when it is called
+    and passed to the compilation of every partition."""
+    gm = torch.fx.symbolic_trace(lambda x: x + 1)
+    with pytest.raises(tileopt.OptionError, match=r"num_stages must be in 1\.\.8, got 9"):
+        tileopt.dynamo.backend(gm, [randn(3)], num_stages=9)
+    with pytest.raises(tileopt.OptionError, match="warp_specialize must be True or False"):
+        tileopt.dynamo.backend(gm, [randn(3)], warp_specialize="yes")
+    seen: list[dict[str, Any]] = []
+    real = fallback.compile_graph
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append({name: kwargs.get(name) for name in ("num_stages", "warp_specialize")})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fallback, "compile_graph", spy)
+    torch.manual_seed(0)
+    model = mlp().eval()
+    compiled = torch.compile(model, backend=tileopt.dynamo.backend,
+                             options={**OPTIONS, "num_stages": 1, "warp_specialize": True})
+    x = randn(4, 16)
+    with torch.no_grad():
+        close(compiled(x), model(x))
+    assert seen and all(s == {"num_stages": 1, "warp_specialize": True} for s in seen), seen
 
 
 # ---------------------------------------------------------------------------------------------
