@@ -776,11 +776,31 @@ bool isNarrowIndex(Value value, unsigned depth = 0) {
   return false;
 }
 
-/// Whether every index of a tile of extent 1 at `offset` along `dim` of
+/// Whether kernel arguments `a` and `b` are one view or views of one shape
+/// (tile.same_shape_as, which the launchers check).
+bool sameShape(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
+  if (!argA || !argB || argA.getOwner() != argB.getOwner() ||
+      !isa<KernelOp>(argA.getOwner()->getParentOp()))
+    return false;
+  auto shapeOf = [](BlockArgument arg) -> int64_t {
+    auto attr =
+        kernelArgAttr<IntegerAttr>(arg, KernelOp::getSameShapeAsAttrName());
+    return attr ? attr.getInt() : arg.getArgNumber();
+  };
+  return shapeOf(argA) == shapeOf(argB);
+}
+
+/// Whether every index of a tile of `extent` at `offset` along `dim` of
 /// `view` is inside the view: `offset` is the induction variable of a loop
 /// from a non-negative lower bound with a positive step up to (at most) the
-/// view's size there, `for %i = %lb to min(..., dim(view, d), ...)`.
-bool provenInBounds(Value offset, Value view, int64_t dim) {
+/// view's size there, `for %i = %lb to min(..., dim(view, d), ...)`; for an
+/// extent above 1 the bounds and the step are multiples of it, so the last
+/// index is below the upper bound too, which may round the size down
+/// (`size / c * c`, `size & -c`, `size - size % c`).
+bool provenInBounds(Value offset, Value view, int64_t dim, int64_t extent) {
   auto arg = dyn_cast<BlockArgument>(offset);
   auto loop =
       arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : nullptr;
@@ -789,16 +809,35 @@ bool provenInBounds(Value offset, Value view, int64_t dim) {
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   if (!step || *step <= 0 || !knownNonNegative(loop.getLowerBound()))
     return false;
+  if (extent > 1 &&
+      (*step % extent || knownDivisor(loop.getLowerBound()) % extent ||
+       knownDivisor(loop.getUpperBound()) % extent))
+    return false;
   std::function<bool(Value, unsigned)> boundedBySize = [&](Value ub,
                                                            unsigned depth) {
     if (depth > 8)
       return false;
     if (auto dimOp = ub.getDefiningOp<memref::DimOp>())
-      return dimOp.getSource() == view && dimOp.getConstantIndex() == dim;
+      return sameShape(dimOp.getSource(), view) &&
+             dimOp.getConstantIndex() == dim;
     Operation *op = ub.getDefiningOp();
     if (isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(op))
       return boundedBySize(op->getOperand(0), depth + 1) ||
              boundedBySize(op->getOperand(1), depth + 1);
+    // A non-negative x rounded down: (x / c) * c, x & -c, x - x % c.
+    auto constant = [&](Value v) { return getConstantIntValue(v).value_or(0); };
+    if (auto mul = dyn_cast_if_present<arith::MulIOp>(op))
+      if (auto div = mul.getLhs().getDefiningOp<arith::DivUIOp>())
+        return constant(div.getRhs()) > 0 &&
+               constant(div.getRhs()) == constant(mul.getRhs()) &&
+               boundedBySize(div.getLhs(), depth + 1);
+    if (auto mask = dyn_cast_if_present<arith::AndIOp>(op))
+      return constant(mask.getRhs()) < 0 &&
+             boundedBySize(mask.getLhs(), depth + 1);
+    if (auto sub = dyn_cast_if_present<arith::SubIOp>(op))
+      if (auto rem = sub.getRhs().getDefiningOp<arith::RemUIOp>())
+        return rem.getLhs() == sub.getLhs() && constant(rem.getRhs()) > 0 &&
+               boundedBySize(sub.getLhs(), depth + 1);
     return false;
   };
   return boundedBySize(loop.getUpperBound(), 0);
@@ -828,6 +867,21 @@ int64_t powerOfTwoDivisor(int64_t v) {
     return kMax;
   return std::min<int64_t>(
       kMax, int64_t(1) << llvm::countr_zero(uint64_t(std::abs(v))));
+}
+
+void proveCopiedTilesInBounds(LoweringState &state) {
+  for (auto &[op, copy] : state.asyncCopies) {
+    auto load = cast<LoadOp>(op);
+    AccessFacts &facts = state.accesses[load];
+    ArrayRef<int64_t> shape = load.getResult().getType().getShape();
+    facts.inBounds.resize(shape.size());
+    for (auto [d, extent] : llvm::enumerate(shape))
+      if (extent > 1 &&
+          provenInBounds(load.getOffsets()[d], load.getView(), d, extent))
+        facts.inBounds[d] = true;
+    if (!llvm::is_contained(facts.inBounds, true))
+      facts.inBounds.clear();
+  }
 }
 
 int64_t knownDivisor(Value value, unsigned depth) {
@@ -1003,7 +1057,7 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
   facts.plan = planVector(tile, viewType);
   for (auto [d, extent] : llvm::enumerate(tile.getShape())) {
     facts.inBounds.push_back(extent == 1 &&
-                             provenInBounds(offsets[d], view, d));
+                             provenInBounds(offsets[d], view, d, extent));
     facts.nonNegativeStarts.push_back(knownNonNegative(offsets[d]));
     facts.boundsGroups.push_back(
         std::min(viewSizeDivisor(view, d), knownDivisor(offsets[d])));

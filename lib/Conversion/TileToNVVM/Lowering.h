@@ -847,6 +847,13 @@ int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
 /// the two apart (AsyncCopy::ringOnly).
 void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
 
+/// Marks the dimensions of the loads that planAsyncCopies copies along which
+/// the whole tile provably lies in its view (a loop over whole blocks, see
+/// provenInBounds): their copies need no bounds check there. Only for
+/// copies: a register load whose rows are unchecked lets ptxas hoist it,
+/// and the generic sm_80 attention kernel then spilled.
+void proveCopiedTilesInBounds(LoweringState &state);
+
 /// Takes back the copies that only a pipeline could make and that the
 /// kernel's pipelines do not hold: those only TMA could make
 /// (AsyncCopy::tmaOnly) outside `tmaLoads`, the loads of its TMA pipelines,

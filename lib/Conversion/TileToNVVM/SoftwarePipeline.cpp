@@ -163,8 +163,10 @@ int tensorMapIndex(LoadOp load, LoweringState &state) {
 
 /// Records `clone`, a copy of the pipelined `load` for another iteration,
 /// as the async copy `copy`. The shifted offsets keep what made the copy a
-/// 16-byte cp.async (their divisors only grow); bounds facts are the
-/// clone's own.
+/// 16-byte cp.async (their divisors only grow). Other facts are the
+/// clone's own, but what the loop's bounds proved in bounds for `load`
+/// holds for it too: where its iteration exists it reads what `load` reads
+/// there, and where not it copies nothing (`copy.enabled`).
 void addClonedCopy(LoadOp load, LoadOp clone, const AsyncCopy &copy,
                    LoweringState &state) {
   state.asyncCopies[clone] = copy;
@@ -174,6 +176,11 @@ void addClonedCopy(LoadOp load, LoadOp clone, const AsyncCopy &copy,
   facts.aligned = original.aligned;
   facts.wholeRuns = original.wholeRuns;
   facts.fallback = original.fallback;
+  if (!original.inBounds.empty()) {
+    facts.inBounds.resize(original.inBounds.size());
+    for (auto [own, proven] : llvm::zip(facts.inBounds, original.inBounds))
+      own = own || proven;
+  }
   state.accesses[clone] = facts;
 }
 

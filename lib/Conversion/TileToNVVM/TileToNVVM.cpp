@@ -377,6 +377,7 @@ struct ConvertTileToNVVM
       });
     for (KernelOp kernel : kernels)
       planAsyncCopies(kernel, state);
+    proveCopiedTilesInBounds(state);
 
     // Software pipelines, then each kernel's shared memory: static up to
     // 48 KiB, dynamic beyond, up to what the chip gives a block.

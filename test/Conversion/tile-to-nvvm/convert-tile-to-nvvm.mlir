@@ -2079,3 +2079,38 @@ tile.kernel @warp_specialized(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
   tile.store %s, %c[%row, %c0] : tensor<64x64xf32, #b>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A copied tile at a loop's induction variable, whose bounds and step are
+// multiples of the tile and whose upper bound is the view's size rounded
+// down (a loop over whole blocks, as attention's unmasked keys), lies inside
+// the view: x's copies check no column against its K (%arg2). y's rows go by
+// x's K, not y's own size (%arg6): checked.
+// CHECK-LABEL: gpu.func @whole_blocks
+// CHECK: scf.for
+// CHECK-NOT: %arg2 : i64
+// CHECK: arith.cmpi ult, %{{.*}}, %arg6 : i64
+// CHECK-NOT: %arg2 : i64
+// CHECK: scf.yield
+tile.kernel @whole_blocks(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 1, 16>}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64, tile.size_divisibility = array<i64: 1, 16>}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 4 : i32, tile.num_stages = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %q = arith.divui %k, %c32 : index
+  %whole = arith.muli %q, %c32 : index
+  %z = arith.constant dense<0.000000e+00> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %whole step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %y[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %c[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}

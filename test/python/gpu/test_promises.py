@@ -373,3 +373,27 @@ def test_batched_runs_across_the_end_match_torch(batch: int, rows: int, cols: in
     torch.testing.assert_close(y, 2 * x)
     y_all[:batch, :rows, :cols] = 7.0
     assert torch.all(y_all == 7.0)  # nothing written outside the view
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+def test_attention_with_every_promise_matches_torch(target: str, causal: bool) -> None:
+    """Attention with the promises Triton's JIT makes (benchmarks/ptx_vs_triton.py's): the
+    copies of its loop over whole blocks of keys check no key row (the loop ends at the keys'
+    size rounded down to the block, the values share it), so every row they copy must be
+    inside: odd key counts, and the emulator raises on any access past the end."""
+    import torch.nn.functional as F
+
+    kern = tileopt.compile(
+        kernels.attention("f16", head_dim=64, causal=causal), target, aligned=True,
+        divisible_sizes=True, int32_indexing=True, same_shapes=[("q", "o"), ("k", "v")])
+    torch.manual_seed(0)
+    for batch, m, n in [(2, 130, 200), (1, 64, 64), (3, 70, 16)]:
+        n = m if causal else n
+        q = torch.randn(batch, m, 64).half()
+        k, v = torch.randn(batch, n, 64).half(), torch.randn(batch, n, 64).half()
+        o = torch.full((batch, m, 64), float("nan")).half()
+        kern.launch(kernels.attention_grid(q.shape), q, k, v, o, 64**-0.5)
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                             is_causal=causal)
+        assert torch.allclose(o.double(), ref, atol=4e-3, rtol=4e-3)
