@@ -11,19 +11,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import run_script, static_rows
 from tileopt.testing.native import run_without_native_build
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "attention_tflops.py"
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return run_script("attention_tflops.py", *args, env=env)
 
 
 def test_attention_tflops_skips_without_a_gpu() -> None:
@@ -42,14 +38,9 @@ def test_attention_tflops_rejects_unknown_options() -> None:
 def test_static_prints_each_kernel_without_a_gpu() -> None:
     # What ptxas and the PTX say of each case's kernel: one flash-attention kernel per case,
     # no spills, its registers ptxas's (at most 255) and PTX instructions the emulator parses.
-    pytest.importorskip("tileopt.ir", reason="--static compiles: tileopt's native build")
-    pytest.importorskip("torch_mlir", reason="--static compiles models: torch-mlir")
-    proc = run("--static", "--cases", "gpt2", "--seq", "80", "--target", "sm_80")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    header, *rows = proc.stdout.splitlines()
-    assert header.split()[:7] == ["dtype", "name", "kernel", "regs", "spills", "shared", "PTX"]
-    cases = [(row.split()[:-5], row.split()[-5:]) for row in rows]
-    assert [case for case, _ in cases] == [["f16", "gpt2"], ["f16", "gpt2", "causal"]], rows
+    cases = static_rows("attention_tflops.py", "--cases", "gpt2", "--seq", "80", "--target",
+                        "sm_80")
+    assert [case for case, _ in cases] == [["f16", "gpt2"], ["f16", "gpt2", "causal"]], cases
     for _, (kernel, regs, spills, shared, instructions) in cases:
         assert kernel.endswith("_attention") and 0 < int(regs) <= 255 and spills == "0"
         assert int(shared) > 0 and int(instructions) > 100

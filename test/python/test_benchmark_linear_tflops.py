@@ -11,19 +11,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import run_script, static_rows
 from tileopt.testing.native import run_without_native_build
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "linear_tflops.py"
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    return run_script("linear_tflops.py", *args, env=env)
 
 
 def test_linear_tflops_skips_without_a_gpu() -> None:
@@ -39,17 +35,12 @@ def test_linear_tflops_rejects_unknown_options() -> None:
 
 def test_static_prints_each_layers_kernel_without_a_gpu() -> None:
     # One matmul kernel (the bias fused) per layer of GPT-2 at 64 tokens, no spills.
-    pytest.importorskip("tileopt.ir", reason="--static compiles: tileopt's native build")
-    pytest.importorskip("torch_mlir", reason="--static compiles models: torch-mlir")
-    proc = run("--static", "--shapes", "gpt2", "--tokens", "64", "--target", "sm_80")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    header, *rows = proc.stdout.splitlines()
-    assert header.split()[:7] == ["dtype", "name", "kernel", "regs", "spills", "shared", "PTX"]
-    names = [" ".join(row.split()[1:-5]) for row in rows]
+    rows = static_rows("linear_tflops.py", "--shapes", "gpt2", "--tokens", "64", "--target",
+                       "sm_80")
+    names = [" ".join(lead[1:]) for lead, _ in rows]
     assert names == [f"gpt2 {layer} T=64" for layer in ("qkv", "attn_out", "mlp_up",
                                                          "mlp_down")], rows
-    for row in rows:
-        kernel, regs, spills, shared, instructions = row.split()[-5:]
+    for _, (kernel, regs, spills, shared, instructions) in rows:
         assert kernel.endswith("_matmul") and 0 < int(regs) <= 255 and spills == "0"
         assert int(shared) > 0 and int(instructions) > 100
 
