@@ -20,7 +20,9 @@ All three accumulate in f32 and write the same ``c``: f16/bf16 as torch.matmul r
 cuBLAS or more.
 
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
-warps, and ``num_stages`` where ``tileopt.compile`` takes it) and keeps the fastest per shape;
+warps, and ``num_stages`` where ``tileopt.compile`` takes it), a program a tile in launch
+order and grouped, and tileopt also as :func:`tileopt.kernels.persistent_matmul` on the
+programs the GPU runs at once (``resident_programs``), and keeps the fastest per shape;
 configurations that do not compile (or need more shared memory than the GPU has) are skipped
 and counted. Every result is checked against ``a.float() @ b.float()`` before it is timed.
 
@@ -141,14 +143,20 @@ class Config:
     num_warps: int
     num_stages: int
     group_m: int | None = None  # grouped tile order (kernels.matmul's group_m)
+    persistent: bool = False  # kernels.persistent_matmul, on the programs the GPU holds at once
 
     def __str__(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} "
-                f"s{self.num_stages}" + (f" g{self.group_m}" if self.group_m else ""))
+                f"s{self.num_stages}" + (f" g{self.group_m}" if self.group_m else "")
+                + (" persistent" if self.persistent else ""))
 
     def grouped(self, group_m: int | None) -> Config:
         return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
                       self.num_stages, group_m)
+
+    def persistent_schedule(self) -> Config:
+        return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
+                      self.num_stages, persistent=True)
 
 
 #: The tilings both sides try (Triton's matmul tutorial's for A100/H100 among them).
@@ -183,8 +191,23 @@ GROUP_M = 8
 
 
 def with_groups(configs: Sequence[Config]) -> list[Config]:
-    """``configs`` in both tile orders: down the columns, and grouped (``GROUP_M``)."""
-    return [c.grouped(g) for c in configs for g in (None, GROUP_M)]
+    """``configs`` in each schedule: a program a tile down the columns, grouped
+    (``GROUP_M``), and persistent (tileopt only: Triton's kernel here is its tutorial's)."""
+    return [v for c in configs
+            for v in (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule())]
+
+
+def resident_programs(metadata: Any, props: Any) -> int:
+    """The programs of a kernel that the GPU runs at once: its SMs times the blocks one SM
+    holds by registers (allocated per warp in units of 256), shared memory (1 KiB reserved a
+    block) and threads."""
+    threads = metadata.block[0] * metadata.block[1] * metadata.block[2]
+    warps = -(-threads // 32)
+    by_regs = props.regs_per_multiprocessor // max(
+        1, warps * -(-32 * (metadata.registers or 255) // 256) * 256)
+    by_shared = props.shared_memory_per_multiprocessor // (metadata.shared_bytes + 1024)
+    by_threads = props.max_threads_per_multi_processor // threads
+    return props.multi_processor_count * max(1, min(by_regs, by_shared, by_threads, 32))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,8 +354,9 @@ class TileoptMatmul:
 
     def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
+        schedule = "p" if config.persistent else f"g{config.group_m or 0}"
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
-                f"s{config.num_stages}-g{config.group_m or 0}-"
+                f"s{config.num_stages}-{schedule}-"
                 f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
 
     def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str) -> Any:
@@ -364,10 +388,11 @@ class TileoptMatmul:
         import tileopt
         from tileopt import kernels
 
+        tiles = {"block_m": config.block_m, "block_n": config.block_n,
+                 "block_k": config.block_k, "out_dtype": self.out(dtype)}
         return tileopt.compile(
-            kernels.matmul(dtype, block_m=config.block_m, block_n=config.block_n,
-                           block_k=config.block_k, out_dtype=self.out(dtype),
-                           group_m=config.group_m),
+            kernels.persistent_matmul(dtype, **tiles) if config.persistent
+            else kernels.matmul(dtype, group_m=config.group_m, **tiles),
             target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
             tma=copy != "cpasync", warp_specialize=copy == "ws", aligned=True,
             divisible_sizes=list(divisible), int32_indexing=True,
@@ -412,6 +437,10 @@ class TileoptMatmul:
                                 dtype=_torch_dtypes()[self.out(dtype)])
                 grid = (math.ceil(shape.m / config.block_m),
                         math.ceil(shape.n / config.block_n))
+                if config.persistent:
+                    programs = resident_programs(kernel.metadata,
+                                                 torch.cuda.get_device_properties(0))
+                    grid = (min(programs, grid[0] * grid[1]),)
 
                 def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c) -> None:
                     kernel.launch(grid, a, b, c, device="cuda")
@@ -470,6 +499,8 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
 
     out = []
     for config in configs:
+        if config.persistent:  # the tutorial's kernel has one schedule
+            continue
         c = torch.empty(shape.m, shape.n, device="cuda", dtype=out_dtype)
         grid = (math.ceil(shape.m / config.block_m), math.ceil(shape.n / config.block_n))
 

@@ -326,6 +326,34 @@ def tr_matmul(
 
 
 @triton.jit
+def tr_matmul_persistent(
+    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """tr_matmul as a persistent kernel (Triton's tutorial's): the programs take the tiles in
+    turn, down the columns, the tile loop and its K loop flattened into one."""
+    grid_m = tl.cdiv(m, BLOCK_M)
+    tiles = grid_m * tl.cdiv(n, BLOCK_N)
+    for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
+        rows = (tile % grid_m) * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = (tile // grid_m) * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        for start in range(0, k, BLOCK_K):
+            ks = start + tl.arange(0, BLOCK_K)
+            a = tl.load(
+                a_ptr + rows[:, None] * stride_a + ks[None, :],
+                mask=(rows[:, None] < m) & (ks[None, :] < k), other=0.0,
+            )
+            b = tl.load(
+                b_ptr + ks[:, None] * stride_b + cols[None, :],
+                mask=(ks[:, None] < k) & (cols[None, :] < n), other=0.0,
+            )
+            acc = tl.dot(a, b, acc)
+        mask = (rows[:, None] < m) & (cols[None, :] < n)
+        tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
+
+
+@triton.jit
 def tr_matmul_tma(
     a_desc, b_desc, c_ptr, m, n, k, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -504,16 +532,22 @@ def matmul_case(
     name: str = "matmul_f16",
     tma: bool | None = None,
     warp_specialize: bool = False,
+    programs: int | None = None,
 ) -> Case:
     """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target;
     on sm_90a with ``tma`` its operands come through TMA on both sides (Triton: host-side
     tensor descriptors), without it through cp.async (tileopt: ``tma=False``); with
-    ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``)."""
+    ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``). With
+    ``programs``, both sides' persistent matmul on that many programs (pointer loads)."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
-    grid = kernels.matmul_grid((m, k), (k, n), bm, bn)
+    grid = tiles = kernels.matmul_grid((m, k), (k, n), bm, bn)
+    make = kernels.matmul
     fn, args = tr_matmul, {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
                            "stride_a": k, "stride_b": n, "stride_c": n}
+    if programs is not None:
+        make, fn = kernels.persistent_matmul, tr_matmul_persistent
+        grid = kernels.persistent_matmul_grid((m, k), (k, n), programs, bm, bn)
     descriptors: dict[str, tuple[int, ...]] = {}
     extra: dict[str, Any] = {} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma}
     constexprs = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk}
@@ -525,12 +559,12 @@ def matmul_case(
         if warp_specialize and TILEOPT_HAS_WS:
             extra["warp_specialize"] = True
     return Case(
-        name, lambda: kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk),
+        name, lambda: make("f16", block_m=bm, block_n=bn, block_k=bk),
         grid, ["a", "b", "c"],
-        fn, args, constexprs, (*grid, 1),
+        fn, args, constexprs, (*grid, 1, 1)[:3],
         {"a": a, "b": b, "c": torch.zeros(m, n)}, {"c": a.float() @ b.float()},
         # this tiling's floor: a row block of a is read once per program column, ...
-        inputs_min_bytes=_nbytes(a) * grid[1] + _nbytes(b) * grid[0],
+        inputs_min_bytes=_nbytes(a) * tiles[1] + _nbytes(b) * tiles[0],
         outputs_min_bytes=m * n * 4,
         target=target, num_warps=num_warps, atol=2e-2, rtol=1e-3, variant=variant,
         triton_env=env, num_stages=num_stages, tile=f"{bm}x{bn}x{bk}",
@@ -702,6 +736,12 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     ):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
                                  variant, env, tma=tma, warp_specialize=variant.endswith("WS")))
+    # Persistent: a quarter as many programs as tiles, each running its tiles' K steps in one
+    # loop (tileopt's persistent_matmul, Triton's flattened tl.range), pointer loads.
+    for target, variant, tma in (("sm_80", "persistent", None),
+                                 ("sm_90a", "wgmma persistent", False)):
+        cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
+                                 variant, {}, tma=tma, programs=(size // 64) ** 2 // 4))
     if large:
         # Triton's tutorial/autotuner tiles for A100 and H100, at 4 and 8 warps, 3 and 4
         # stages: enough programs of several K iterations to run in the emulator. On sm_90a

@@ -633,6 +633,23 @@ class KernelBuilder:
             list(carried),
         )
 
+    @_located
+    def if_(self, cond: Value, carried: Sequence[Value] = ()) -> Branch:
+        """An ``scf.if`` on the scalar boolean ``cond``, as a context.
+
+        Ops inside ``with k.if_(cond) as branch:`` run only where ``cond``
+        holds (a store of the last k step's tile, say). With ``carried``
+        (tiles or scalars), the body ends with ``branch.yield_(*values)``
+        (same types), and after the block ``branch.results`` are those values
+        where ``cond`` held and ``carried`` unchanged where it did not.
+        """
+        cond = self._value(cond, "condition")
+        if cond.type != ir.IntegerType.get_signless(1):
+            raise BuilderError(f"the condition must be a scalar boolean (i1), got {cond.type}")
+        if isinstance(carried, Value) or not isinstance(carried, Sequence):
+            raise BuilderError(f"carried must be a list of Values, got {carried!r}")
+        return Branch(self, cond, list(carried))
+
     # -- memory ------------------------------------------------------------
 
     def _offsets(self, view: Value, offsets: object) -> list[ir.Value]:
@@ -987,13 +1004,13 @@ class KernelBuilder:
         return self._wrap(tile.dot(a.value, b.value, acc.value, input_precision=precision))
 
 
-class Loop:
-    """An ``scf.for`` being built; see :meth:`KernelBuilder.loop`."""
+class _Body:
+    """A region being built whose ops end in an ``scf.yield`` of ``carried``' types: the
+    body of a :class:`Loop` or the then-branch of a :class:`Branch`."""
 
-    def __init__(
-        self, builder: KernelBuilder, start: Value, stop: Value, step: Value,
-        carried: list[Value],
-    ) -> None:
+    _what = "body"
+
+    def __init__(self, builder: KernelBuilder, carried: list[Value]) -> None:
         for i, c in enumerate(carried):
             if not isinstance(c, Value):
                 raise BuilderError(
@@ -1001,40 +1018,46 @@ class Loop:
                     f"k.full or k.constant), got {type(c).__name__}"
                 )
         self.builder = builder
-        self.op = scf.ForOp(start.value, stop.value, step.value, [c.value for c in carried])
-        self.iv = Value(self.op.induction_variable, builder)
-        self.carried = [Value(a, builder) for a in self.op.inner_iter_args]
+        self._types = [c.type for c in carried]
         self._yielded = False
         self._ip: ir.InsertionPoint | None = None
 
     @property
+    def _block(self) -> ir.Block:
+        raise NotImplementedError
+
+    @property
     def results(self) -> list[Value]:
-        """The carried values after the loop (its results)."""
+        """The carried values after the region (its op's results)."""
         if self._ip is not None or not self._yielded:
-            raise BuilderError("loop.results are known once the loop's body is built")
+            raise BuilderError(
+                f"{self._what}.results are known once the {self._what}'s body is built"
+            )
         return [Value(r, self.builder) for r in self.op.results]
 
-    def __enter__(self) -> Loop:
+    def __enter__(self) -> Any:
         if self._ip is not None or self._yielded:
-            raise BuilderError("a loop's body is built once")
-        self._ip = ir.InsertionPoint(self.op.body)
+            raise BuilderError(f"a {self._what}'s body is built once")
+        self._ip = ir.InsertionPoint(self._block)
         self._ip.__enter__()
         return self
 
     @_located
     def yield_(self, *values: Value) -> None:
-        """Ends the iteration with the next iteration's carried values."""
+        """Ends the body with its carried values' new values."""
         if self._ip is None or self._yielded:
-            raise BuilderError("loop.yield_ is called once, inside the loop's `with` block")
-        if len(values) != len(self.carried):
             raise BuilderError(
-                f"loop.yield_ takes {len(self.carried)} values (one per carried value), "
-                f"got {len(values)}"
+                f"{self._what}.yield_ is called once, inside the {self._what}'s `with` block"
             )
-        for i, (v, c) in enumerate(zip(values, self.carried, strict=True)):
-            if not isinstance(v, Value) or v.type != c.type:
+        if len(values) != len(self._types):
+            raise BuilderError(
+                f"{self._what}.yield_ takes {len(self._types)} values (one per carried "
+                f"value), got {len(values)}"
+            )
+        for i, (v, t) in enumerate(zip(values, self._types, strict=True)):
+            if not isinstance(v, Value) or v.type != t:
                 got = v.type if isinstance(v, Value) else type(v).__name__
-                raise BuilderError(f"loop.yield_ value {i} has type {got}, expected {c.type}")
+                raise BuilderError(f"{self._what}.yield_ value {i} has type {got}, expected {t}")
         scf.YieldOp([v.value for v in values])
         self._yielded = True
 
@@ -1043,23 +1066,59 @@ class Loop:
         self._ip.__exit__(exc_type, *exc)
         self._ip = None
         if exc_type is None and not self._yielded:
-            if not self.carried:
-                with ir.InsertionPoint(self.op.body), _caller_location(self.builder.context):
+            if not self._types:
+                with ir.InsertionPoint(self._block), _caller_location(self.builder.context):
                     scf.YieldOp([])
                 self._yielded = True
                 return
             self._erase()
             raise BuilderError(
-                f"the loop carries {len(self.carried)} values: end its body with "
-                f"loop.yield_(...)"
+                f"the {self._what} carries {len(self._types)} values: end its body with "
+                f"{self._what}.yield_(...)"
             )
         if exc_type is not None:
             self._erase()
 
     def _erase(self) -> None:
-        # A body that failed to build: drop the loop so that the kernel stays valid IR.
+        # A body that failed to build: drop the op so that the kernel stays valid IR.
         self._yielded = False
         self.op.operation.erase()
+
+
+class Loop(_Body):
+    """An ``scf.for`` being built; see :meth:`KernelBuilder.loop`."""
+
+    _what = "loop"
+
+    def __init__(
+        self, builder: KernelBuilder, start: Value, stop: Value, step: Value,
+        carried: list[Value],
+    ) -> None:
+        super().__init__(builder, carried)
+        self.op = scf.ForOp(start.value, stop.value, step.value, [c.value for c in carried])
+        self.iv = Value(self.op.induction_variable, builder)
+        self.carried = [Value(a, builder) for a in self.op.inner_iter_args]
+
+    @property
+    def _block(self) -> ir.Block:
+        return self.op.body
+
+
+class Branch(_Body):
+    """An ``scf.if`` being built; see :meth:`KernelBuilder.if_`."""
+
+    _what = "branch"
+
+    def __init__(self, builder: KernelBuilder, cond: Value, carried: list[Value]) -> None:
+        super().__init__(builder, carried)
+        self.op = scf.IfOp(cond.value, self._types, has_else=bool(carried))
+        if carried:  # the values stay as they were where the condition fails
+            with ir.InsertionPoint(self.op.else_block):
+                scf.YieldOp([c.value for c in carried])
+
+    @property
+    def _block(self) -> ir.Block:
+        return self.op.then_block
 
 
 def _logical(op_name: str) -> Callable[[Value, Operand], Value]:

@@ -391,11 +391,99 @@ def matmul(
             b = k.load(k.args.b, [loop.iv, n], [block_k, block_n])
             loop.yield_(k.dot(a, b, acc))
         (acc,) = loop.results
-        if epilogue == "bias_relu":
-            bias = k.load(k.args.bias, [n], [block_n])
-            acc = k.maximum(acc + k.expand_dims(bias, 0), 0.0)
-        k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
+        _store_matmul_tile(k, acc, m, n, epilogue, out_dtype)
     return kb
+
+
+def _store_matmul_tile(
+    k: KernelBuilder, acc: Value, m: Value, n: Value, epilogue: str | None, out_dtype: str
+) -> None:
+    """Stores the f32 accumulator of the tile at (m, n) of ``c`` after ``epilogue``."""
+    if epilogue == "bias_relu":
+        bias = k.load(k.args.bias, [n], [acc.shape[1]])  # type: ignore[index]
+        acc = k.maximum(acc + k.expand_dims(bias, 0), 0.0)
+    k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
+
+
+def persistent_matmul(
+    dtype: str = "f16",
+    block_m: int = 128,
+    block_n: int = 128,
+    block_k: int = 64,
+    epilogue: str | None = None,
+    out_dtype: str = "f32",
+) -> KernelBuilder:
+    """:func:`matmul` as a persistent kernel: each program computes several tiles.
+
+    Arguments and result as :func:`matmul`. Launched on fewer programs than tiles (one or a
+    few per SM, :func:`persistent_matmul_grid`), program ``p`` of ``P`` computes the tiles
+    ``p, p + P, p + 2P, ...`` in :func:`matmul`'s launch order (down the columns of tiles).
+    Its one loop runs over those tiles' k steps back to back (Triton's persistent matmul):
+    the tile's position and k offset are carried from step to step, and after a tile's last
+    k step the accumulator is stored and restarts at zero. So a pipelined loop
+    (``num_stages``) copies the next tile's first operands while this one's epilogue runs,
+    and no SM idles in a last wave of whole tiles.
+    """
+    _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
+    _check_out_dtype(out_dtype)
+    args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
+    if epilogue == "bias_relu":
+        args["bias"] = _view("f32", 1)
+    args["c"] = _view(out_dtype, 2)
+    name = "persistent_matmul" if epilogue is None else f"persistent_matmul_{epilogue}"
+    kb = KernelBuilder(name, **args)
+    with kb as k:
+        # Tile positions in i32 (there are fewer than 2^31 tiles), offsets in index.
+        def i32(v: Value) -> Value:
+            return k.cast(v, "i32")
+
+        program, programs = i32(k.program_id(0)), i32(k.num_programs(0))
+        grid_m = i32((k.size(k.args.a, 0) + (block_m - 1)) / block_m)
+        grid_n = i32((k.size(k.args.b, 1) + (block_n - 1)) / block_n)
+        # A k loop of no steps still stores zeros.
+        k_steps = k.maximum((k.size(k.args.a, 1) + (block_k - 1)) / block_k, 1)
+        k_end = k_steps * block_k
+        tiles = (grid_m * grid_n - program + (programs - 1)) / programs  # this program's
+        # Tile t + P is (m + dm, n + dn), with a carry from m into n.
+        dm, dn = programs % grid_m, programs / grid_m
+        zeros = k.full([block_m, block_n], 0.0, "f32")
+        start = [program % grid_m, program / grid_m, k.index(0), zeros]
+        with k.loop(0, k.cast(tiles, "index") * k_steps, carried=start) as loop:
+            tile_m, tile_n, kk, acc = loop.carried
+            m = k.cast(tile_m, "index") * block_m
+            n = k.cast(tile_n, "index") * block_n
+            a = k.load(k.args.a, [m, kk], [block_m, block_k])
+            b = k.load(k.args.b, [kk, n], [block_k, block_n])
+            acc = k.dot(a, b, acc)
+            kk = kk + block_k
+            last = kk == k_end
+            # After its tile's last k step the accumulator is stored and restarts at zero.
+            with k.if_(last, carried=[acc]) as done:
+                _store_matmul_tile(k, acc, m, n, epilogue, out_dtype)
+                done.yield_(zeros)
+            next_m = tile_m + dm
+            wrap = next_m >= grid_m
+            next_m = k.where(wrap, next_m - grid_m, next_m)
+            next_n = tile_n + dn + k.where(wrap, 1, 0)
+            loop.yield_(
+                k.where(last, next_m, tile_m),
+                k.where(last, next_n, tile_n),
+                k.where(last, k.index(0), kk),
+                done.results[0],
+            )
+    return kb
+
+
+def persistent_matmul_grid(
+    shape_a: Sequence[int], shape_b: Sequence[int], programs: int, block_m: int = 128,
+    block_n: int = 128,
+) -> tuple[int]:
+    """The grid of :func:`persistent_matmul`: ``programs`` (the SMs times the programs that
+    fit on one, say), or fewer where there are fewer tiles."""
+    if isinstance(programs, bool) or not isinstance(programs, int) or programs < 1:
+        raise ValueError(f"programs must be a positive integer, got {programs!r}")
+    grid_m, grid_n = matmul_grid(shape_a, shape_b, block_m, block_n)
+    return (min(programs, grid_m * grid_n),)
 
 
 def matmul_grid(

@@ -242,6 +242,52 @@ def test_loop_misuse_is_reported() -> None:
 # mistakes are reported at the call that made them (issue 9)
 
 
+def test_branch_runs_ops_where_its_condition_holds() -> None:
+    kb = KernelBuilder("clip", x=View("f32", 1), y=View("f32", 1), n=Scalar("i32"))
+    with kb as k:
+        x = k.load(k.args.x, [0], [16])
+        with k.if_(k.args.n > 0) as store:
+            k.store(x, k.args.y, [0])
+        assert store.results == []
+        with k.if_(k.args.n > 1, carried=[x, k.args.n]) as twice:
+            twice.yield_(x + x, k.args.n * 2)
+        doubled, n = twice.results
+        k.store(doubled + k.cast(n, "f32"), k.args.y, [16])
+    assert kb.module.operation.verify()
+    text = str(kb.module)
+    assert text.count("scf.if") == 2
+    # Where the condition fails, the carried values are what they were.
+    assert "-> (tensor<16xf32>, i32) {" in text and "} else {" in text
+    with kb.context:
+        assert str(ir.Module.parse(text)) == text
+
+
+def test_branch_misuse_is_reported() -> None:
+    kb = KernelBuilder("bad", x=View("f32", 1), n=Scalar("i32"))
+    with kb as k:
+        acc0 = k.full([16], 0.0, "f32")
+        with pytest.raises(BuilderError, match=r"the branch carries 1 values: end its body"):
+            with k.if_(k.args.n > 0, carried=[acc0]):
+                pass
+        with k.if_(k.args.n > 0, carried=[acc0]) as branch:
+            with pytest.raises(BuilderError, match=r"branch.yield_ takes 1 values"):
+                branch.yield_()
+            with pytest.raises(BuilderError, match=r"value 0 has type tensor<8xf32>"):
+                branch.yield_(k.full([8], 0.0, "f32"))
+            with pytest.raises(BuilderError, match="once the branch's body is built"):
+                _ = branch.results
+            branch.yield_(acc0 + 1.0)
+        with pytest.raises(BuilderError, match=r"must be a scalar boolean \(i1\), got i32"):
+            k.if_(k.args.n)
+        with pytest.raises(BuilderError, match=r"must be a scalar boolean \(i1\), got tensor"):
+            k.if_(acc0 > 0.0)
+        with pytest.raises(BuilderError, match="must be a builder Value"):
+            k.if_(k.args.n > 0, carried=[0.0])  # type: ignore[list-item]
+    # The branches whose bodies failed are gone: the kernel is still valid.
+    assert kb.module.operation.verify()
+    assert str(kb.module).count("scf.if") == 1
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [

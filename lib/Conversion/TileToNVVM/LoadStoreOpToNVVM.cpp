@@ -884,39 +884,64 @@ void proveCopiedTilesInBounds(LoweringState &state) {
   }
 }
 
-int64_t knownDivisor(Value value, unsigned depth) {
+namespace {
+
+/// knownDivisor, where the loop-carried values of `assumed` are taken to be
+/// multiples of anything (whatever their initial and next values share).
+int64_t divisorOf(Value value, unsigned depth,
+                  llvm::SmallPtrSetImpl<Value> &assumed) {
   constexpr int64_t kMax = int64_t(1) << 30;
   if (depth > 16)
     return 1;
+  auto of = [&](Value v) { return divisorOf(v, depth + 1, assumed); };
   if (auto constant = getConstantIntValue(value))
     return powerOfTwoDivisor(*constant);
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    if (auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
-      if (arg == loop.getInductionVar())
-        return std::min(knownDivisor(loop.getLowerBound(), depth + 1),
-                        knownDivisor(loop.getStep(), depth + 1));
-    return 1;
+    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    if (!loop)
+      return 1;
+    if (arg == loop.getInductionVar())
+      return std::min(of(loop.getLowerBound()), of(loop.getStep()));
+    // A loop-carried value: what its initial value and its next value share,
+    // the next one computed as if it were a multiple of anything. Every
+    // op here only keeps or multiplies its operands' divisors, so if it is a
+    // multiple of that, so is the next value.
+    if (!assumed.insert(arg).second)
+      return kMax;
+    unsigned i = arg.getArgNumber() - 1;
+    int64_t divisor =
+        std::min(of(loop.getInitArgs()[i]),
+                 of(loop.getBody()->getTerminator()->getOperand(i)));
+    assumed.erase(arg);
+    return divisor;
   }
   Operation *op = value.getDefiningOp();
   if (isa<arith::MulIOp>(op))
-    return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1) *
-                              knownDivisor(op->getOperand(1), depth + 1));
+    return std::min(kMax, of(op->getOperand(0)) * of(op->getOperand(1)));
   // One of the operands (a minimum, a remainder by a multiple of the
-  // divisor) or a combination of them.
+  // divisor, a choice) or a combination of them.
   if (isa<arith::AddIOp, arith::SubIOp, arith::MinSIOp, arith::MaxSIOp,
           arith::MinUIOp, arith::MaxUIOp, arith::RemSIOp, arith::RemUIOp>(op))
-    return std::min(knownDivisor(op->getOperand(0), depth + 1),
-                    knownDivisor(op->getOperand(1), depth + 1));
+    return std::min(of(op->getOperand(0)), of(op->getOperand(1)));
+  if (auto select = dyn_cast<arith::SelectOp>(op))
+    return std::min(of(select.getTrueValue()), of(select.getFalseValue()));
   if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp,
           arith::ExtUIOp, arith::TruncIOp>(op))
-    return knownDivisor(op->getOperand(0), depth + 1);
+    return of(op->getOperand(0));
   if (auto dim = dyn_cast<memref::DimOp>(op))
     return sizeDivisor(dim);
   if (isa<arith::ShLIOp>(op))
     if (auto shift = getConstantIntValue(op->getOperand(1)))
-      return std::min(kMax, knownDivisor(op->getOperand(0), depth + 1)
+      return std::min(kMax, of(op->getOperand(0))
                                 << std::min<int64_t>(*shift, 30));
   return 1;
+}
+
+} // namespace
+
+int64_t knownDivisor(Value value, unsigned depth) {
+  llvm::SmallPtrSet<Value, 4> assumed;
+  return divisorOf(value, depth, assumed);
 }
 
 void markNarrowLoops(KernelOp kernel) {
@@ -955,14 +980,13 @@ void narrowInductionVariable(scf::ForOp loop) {
   loop.setUnsignedCmp(true);
 }
 
-namespace {
-
-/// The kernel argument (or other value) a view is a view of.
 Value viewRoot(Value view) {
   while (auto viewLike = view.getDefiningOp<ViewLikeOpInterface>())
     view = viewLike.getViewSource();
   return view;
 }
+
+namespace {
 
 /// Whether each thread touches the same elements in both accesses.
 bool sameElementsPerThread(const AccessOperands &a, const AccessOperands &b) {

@@ -555,9 +555,12 @@ void orderViewAccesses(tile::KernelOp kernel, LoweringState &state);
 /// The largest power of two (up to 2^30) dividing `v`.
 int64_t powerOfTwoDivisor(int64_t v);
 
+/// The kernel argument (or other value) a view is a view of.
+mlir::Value viewRoot(mlir::Value view);
+
 /// The largest power of two (up to 2^30) that provably divides an index
-/// value: constants, products, sums, minima, maxima, remainders, casts, loop
-/// induction variables and view sizes.
+/// value: constants, products, sums, minima, maxima, remainders, choices,
+/// casts, loop induction variables and loop-carried values, and view sizes.
 int64_t knownDivisor(mlir::Value value, unsigned depth = 0);
 
 /// Marks a loop for narrowInductionVariable (removed by it).

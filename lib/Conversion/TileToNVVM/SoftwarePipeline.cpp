@@ -94,47 +94,128 @@ recomputableSlice(Block *block, SmallVector<Value> worklist,
   return ordered;
 }
 
-/// The ops of `loop`'s body that the operands of `loads` depend on, in body
-/// order; failure when one of them cannot be recomputed for another
-/// iteration (it reads memory, has regions, or depends on a loop-carried
-/// value other than the induction variable).
-FailureOr<SmallVector<Operation *>> addressSlice(scf::ForOp loop,
-                                                 ArrayRef<LoadOp> loads) {
+/// What the copies of a pipelined loop's iteration need: the ops of its
+/// body that their offsets depend on, in body order, and the loop-carried
+/// scalars that those ops read besides the induction variable (a persistent
+/// kernel's tile position and k offset, say), whose next values the slice
+/// computes too. A copy of another iteration runs the ops on that
+/// iteration's induction variable and carried scalars.
+struct AddressSlice {
+  SmallVector<Operation *> ops;
+  SmallVector<unsigned> carried; // iteration argument numbers, ascending
+};
+
+/// The address slice of `loop`'s `loads`; failure when an op of it cannot
+/// be recomputed for another iteration (it reads memory or has regions) or
+/// it depends on a loop-carried tile.
+FailureOr<AddressSlice> addressSlice(scf::ForOp loop, ArrayRef<LoadOp> loads) {
   Block *body = loop.getBody();
-  SmallVector<Value> operands;
-  for (LoadOp load : loads)
-    llvm::append_range(operands, load->getOperands());
-  return recomputableSlice(body, operands, [&](BlockArgument arg) {
-    return arg.getOwner() == body && arg != loop.getInductionVar();
+  Operation *yield = body->getTerminator();
+  llvm::SmallSetVector<unsigned, 4> carried;
+  // The carried scalars that the offsets read, then those their next values
+  // read, until no new one comes.
+  for (size_t known = SIZE_MAX; known != carried.size();) {
+    known = carried.size();
+    SmallVector<Value> operands;
+    for (LoadOp load : loads)
+      llvm::append_range(operands, load->getOperands());
+    for (unsigned i : carried)
+      operands.push_back(yield->getOperand(i));
+    FailureOr<SmallVector<Operation *>> ops =
+        recomputableSlice(body, operands, [&](BlockArgument arg) {
+          if (arg.getOwner() != body || arg == loop.getInductionVar())
+            return false;
+          carried.insert(arg.getArgNumber() - 1);
+          return isa<ShapedType>(arg.getType());
+        });
+    if (failed(ops))
+      return failure();
+    if (known == carried.size()) {
+      SmallVector<unsigned> sorted(carried.begin(), carried.end());
+      llvm::sort(sorted);
+      return AddressSlice{std::move(*ops), std::move(sorted)};
+    }
+  }
+  llvm_unreachable("the loop above returns");
+}
+
+/// Clones `slice` of `loop` at `b` for the iteration whose induction
+/// variable is `iv` and whose carried scalars are `scalars`, into `map`;
+/// returns the carried scalars of the iteration after it.
+SmallVector<Value> cloneForIteration(OpBuilder &b, scf::ForOp loop,
+                                     const AddressSlice &slice, Value iv,
+                                     ValueRange scalars, IRMapping &map) {
+  map.map(loop.getInductionVar(), iv);
+  for (auto [i, value] : llvm::zip_equal(slice.carried, scalars))
+    map.map(loop.getRegionIterArgs()[i], value);
+  for (Operation *op : slice.ops)
+    b.clone(*op, map);
+  Operation *yield = loop.getBody()->getTerminator();
+  return llvm::map_to_vector(slice.carried, [&](unsigned i) {
+    return map.lookupOrDefault(yield->getOperand(i));
   });
 }
 
-/// Whether anything in `loop`'s body may write memory: a prefetched load
-/// would then read it before the iterations that write it ran.
-bool writesMemory(scf::ForOp loop) {
+/// The initial values of `slice`'s carried scalars.
+SmallVector<Value> initialState(scf::ForOp loop, const AddressSlice &slice) {
+  return llvm::map_to_vector(slice.carried,
+                             [&](unsigned i) { return loop.getInitArgs()[i]; });
+}
+
+/// Whether `loop`'s body may write memory that `loads` read: a prefetched
+/// load would then read it before the iterations that write it ran. Stores
+/// through other view arguments are not ordered against the loads
+/// (docs/kernel-abi.md), as a persistent matmul's of its output tiles.
+bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
+  auto argument = [](Value view) -> Value {
+    auto arg = dyn_cast<BlockArgument>(viewRoot(view));
+    return arg && isa<KernelOp>(arg.getOwner()->getParentOp()) ? arg : Value();
+  };
+  auto readByLoads = [&](Value view) {
+    Value root = argument(view);
+    return !root || llvm::any_of(loads, [&](LoadOp load) {
+      Value loaded = argument(load.getView());
+      return !loaded || loaded == root;
+    });
+  };
   return loop.getBody()
-      ->walk([](Operation *op) {
-        return isa<scf::YieldOp>(op) ||
-                       !mightHaveEffect<MemoryEffects::Write>(op)
-                   ? WalkResult::advance()
-                   : WalkResult::interrupt();
+      ->walk([&](Operation *op) {
+        // Ops with regions are judged by the ops inside.
+        if (isa<scf::YieldOp>(op) ||
+            op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+            !mightHaveEffect<MemoryEffects::Write>(op))
+          return WalkResult::advance();
+        auto store = dyn_cast<StoreOp>(op);
+        return store && !readByLoads(store.getView()) ? WalkResult::advance()
+                                                      : WalkResult::interrupt();
       })
       .wasInterrupted();
 }
 
 /// The index of `loop`'s result that `dot` alone accumulates into (its acc
-/// is that iteration argument and its result is only yielded there), if
-/// its accumulator is f32: then nothing in the loop reads the registers a
-/// still running wgmma writes.
+/// is that iteration argument, read by nothing else), if its accumulator is
+/// f32: its result is yielded there, or goes there through a branch of the
+/// body (which may store it and restart it from zeros, as a persistent
+/// kernel's, and reads it only inside). Then nothing but the next dot and
+/// the branch, which waits first (waitForWgmmaResults), reads the registers
+/// a still running wgmma writes.
 std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
-  if (!dot.getAcc().getType().getElementType().isF32() || !dot->hasOneUse() ||
-      !dot.getAcc().hasOneUse())
+  auto arg = dyn_cast<BlockArgument>(dot.getAcc());
+  if (!dot.getAcc().getType().getElementType().isF32() || !arg ||
+      arg.getOwner() != loop.getBody() || arg == loop.getInductionVar() ||
+      !arg.hasOneUse())
     return std::nullopt;
-  OpOperand &use = *dot->getUses().begin();
-  if (use.getOwner() != loop.getBody()->getTerminator() ||
-      loop.getRegionIterArgs()[use.getOperandNumber()] != dot.getAcc())
+  unsigned index = arg.getArgNumber() - 1;
+  Value next = loop.getBody()->getTerminator()->getOperand(index);
+  if (next == dot.getResult())
+    return dot->hasOneUse() ? std::optional(index) : std::nullopt;
+  auto branch = next.getDefiningOp<scf::IfOp>();
+  if (!branch || branch->getBlock() != loop.getBody() ||
+      llvm::any_of(dot->getUsers(), [&](Operation *user) {
+        return !branch->isProperAncestor(user);
+      }))
     return std::nullopt;
-  return use.getOperandNumber();
+  return index;
 }
 
 /// The result of `p.loop` that its lone wgmma dot only accumulates into, if
@@ -184,22 +265,34 @@ void addClonedCopy(LoadOp load, LoadOp clone, const AsyncCopy &copy,
   state.accesses[clone] = facts;
 }
 
+/// `loop` carrying `inits` after its own values, with the values that
+/// `yields` gives for their next iteration, and its attributes. The old
+/// loop is gone, its body moved into the new one.
+scf::ForOp carryMore(IRRewriter &b, scf::ForOp loop, ValueRange inits,
+                     const NewYieldValuesFn &yields) {
+  b.setInsertionPoint(loop);
+  DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
+  bool unsignedCmp = loop.getUnsignedCmp();
+  auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
+      b, inits, /*replaceInitOperandUsesInLoop=*/false, yields));
+  grown->setDiscardableAttrs(attrs);
+  grown.setUnsignedCmp(unsignedCmp);
+  return grown;
+}
+
 /// `loop` carrying, after its own values, the ring slot (i32) of its
 /// iteration and, with `phase`, the parity of that slot's mbarrier phase,
-/// which flips at each wrap of the `slots` slots. The old loop is gone, its
-/// body moved into the new one.
+/// which flips at each wrap of the `slots` slots.
 scf::ForOp carryRingSlot(IRRewriter &b, scf::ForOp loop, unsigned slots,
                          bool phase) {
   Location loc = loop.getLoc();
   b.setInsertionPoint(loop);
   auto slotConst = [&](int64_t v) { return i32Const(b, loc, v); };
-  DictionaryAttr attrs = loop->getDiscardableAttrDictionary();
-  bool unsignedCmp = loop.getUnsignedCmp();
   SmallVector<Value> inits = {slotConst(0)};
   if (phase)
     inits.push_back(slotConst(0));
-  auto grown = cast<scf::ForOp>(*loop.replaceWithAdditionalYields(
-      b, inits, /*replaceInitOperandUsesInLoop=*/false,
+  return carryMore(
+      b, loop, inits,
       [&](OpBuilder &yb, Location yloc, ArrayRef<BlockArgument> args) {
         Value next = arith::AddIOp::create(yb, yloc, args[0], slotConst(1));
         Value wrap = arith::CmpIOp::create(yb, yloc, arith::CmpIPredicate::eq,
@@ -211,23 +304,21 @@ scf::ForOp carryRingSlot(IRRewriter &b, scf::ForOp loop, unsigned slots,
               yb, yloc, wrap,
               arith::XOrIOp::create(yb, yloc, args[1], slotConst(1)), args[1]));
         return yields;
-      }));
-  grown->setDiscardableAttrs(attrs);
-  grown.setUnsignedCmp(unsignedCmp);
-  return grown;
+      });
 }
 
-/// The ops of `p.loop`'s block, before it, that its bounds and its copies'
-/// offsets depend on, in block order; failure when one of them cannot be
-/// computed again.
+/// The ops of `p.loop`'s block, before it, that its bounds, its copies'
+/// offsets and the initial values of the scalars they carry depend on, in
+/// block order; failure when one of them cannot be computed again.
 FailureOr<SmallVector<Operation *>> producerSlice(const LoopPipeline &p) {
   scf::ForOp loop = p.loop;
-  FailureOr<SmallVector<Operation *>> inLoop = addressSlice(loop, p.loads);
+  FailureOr<AddressSlice> inLoop = addressSlice(loop, p.loads);
   if (failed(inLoop))
     return failure();
   SmallVector<Value> operands = {loop.getLowerBound(), loop.getUpperBound(),
                                  loop.getStep()};
-  for (Operation *op : *inLoop)
+  llvm::append_range(operands, initialState(loop, *inLoop));
+  for (Operation *op : inLoop->ops)
     llvm::append_range(operands, op->getOperands());
   for (LoadOp load : p.loads)
     llvm::append_range(operands, load->getOperands());
@@ -255,7 +346,8 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
       p.dots.push_back(copy->second.dot);
   });
   pipelines = llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
-    return !writesMemory(p.loop) && succeeded(addressSlice(p.loop, p.loads));
+    return !writesLoadedMemory(p.loop, p.loads) &&
+           succeeded(addressSlice(p.loop, p.loads));
   });
   for (LoopPipeline &p : pipelines) {
     Block *body = p.loop.getBody();
@@ -330,7 +422,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
                         LoweringState &state) {
   scf::ForOp loop = p.loop;
   Location loc = loop.getLoc();
-  SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
+  AddressSlice slice = *addressSlice(loop, p.loads);
   bool wgmma =
       llvm::any_of(p.dots, [&](DotOp dot) { return usesWgmma(dot, state); });
   // A lone wgmma dot that only accumulates keeps running while the next
@@ -351,20 +443,20 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(ivType, v));
   };
 
-  // Copies of the iteration at `iv` into ring slot `slot`, if it exists.
+  // Copies of the iteration at `iv`, whose carried scalars are `state`, into
+  // ring slot `slot`, if it exists; returns the next iteration's scalars.
   // The first one waits for every warp to be done with the shared memory
   // before the loop.
   bool first = true;
-  auto prefetch = [&](Value iv, Value slot) {
+  auto prefetch = [&](Value iv, Value slot, ValueRange scalars) {
     Value enabled =
         arith::CmpIOp::create(b, loc,
                               loop.getUnsignedCmp() ? arith::CmpIPredicate::ult
                                                     : arith::CmpIPredicate::slt,
                               iv, loop.getUpperBound());
     IRMapping map;
-    map.map(loop.getInductionVar(), iv);
-    for (Operation *op : slice)
-      b.clone(*op, map);
+    SmallVector<Value> next =
+        cloneForIteration(b, loop, slice, iv, scalars, map);
     for (LoadOp load : p.loads) {
       auto clone = cast<LoadOp>(b.clone(*load, map));
       AsyncCopy copy = state.asyncCopies.lookup(load);
@@ -380,21 +472,30 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     }
     if (!p.tma)
       NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    return next;
   };
 
   // Prologue: iterations 0 .. lead - 1 into slots 0 .. lead - 1.
   b.setInsertionPoint(loop);
   Value step = loop.getStep();
+  SmallVector<Value> scalars = initialState(loop, slice);
   for (unsigned i = 0; i < lead; ++i) {
     Value iv = loop.getLowerBound();
     if (i)
       iv = arith::AddIOp::create(
           b, loc, iv, arith::MulIOp::create(b, loc, step, ivConst(i)));
-    prefetch(iv, slotConst(i));
+    scalars = prefetch(iv, slotConst(i), scalars);
   }
 
-  // The loop carries the slot of its iteration's dot and, with TMA, the
-  // parity of the slot's mbarrier phase.
+  // The loop carries the scalars of the iteration `lead` ahead (what its
+  // refill yields replaces these placeholders), the slot of its
+  // iteration's dot and, with TMA, the parity of the slot's mbarrier phase.
+  unsigned aheadAt = loop.getNumRegionIterArgs();
+  if (!scalars.empty())
+    loop = carryMore(b, loop, scalars,
+                     [](OpBuilder &, Location, ArrayRef<BlockArgument> args) {
+                       return SmallVector<Value>(args.begin(), args.end());
+                     });
   scf::ForOp grown = carryRingSlot(b, loop, slots, p.tma);
   loop = grown; // the prefetches below clone the new loop's body
   if (pending) {
@@ -439,7 +540,11 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   Value ahead = arith::AddIOp::create(
       b, loc, grown.getInductionVar(),
       arith::MulIOp::create(b, loc, grown.getStep(), ivConst(lead)));
-  prefetch(ahead, free);
+  SmallVector<Value> next = prefetch(
+      ahead, free, grown.getRegionIterArgs().slice(aheadAt, scalars.size()));
+  Operation *yield = grown.getBody()->getTerminator();
+  for (auto [i, value] : llvm::enumerate(next))
+    yield->setOperand(aheadAt + i, value);
 
   for (LoadOp load : p.loads)
     state.asyncCopies[load].prefetched = true;
@@ -491,7 +596,7 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   auto kernel = loop->getParentOfType<KernelOp>();
   Location loc = loop.getLoc();
   SmallVector<Operation *> outside = *producerSlice(p);
-  SmallVector<Operation *> slice = *addressSlice(loop, p.loads);
+  AddressSlice slice = *addressSlice(loop, p.loads);
   unsigned slots = p.slots(stages);
   unsigned consumers = kWarpSize * state.numWarps.lookup(kernel.getSymName());
   state.specializedKernels.insert(kernel.getSymName());
@@ -527,28 +632,34 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   IRMapping map;
   for (Operation *op : outside)
     b.clone(*op, map);
-  auto producer =
-      scf::ForOp::create(b, loc, map.lookupOrDefault(loop.getLowerBound()),
-                         map.lookupOrDefault(loop.getUpperBound()),
-                         map.lookupOrDefault(loop.getStep()), ValueRange{},
-                         /*bodyBuilder=*/nullptr, loop.getUnsignedCmp());
-  producer->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
-  b.setInsertionPoint(producer.getBody()->getTerminator());
-  map.map(loop.getInductionVar(), producer.getInductionVar());
-  for (Operation *op : slice)
-    b.clone(*op, map);
+  SmallVector<Value> inits =
+      llvm::map_to_vector(initialState(loop, slice), [&](Value init) {
+        return map.lookupOrDefault(init);
+      });
   SmallVector<LoadOp> copies;
-  for (LoadOp load : p.loads)
-    copies.push_back(cast<LoadOp>(b.clone(*load, map)));
+  auto producer = scf::ForOp::create(
+      b, loc, map.lookupOrDefault(loop.getLowerBound()),
+      map.lookupOrDefault(loop.getUpperBound()),
+      map.lookupOrDefault(loop.getStep()), inits,
+      [&](OpBuilder &pb, Location ploc, Value iv, ValueRange scalars) {
+        SmallVector<Value> next =
+            cloneForIteration(pb, loop, slice, iv, scalars, map);
+        for (LoadOp load : p.loads)
+          copies.push_back(cast<LoadOp>(pb.clone(*load, map)));
+        scf::YieldOp::create(pb, ploc, next);
+      },
+      loop.getUnsignedCmp());
+  producer->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
   producer = carryRingSlot(b, producer, slots, /*phase=*/true);
   b.setInsertionPointToStart(producer.getBody());
+  Value producerSlot = producer.getRegionIterArgs()[inits.size()];
   Value emptyParity = arith::XOrIOp::create(
-      b, loc, producer.getRegionIterArgs()[1], slotConst(1));
+      b, loc, producer.getRegionIterArgs()[inits.size() + 1], slotConst(1));
   for (auto [load, clone] : llvm::zip(p.loads, copies)) {
     AsyncCopy copy = state.asyncCopies.lookup(load);
     copy.barrier = false;
     copy.producer = true;
-    copy.slot = producer.getRegionIterArgs()[0];
+    copy.slot = producerSlot;
     copy.tensorMap = tensorMapIndex(load, state);
     copy.mbarriers = p.loads.size();
     copy.mbarrierDot = p.dots.front();

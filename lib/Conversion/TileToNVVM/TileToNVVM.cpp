@@ -107,6 +107,110 @@ void expandIntegerAbs(KernelOp kernel) {
   });
 }
 
+/// Moves each tile select(c, constant, x) (c a scalar or its splat) into an
+/// scf.if on c in its block, as a result of it (the constant where c holds,
+/// x where not), undoing upstream's ConvertTrivialIfToSelect for tiles. The
+/// select reads x after the branch, keeping its registers live through it
+/// (a persistent matmul's accumulator through the epilogue that stores it,
+/// before it restarts from zeros), and selects every register on every
+/// iteration; in the branch x dies where the branch last reads it, and the
+/// constant costs the taken branch alone (opaqueBranchConstants keeps LLVM
+/// from making it a select again).
+void sinkSelectsIntoBranches(KernelOp kernel) {
+  SmallVector<arith::SelectOp> selects;
+  kernel.walk([&](arith::SelectOp select) {
+    if (isa<RankedTensorType>(select.getType()))
+      selects.push_back(select);
+  });
+  for (arith::SelectOp select : selects) {
+    Value cond = select.getCondition();
+    if (auto splat = cond.getDefiningOp<SplatOp>())
+      cond = splat.getValue();
+    bool constantWhenTrue = matchPattern(select.getTrueValue(), m_Constant());
+    Value constant =
+        constantWhenTrue ? select.getTrueValue() : select.getFalseValue();
+    Value x = constantWhenTrue ? select.getFalseValue() : select.getTrueValue();
+    if (!matchPattern(constant, m_Constant()))
+      continue;
+    // The branch: on c, in the select's block, after x and before the
+    // select's users.
+    Block *block = select->getBlock();
+    auto branches = llvm::filter_to_vector(
+        block->getOps<scf::IfOp>(),
+        [&](scf::IfOp branch) { return branch.getCondition() == cond; });
+    if (branches.size() != 1)
+      continue;
+    scf::IfOp branch = branches.front();
+    Operation *def = x.getDefiningOp();
+    if ((def && def->getBlock() == block && !def->isBeforeInBlock(branch)) ||
+        llvm::any_of(select->getUsers(), [&](Operation *user) {
+          Operation *at = block->findAncestorOpInBlock(*user);
+          return !at || !branch->isBeforeInBlock(at);
+        }))
+      continue;
+    OpBuilder b(branch);
+    SmallVector<Type> types(branch.getResultTypes());
+    types.push_back(select.getType());
+    auto grown = scf::IfOp::create(b, branch.getLoc(), types, cond,
+                                   /*withElseRegion=*/false);
+    grown.getThenRegion().takeBody(branch.getThenRegion());
+    if (branch.elseBlock()) {
+      grown.getElseRegion().takeBody(branch.getElseRegion());
+    } else {
+      grown.getElseRegion().emplaceBlock();
+      OpBuilder::atBlockEnd(grown.elseBlock())
+          .create<scf::YieldOp>(branch.getLoc());
+    }
+    auto addYield = [&](Block *block, Value value) {
+      Operation *yield = block->getTerminator();
+      OpBuilder yb(yield);
+      if (value == constant)
+        value = yb.clone(*constant.getDefiningOp())->getResult(0);
+      yield->insertOperands(yield->getNumOperands(), value);
+    };
+    addYield(grown.thenBlock(), constantWhenTrue ? constant : x);
+    addYield(grown.elseBlock(), constantWhenTrue ? x : constant);
+    branch.replaceAllUsesWith(grown.getResults().drop_back());
+    branch.erase();
+    select.replaceAllUsesWith(grown.getResults().back());
+    select.erase();
+  }
+}
+
+/// Yields each 32-bit splat constant of registers that `branch` yields
+/// where its other side yields a variable as an inline-asm copy of the
+/// splat value: LLVM would make the phi of a constant a select on the
+/// branch's condition after it, which reads the variable there and keeps it
+/// live through the branch (sinkSelectsIntoBranches).
+void opaqueBranchConstants(scf::IfOp branch) {
+  if (!branch.elseBlock())
+    return;
+  Operation *yields[] = {branch.thenYield(), branch.elseYield()};
+  for (unsigned i = 0; i < branch.getNumResults(); ++i) {
+    auto type = dyn_cast<VectorType>(branch.getResult(i).getType());
+    if (!type || type.getRank() != 1 || !type.getElementType().isIntOrFloat() ||
+        type.getElementType().getIntOrFloatBitWidth() != 32)
+      continue;
+    for (auto [side, yield] : llvm::enumerate(yields)) {
+      DenseElementsAttr constant;
+      if (!matchPattern(yield->getOperand(i), m_Constant(&constant)) ||
+          !constant.isSplat() ||
+          matchPattern(yields[1 - side]->getOperand(i), m_Constant()))
+        continue;
+      OpBuilder b(yield);
+      Location loc = branch.getLoc();
+      Type element = type.getElementType();
+      Value splat = arith::ConstantOp::create(
+          b, loc, cast<TypedAttr>(constant.getSplatValue<Attribute>()));
+      StringRef constraints = element.isF32() ? "=f,f" : "=r,r";
+      Value copy = emitAsm(b, loc, element, splat, "mov.b32 $0, $1;",
+                           constraints, /*sideEffects=*/true)
+                       .front();
+      yield->setOperand(i, vector::BroadcastOp::create(b, loc, type, copy));
+    }
+  }
+}
+
 /// Carries each vector value of `loop` (a tile's registers) as one scalar per
 /// element: LLVM then sees scalar phis, whose folds it does across the loop
 /// (as it does for Triton's): a reduction after a loop that may run zero
@@ -343,6 +447,7 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels) {
       widenFloatToBoolCasts(kernel);
       expandIntegerAbs(kernel);
+      sinkSelectsIntoBranches(kernel);
     }
 
     // Masks compared once per group of equal elements.
@@ -531,6 +636,7 @@ struct ConvertTileToNVVM
     });
     for (scf::IfOp split : splits)
       finishWarpSpecialization(split, state);
+    module.walk([&](scf::IfOp branch) { opaqueBranchConstants(branch); });
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)

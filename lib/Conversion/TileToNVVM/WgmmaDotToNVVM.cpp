@@ -68,6 +68,38 @@ int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
   return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
 }
 
+namespace {
+
+/// A dot's accumulator that restarts from zeros where a scalar condition
+/// holds: select(splat(c), zeros, kept) or select(splat(c), kept, zeros),
+/// as a persistent kernel's first k step of each tile.
+struct RestartedAccumulator {
+  Value kept;
+  Value condition;
+  bool restartWhen; // the condition's value at which the zeros are taken
+};
+
+bool isZeroTile(Value value) {
+  DenseElementsAttr constant;
+  return matchPattern(value, m_Constant(&constant)) && constant.isSplat() &&
+         constant.getSplatValue<APFloat>().isPosZero();
+}
+
+std::optional<RestartedAccumulator> restartedAccumulator(DotOp dot) {
+  auto select = dot.getAcc().getDefiningOp<arith::SelectOp>();
+  auto splat =
+      select ? select.getCondition().getDefiningOp<SplatOp>() : SplatOp();
+  if (!splat)
+    return std::nullopt;
+  if (isZeroTile(select.getTrueValue()))
+    return RestartedAccumulator{select.getFalseValue(), splat.getValue(), true};
+  if (isZeroTile(select.getFalseValue()))
+    return RestartedAccumulator{select.getTrueValue(), splat.getValue(), false};
+  return std::nullopt;
+}
+
+} // namespace
+
 LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
@@ -155,6 +187,12 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       b, loc, groupCol,
       c32(bKMajor ? cols * bSwizzle
                   : cols * elemBytes / bSwizzle * k * bSwizzle));
+  // A restarted accumulator is the kept one with scale-d 0 where it
+  // restarts (Triton's OptimizeAccumulatorInit), not a select of each
+  // register.
+  std::optional<RestartedAccumulator> restart = restartedAccumulator(op);
+  if (restart)
+    accVec = rewriter.getRemappedValue(restart->kept);
   // f16 accumulators go two to a register (.f16x2), in the f32 order.
   SmallVector<Value> acc = unpack(b, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
@@ -192,13 +230,22 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         .str();
   };
   std::string text = wgmmaText("1");
-  DenseElementsAttr accConstant;
-  bool zeroAcc = matchPattern(op.getAcc(), m_Constant(&accConstant)) &&
-                 accConstant.isSplat() &&
-                 accConstant.getSplatValue<APFloat>().isPosZero();
+  bool zeroAcc = isZeroTile(op.getAcc());
   if (zeroAcc)
     for (Value &reg : acc)
       reg = LLVM::PoisonOp::create(b, loc, reg.getType());
+  // The first k step's scale-d: 0 for a zero accumulator, or a predicate
+  // of the restart's condition (the asm's last input).
+  std::string first = zeroAcc ? wgmmaText("0") : text;
+  Value keepInput;
+  if (restart) {
+    first = std::string("{\n.reg .pred keepD;\nsetp.") +
+            (restart->restartWhen ? "eq" : "ne") + ".b32 keepD, $" +
+            std::to_string(regsPerRep + (aRegisters ? 4 : 1) + 1) + ", 0;\n" +
+            wgmmaText("keepD") + "\n}";
+    keepInput = arith::ExtUIOp::create(
+        b, loc, b.getI32Type(), rewriter.getRemappedValue(restart->condition));
+  }
   // A K-major operand of `rows` rows at k step kk: its bytes kk * elemBytes
   // in each row, in the atom they fall in.
   auto kMajorStart = [&](int64_t kk, int64_t rows, int64_t swizzle) {
@@ -232,8 +279,10 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       inputs.push_back(bDesc);
       MutableArrayRef<Value> regs =
           MutableArrayRef<Value>(acc).slice(rm * regsPerRep, regsPerRep);
-      SmallVector<Value> d = emitInPlaceAsm(
-          b, loc, zeroAcc && kk == 0 ? wgmmaText("0") : text, regs, inputs);
+      if (kk == 0 && keepInput)
+        inputs.push_back(keepInput);
+      SmallVector<Value> d =
+          emitInPlaceAsm(b, loc, kk == 0 ? first : text, regs, inputs);
       llvm::copy(d, regs.begin());
     }
   }
@@ -253,24 +302,65 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   return success();
 }
 
+namespace {
+
+/// Replaces the uses of `registers` (a vector) after `b`'s insertion point
+/// for which `replace` holds by their values after wgmma.wait_group 0.
+void waitForRegisters(OpBuilder &b, Location loc, Value registers,
+                      function_ref<bool(OpOperand &)> replace) {
+  SmallVector<Value> acc = unpack(b, loc, registers);
+  llvm::SmallPtrSet<Operation *, 32> reads;
+  for (Value v : acc)
+    reads.insert(v.getDefiningOp());
+  acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  Value waited = pack(b, loc, cast<VectorType>(registers.getType()), acc);
+  registers.replaceUsesWithIf(waited, [&](OpOperand &use) {
+    return !reads.contains(use.getOwner()) && replace(use);
+  });
+}
+
+} // namespace
+
 void waitForWgmmaResults(scf::ForOp loop) {
   auto pending = loop->getAttrOfType<DenseI64ArrayAttr>(kWgmmaPendingAttr);
   loop->removeAttr(kWgmmaPendingAttr);
-  OpBuilder b = OpBuilder::atBlockEnd(loop->getBlock());
-  b.setInsertionPointAfter(loop);
+  Location loc = loop.getLoc();
+  Operation *yield = loop.getBody()->getTerminator();
+  OpBuilder b(loop->getContext());
   for (int64_t index : pending.asArrayRef()) {
-    Value result = loop.getResult(index);
-    auto type = cast<VectorType>(result.getType());
-    SmallVector<Value> acc = unpack(b, loop.getLoc(), result);
-    llvm::SmallPtrSet<Operation *, 32> reads;
-    for (Value v : acc)
-      reads.insert(v.getDefiningOp());
-    acc = emitInPlaceAsm(b, loop.getLoc(), "wgmma.wait_group.sync.aligned 0;",
-                         acc, {});
-    Value waited = pack(b, loop.getLoc(), type, acc);
-    result.replaceUsesWithIf(waited, [&](OpOperand &use) {
-      return !reads.contains(use.getOwner());
-    });
+    // After the loop, before anything reads its result.
+    b.setInsertionPointAfter(loop);
+    waitForRegisters(b, loc, loop.getResult(index),
+                     [](OpOperand &) { return true; });
+    // In a branch that reads the dot's result on its way to the next
+    // iteration (a persistent kernel's store of its tile): first in each of
+    // its regions that reads it other than to yield it.
+    auto branch = yield->getOperand(index).getDefiningOp<scf::IfOp>();
+    if (!branch)
+      continue;
+    unsigned at = cast<OpResult>(yield->getOperand(index)).getResultNumber();
+    Value dot; // what a region yields from before the branch
+    for (Region &region : branch->getRegions())
+      if (!region.empty())
+        if (Value v = region.front().getTerminator()->getOperand(at);
+            !branch->isAncestor(v.getParentBlock()->getParentOp()))
+          dot = v;
+    if (!dot)
+      continue;
+    for (Region &region : branch->getRegions()) {
+      if (region.empty())
+        continue;
+      Operation *terminator = region.front().getTerminator();
+      auto inRegion = [&](OpOperand &use) {
+        return region.isAncestor(use.getOwner()->getParentRegion());
+      };
+      if (llvm::none_of(dot.getUses(), [&](OpOperand &use) {
+            return inRegion(use) && use.getOwner() != terminator;
+          }))
+        continue;
+      b.setInsertionPointToStart(&region.front());
+      waitForRegisters(b, loc, dot, inRegion);
+    }
   }
 }
 

@@ -101,6 +101,8 @@ class State:
         # per warp, the shared words its wgmmas read that no wgmma.wait_group retired yet:
         # (uncommitted reads, committed groups) (tileopt.emulator.warpgroup)
         self.wgmma_reads: dict[int, tuple[list, list]] = {}
+        # per warp, its wgmmas' accumulator writes that no wgmma.wait_group retired yet
+        self.wgmma_acc: dict = {}
         # mbarrier progress, for the deadlock check: a counter of barrier changes and, per
         # thread, the value it had at the thread's last failed wait (-1: none), whether the
         # wait before that failed at the same value, and which barrier / PTX line it was

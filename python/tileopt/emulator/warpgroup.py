@@ -4,15 +4,18 @@
 The emulator computes ``wgmma.mma_async`` when a warp reaches it, but its shared-memory
 operands count as read until the ``wgmma.wait_group`` that retires its commit group (per
 warp, as on the GPU): a write to them before then, by any thread or copy (a TMA refilling the
-slot), is a shared-memory race. The fence is accepted and counted (class ``sync``), as are
-the commit and the wait. A warpgroup is four consecutive warps of a CTA; warp ``r`` of it (warp id
-% 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator. Those rows need only the warp's
-own registers and shared memory (the matrix descriptors), so each warp computes its slice
-on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)`` with the products of
-f16/bf16/tf32/fp8 values exact and one rounding of the sum to the accumulator type, as
-``mma.sync`` does (integer sums are exact). tf32
-inputs are 32-bit words (registers or shared memory) whose low 13 mantissa bits are ignored
-(truncated, as for ``mma.sync`` .tf32).
+slot), is a shared-memory race. Its accumulator registers are written then too: until that
+wait they hold NaN (f32, f16; the most negative s32), so an instruction that reads them early
+computes NaN instead of the stale or partial values a GPU would give it, while a later wgmma
+accumulating into them in place reads the pending values. The fence is accepted and counted
+(class ``sync``), as are the commit and the wait. A warpgroup is four consecutive warps of a
+CTA; warp ``r`` of it (warp id % 4) owns rows ``16r .. 16r+15`` of the 64-row accumulator.
+Those rows need only the warp's own registers and shared memory (the matrix descriptors), so
+each warp computes its slice on its own: ``D = (scale_a A) (scale_b B) + (D if scale-d)``
+with the products of f16/bf16/tf32/fp8 values exact and one rounding of the sum to the
+accumulator type, as ``mma.sync`` does (integer sums are exact). tf32 inputs are 32-bit words
+(registers or shared memory) whose low 13 mantissa bits are ignored (truncated, as for
+``mma.sync`` .tf32).
 
 Shared-memory operands are read through 64-bit matrix descriptors (PTX ISA, "Matrix
 Descriptor Format" and "Shared Memory Matrix Layout"): start address, leading- and
@@ -41,7 +44,7 @@ refused at load time.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -152,6 +155,20 @@ def _warps(st, idx) -> np.ndarray:
     return np.unique(thread_ids(st, idx) >> 5)
 
 
+# What a warp's accumulator registers hold until the wgmma writing them is retired.
+_POISON = {"f32": np.uint32(0x7FC00000), "f16": np.uint32(0x7E007E00),
+           "s32": np.uint32(0x80000000)}
+
+
+@dataclass
+class PendingAccumulators:
+    """A warp's wgmma accumulator writes that no ``wgmma.wait_group`` retired yet."""
+
+    committed: int = 0  # commit groups so far (the group of an uncommitted wgmma)
+    # register slot -> (commit group, the warp's thread ids, the register's bits there)
+    regs: dict = field(default_factory=dict)
+
+
 def _commit(st, idx) -> None:
     """The warps' uncommitted wgmmas form a group."""
     for w in _warps(st, idx):
@@ -159,17 +176,26 @@ def _commit(st, idx) -> None:
             open_, groups = st.wgmma_reads[w]
             groups.append(list(open_))
             open_.clear()
+        if w in st.wgmma_acc:
+            st.wgmma_acc[w].committed += 1
 
 
 def _waiter(n: int):
     def wait(st, idx) -> None:
-        """Retire all but the warps' ``n`` newest groups: their operands are read."""
+        """Retire all but the warps' ``n`` newest groups: their operands are read and their
+        accumulators written."""
         for w in _warps(st, idx):
             if w in st.wgmma_reads:
                 groups = st.wgmma_reads[w][1]
                 while len(groups) > n:
                     for words in groups.pop(0):
                         st.shadow.release_reads(words)
+            pending = st.wgmma_acc.get(w)
+            if pending is not None:
+                for slot, (group, tids, bits) in list(pending.regs.items()):
+                    if group < pending.committed - n:
+                        st.regs[slot][tids] = bits.view(st.regs[slot].dtype)
+                        del pending.regs[slot]
 
     return wait
 
@@ -328,6 +354,8 @@ def _mma_async(cx, ins, types, mods):
         raise cx.error(f"wgmma.mma_async .m64n{N} with .{dt_} needs {nd} accumulator registers")
     rc, _ = _frag_reader(cx, d_op, dt_, None)
     wrs = accumulator_writers(cx, d_op, dt_)
+    slots = [cx.reg_slot(r.name) for r in _regs_of(d_op)]
+    poison = _POISON[dt_]
     cr, cc = _acc_tables(N)
     sign = float(scale_a * scale_b)
 
@@ -401,11 +429,28 @@ def _mma_async(cx, ins, types, mods):
         if sign < 0:
             D = -D
         if scale_d.any():
+            # in place on the warps' pending accumulators, if an earlier wgmma writes them
+            for w in warps:
+                pending = st.wgmma_acc.get(int(w))
+                for slot in slots if pending is not None else ():
+                    if slot in pending.regs:
+                        _, ptids, bits = pending.regs[slot]
+                        st.regs[slot][ptids] = bits.view(st.regs[slot].dtype)
             C = np.zeros((W, 16, N))
             C[:, cr, cc] = rc(st, lanes).reshape(W, 32, -1)
             D = D + np.where(scale_d[:, None, None], C, 0.0)
         lane = tids & 31
         vals = D[wi[:, None], cr[lane], cc[lane]]  # (n, N/2)
         write_accumulator(st, idx, wrs, vals, dt_, satfinite)
+        # Written at the wait that retires this wgmma: until then the registers hold poison.
+        bounds = np.searchsorted(tids >> 5, warps, side="right")
+        starts = np.concatenate(([0], bounds[:-1]))
+        for slot in slots:
+            reg = st.regs[slot]
+            bits = reg[tids].view(np.uint32).copy()
+            reg[tids] = poison.view(reg.dtype)
+            for w, start, stop in zip(warps, starts, bounds, strict=True):
+                pending = st.wgmma_acc.setdefault(int(w), PendingAccumulators())
+                pending.regs[slot] = (pending.committed, tids[start:stop], bits[start:stop])
 
     return run, "mma"

@@ -1370,6 +1370,91 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
   tile.return
 }
 
+
+// A loop whose copies' offsets come from a scalar it carries (a persistent
+// kernel's k offset, which restarts at each tile) is pipelined too: each
+// prologue copy computes the scalar's next value (the select), and the loop
+// carries it two iterations ahead (index) before its ring slot; with TMA as
+// well, and a producer warp carries its own. The loop's store, through
+// another view, does not stop it (views are not ordered against each
+// other). The accumulator's restart from zeros, which canonicalization made
+// a select after the branch that stores it, moves back into the branch,
+// whose zeros are an opaque copy (LLVM would make a select of constants
+// again): the accumulator dies at the store.
+// CHECK-LABEL: gpu.func @persistent_k_loop
+// CHECK: arith.select %{{.*}}, %c0, %{{.*}} : index
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: %[[AHEAD:.*]] = arith.select %{{.*}}, %c0, %{{.*}} : index
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for {{.*}} iter_args({{.*}}, %{{.*}} = %c0, %{{.*}} = %[[AHEAD]], %{{.*}} = %{{.*}}) -> ({{(f32, )+}}index, index, i32)
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: arith.select %{{.*}}, %c0, %{{.*}} : index
+// CHECK-COUNT-4: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if %{{.*}} -> (vector<32xf32>) {
+// CHECK: st.global
+// CHECK: %[[ZERO:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=f,f"
+// CHECK-NEXT: %[[ZEROS:.*]] = vector.broadcast %[[ZERO]] : f32 to vector<32xf32>
+// CHECK-NEXT: scf.yield %[[ZEROS]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %{{.*}} : vector<32xf32>
+// CHECK: nvvm.cp.async.wait.group 0
+// TMA-LABEL: gpu.func @persistent_k_loop
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: scf.for {{.*}} -> ({{(f32, )+}}index, index, i32, i32)
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: mbarrier.try_wait.parity
+// WS-LABEL: gpu.func @persistent_k_loop
+// WS: scf.for {{.*}} -> ({{(f32, )+}}index, i32, i32)
+// WS: scf.for {{.*}} iter_args(%{{.*}} = %c0, %{{.*}} = %c0_i32{{.*}}, %{{.*}} = %c0_i32{{.*}}) -> (index, i32, i32)
+// WS: mbarrier.try_wait.parity
+// WS-COUNT-2: cp.async.bulk.tensor
+tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z, %kk = %c0) -> (tensor<64x64xf32, #mma>, index) {
+    %a = tile.load %x[%c0, %kk] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%kk, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %next = arith.addi %kk, %c32 : index
+    %last = arith.cmpi sge, %next, %k : index
+    %restart = arith.select %last, %z, %d : tensor<64x64xf32, #mma>
+    scf.if %last {
+      tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+    }
+    %kk2 = arith.select %last, %c0, %next : index
+    scf.yield %restart, %kk2 : tensor<64x64xf32, #mma>, index
+  }
+  tile.return
+}
+
+// A loop that stores through the view its copies read is not pipelined:
+// the copies of later iterations would read before the store.
+// CHECK-LABEL: gpu.func @k_loop_storing_its_operand
+// CHECK-NOT: nvvm.cp.async
+// CHECK: gpu.return
+// TMA-LABEL: gpu.func @k_loop_storing_its_operand
+// TMA-NOT: cp.async.bulk.tensor
+// TMA: gpu.return
+tile.kernel @k_loop_storing_its_operand(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %n step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %h = arith.truncf %d : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+    tile.store %h, %x[%c0, %i] : tensor<64x64xf16, #mma>, memref<?x?xf16, strided<[?, 1], offset: ?>>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.return
+}
 // -----
 
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>

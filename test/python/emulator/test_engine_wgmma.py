@@ -308,3 +308,22 @@ def test_wgmma_operands_are_read_until_their_group_is_waited_for(
     else:
         out, _ = _launch(ptx)
         np.testing.assert_array_equal(out, np.full(512, 33.0, np.float32))
+
+
+@pytest.mark.parametrize("early", [True, False])
+def test_wgmma_accumulators_are_written_when_their_group_is_waited_for(early: bool) -> None:
+    """A wgmma's accumulator registers are written at the wgmma.wait_group that retires it.
+    Read before (after wait_group 1, the second wgmma still running) they hold NaN where a GPU
+    guarantees nothing; the second wgmma, accumulating in place, reads what the first will
+    write (1 + 16 + 16 = 33), and after wait_group 0 the registers hold it."""
+    ptx = _two_groups("", "mov.f32 %f5, %f1;" if early else "")
+    if not early:
+        ptx = ptx.replace("wgmma.wait_group.sync.aligned 0;\n  ld.param.u64 %rd3",
+                          "wgmma.wait_group.sync.aligned 0;\n  mov.f32 %f5, %f1;\n"
+                          "  ld.param.u64 %rd3")
+    ptx = ptx.replace("{%f1, %f2, %f3, %f4}", "{%f5, %f2, %f3, %f4}")
+    out, _ = _launch(ptx)
+    want = np.full(512, 33.0, np.float32)
+    if early:
+        want[0::4] = np.nan
+    np.testing.assert_array_equal(out, want)

@@ -361,10 +361,17 @@ private:
       if (!isTile(init))
         continue;
       // An accumulator that a dot updates stays in the dot's layout across
-      // iterations; other loop-carried tiles keep their initial layout.
+      // iterations, also where the dot may restart it (from zeros at a
+      // persistent kernel's next tile: a select between it and another
+      // value); other loop-carried tiles keep their initial layout.
       Attribute layout = getLayout(init.getType());
+      auto accumulates = [&](Value acc) {
+        auto select = acc.getDefiningOp<arith::SelectOp>();
+        return acc == arg || (select && (select.getTrueValue() == arg ||
+                                         select.getFalseValue() == arg));
+      };
       if (auto dot = yield.getOperand(index).getDefiningOp<DotOp>())
-        if (dot.getAcc() == arg) {
+        if (accumulates(dot.getAcc())) {
           layout = dotLayout(dot);
           convertOperand(forOp.getInitArgsMutable()[index], layout);
         }
