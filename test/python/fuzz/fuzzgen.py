@@ -955,6 +955,47 @@ class Gen:
         self.emit(lines, run)
         self.add(res, ty)
 
+    def branch(self, lin: str, depth: int) -> None:
+        """An scf.if on the program's linear index (below a constant): its then-branch runs a
+        few ops and yields a tile of theirs or a constant (a restart, as a persistent
+        kernel's accumulator: canonicalization makes that a select after the branch, the
+        NVVM conversion moves it back in), its else-branch the tile as it was."""
+        got = self.pick(lambda t: t.shape is not None)
+        if got is None:
+            return
+        init, ty = got
+        bound = self.const_index(self.rng.choice([0, 1, 2, 5]))
+        cond, res = self.fresh(), self.fresh()
+        self.emit(f"{cond} = arith.cmpi ult, {lin}, {bound} : index",
+                  lambda env, _: env.__setitem__(cond, env[lin] < env[bound]))
+        outer_body, outer_pool = self.body, list(self.pool)
+        self.body = []
+        for _ in range(self.rng.randint(1, 3)):
+            self.random_op(lin, depth + 1)
+        if self.rng.random() < 0.4:
+            y = self.constant(ty)
+        else:
+            y = self.rng.choice([p for p in self.pool[len(outer_pool):] if p[1] == ty]
+                                or [(init, ty)])[0]
+        body = self.body
+        self.body, self.pool = outer_body, outer_pool
+        lines = [f"{res} = scf.if {cond} -> ({self.t(ty)}) {{"]
+        for text, _ in body:
+            lines += ["  " + t for t in text]
+        lines += [f"  scf.yield {y} : {self.t(ty)}", "} else {",
+                  f"  scf.yield {init} : {self.t(ty)}", "}"]
+
+        def run(env: Env, ctx: dict) -> None:
+            if env[cond]:
+                for _, fn in body:
+                    fn(env, ctx)
+                env[res] = env[y]
+            else:
+                env[res] = env[init]
+
+        self.emit(lines, run)
+        self.add(res, ty)
+
     def random_op(self, lin: str, depth: int = 0) -> None:
         r = self.rng.random()
         if r < 0.12:
@@ -967,8 +1008,10 @@ class Gen:
             self.reduce()
         elif r < 0.88:
             self.dot(lin)
-        elif r < 0.92 and depth < 2:
+        elif r < 0.91 and depth < 2:
             self.loop(lin, depth)
+        elif r < 0.93 and depth < 2:
+            self.branch(lin, depth)
         elif r < 0.96:
             self.splat(Ty(self.shape(self.rng.choice([0 if "rank0" not in AVOID else 1, 1, 2])),
                           self.dtype()))
