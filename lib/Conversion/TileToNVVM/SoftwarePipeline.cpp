@@ -443,7 +443,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(ivType, v));
   };
 
-  // Copies of the iteration at `iv`, whose carried scalars are `state`, into
+  // Copies of the iteration at `iv`, whose carried scalars are `scalars`, into
   // ring slot `slot`, if it exists; returns the next iteration's scalars.
   // The first one waits for every warp to be done with the shared memory
   // before the loop.

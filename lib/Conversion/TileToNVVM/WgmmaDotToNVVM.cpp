@@ -339,27 +339,29 @@ void waitForWgmmaResults(scf::ForOp loop) {
     if (!branch)
       continue;
     unsigned at = cast<OpResult>(yield->getOperand(index)).getResultNumber();
-    Value dot; // what a region yields from before the branch
+    // The values that a region yields from before the branch (the dot's
+    // result, not the restart's zeros made in the branch).
+    llvm::SetVector<Value> outside;
     for (Region &region : branch->getRegions())
       if (!region.empty())
         if (Value v = region.front().getTerminator()->getOperand(at);
             !branch->isAncestor(v.getParentBlock()->getParentOp()))
-          dot = v;
-    if (!dot)
-      continue;
-    for (Region &region : branch->getRegions()) {
-      if (region.empty())
-        continue;
-      Operation *terminator = region.front().getTerminator();
-      auto inRegion = [&](OpOperand &use) {
-        return region.isAncestor(use.getOwner()->getParentRegion());
-      };
-      if (llvm::none_of(dot.getUses(), [&](OpOperand &use) {
-            return inRegion(use) && use.getOwner() != terminator;
-          }))
-        continue;
-      b.setInsertionPointToStart(&region.front());
-      waitForRegisters(b, loc, dot, inRegion);
+          outside.insert(v);
+    for (Value dot : outside) {
+      for (Region &region : branch->getRegions()) {
+        if (region.empty())
+          continue;
+        Operation *terminator = region.front().getTerminator();
+        auto inRegion = [&](OpOperand &use) {
+          return region.isAncestor(use.getOwner()->getParentRegion());
+        };
+        if (llvm::none_of(dot.getUses(), [&](OpOperand &use) {
+              return inRegion(use) && use.getOwner() != terminator;
+            }))
+          continue;
+        b.setInsertionPointToStart(&region.front());
+        waitForRegisters(b, loc, dot, inRegion);
+      }
     }
   }
 }
