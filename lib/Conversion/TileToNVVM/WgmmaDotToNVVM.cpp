@@ -181,8 +181,11 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             arith::ShRUIOp::create(b, loc, ks.warp, c32(2)),
                             c32(wm / 4 - 1)),
       c32(64));
-  Value groupCol =
-      arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm)));
+  // Warps past the layout's (a tile smaller than the block) repeat the
+  // first ones' work, as with mma.sync.
+  Value groupCol = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm))),
+      c32(wn - 1));
   Value bColumnStart = arith::MulIOp::create(
       b, loc, groupCol,
       c32(bKMajor ? cols * bSwizzle

@@ -898,15 +898,22 @@ class Gen:
                 step *= 2
         st = self.const_index(step)
         iv, carried, res = self.fresh(), self.fresh(), self.fresh()
+        # With `off`, the loop also carries an index offset that steps by `inc` and restarts
+        # at zero past `wrap` (a persistent kernel's k offset), which its load reads.
+        off = self.fresh() if ty.shape and self.rng.random() < 0.3 else None
+        result = f"{res}#0" if off else res  # the tile (with `off`, the loop's first result)
+        inc = self.const_index(self.rng.choice([1, 2, 4, 8, 16, 32]))
+        wrap = self.const_index(self.rng.choice([8, 16, 48, 64]))
+        zero = self.const_index(0)
         # The body: a few ops on the carried value, outer values and loads at the iv.
         outer_body, outer_pool = self.body, list(self.pool)
         self.body = []
         self.pool = list(outer_pool) + [(carried, ty)]
-        if ty.shape and self.rng.random() < 0.7:
-            # a load whose offsets follow the induction variable
+        if ty.shape and self.rng.random() < (1.0 if off else 0.7):
+            # a load whose offsets follow the induction variable (or the carried offset)
             rank = len(ty.shape)
             view = self.new_arg("in", ty.dtype, rank, self.view_shape(rank, ty.shape))
-            offs = [iv if d == rank - 1 else self.const_index(0) for d in range(rank)]
+            offs = [(off or iv) if d == rank - 1 else self.const_index(0) for d in range(rank)]
             name = self.fresh()
             shape = ty.shape
             vw = view
@@ -932,28 +939,47 @@ class Gen:
         y = self.rng.choice(cands)[0]
         comb = ("addf" if is_float(ty.dtype) else "xori" if ty.dtype == "i1" else "addi")
         y = self.binary(comb, y, carried, ty) if y != carried else y
+        if off:
+            total, past, next_off = self.fresh(), self.fresh(), self.fresh()
+            self.emit([f"{total} = arith.addi {off}, {inc} : index",
+                       f"{past} = arith.cmpi sge, {total}, {wrap} : index",
+                       f"{next_off} = arith.select {past}, {zero}, {total} : index"],
+                      lambda env, _: env.__setitem__(
+                          next_off, 0 if env[off] + env[inc] >= env[wrap]
+                          else env[off] + env[inc]))
         body = self.body
         self.body, self.pool = outer_body, outer_pool
-        lines = [f"{res} = scf.for {iv} = {lb} to {ub} step {st} iter_args({carried} = {init})"
-                 f" -> ({self.t(ty)}) {{"]
+        tt = self.t(ty)
+        if off:
+            lines = [f"{res}:2 = scf.for {iv} = {lb} to {ub} step {st} iter_args({carried} = "
+                     f"{init}, {off} = {zero}) -> ({tt}, index) {{"]
+        else:
+            lines = [f"{res} = scf.for {iv} = {lb} to {ub} step {st} iter_args({carried} = "
+                     f"{init}) -> ({tt}) {{"]
         for text, _ in body:
             lines += ["  " + t for t in text]
-        lines += [f"  scf.yield {y} : {self.t(ty)}", "}"]
+        lines += ([f"  scf.yield {y}, {next_off} : {tt}, index", "}"] if off
+                  else [f"  scf.yield {y} : {tt}", "}"])
 
         def run(env: Env, ctx: dict) -> None:
             cur = env[init]
+            offset = 0
             i = env[lb]
             while i < env[ub]:
                 env[iv] = i
                 env[carried] = cur
+                if off:
+                    env[off] = offset
                 for _, fn in body:
                     fn(env, ctx)
                 cur = env[y]
+                if off:
+                    offset = env[next_off]
                 i += env[st]
-            env[res] = cur
+            env[result] = cur
 
         self.emit(lines, run)
-        self.add(res, ty)
+        self.add(result, ty)
 
     def branch(self, lin: str, depth: int) -> None:
         """An scf.if on the program's linear index (below a constant): its then-branch runs a

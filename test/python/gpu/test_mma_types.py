@@ -201,3 +201,20 @@ def test_tf32_kmajor_rhs_comes_by_tma() -> None:
 def test_f32_dots_without_tf32_stay_exact_on_cuda_cores() -> None:
     ptx = str(compile(_matmul("f32", "f32", False, 64, 64, 32), "sm_80").asm["ptx"])
     assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
+def test_a_tile_smaller_than_the_block_repeats_its_wgmma(promises: bool) -> None:
+    """A 64 x 8 tf32 tile is one warpgroup's; on 8 warps the second warpgroup repeats the
+    first's wgmma (it read B past its end, in the next warpgroup column's place, until
+    2026-11-28: the emulator's out-of-bounds check caught it in a fuzzed program)."""
+    kern = compile(_matmul("f32", "f32", True, 64, 8, 8), "sm_90a", num_warps=8,
+                   **(PROMISES if promises else {}))
+    assert "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32" in str(kern.asm["ptx"])
+    torch.manual_seed(2)
+    for m, k, n in PROMISED_SHAPES if promises else SHAPES:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        c = _run(kern, a, b, torch.float32, 64, 8)
+        ref = tf32_truncate(a).double() @ tf32_truncate(b).double()
+        bound = (k + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+        assert_close(c, ref, atol=bound)
