@@ -438,9 +438,9 @@ def persistent_matmul(
             return k.cast(v, "i32")
 
         program, programs = i32(k.program_id(0)), i32(k.num_programs(0))
-        grid_m = i32((k.size(k.args.a, 0) + (block_m - 1)) / block_m)
-        grid_n = i32((k.size(k.args.b, 1) + (block_n - 1)) / block_n)
-        # A k loop of no steps still stores zeros.
+        # At least one tile and one k step (of zeros where K is 0): no division by zero.
+        grid_m = i32(k.maximum((k.size(k.args.a, 0) + (block_m - 1)) / block_m, 1))
+        grid_n = i32(k.maximum((k.size(k.args.b, 1) + (block_n - 1)) / block_n, 1))
         k_steps = k.maximum((k.size(k.args.a, 1) + (block_k - 1)) / block_k, 1)
         k_end = k_steps * block_k
         tiles = (grid_m * grid_n - program + (programs - 1)) / programs  # this program's

@@ -56,11 +56,11 @@ def test_persistent_matmul_matches_torch(target: str, warps: int, stages: int,
     # Programs fewer than the tiles (several tiles each, some one more than others), as many,
     # and more (the grid takes the tiles' count); K below a step, several rings' worth, none.
     for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4), (200, 304, 144, 3),
-                              (70, 16, 48, 1), (bm, bk, bn, 7), (70, 0, 48, 2)]:
+                              (70, 16, 48, 1), (bm, bk, bn, 7), (70, 0, 48, 2), (0, 32, 48, 2)]:
         a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
         c = torch.full((m, n), float("nan"))
         grid = kernels.persistent_matmul_grid(a.shape, b.shape, programs, bm, bn)
-        assert grid == (min(programs, -(-m // bm) * -(-n // bn)),)
+        assert grid == (min(programs, max(-(-m // bm), 1) * -(-n // bn)),)
         kern.launch(grid, a, b, c)
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
