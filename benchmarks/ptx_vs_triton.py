@@ -303,12 +303,11 @@ def tr_transpose(
 
 
 @triton.jit
-def tr_matmul(
-    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
+def tr_matmul_tile(
+    a_ptr, b_ptr, c_ptr, rows, cols, m, n, k, stride_a, stride_b, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    """The tile of c at ``rows`` x ``cols``, its K loop of pointer loads."""
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for start in range(0, k, BLOCK_K):
         ks = start + tl.arange(0, BLOCK_K)
@@ -326,6 +325,17 @@ def tr_matmul(
 
 
 @triton.jit
+def tr_matmul(
+    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    tr_matmul_tile(a_ptr, b_ptr, c_ptr, rows, cols, m, n, k, stride_a, stride_b, stride_c,
+                   BLOCK_M, BLOCK_N, BLOCK_K)
+
+
+@triton.jit
 def tr_matmul_persistent(
     a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -337,20 +347,8 @@ def tr_matmul_persistent(
     for tile in tl.range(tl.program_id(0), tiles, tl.num_programs(0), flatten=True):
         rows = (tile % grid_m) * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = (tile // grid_m) * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-        for start in range(0, k, BLOCK_K):
-            ks = start + tl.arange(0, BLOCK_K)
-            a = tl.load(
-                a_ptr + rows[:, None] * stride_a + ks[None, :],
-                mask=(rows[:, None] < m) & (ks[None, :] < k), other=0.0,
-            )
-            b = tl.load(
-                b_ptr + ks[:, None] * stride_b + cols[None, :],
-                mask=(ks[:, None] < k) & (cols[None, :] < n), other=0.0,
-            )
-            acc = tl.dot(a, b, acc)
-        mask = (rows[:, None] < m) & (cols[None, :] < n)
-        tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
+        tr_matmul_tile(a_ptr, b_ptr, c_ptr, rows, cols, m, n, k, stride_a, stride_b,
+                       stride_c, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 @triton.jit

@@ -365,12 +365,7 @@ def matmul(
     if group_m is not None and (isinstance(group_m, bool) or not isinstance(group_m, int)
                                 or group_m < 1):
         raise ValueError(f"group_m must be a positive integer or None, got {group_m!r}")
-    args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
-    if epilogue == "bias_relu":
-        args["bias"] = _view("f32", 1)
-    args["c"] = _view(out_dtype, 2)
-    name = "matmul" if epilogue is None else f"matmul_{epilogue}"
-    kb = KernelBuilder(name, **args)
+    kb = _matmul_builder("matmul", dtype, epilogue, out_dtype)
     with kb as k:
         tile_m, tile_n = k.program_id(0), k.program_id(1)
         if group_m is not None:
@@ -393,6 +388,17 @@ def matmul(
         (acc,) = loop.results
         _store_matmul_tile(k, acc, m, n, epilogue, out_dtype)
     return kb
+
+
+def _matmul_builder(name: str, dtype: str, epilogue: str | None,
+                    out_dtype: str) -> KernelBuilder:
+    """A matmul kernel's builder: ``a``, ``b`` of ``dtype``, ``bias`` (f32) with the
+    ``bias_relu`` epilogue, ``c`` of ``out_dtype``; the epilogue's name after ``name``."""
+    args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
+    if epilogue == "bias_relu":
+        args["bias"] = _view("f32", 1)
+    args["c"] = _view(out_dtype, 2)
+    return KernelBuilder(name if epilogue is None else f"{name}_{epilogue}", **args)
 
 
 def _store_matmul_tile(
@@ -426,12 +432,7 @@ def persistent_matmul(
     """
     _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
     _check_out_dtype(out_dtype)
-    args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
-    if epilogue == "bias_relu":
-        args["bias"] = _view("f32", 1)
-    args["c"] = _view(out_dtype, 2)
-    name = "persistent_matmul" if epilogue is None else f"persistent_matmul_{epilogue}"
-    kb = KernelBuilder(name, **args)
+    kb = _matmul_builder("persistent_matmul", dtype, epilogue, out_dtype)
     with kb as k:
         # Tile positions in i32 (there are fewer than 2^31 tiles), offsets in index.
         def i32(v: Value) -> Value:
