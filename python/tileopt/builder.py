@@ -46,7 +46,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Self, TypeAlias, TypeVar
 
 from tileopt import ir
 from tileopt.dialects import arith, memref, scf, tile
@@ -1035,7 +1035,7 @@ class _Body:
             )
         return [Value(r, self.builder) for r in self.op.results]
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         if self._ip is not None or self._yielded:
             raise BuilderError(f"a {self._what}'s body is built once")
         self._ip = ir.InsertionPoint(self._block)

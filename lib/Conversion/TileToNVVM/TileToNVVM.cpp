@@ -158,8 +158,8 @@ void sinkSelectsIntoBranches(KernelOp kernel) {
       grown.getElseRegion().takeBody(branch.getElseRegion());
     } else {
       grown.getElseRegion().emplaceBlock();
-      OpBuilder::atBlockEnd(grown.elseBlock())
-          .create<scf::YieldOp>(branch.getLoc());
+      OpBuilder eb = OpBuilder::atBlockEnd(grown.elseBlock());
+      scf::YieldOp::create(eb, branch.getLoc());
     }
     auto addYield = [&](Block *block, Value value) {
       Operation *yield = block->getTerminator();
