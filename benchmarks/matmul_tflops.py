@@ -424,6 +424,7 @@ class TileoptMatmul:
                    configs: Sequence[Config], failures: list[str]) -> list[tuple[str, Any, Any]]:
         import torch
 
+        props = torch.cuda.get_device_properties(0)
         out = []
         for config in configs:
             for copy in self.variants():
@@ -437,10 +438,8 @@ class TileoptMatmul:
                                 dtype=_torch_dtypes()[self.out(dtype)])
                 grid = (math.ceil(shape.m / config.block_m),
                         math.ceil(shape.n / config.block_n))
-                if config.persistent:
-                    programs = resident_programs(kernel.metadata,
-                                                 torch.cuda.get_device_properties(0))
-                    grid = (min(programs, grid[0] * grid[1]),)
+                if config.persistent:  # as kernels.persistent_matmul_grid (no native build)
+                    grid = (min(resident_programs(kernel.metadata, props), grid[0] * grid[1]),)
 
                 def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c) -> None:
                     kernel.launch(grid, a, b, c, device="cuda")
