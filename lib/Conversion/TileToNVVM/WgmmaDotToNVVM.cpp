@@ -214,6 +214,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   SmallVector<Value> aValues;
   if (aRegisters)
     aValues = unpack(b, loc, lhs);
+  // The asm's operands: the accumulator, A (registers or a descriptor), B's
+  // descriptor, then a restart's condition.
+  int64_t bOperand = regsPerRep + (aRegisters ? 4 : 1);
   // scale-d 0 ignores the accumulator: a zero one (as of a dot that starts
   // from zeros) needs no registers set for the first k step.
   auto wgmmaText = [&](StringRef scaleD) {
@@ -224,7 +227,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                asmRegisterList(0, regsPerRep),
                aRegisters ? asmRegisterList(regsPerRep, 4)
                           : "$" + std::to_string(regsPerRep),
-               regsPerRep + (aRegisters ? 4 : 1),
+               bOperand,
                tf32         ? ""
                : aRegisters ? (bKMajor ? ", 0" : ", 1")
                : bKMajor    ? ", 0, 0"
@@ -244,8 +247,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   if (restart) {
     first = std::string("{\n.reg .pred keepD;\nsetp.") +
             (restart->restartWhen ? "eq" : "ne") + ".b32 keepD, $" +
-            std::to_string(regsPerRep + (aRegisters ? 4 : 1) + 1) + ", 0;\n" +
-            wgmmaText("keepD") + "\n}";
+            std::to_string(bOperand + 1) + ", 0;\n" + wgmmaText("keepD") +
+            "\n}";
     keepInput = arith::ExtUIOp::create(
         b, loc, b.getI32Type(), rewriter.getRemappedValue(restart->condition));
   }

@@ -1380,7 +1380,11 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
 // other). The accumulator's restart from zeros, which canonicalization made
 // a select after the branch that stores it, moves back into the branch,
 // whose zeros are an opaque copy (LLVM would make a select of constants
-// again): the accumulator dies at the store.
+// again): the accumulator dies at the store. With wgmma, the branch copies
+// the thread's lane and warp and the view's sizes and strides at its start,
+// so that LLVM does not hoist the store's addresses out of the loop, where
+// they would hold registers beside the wgmma's accumulator; with mma.sync it
+// does not.
 // CHECK-LABEL: gpu.func @persistent_k_loop
 // CHECK: arith.select %{{.*}}, %c0, %{{.*}} : index
 // CHECK-COUNT-4: nvvm.cp.async.shared.global
@@ -1394,6 +1398,7 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
 // CHECK-COUNT-4: nvvm.cp.async.shared.global
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.if %{{.*}} -> (vector<32xf32>) {
+// CHECK-NOT: "mov.b{{32|64}} $0, $1;"
 // CHECK: st.global
 // CHECK: %[[ZERO:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=f,f"
 // CHECK-NEXT: %[[ZEROS:.*]] = vector.broadcast %[[ZERO]] : f32 to vector<32xf32>
@@ -1401,6 +1406,13 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
 // CHECK-NEXT: } else {
 // CHECK-NEXT: scf.yield %{{.*}} : vector<32xf32>
 // CHECK: nvvm.cp.async.wait.group 0
+// WGMMA-LABEL: gpu.func @persistent_k_loop
+// WGMMA: scf.if %{{.*}} -> (vector<32xf32>) {
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r"
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r"
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b64 $0, $1;", "=l,l"
+// WGMMA: wgmma.wait_group.sync.aligned 0
+// WGMMA: st.global
 // TMA-LABEL: gpu.func @persistent_k_loop
 // TMA-COUNT-2: cp.async.bulk.tensor
 // TMA: scf.for {{.*}} -> ({{(f32, )+}}index, index, i32, i32)
@@ -1429,6 +1441,23 @@ tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
     }
     %kk2 = arith.select %last, %c0, %next : index
     scf.yield %restart, %kk2 : tensor<64x64xf32, #mma>, index
+  }
+  tile.return
+}
+
+// A branch outside loops computes its addresses where LLVM puts them.
+// WGMMA-LABEL: gpu.func @branch_outside_loops
+// WGMMA: scf.if
+// WGMMA-NOT: "mov.b{{32|64}} $0, $1;"
+// WGMMA: st.global
+#vec = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+tile.kernel @branch_outside_loops(%y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %p = tile.program_id {dim = 0}
+  %first = arith.cmpi eq, %p, %c0 : index
+  scf.if %first {
+    %z = arith.constant dense<1.0> : tensor<512xf32, #vec>
+    tile.store %z, %y[%c0] : tensor<512xf32, #vec>, memref<?xf32>
   }
   tile.return
 }
