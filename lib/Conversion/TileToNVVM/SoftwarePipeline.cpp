@@ -709,6 +709,46 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   return grown;
 }
 
+namespace {
+
+/// The producer warpgroup's registers per thread after setmaxnreg.dec: its
+/// copy loop carries a few offsets and the ring's slot and phase (Triton's
+/// and CUTLASS's producers take 40 too).
+constexpr int64_t kProducerRegisters = 40;
+
+/// Moves registers from the producer warpgroup to the consumers, as Triton
+/// and CUTLASS do: the launch gives every thread the same count, the
+/// kernel's `.maxnreg` (the register file over the block's threads), then the
+/// producer gives back all but kProducerRegisters (setmaxnreg.dec) and the
+/// consumers take them (setmaxnreg.inc), which ptxas allocates in the code
+/// after it. 8 consumer warps: 168 at launch, 232 after. With one consumer
+/// warpgroup each thread can have the most (255) already.
+void rebalanceRegisters(gpu::GPUFuncOp func, scf::IfOp split,
+                        int64_t consumers) {
+  constexpr int64_t registerFile = 64 * 1024, warpgroup = 128;
+  int64_t threads = consumers + warpgroup;
+  int64_t atLaunch = std::min<int64_t>(registerFile / threads / 8 * 8, 256);
+  int64_t given = (atLaunch - kProducerRegisters) * warpgroup;
+  int64_t consumerRegisters =
+      std::min<int64_t>((atLaunch + given / consumers) / 8 * 8, 256);
+  if (atLaunch >= 256 || consumerRegisters <= atLaunch)
+    return;
+  func->setAttr(
+      NVVM::NVVMDialect::getMaxnregAttrName(),
+      IntegerAttr::get(IntegerType::get(func.getContext(), 32), atLaunch));
+  auto adjust = [&](Block *block, StringRef action, int64_t registers) {
+    OpBuilder b = OpBuilder::atBlockBegin(block);
+    emitPtx(b, split.getLoc(),
+            (llvm::Twine("setmaxnreg.") + action + ".sync.aligned.u32 " +
+             llvm::Twine(registers) + ";")
+                .str());
+  };
+  adjust(split.elseBlock(), "dec", kProducerRegisters);
+  adjust(split.thenBlock(), "inc", consumerRegisters);
+}
+
+} // namespace
+
 void finishWarpSpecialization(scf::IfOp split, LoweringState &state) {
   auto attr = split->getAttrOfType<DenseI64ArrayAttr>(kWarpSpecializedAttr);
   split->removeAttr(kWarpSpecializedAttr);
@@ -732,6 +772,7 @@ void finishWarpSpecialization(scf::IfOp split, LoweringState &state) {
                             NVVM::BarrierReductionAttr(), Value());
     op.erase();
   });
+  rebalanceRegisters(func, split, consumers);
 }
 
 } // namespace tileopt::nvvm

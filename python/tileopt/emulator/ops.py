@@ -1896,12 +1896,30 @@ def h_fence(cx, ins):
     "nanosleep",
     "pmevent",
     "griddepcontrol",
-    "setmaxnreg",
     "discard",
     "applypriority",
     "brkpt",
 )
 def h_noop(cx, ins):
+    return _noop, "alu"
+
+
+@handler("setmaxnreg")
+def h_setmaxnreg(cx, ins):
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 n: a hint to the register allocation of the
+    warpgroup, which the emulator's registers do not need; the count must be one the
+    hardware takes (a multiple of 8 from 24 to 256)."""
+    _, types, mods = split(ins)
+    actions = [m for m in mods if m in ("inc", "dec")]
+    check_mods(cx, mods, {"inc", "dec", "sync", "aligned"})
+    if types != ["u32"] or len(actions) != 1 or len(mods) != 3:
+        raise cx.error("setmaxnreg expects .inc or .dec, then .sync.aligned.u32")
+    nops(cx, ins, 1)
+    count = ins.operands[0]
+    if not (isinstance(count, Imm) and isinstance(count.value, int)
+            and 24 <= count.value <= 256 and count.value % 8 == 0):
+        raise cx.error("setmaxnreg's register count must be a constant multiple of 8 "
+                       "from 24 to 256")
     return _noop, "alu"
 
 

@@ -2144,6 +2144,7 @@ tile.kernel @tma_costing_a_block(%x: memref<?x?xf16, strided<[?, 1], offset: ?>>
 // a fresh mbarrier passes at once) and copies from its first lane.
 // WS-LABEL: gpu.func @warp_specialized
 // WS-SAME: known_block_size = array<i32: 256, 1, 1>
+// WS-NOT: maxnreg
 // WS-SAME: tile.shared_bytes = 24624 : i64
 // WS: %[[CONSUMER:.*]] = arith.cmpi ult, %[[TID:.*]], %c128_i32 : i32
 // WS: mbarrier.init.shared::cta.b64 [$1], 2;\0A@p mbarrier.init.shared::cta.b64 [$2], 2;\0A@p mbarrier.init.shared::cta.b64 [$3], 2;
@@ -2191,6 +2192,45 @@ tile.kernel @warp_specialized(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
   }
   %s = tile.convert_layout %r : tensor<64x64xf32, #mma> -> tensor<64x64xf32, #b>
   tile.store %s, %c[%row, %c0] : tensor<64x64xf32, #b>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [8, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [8, 1]>
+
+// With two consumer warpgroups the producer's warpgroup gives its registers
+// to them: 168 a thread at launch (.maxnreg, the register file over 384
+// threads), 40 for the producer (setmaxnreg.dec by its whole warpgroup, at
+// the start of its side), 232 for the consumers (setmaxnreg.inc).
+// WS-LABEL: gpu.func @warp_specialized_two_warpgroups
+// WS-SAME: known_block_size = array<i32: 384, 1, 1>
+// WS-SAME: nvvm.maxnreg = 168 : i32
+// WS: scf.if %{{.*}} {
+// WS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "setmaxnreg.inc.sync.aligned.u32 232;"
+// WS: } else {
+// WS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "setmaxnreg.dec.sync.aligned.u32 40;"
+// WS: scf.for
+// WS: gpu.return
+tile.kernel @warp_specialized_two_warpgroups(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %pid = tile.program_id {dim = 0 : i64}
+  %row = arith.muli %pid, %c128 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.000000e+00> : tensor<128x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<128x64xf32, #mma>) {
+    %a = tile.load %x[%row, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<128x32xf16, #a>
+    %b = tile.load %y[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<128x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<128x64xf32, #mma>
+    scf.yield %d : tensor<128x64xf32, #mma>
+  }
+  %s = tile.convert_layout %r : tensor<128x64xf32, #mma> -> tensor<128x64xf32, #b>
+  tile.store %s, %c[%row, %c0] : tensor<128x64xf32, #b>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
 

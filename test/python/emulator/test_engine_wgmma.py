@@ -172,6 +172,28 @@ def test_wgmma_malformed_operands(mma: str, what: str) -> None:
         emu.load_ptx(_kernel(mma))
 
 
+def test_setmaxnreg_is_a_hint_the_kernel_runs_past() -> None:
+    """setmaxnreg (Triton's and tileopt's warp-specialised kernels) changes no result."""
+    out, _ = _launch(_kernel(MMA.format(sd="1", sb="1"),
+                             a_extra="setmaxnreg.inc.sync.aligned.u32 232;"))
+    assert np.all(out == 17.0)
+
+
+@pytest.mark.parametrize(
+    "ins,what",
+    [
+        ("setmaxnreg.inc.sync.aligned.u32 20;", "multiple of 8 from 24 to 256"),
+        ("setmaxnreg.dec.sync.aligned.u32 100;", "multiple of 8 from 24 to 256"),
+        ("setmaxnreg.inc.sync.aligned.u32 %r1;", "multiple of 8 from 24 to 256"),
+        ("setmaxnreg.sync.aligned.u32 64;", "expects .inc or .dec"),
+        ("setmaxnreg.inc.dec.sync.aligned.u32 64;", "expects .inc or .dec"),
+    ],
+)
+def test_setmaxnreg_malformed(ins: str, what: str) -> None:
+    with pytest.raises(emu.PTXLoadError, match=re.escape(what)):
+        emu.load_ptx(_kernel(MMA.format(sd="1", sb="1"), a_extra=ins))
+
+
 def test_decode_descriptor() -> None:
     # Triton's constant part of a 128-byte-swizzle descriptor (SBO 1024, LBO field 256)
     assert decode_descriptor(4611686293322072064) == MatrixDescriptor(0, 4096, 1024, 0, 128)

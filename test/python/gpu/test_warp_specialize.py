@@ -66,6 +66,14 @@ def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stag
     assert len(re.findall(rf"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], {32 * warps};",
                           ptx)) == stages
     assert ptx.count("mbarrier.inval.shared::cta.b64") == 2 * stages
+    # Two consumer warpgroups take the producer warpgroup's registers: 168 a thread at
+    # launch (the register file over 384 threads), 40 for the producer, 232 for them. One
+    # consumer warpgroup can have 255 a thread without it.
+    rebalanced = [".maxnreg 168", "setmaxnreg.dec.sync.aligned.u32 40;",
+                  "setmaxnreg.inc.sync.aligned.u32 232;"]
+    assert [line in ptx for line in rebalanced] == [warps == 8] * 3
+    if warps == 4:
+        assert "setmaxnreg" not in ptx
     # One barrier of the whole block (after the mbarriers' set-up); the consumers' own are
     # barrier 1 of their threads, and none is in their loop, which issues no copy.
     assert len(re.findall(r"bar\.sync\s+0;", ptx)) == 1
