@@ -22,7 +22,9 @@ cuBLAS or more.
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
 warps, and ``num_stages`` where ``tileopt.compile`` takes it), a program a tile in launch
 order and grouped, and tileopt also as :func:`tileopt.kernels.persistent_matmul` on the
-programs the GPU runs at once (``resident_programs``), and keeps the fastest per shape;
+programs the GPU runs at once (``resident_programs``) and, with ``--out-dtype f32``, as
+:func:`tileopt.kernels.stream_k_matmul` on as many (its launch zeroes ``c`` first, in the
+time: it adds the tiles that programs split), and keeps the fastest per shape;
 configurations that do not compile (or need more shared memory than the GPU has) are skipped
 and counted. Every result is checked against ``a.float() @ b.float()`` before it is timed.
 
@@ -144,11 +146,13 @@ class Config:
     num_stages: int
     group_m: int | None = None  # grouped tile order (kernels.matmul's group_m)
     persistent: bool = False  # kernels.persistent_matmul, on the programs the GPU holds at once
+    stream_k: bool = False  # kernels.stream_k_matmul (f32 results), on as many programs
 
     def __str__(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} "
                 f"s{self.num_stages}" + (f" g{self.group_m}" if self.group_m else "")
-                + (" persistent" if self.persistent else ""))
+                + (" persistent" if self.persistent else "")
+                + (" stream-K" if self.stream_k else ""))
 
     def grouped(self, group_m: int | None) -> Config:
         return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
@@ -157,6 +161,10 @@ class Config:
     def persistent_schedule(self) -> Config:
         return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
                       self.num_stages, persistent=True)
+
+    def stream_k_schedule(self) -> Config:
+        return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
+                      self.num_stages, stream_k=True)
 
 
 #: The tilings both sides try (Triton's matmul tutorial's for A100/H100 among them).
@@ -192,9 +200,11 @@ GROUP_M = 8
 
 def with_groups(configs: Sequence[Config]) -> list[Config]:
     """``configs`` in each schedule: a program a tile down the columns, grouped
-    (``GROUP_M``), and persistent (tileopt only: Triton's kernel here is its tutorial's)."""
+    (``GROUP_M``), persistent and stream-K (tileopt only: Triton's kernel here is its
+    tutorial's; stream-K where the results are f32, ``--out-dtype f32``)."""
     return [v for c in configs
-            for v in (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule())]
+            for v in (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule(),
+                      c.stream_k_schedule())]
 
 
 def resident_programs(metadata: Any, props: Any) -> int:
@@ -342,6 +352,10 @@ class TileoptMatmul:
         and cp.async; cp.async elsewhere."""
         return ("tma", "ws", "cpasync") if self.target == "sm_90a" else ("cpasync",)
 
+    def schedules(self, dtype: str, configs: Sequence[Config]) -> list[Config]:
+        """``configs`` less stream-K where the results are not f32 (it adds f32 parts)."""
+        return [c for c in configs if not c.stream_k or self.out(dtype) == "f32"]
+
     def out(self, dtype: str) -> str:
         """The result's dtype for ``dtype`` inputs."""
         return dtype if self.out_dtype == "same" else self.out_dtype
@@ -354,7 +368,8 @@ class TileoptMatmul:
 
     def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
-        schedule = "p" if config.persistent else f"g{config.group_m or 0}"
+        schedule = ("p" if config.persistent else "sk" if config.stream_k
+                    else f"g{config.group_m or 0}")
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
                 f"s{config.num_stages}-{schedule}-"
                 f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
@@ -389,10 +404,12 @@ class TileoptMatmul:
         from tileopt import kernels
 
         tiles = {"block_m": config.block_m, "block_n": config.block_n,
-                 "block_k": config.block_k, "out_dtype": self.out(dtype)}
+                 "block_k": config.block_k}
+        out = {"out_dtype": self.out(dtype)}
         return tileopt.compile(
-            kernels.persistent_matmul(dtype, **tiles) if config.persistent
-            else kernels.matmul(dtype, group_m=config.group_m, **tiles),
+            kernels.stream_k_matmul(dtype, **tiles) if config.stream_k
+            else kernels.persistent_matmul(dtype, **tiles, **out) if config.persistent
+            else kernels.matmul(dtype, group_m=config.group_m, **tiles, **out),
             target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
             tma=copy != "cpasync", warp_specialize=copy == "ws", aligned=True,
             divisible_sizes=list(divisible), int32_indexing=True,
@@ -404,7 +421,7 @@ class TileoptMatmul:
         ``errors.json`` for those that do not compile)."""
         out.mkdir(parents=True, exist_ok=True)
         for dtype in dtypes:
-            for config in configs:
+            for config in self.schedules(dtype, configs):
                 for divisible in sorted(divisibles):
                     for copy in self.variants():
                         name = self.file_name(dtype, config, divisible, copy)
@@ -426,7 +443,7 @@ class TileoptMatmul:
 
         props = torch.cuda.get_device_properties(0)
         out = []
-        for config in configs:
+        for config in self.schedules(dtype, configs):
             for copy in self.variants():
                 label = f"{config}{'' if copy == 'cpasync' else ' ' + copy}"
                 try:
@@ -438,10 +455,18 @@ class TileoptMatmul:
                                 dtype=_torch_dtypes()[self.out(dtype)])
                 grid = (math.ceil(shape.m / config.block_m),
                         math.ceil(shape.n / config.block_n))
-                if config.persistent:  # as kernels.persistent_matmul_grid (no native build)
+                # As kernels.persistent_matmul_grid and stream_k_matmul_grid (no native
+                # build where the kernels were saved elsewhere).
+                if config.persistent:
                     grid = (min(resident_programs(kernel.metadata, props), grid[0] * grid[1]),)
+                if config.stream_k:
+                    steps = grid[0] * grid[1] * max(math.ceil(shape.k / config.block_k), 1)
+                    grid = (min(resident_programs(kernel.metadata, props), steps),)
 
-                def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c) -> None:
+                def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c,
+                           zeroed: bool = config.stream_k) -> None:
+                    if zeroed:  # it adds the tiles that programs split into zeros
+                        c.zero_()
                     kernel.launch(grid, a, b, c, device="cuda")
 
                 out.append((label, launch, c))
@@ -498,7 +523,7 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
 
     out = []
     for config in configs:
-        if config.persistent:  # the tutorial's kernel has one schedule
+        if config.persistent or config.stream_k:  # the tutorial's kernel has one schedule
             continue
         c = torch.empty(shape.m, shape.n, device="cuda", dtype=out_dtype)
         grid = (math.ceil(shape.m / config.block_m), math.ceil(shape.n / config.block_n))

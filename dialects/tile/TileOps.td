@@ -238,14 +238,24 @@ def Tile_StoreOp : Tile_Op<"store"> {
     sizes are not written. The tile must have the view's rank and element
     type.
 
+    With `add`, each element is added to the view's element instead, as one
+    atomic read-modify-write of that element (relaxed, device scope: PTX
+    `red.global.add`), so that several programs may add into the same
+    elements, in any order (a split or stream-K reduction over K into a
+    view of zeros, say). Only f32 and i32 tiles add: a 16-bit element would
+    round every partial sum.
+
     ```mlir
     tile.store %t, %out[%r, %c0]
         : tensor<1x1024xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
+    tile.store %partial, %out[%m, %n] {add}
+        : tensor<64x64xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
     ```
   }];
   let arguments = (ins Tile_Tile:$value,
-                       Arg<Tile_View, "the view to write", [MemWrite]>:$view,
-                       Variadic<Index>:$offsets);
+                       Arg<Tile_View, "the view to write", [MemRead, MemWrite]>:$view,
+                       Variadic<Index>:$offsets,
+                       UnitAttr:$add);
   let assemblyFormat = [{
     $value `,` $view `[` $offsets `]` attr-dict `:` type($value) `,` type($view)
   }];

@@ -678,8 +678,16 @@ class KernelBuilder:
                                     padding=pad))
 
     @_located
-    def store(self, value: Value, view: Value, offsets: Sequence[Value | int]) -> None:
-        """Writes ``value`` at ``offsets``; out-of-bounds elements are dropped."""
+    def store(self, value: Value, view: Value, offsets: Sequence[Value | int],
+              add: bool = False) -> None:
+        """Writes ``value`` at ``offsets``; out-of-bounds elements are dropped.
+
+        With ``add``, each element is added atomically to the view's element instead (f32
+        and i32 tiles), so that programs may add into the same elements in any order: a
+        reduction split over programs into a view of zeros.
+        """
+        if not isinstance(add, bool):
+            raise BuilderError(f"add must be True or False, got {add!r}")
         value, view = self._value(value, "stored value"), self._view(view)
         if value.shape is None:
             rank = ir.MemRefType(view.type).rank
@@ -687,7 +695,7 @@ class KernelBuilder:
                 raise BuilderError(f"stored value is a scalar ({value.type}), the view has rank "
                                    f"{rank}: store a tile (k.splat(x, [1] * {rank}))")
             value = self.splat(value, [])
-        _verify(tile.StoreOp(value.value, view.value, self._offsets(view, offsets)))
+        _verify(tile.StoreOp(value.value, view.value, self._offsets(view, offsets), add=add))
 
     # -- making and reshaping tiles ----------------------------------------
 

@@ -487,6 +487,87 @@ def persistent_matmul_grid(
     return (min(programs, grid_m * grid_n),)
 
 
+def stream_k_matmul(
+    dtype: str = "f16",
+    block_m: int = 128,
+    block_n: int = 128,
+    block_k: int = 64,
+) -> KernelBuilder:
+    """:func:`persistent_matmul` with the k steps of all tiles, not whole tiles, shared
+    evenly between the programs (stream-K): no program idles in a last wave of tiles.
+
+    Arguments as :func:`matmul` (no epilogue); ``c`` is f32 and **must hold zeros** when
+    the kernel starts. The tiles' k steps are numbered tile by tile (tiles in
+    :func:`matmul`'s launch order, down the columns), and program ``p`` of ``P`` runs steps
+    ``p * S // P`` up to ``(p + 1) * S // P`` of all ``S`` in one loop, as
+    :func:`persistent_matmul` runs its tiles'. A tile whose steps a program ran all of is
+    stored; the part of a tile split between programs is added into ``c`` atomically
+    (``k.store(..., add=True)``), in any order, so ``c`` sums the parts. Grid:
+    :func:`stream_k_matmul_grid`.
+    """
+    _check_matmul(dtype, None, block_m=block_m, block_n=block_n, block_k=block_k)
+    kb = _matmul_builder("stream_k_matmul", dtype, None, "f32")
+    with kb as k:
+        def i32(v: Value) -> Value:
+            return k.cast(v, "i32")
+
+        program, programs = k.program_id(0), k.num_programs(0)
+        # At least one tile and one k step (of zeros where K is 0): no division by zero.
+        grid_m = k.maximum((k.size(k.args.a, 0) + (block_m - 1)) / block_m, 1)
+        grid_n = k.maximum((k.size(k.args.b, 1) + (block_n - 1)) / block_n, 1)
+        k_steps = k.maximum((k.size(k.args.a, 1) + (block_k - 1)) / block_k, 1)
+        k_end = k_steps * block_k
+        steps = grid_m * grid_n * k_steps
+        first, last = program * steps / programs, (program + 1) * steps / programs
+        tile = first / k_steps
+        kk0 = (first - tile * k_steps) * block_k
+        zeros = k.full([block_m, block_n], 0.0, "f32")
+        # The tile's position (i32: fewer than 2^31 tiles), its k offset, and where in the
+        # tile this program started (0 where it runs the whole tile).
+        start = [i32(tile - tile / grid_m * grid_m), i32(tile / grid_m), kk0, kk0, zeros]
+        with k.loop(first, last, carried=start) as loop:
+            tile_m, tile_n, kk, began, acc = loop.carried
+            m = k.cast(tile_m, "index") * block_m
+            n = k.cast(tile_n, "index") * block_n
+            a = k.load(k.args.a, [m, kk], [block_m, block_k])
+            b = k.load(k.args.b, [kk, n], [block_k, block_n])
+            acc = k.dot(a, b, acc)
+            kk = kk + block_k
+            tile_done = kk == k_end
+            # The tile's last step, or this program's: the tile, or this program's part.
+            with k.if_(tile_done | (loop.iv + 1 == last), carried=[acc]) as flush:
+                # One condition and its negation: LLVM sees that no add follows the store,
+                # which would keep the accumulator live through the store's staging.
+                whole = tile_done & (began == 0)
+                with k.if_(whole):
+                    k.store(acc, k.args.c, [m, n])
+                with k.if_(whole ^ True):
+                    k.store(acc, k.args.c, [m, n], add=True)
+                flush.yield_(zeros)
+            next_m = tile_m + 1
+            wrap = next_m == i32(grid_m)
+            loop.yield_(
+                k.where(tile_done, k.where(wrap, 0, next_m), tile_m),
+                k.where(tile_done, tile_n + k.where(wrap, 1, 0), tile_n),
+                k.where(tile_done, k.index(0), kk),
+                k.where(tile_done, k.index(0), began),
+                flush.results[0],
+            )
+    return kb
+
+
+def stream_k_matmul_grid(
+    shape_a: Sequence[int], shape_b: Sequence[int], programs: int, block_m: int = 128,
+    block_n: int = 128, block_k: int = 64,
+) -> tuple[int]:
+    """The grid of :func:`stream_k_matmul`: ``programs`` (the SMs times the programs that
+    fit on one, say), or fewer where there are fewer k steps in all."""
+    if isinstance(programs, bool) or not isinstance(programs, int) or programs < 1:
+        raise ValueError(f"programs must be a positive integer, got {programs!r}")
+    grid_m, grid_n = matmul_grid(shape_a, shape_b, block_m, block_n)
+    return (min(programs, grid_m * grid_n * max(cdiv(shape_a[1], block_k), 1)),)
+
+
 def matmul_grid(
     shape_a: Sequence[int], shape_b: Sequence[int], block_m: int = 64, block_n: int = 64
 ) -> tuple[int, int]:
@@ -653,11 +734,15 @@ __all__ = [
     "layer_norm_grid",
     "matmul",
     "matmul_grid",
+    "persistent_matmul",
+    "persistent_matmul_grid",
     "row_sum",
     "row_sum_grid",
     "softmax",
     "softmax_grid",
     "softmax_online",
+    "stream_k_matmul",
+    "stream_k_matmul_grid",
     "transpose",
     "transpose_grid",
     "vector_add",

@@ -92,6 +92,7 @@ struct KernelLowering : TilePattern<KernelOp> {
         arith::AndIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 31));
     ks.warp =
         arith::ShRUIOp::create(rewriter, loc, tid, i32Const(rewriter, loc, 5));
+    ks.numWarps = state.numWarps.lookup(kernel.getSymName());
     rewriter.setInsertionPointToStart(gpuModule.getBody());
     ks.sharedMemory = LLVM::GlobalOp::create(
         rewriter, loc, LLVM::LLVMArrayType::get(rewriter.getI8Type(), 0),

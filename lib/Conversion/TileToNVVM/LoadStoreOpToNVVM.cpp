@@ -107,6 +107,26 @@ void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
   emitAsm(b, loc, {}, operands, asmText, constraints, /*sideEffects=*/true);
 }
 
+/// Adds each of `elements` (f32 or i32) atomically to the element at its
+/// place after `ptr`, where `pred` holds: red.global.add, one an element
+/// (the vector form needs sm_90 and takes f32 alone).
+void emitPredicatedAdd(OpBuilder &b, Location loc, Value ptr, Value pred,
+                       ArrayRef<Value> elements) {
+  bool isFloat = elements.front().getType().isF32();
+  std::string asmText, constraints;
+  llvm::raw_string_ostream os(asmText), cs(constraints);
+  cs << "l,b";
+  for (unsigned i = 0; i < elements.size(); ++i) {
+    cs << "," << (isFloat ? "f" : "r");
+    os << (i ? "\n\t" : "") << "@$1 red.global.add."
+       << (isFloat ? "f32" : "s32") << " [$0+" << 4 * i << "], $" << 2 + i
+       << ";";
+  }
+  SmallVector<Value> operands{ptr, pred};
+  operands.append(elements.begin(), elements.end());
+  emitAsm(b, loc, {}, operands, asmText, constraints, /*sideEffects=*/true);
+}
+
 /// Bitcasts an element to/from the integer word that PTX moves.
 Value elementToWord(OpBuilder &b, Location loc, Value v, unsigned bits) {
   Type t = v.getType();
@@ -1461,25 +1481,35 @@ struct StoreLowering : TilePattern<StoreOp> {
       for (Run run : runs) {
         if (!once.claim(run))
           continue;
-        RunWords words(run, bits);
-        SmallVector<Value> packed;
-        for (unsigned w = 0; w < words.words; ++w)
-          packed.push_back(packWord(
-              b, loc,
-              ArrayRef<Value>(elements).slice(
-                  run.first + w * words.elemsPerWord, words.elemsPerWord),
-              words.wordBits));
         RunBounds bounds(b, loc, access, run, facts.wholeRuns);
-        emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
-                            words.wordBits, packed);
+        if (op.getAdd()) {
+          emitPredicatedAdd(
+              b, loc, access.pointer(b, run.first), bounds.full,
+              ArrayRef<Value>(elements).slice(run.first, run.count));
+        } else {
+          RunWords words(run, bits);
+          SmallVector<Value> packed;
+          for (unsigned w = 0; w < words.words; ++w)
+            packed.push_back(packWord(
+                b, loc,
+                ArrayRef<Value>(elements).slice(
+                    run.first + w * words.elemsPerWord, words.elemsPerWord),
+                words.wordBits));
+          emitPredicatedStore(b, loc, access.pointer(b, run.first), bounds.full,
+                              words.wordBits, packed);
+        }
         if (!bounds.partial)
           continue;
         // A run across the end of the view: its in-bounds part, one by one.
         scf::IfOp::create(b, loc, bounds.partial, [&](OpBuilder &tb, Location) {
-          for (unsigned r = run.first; r < run.first + run.count; ++r)
-            emitPredicatedStore(tb, loc, access.pointer(tb, r),
-                                access.inBounds(tb, r), bits,
-                                {elementToWord(tb, loc, elements[r], bits)});
+          for (unsigned r = run.first; r < run.first + run.count; ++r) {
+            Value ptr = access.pointer(tb, r), pred = access.inBounds(tb, r);
+            if (op.getAdd())
+              emitPredicatedAdd(tb, loc, ptr, pred, elements[r]);
+            else
+              emitPredicatedStore(tb, loc, ptr, pred, bits,
+                                  {elementToWord(tb, loc, elements[r], bits)});
+          }
           scf::YieldOp::create(tb, loc);
         });
       }

@@ -40,6 +40,9 @@ struct KernelState {
   /// The thread's index in the block (tid.x), its lane (tid % 32) and warp
   /// (tid / 32), i32.
   mlir::Value tid, lane, warp;
+  /// The warps that run the kernel's body (its num_warps; a warp-specialised
+  /// kernel's producer warpgroup comes after them).
+  unsigned numWarps = 0;
   mlir::LLVM::GlobalOp sharedMemory;
   /// Alignment of sharedMemory: 16, or 1024 for wgmma's swizzled operands.
   int64_t sharedAlignment = 16;

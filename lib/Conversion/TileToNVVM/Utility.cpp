@@ -356,6 +356,11 @@ Value emitOwnerPredicate(OpBuilder &b, Location loc, Attribute layout,
   SmallVector<int64_t> maxBase = maxThreadBase(layout);
   SmallVector<Value> base;
   Value owner;
+  // A layout of fewer warps than the kernel's (an mma tile smaller than the
+  // warps' blocks) repeats in the warps after them.
+  if (unsigned warps = getNumWarps(layout); warps < state.numWarps)
+    owner = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, state.warp,
+                                  i32Const(b, loc, warps));
   for (auto [d, size] : llvm::enumerate(shape)) {
     if (maxBase[d] < size)
       continue;

@@ -1445,6 +1445,26 @@ tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
   tile.return
 }
 
+// A store that adds (f32 or i32) adds each element atomically where a store
+// would write it: one red.global.add an element (a thread's 4 contiguous
+// elements at 4-byte steps from one address), the run's bound check as the
+// predicate, and the elements of a run across the view's end one by one.
+// CHECK-LABEL: gpu.func @store_add
+// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "@$1 red.global.add.f32 [$0+0], $2;\0A\09@$1 red.global.add.f32 [$0+4], $3;\0A\09@$1 red.global.add.f32 [$0+8], $4;\0A\09@$1 red.global.add.f32 [$0+12], $5;", "l,b,f,f,f,f"
+// CHECK: "@$1 red.global.add.f32 [$0+0], $2;", "l,b,f"
+// CHECK: "@$1 red.global.add.s32 [$0+0], $2;\0A\09@$1 red.global.add.s32 [$0+4], $3;\0A\09@$1 red.global.add.s32 [$0+8], $4;\0A\09@$1 red.global.add.s32 [$0+12], $5;", "l,b,r,r,r,r"
+// CHECK-NOT: st.global
+// CHECK: gpu.return
+#vec4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+tile.kernel @store_add(%y: memref<?xf32>, %z: memref<?xi32>, %s: f32, %i: i32) {
+  %c0 = arith.constant 0 : index
+  %t = tile.splat %s : f32 -> tensor<512xf32, #vec4>
+  tile.store %t, %y[%c0] {add} : tensor<512xf32, #vec4>, memref<?xf32>
+  %u = tile.splat %i : i32 -> tensor<512xi32, #vec4>
+  tile.store %u, %z[%c0] {add} : tensor<512xi32, #vec4>, memref<?xi32>
+  tile.return
+}
+
 // A branch outside loops computes its addresses where LLVM puts them.
 // WGMMA-LABEL: gpu.func @branch_outside_loops
 // WGMMA: scf.if

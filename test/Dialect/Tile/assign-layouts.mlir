@@ -139,6 +139,28 @@ tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>,
 
 // -----
 
+// A store that adds moves one element an instruction whatever the layout, so
+// the accumulator adds from its mma layout; a plain store converts it to a
+// layout of wide row accesses.
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// CHECK-LABEL: tile.kernel @store_adds_from_its_layout
+// CHECK: %[[D:.*]] = tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// CHECK-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>
+// CHECK-NEXT: %[[C:.*]] = tile.convert_layout %[[D]]
+// CHECK-NEXT: tile.store %[[C]], %{{.*}} : tensor<64x64xf32, #blocked
+tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
+  %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
+  %z = tile.splat %s : f32 -> tensor<64x64xf32>
+  %d = tile.dot %ta, %tb, %z : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
+  tile.store %d, %f[%c0, %c0] {add} : tensor<64x64xf32>, memref<?x?xf32>
+  tile.store %d, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 // scf.while carries tiles in the layout of their initial values.
 // CHECK-LABEL: tile.kernel @while_loop
 // CHECK: %[[INIT:.*]] = arith.constant dense<0.000000e+00> : tensor<32xf32, #[[L:.*]]>

@@ -135,6 +135,15 @@ tile.kernel @k(%x: memref<?x?xf16>, %t: f32, %i: index) {
 
 // -----
 
+tile.kernel @k(%x: memref<?xf16>, %t: f16, %i: index) {
+  %v = tile.splat %t : f16 -> tensor<16xf16>
+  // expected-error @+1 {{'tile.store' op adds only f32 and i32 tiles atomically, got 'f16'}}
+  tile.store %v, %x[%i] {add} : tensor<16xf16>, memref<?xf16>
+  tile.return
+}
+
+// -----
+
 tile.kernel @k(%t: f32) {
   // expected-error @+1 {{'tile.splat' op failed to verify that value is the element type of the result}}
   %v = "tile.splat"(%t) : (f32) -> tensor<16xf16>

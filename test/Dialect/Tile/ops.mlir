@@ -32,6 +32,8 @@ tile.kernel @memory(%x: memref<?x?xf32, strided<[?, ?], offset: ?>>,
   tile.store %t, %x[%c0, %n] : tensor<64x128xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
   // CHECK: tile.store %{{.*}}, %[[B]][%{{.*}}] : tensor<256xi8>, memref<?xi8, strided<[1], offset: ?>>
   tile.store %i, %b[%n] : tensor<256xi8>, memref<?xi8, strided<[1], offset: ?>>
+  // CHECK: tile.store %[[T]], %[[X]][%{{.*}}, %{{.*}}] {add} : tensor<64x128xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
+  tile.store %t, %x[%c0, %n] {add} : tensor<64x128xf32>, memref<?x?xf32, strided<[?, ?], offset: ?>>
   tile.return
 }
 

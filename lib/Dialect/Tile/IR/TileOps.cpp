@@ -373,6 +373,10 @@ LogicalResult GatherOp::verify() {
 }
 
 LogicalResult StoreOp::verify() {
+  Type element = getValue().getType().getElementType();
+  if (getAdd() && !element.isF32() && !element.isSignlessInteger(32))
+    return emitOpError("adds only f32 and i32 tiles atomically, got ")
+           << element;
   return verifyAccess(*this, "stored tile", getValue().getType(),
                       getView().getType(), getOffsets());
 }

@@ -243,6 +243,11 @@ private:
       return success();
     }
     if (auto store = dyn_cast<StoreOp>(op)) {
+      // A store that adds moves one element an instruction (red.global.add)
+      // in any layout: it adds from the value's own, without a conversion
+      // (a stream-K matmul's partial tile, straight from the MMA registers).
+      if (store.getAdd() && getLayout(store.getValue().getType()))
+        return success();
       convertOperand(
           store.getValueMutable(),
           accessLayout(store.getValue().getType(), store.getView().getType()));

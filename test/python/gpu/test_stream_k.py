@@ -1,0 +1,151 @@
+"""Stores that add (``k.store(..., add=True)``: ``red.global.add`` of every element) and the
+stream-K matmul built on them (``kernels.stream_k_matmul``): every program runs an equal share
+of all tiles' k steps, stores the tiles it ran whole and adds its part of the others into a
+``c`` of zeros. Run in the PTX emulator against PyTorch, with its out-of-bounds and
+shared-memory race checks on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from test_kernels import assert_close, matmul_bound
+from tileopt import kernels
+from tileopt.builder import BuilderError, KernelBuilder, View
+from tileopt.compiler import compile
+
+PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
+
+
+def _column_sums(dtype: str) -> KernelBuilder:
+    """out[j] += x[p, j] for the 128 columns from 0, program p adding its row: every
+    program adds into the same elements, and those past the view's end are dropped."""
+    kb = KernelBuilder("column_sums", x=View(dtype, 2), out=View(dtype, 1))
+    with kb as k:
+        row = k.load(k.args.x, [k.program_id(0), 0], [1, 128])
+        k.store(k.reshape(row, [128]), k.args.out, [0], add=True)
+    return kb
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize(("dtype", "torch_dtype"), [("f32", torch.float32),
+                                                     ("i32", torch.int32)])
+def test_programs_add_into_the_same_elements(target: str, dtype: str,
+                                             torch_dtype: torch.dtype) -> None:
+    kern = compile(_column_sums(dtype), target)
+    assert "red.global.add." + ("f32" if dtype == "f32" else "s32") in str(kern.asm["ptx"])
+    torch.manual_seed(0)
+    for rows, cols in [(37, 100), (1, 128), (5, 3)]:
+        x = (torch.randn(rows, cols) * 100).to(torch_dtype)
+        base = (torch.randn(cols) * 100).to(torch_dtype)
+        out = base.clone()
+        kern.launch((rows,), x, out)
+        expected = base.double() + x.double().sum(0)
+        if dtype == "i32":
+            assert torch.equal(out, expected.to(torch.int32))
+        else:
+            assert_close(out, expected, atol=1e-3 * rows)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("warps", [4, 8])
+def test_a_small_dot_adds_once_from_warps_that_repeat_it(target: str, warps: int) -> None:
+    """A 16 x 16 dot's mma layout covers fewer warps than the kernel has; the others hold
+    the same elements, and only the first add them (found by the fuzzer: each element was
+    added once a warp)."""
+    kb = KernelBuilder("small_dot", a=View("f16", 2), out=View("f32", 2))
+    with kb as k:
+        a = k.load(k.args.a, [0, 0], [16, 16])
+        k.store(k.dot(a, a, k.full([16, 16], 0.0, "f32")), k.args.out, [0, -1], add=True)
+    kern = compile(kb, target, num_warps=warps)
+    torch.manual_seed(0)
+    a = torch.randn(16, 16).half()
+    base = torch.randn(37, 5)
+    out = base.clone()
+    kern.launch((1,), a, out)
+    expected, bound = base.double(), torch.zeros(37, 5, dtype=torch.float64)
+    expected[:16] += (a.double() @ a.double())[:, 1:6]
+    # the dot's rounding, then the add's
+    bound[:16] = matmul_bound(a, a)[:, 1:6] + expected[:16].abs() * 2.0**-24
+    assert_close(out, expected, atol=bound)
+
+
+def test_only_32_bit_tiles_add() -> None:
+    kb = KernelBuilder("halves", x=View("f16", 1))
+    with kb as k, pytest.raises(BuilderError,
+                                match="adds only f32 and i32 tiles atomically, got 'f16'"):
+        k.store(k.full([64], 1.0, "f16"), k.args.x, [0], add=True)
+
+
+def test_add_must_be_a_bool() -> None:
+    kb = KernelBuilder("flag", x=View("f32", 1))
+    with kb as k, pytest.raises(BuilderError, match="add must be True or False"):
+        k.store(k.full([64], 1.0, "f32"), k.args.x, [0], add=1)  # type: ignore[arg-type]
+
+
+# (target, num_warps, num_stages, tile, options)
+CONFIGS = [
+    ("sm_80", 4, 1, (64, 64, 32), {}),
+    ("sm_80", 4, 3, (64, 64, 32), {}),
+    ("sm_90a", 4, 3, (64, 64, 32), {"tma": False}),
+    ("sm_90a", 4, 3, (64, 64, 32), {"tma": True}),
+    ("sm_90a", 8, 4, (128, 128, 64), {"tma": True}),
+    ("sm_90a", 4, 3, (64, 64, 32), {"tma": True, "warp_specialize": True}),
+]
+
+
+@pytest.mark.parametrize(("target", "warps", "stages", "tile", "options"), CONFIGS,
+                         ids=lambda v: "-".join(f"{k}" for k in v) if isinstance(v, dict) else None)
+def test_stream_k_matmul_matches_torch(target: str, warps: int, stages: int,
+                                       tile: tuple[int, int, int],
+                                       options: dict[str, Any]) -> None:
+    bm, bn, bk = tile
+    kern = compile(kernels.stream_k_matmul("f16", bm, bn, bk), target, num_warps=warps,
+                   num_stages=stages, **PROMISES, **options)
+    ptx = str(kern.asm["ptx"])
+    assert "red.global.add.f32" in ptx
+    if stages > 1:  # the copies of later k steps are in flight
+        assert "cp.async.bulk.tensor" in ptx if options.get("tma") else "cp.async.cg" in ptx
+    if kern.metadata.registers is not None:
+        assert kern.metadata.spill_bytes == 0
+    torch.manual_seed(0)
+    # Programs that split tiles at their k steps (a share below one tile's steps, too), that
+    # run whole tiles, more programs than k steps (the grid takes their count), one program;
+    # K below a step, and none (zeros, stored whole).
+    for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                              (200, 304, 144, 3), (bm, 7 * bk, bn, 5), (70, 16, 48, 1),
+                              (bm, bk, bn, 7), (2 * bm, 4 * bk, bn, 2), (70, 0, 48, 2)]:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+        c = torch.zeros(m, n)
+        grid = kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk)
+        assert grid[0] <= programs
+        kern.launch(grid, a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+@pytest.mark.parametrize(("target", "warps", "stages", "tile"), [
+    ("sm_80", 4, 4, (128, 128, 64)),
+    ("sm_90a", 4, 4, (128, 128, 64)),
+    ("sm_90a", 8, 3, (128, 256, 64)),
+])
+def test_large_stream_k_tiles_compile_without_spills(target: str, warps: int, stages: int,
+                                                     tile: tuple[int, int, int]) -> None:
+    """The tile's store and its add are the two sides of one condition, so the accumulator
+    is not kept live through the store for an add after it (which spilled 52 bytes at 255
+    registers when the add had a condition of its own)."""
+    kern = compile(kernels.stream_k_matmul("f16", *tile), target, num_warps=warps,
+                   num_stages=stages, **PROMISES)
+    if kern.metadata.registers is None:
+        pytest.skip("ptxas is not available to count registers")
+    assert kern.metadata.spill_bytes == 0
+
+
+def test_stream_k_grid() -> None:
+    # 2 x 3 tiles of 4 k steps: 24 steps, the most programs that get one.
+    assert kernels.stream_k_matmul_grid((200, 256), (256, 300), 100, 128, 128, 64) == (24,)
+    assert kernels.stream_k_matmul_grid((200, 256), (256, 300), 8, 128, 128, 64) == (8,)
+    assert kernels.stream_k_matmul_grid((0, 0), (0, 0), 8) == (1,)
+    with pytest.raises(ValueError, match="programs must be a positive integer"):
+        kernels.stream_k_matmul_grid((64, 64), (64, 64), 0)
