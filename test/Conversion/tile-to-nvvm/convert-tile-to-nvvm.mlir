@@ -1465,6 +1465,22 @@ tile.kernel @store_add(%y: memref<?xf32>, %z: memref<?xi32>, %s: f32, %i: i32) {
   tile.return
 }
 
+// An mma layout of fewer warps than the kernel's (a 16x16 tile: 2 of 4
+// warps) repeats in the warps after it; a store (and an add, which would
+// count every repeat) is made by the layout's own warps alone.
+// CHECK-LABEL: gpu.func @store_from_repeating_warps
+// CHECK: %[[WARP:.*]] = arith.shrui %{{.*}}, %c5_i32
+// CHECK: %[[OWNER:.*]] = arith.cmpi ult, %[[WARP]], %c2_i32
+// CHECK: arith.andi %{{.*}}, %[[OWNER]]
+// CHECK: red.global.add.f32
+#mma16 = #tile.mma<warpsPerCTA = [1, 2]>
+tile.kernel @store_from_repeating_warps(%y: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %s: f32) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.splat %s : f32 -> tensor<16x16xf32, #mma16>
+  tile.store %t, %y[%c0, %c0] {add} : tensor<16x16xf32, #mma16>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
 // A branch outside loops computes its addresses where LLVM puts them.
 // WGMMA-LABEL: gpu.func @branch_outside_loops
 // WGMMA: scf.if
