@@ -411,6 +411,28 @@ def _store_matmul_tile(
     k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
 
 
+def _tile_counts(k: KernelBuilder, block_m: int, block_n: int,
+                 block_k: int) -> tuple[Value, Value, Value]:
+    """The tiles along M and N and the k steps of a tile (index), each at least one (of
+    zeros where K is 0), so that no division by them divides by zero."""
+    def count(size: Value, block: int) -> Value:
+        return k.maximum((size + (block - 1)) / block, 1)
+
+    return (count(k.size(k.args.a, 0), block_m), count(k.size(k.args.b, 1), block_n),
+            count(k.size(k.args.a, 1), block_k))
+
+
+def _k_step(k: KernelBuilder, tile_m: Value, tile_n: Value, kk: Value, acc: Value,
+            block_m: int, block_n: int, block_k: int) -> tuple[Value, Value, Value, Value]:
+    """One k step of the tile at (``tile_m``, ``tile_n``) (i32) from k offset ``kk``: the
+    tile's first row and column, the accumulator after the step and the next k offset."""
+    m = k.cast(tile_m, "index") * block_m
+    n = k.cast(tile_n, "index") * block_n
+    a = k.load(k.args.a, [m, kk], [block_m, block_k])
+    b = k.load(k.args.b, [kk, n], [block_k, block_n])
+    return m, n, k.dot(a, b, acc), kk + block_k
+
+
 def persistent_matmul(
     dtype: str = "f16",
     block_m: int = 128,
@@ -439,10 +461,8 @@ def persistent_matmul(
             return k.cast(v, "i32")
 
         program, programs = i32(k.program_id(0)), i32(k.num_programs(0))
-        # At least one tile and one k step (of zeros where K is 0): no division by zero.
-        grid_m = i32(k.maximum((k.size(k.args.a, 0) + (block_m - 1)) / block_m, 1))
-        grid_n = i32(k.maximum((k.size(k.args.b, 1) + (block_n - 1)) / block_n, 1))
-        k_steps = k.maximum((k.size(k.args.a, 1) + (block_k - 1)) / block_k, 1)
+        grid_m, grid_n, k_steps = _tile_counts(k, block_m, block_n, block_k)
+        grid_m, grid_n = i32(grid_m), i32(grid_n)
         k_end = k_steps * block_k
         tiles = (grid_m * grid_n - program + (programs - 1)) / programs  # this program's
         # Tile t + P is (m + dm, n + dn), with a carry from m into n.
@@ -451,12 +471,7 @@ def persistent_matmul(
         start = [program % grid_m, program / grid_m, k.index(0), zeros]
         with k.loop(0, k.cast(tiles, "index") * k_steps, carried=start) as loop:
             tile_m, tile_n, kk, acc = loop.carried
-            m = k.cast(tile_m, "index") * block_m
-            n = k.cast(tile_n, "index") * block_n
-            a = k.load(k.args.a, [m, kk], [block_m, block_k])
-            b = k.load(k.args.b, [kk, n], [block_k, block_n])
-            acc = k.dot(a, b, acc)
-            kk = kk + block_k
+            m, n, acc, kk = _k_step(k, tile_m, tile_n, kk, acc, block_m, block_n, block_k)
             last = kk == k_end
             # After its tile's last k step the accumulator is stored and restarts at zero.
             with k.if_(last, carried=[acc]) as done:
@@ -512,10 +527,7 @@ def stream_k_matmul(
             return k.cast(v, "i32")
 
         program, programs = k.program_id(0), k.num_programs(0)
-        # At least one tile and one k step (of zeros where K is 0): no division by zero.
-        grid_m = k.maximum((k.size(k.args.a, 0) + (block_m - 1)) / block_m, 1)
-        grid_n = k.maximum((k.size(k.args.b, 1) + (block_n - 1)) / block_n, 1)
-        k_steps = k.maximum((k.size(k.args.a, 1) + (block_k - 1)) / block_k, 1)
+        grid_m, grid_n, k_steps = _tile_counts(k, block_m, block_n, block_k)
         k_end = k_steps * block_k
         steps = grid_m * grid_n * k_steps
         first, last = program * steps / programs, (program + 1) * steps / programs
@@ -527,12 +539,7 @@ def stream_k_matmul(
         start = [i32(tile - tile / grid_m * grid_m), i32(tile / grid_m), kk0, kk0, zeros]
         with k.loop(first, last, carried=start) as loop:
             tile_m, tile_n, kk, began, acc = loop.carried
-            m = k.cast(tile_m, "index") * block_m
-            n = k.cast(tile_n, "index") * block_n
-            a = k.load(k.args.a, [m, kk], [block_m, block_k])
-            b = k.load(k.args.b, [kk, n], [block_k, block_n])
-            acc = k.dot(a, b, acc)
-            kk = kk + block_k
+            m, n, acc, kk = _k_step(k, tile_m, tile_n, kk, acc, block_m, block_n, block_k)
             tile_done = kk == k_end
             # The tile's last step, or this program's: the tile, or this program's part.
             with k.if_(tile_done | (loop.iv + 1 == last), carried=[acc]) as flush:
