@@ -352,6 +352,54 @@ def tr_matmul_persistent(
 
 
 @triton.jit
+def tr_matmul_stream_k(
+    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """tr_matmul's tiles with the k steps of all of them shared evenly between the programs
+    (stream-K, as tileopt's kernels.stream_k_matmul): one loop over this program's steps that
+    carries the tile's position and k offset, stores a tile it ran whole and adds its part
+    of the others into a ``c`` of zeros (``tl.atomic_add``, relaxed)."""
+    grid_m = tl.maximum(tl.cdiv(m, BLOCK_M), 1)
+    k_steps = tl.maximum(tl.cdiv(k, BLOCK_K), 1)
+    k_end = k_steps * BLOCK_K
+    steps = grid_m * tl.maximum(tl.cdiv(n, BLOCK_N), 1) * k_steps
+    first = tl.program_id(0) * steps // tl.num_programs(0)
+    last = (tl.program_id(0) + 1) * steps // tl.num_programs(0)
+    tile = first // k_steps
+    tile_m = tile % grid_m
+    tile_n = tile // grid_m
+    kk = (first - tile * k_steps) * BLOCK_K
+    began = kk
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for step in range(first, last):
+        rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        ks = kk + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rows[:, None] * stride_a + ks[None, :],
+                    mask=(rows[:, None] < m) & (ks[None, :] < k), other=0.0)
+        b = tl.load(b_ptr + ks[:, None] * stride_b + cols[None, :],
+                    mask=(ks[:, None] < k) & (cols[None, :] < n), other=0.0)
+        acc = tl.dot(a, b, acc)
+        kk += BLOCK_K
+        if (kk == k_end) | (step == last - 1):
+            mask = (rows[:, None] < m) & (cols[None, :] < n)
+            ptrs = c_ptr + rows[:, None] * stride_c + cols[None, :]
+            if (kk == k_end) & (began == 0):
+                tl.store(ptrs, acc, mask=mask)
+            else:
+                tl.atomic_add(ptrs, acc, mask=mask, sem="relaxed")
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        if kk == k_end:
+            tile_m += 1
+            if tile_m == grid_m:
+                tile_m = 0
+                tile_n += 1
+            kk = 0
+            began = 0
+
+
+@triton.jit
 def tr_matmul_tma(
     a_desc, b_desc, c_ptr, m, n, k, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -531,19 +579,24 @@ def matmul_case(
     tma: bool | None = None,
     warp_specialize: bool = False,
     programs: int | None = None,
+    stream_k: bool = False,
 ) -> Case:
     """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target;
     on sm_90a with ``tma`` its operands come through TMA on both sides (Triton: host-side
     tensor descriptors), without it through cp.async (tileopt: ``tma=False``); with
     ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``). With
-    ``programs``, both sides' persistent matmul on that many programs (pointer loads)."""
+    ``programs``, both sides' persistent matmul on that many programs (pointer loads), or
+    with ``stream_k`` their stream-K matmul."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
     grid = tiles = kernels.matmul_grid((m, k), (k, n), bm, bn)
     make = kernels.matmul
     fn, args = tr_matmul, {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
                            "stride_a": k, "stride_b": n, "stride_c": n}
-    if programs is not None:
+    if programs is not None and stream_k:
+        make, fn = kernels.stream_k_matmul, tr_matmul_stream_k
+        grid = kernels.stream_k_matmul_grid((m, k), (k, n), programs, bm, bn, bk)
+    elif programs is not None:
         make, fn = kernels.persistent_matmul, tr_matmul_persistent
         grid = kernels.persistent_matmul_grid((m, k), (k, n), programs, bm, bn)
     descriptors: dict[str, tuple[int, ...]] = {}
@@ -740,6 +793,12 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
                                  ("sm_90a", "wgmma persistent", False)):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
                                  variant, {}, tma=tma, programs=(size // 64) ** 2 // 4))
+    # Stream-K: 3/8 as many programs as tiles, so that programs split tiles.
+    for target, variant, tma in (("sm_80", "stream-K", None),
+                                 ("sm_90a", "wgmma stream-K", False)):
+        cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
+                                 variant, {}, tma=tma,
+                                 programs=max(3, (size // 64) ** 2 * 3 // 8), stream_k=True))
     if large:
         # Triton's tutorial/autotuner tiles for A100 and H100, at 4 and 8 warps, 3 and 4
         # stages: enough programs of several K iterations to run in the emulator. On sm_90a

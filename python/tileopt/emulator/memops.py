@@ -589,6 +589,9 @@ def h_atom(cx, ins):
             "noftz",
             "L2::cache_hint",
             "shared::cta",
+            "v2",
+            "v4",
+            "v8",
         },
     )
     if len(ops_) != 1:
@@ -597,6 +600,15 @@ def h_atom(cx, ins):
     space = parse_space(mods)
     if space not in ("global", "shared", "generic"):
         raise cx.unsupported(f"atomics on .{space}")
+    vectors = [m for m in mods if m in ("v2", "v4", "v8")]
+    nvec = int(vectors[0][1:]) if vectors else 1
+    if len(vectors) > 1 or (vectors and (
+            space == "shared" or op not in ("add", "min", "max")
+            or vectors[0] not in _ATOM_VECTORS.get(t, ())
+            or (t == "f32" and op != "add"))):
+        # PTX ISA 8.1: .v2/.v4 .f32 adds, .v2/.v4/.v8 of 16-bit floats and .v2/.v4 of
+        # their pairs, on global memory.
+        raise cx.unsupported(f"vector {base}.{op} .{'.'.join(vectors)}.{t} on .{space}")
     operands = list(ins.operands)
     is_red = base == "red"
     nsrc = 2 if op == "cas" else 1
@@ -618,26 +630,45 @@ def h_atom(cx, ins):
     f = None if op == "cas" else _atom_fn(cx, op, t)
     if op == "cas" and t not in ("b32", "b64", "u32", "u64", "s32", "s64", "b16"):
         raise cx.unsupported()
-    rb = cx.reader(rest[0], t)
+
+    def elements(operand, what: str) -> list:
+        """A vector atomic's registers, one an element."""
+        if nvec == 1:
+            return [operand]
+        if not isinstance(operand, Vec) or len(operand.items) != nvec:
+            raise cx.error(f"{base}.v{nvec} expects a vector of {nvec} {what}")
+        return list(operand.items)
+
+    rbs = [cx.reader(r, t) for r in elements(rest[0], "operands")]
     rc = cx.reader(rest[1], t) if op == "cas" else None
-    wr = cx.writer(dst, t) if dst is not None and not isinstance(dst, Sink) else None
+    wrs = ([cx.writer(d, t) if not isinstance(d, Sink) else None
+            for d in elements(dst, "destinations")]
+           if dst is not None and not isinstance(dst, Sink) else [None] * nvec)
     sym, ard = addr_reader(cx, aop)
 
     def run(st, idx):
         addr = ard(st, idx)
-        parts = resolve(st, ins, idx, space, addr, esize, "store", "a")
+        # A vector access is aligned to its size; each element's update is atomic.
+        parts = resolve(st, ins, idx, space, addr, esize * nvec, "store", "a")
         n = thread_ids(st, idx).shape[0]
-        bv = np.broadcast_to(np.asarray(rb(st, idx), dt), (n,))
         cv = np.broadcast_to(np.asarray(rc(st, idx), dt), (n,)) if rc is not None else None
-        old = np.empty(n, dt)
-        for views, off, pos in parts:
-            if pos is None:
-                old[:] = atomic_update(views, off, esize, dt, op, f, bv, cv)
-            else:
-                old[pos] = atomic_update(
-                    views, off, esize, dt, op, f, bv[pos], None if cv is None else cv[pos]
-                )
-        if wr is not None:
-            wr(st, idx, old)
+        for j, (rb, wr) in enumerate(zip(rbs, wrs, strict=True)):
+            bv = np.broadcast_to(np.asarray(rb(st, idx), dt), (n,))
+            old = np.empty(n, dt)
+            for views, off, pos in parts:
+                if pos is None:
+                    old[:] = atomic_update(views, off + j * esize, esize, dt, op, f, bv, cv)
+                else:
+                    old[pos] = atomic_update(views, off + j * esize, esize, dt, op, f,
+                                             bv[pos], None if cv is None else cv[pos])
+            if wr is not None:
+                wr(st, idx, old)
 
     return run, "atom"
+
+
+#: The vector atomics PTX has (ISA 8.1, sm_90), by element type.
+_ATOM_VECTORS: dict[str, tuple[str, ...]] = {
+    "f32": ("v2", "v4"), "f16": ("v2", "v4", "v8"), "bf16": ("v2", "v4", "v8"),
+    "f16x2": ("v2", "v4"), "bf16x2": ("v2", "v4"),
+}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tileopt.emulator as emu
@@ -302,6 +304,97 @@ def test_red_float_add_shared_and_global() -> None:
     out = np.zeros(1, np.float32)
     emu.load_ptx(ptx).launch("r", grid=3, block=128, args=[out])
     assert out[0] == 3 * sum(range(128)) * 128
+
+
+def _vector_atomic(ins: str) -> str:
+    """Thread t: f1..f4 = t, t+1, t+2, t+3 (and r5 = the bits of half 1.0 twice); %rd3 =
+    out + 16 * (t % 8); runs ``ins``, then stores f5..f6 (a vector atom's old values) at
+    old + 8 * t."""
+    return (
+        ".version 8.1\n.target sm_90a\n.address_size 64\n"
+        + """.visible .entry k(.param .u64 out, .param .u64 old)
+{
+  .reg .b32 %r<8>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  cvt.rn.f32.u32 %f1, %r1;
+  add.f32 %f2, %f1, 0f3F800000;
+  add.f32 %f3, %f2, 0f3F800000;
+  add.f32 %f4, %f3, 0f3F800000;
+  mov.b32 %r5, 0x3C003C00;
+  ld.param.u64 %rd1, [out];
+  and.b32 %r2, %r1, 7;
+  mul.wide.u32 %rd2, %r2, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  mov.f32 %f5, 0f00000000;
+  mov.f32 %f6, 0f00000000;
+  """ + ins + """
+  ld.param.u64 %rd4, [old];
+  mul.wide.u32 %rd5, %r1, 8;
+  add.s64 %rd6, %rd4, %rd5;
+  st.global.v2.f32 [%rd6], {%f5, %f6};
+  ret;
+}
+"""
+    )
+
+
+def test_vector_red_adds_every_element() -> None:
+    """sm_90's vector reductions (Triton's tl.atomic_add of f32 tiles): each element of the
+    vector is one atomic add at its place."""
+    out, old = np.zeros(32, np.float32), np.zeros(128, np.float32)
+    emu.load_ptx(_vector_atomic(
+        "red.global.gpu.relaxed.add.v4.f32 [%rd3], {%f1, %f2, %f3, %f4};"
+    )).launch("k", grid=1, block=64, args=[out, old])
+    expected = np.zeros(32)
+    for t in range(64):
+        expected[4 * (t % 8):4 * (t % 8) + 4] += t + np.arange(4)
+    assert np.array_equal(out, expected)
+
+
+def test_vector_atom_returns_each_old_value() -> None:
+    out, old = np.zeros(32, np.float32), np.zeros(64, np.float32)
+    emu.load_ptx(_vector_atomic(
+        "atom.global.add.v2.f32 {%f5, %f6}, [%rd3], {%f1, %f2};"
+    )).launch("k", grid=1, block=8, args=[out, old])
+    # one thread an address: the old values are the zeros before
+    assert np.array_equal(old[:16], np.zeros(16))
+    assert np.array_equal(out.reshape(8, 4)[:, :2], np.stack([np.arange(8), np.arange(8) + 1], 1))
+
+
+def test_vector_red_of_half_pairs() -> None:
+    out, old = np.zeros(64, np.float16), np.zeros(64, np.float32)
+    emu.load_ptx(_vector_atomic(
+        "red.global.add.noftz.v2.f16x2 [%rd3], {%r5, %r5};"
+    )).launch("k", grid=1, block=16, args=[out, old])
+    # 16 threads, two on each 16-byte slot's first 8 bytes (four halves of 1.0 each)
+    expected = np.zeros((8, 8), np.float16)
+    expected[:, :4] = 2.0
+    assert np.array_equal(out.reshape(8, 8), expected)
+
+
+@pytest.mark.parametrize(
+    ("ins", "what"),
+    [
+        ("red.global.add.v4.f32 [%rd3], {%f1, %f2};", "expects a vector of 4 operands"),
+        ("red.global.add.v4.s32 [%rd3], {%r1, %r1, %r1, %r1};", "vector red.add .v4.s32"),
+        ("red.shared.add.v2.f32 [%r1], {%f1, %f2};", "on .shared"),
+        ("red.global.min.v2.f32 [%rd3], {%f1, %f2};", "vector red.min .v2.f32"),
+        ("red.global.add.v8.f32 [%rd3], {%f1, %f2, %f3, %f4, %f1, %f2, %f3, %f4};",
+         "vector red.add .v8.f32"),
+    ],
+)
+def test_vector_atomics_ptx_lacks_are_refused(ins: str, what: str) -> None:
+    with pytest.raises(emu.PTXLoadError, match=re.escape(what)):
+        emu.load_ptx(_vector_atomic(ins))
+
+
+def test_vector_red_must_be_aligned_to_its_size() -> None:
+    with pytest.raises(emu.MemoryAccessError, match="Misaligned 16-byte access"):
+        emu.load_ptx(_vector_atomic(
+            "add.s64 %rd7, %rd3, 4;\n  red.global.add.v4.f32 [%rd7], {%f1, %f2, %f3, %f4};"
+        )).launch("k", grid=1, block=8, args=[np.zeros(40, np.float32), np.zeros(64, np.float32)])
 
 
 def test_module_global_variable_persists_and_cp_async_zero_fill() -> None:
