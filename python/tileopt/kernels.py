@@ -496,10 +496,8 @@ def persistent_matmul_grid(
 ) -> tuple[int]:
     """The grid of :func:`persistent_matmul`: ``programs`` (the SMs times the programs that
     fit on one, say), or fewer where there are fewer tiles."""
-    if isinstance(programs, bool) or not isinstance(programs, int) or programs < 1:
-        raise ValueError(f"programs must be a positive integer, got {programs!r}")
     grid_m, grid_n = matmul_grid(shape_a, shape_b, block_m, block_n)
-    return (min(programs, grid_m * grid_n),)
+    return _programs_grid(programs, grid_m * grid_n)
 
 
 def stream_k_matmul(
@@ -569,10 +567,16 @@ def stream_k_matmul_grid(
 ) -> tuple[int]:
     """The grid of :func:`stream_k_matmul`: ``programs`` (the SMs times the programs that
     fit on one, say), or fewer where there are fewer k steps in all."""
+    grid_m, grid_n = matmul_grid(shape_a, shape_b, block_m, block_n)
+    return _programs_grid(programs, grid_m * grid_n * max(cdiv(shape_a[1], block_k), 1))
+
+
+def _programs_grid(programs: int, work: int) -> tuple[int]:
+    """The 1-D grid of ``programs`` that share ``work`` units, or ``work`` programs where
+    there are fewer units."""
     if isinstance(programs, bool) or not isinstance(programs, int) or programs < 1:
         raise ValueError(f"programs must be a positive integer, got {programs!r}")
-    grid_m, grid_n = matmul_grid(shape_a, shape_b, block_m, block_n)
-    return (min(programs, grid_m * grid_n * max(cdiv(shape_a[1], block_k), 1)),)
+    return (min(programs, work),)
 
 
 def matmul_grid(
