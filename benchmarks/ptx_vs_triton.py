@@ -85,7 +85,9 @@ Software pipelining (``num_stages``). Both sides compile the matmul at the same 
 (``--stages``, default 3, Triton's own default): ``triton.compile(..., options={"num_stages":
 N})`` and ``tileopt.compile(..., num_stages=N)``. A tileopt whose ``compile`` has no
 ``num_stages`` parameter (found with ``inspect.signature``) compiles at its single stage (the
-``cp.async`` copies of each iteration are waited for before its dot), and the row says so. Under
+``cp.async`` copies of each iteration are waited for before its dot), and the row says so; so
+does a side that waits for all copies right after committing each group at more stages (the
+compiler left the loop unpipelined: Triton 3.9 does so with the stream-K loop). Under
 each matmul row, Triton's numbers at its default ``num_stages`` are printed too (the same row
 when ``--stages`` is the default). The other kernels have no dot loop to pipeline and keep
 Triton's default. The ``shared bytes`` row is static plus dynamic shared memory per program:
@@ -831,6 +833,7 @@ class Measured:
     spill_loads: int | None = None
     shared_bytes: int | None = None  # static + dynamic, per program
     num_stages: int | None = None  # the pipeline depth it was compiled with (None: not a dot)
+    overlaps_copies: bool | None = None  # overlaps_copies() of its PTX
     stages_ms: dict[str, float] = field(default_factory=dict)  # the last compilation's
     by_class: dict[str, int] = field(default_factory=dict)  # warp-instructions by class
     error: str | None = None  # why it did not compile
@@ -894,15 +897,15 @@ def entry_params(ptx: str, name: str) -> list[str]:
 _LABEL = re.compile(r"^[\w$]+:\s*")
 
 
-def static_instructions(ptx: str, name: str) -> int:
-    """Instruction statements in the body of ``.entry name``.
+def statements(ptx: str, name: str) -> list[str]:
+    """The instruction statements in the body of ``.entry name``, in order.
 
     Comments, directives (``.reg``, ``.loc``, ``.pragma``, ...), labels and scope braces are not
     instructions; several statements on one line (inline asm) count one each. Braces inside a
     statement (vector operands ``{%r1, %r2}``) belong to it.
     """
     body = re.sub(r"/\*.*?\*/", "", entry_body(ptx, name), flags=re.S)
-    count = 0
+    found = []
     for line in body.splitlines():
         for piece in line.split("//", 1)[0].split(";"):
             s = piece.strip()
@@ -910,8 +913,25 @@ def static_instructions(ptx: str, name: str) -> int:
                 s = s[1:].strip()
             s = _LABEL.sub("", s)
             if s and not s.startswith("."):
-                count += 1
-    return count
+                found.append(s)
+    return found
+
+
+def static_instructions(ptx: str, name: str) -> int:
+    """The number of :func:`statements` of ``.entry name``."""
+    return len(statements(ptx, name))
+
+
+def overlaps_copies(ptx: str, name: str) -> bool | None:
+    """Whether some ``cp.async`` copies stay in flight past the instruction after their commit
+    (a software pipeline); False where every ``cp.async.commit_group`` is followed at once by
+    ``cp.async.wait_group 0``; None without cp.async commits."""
+    found = statements(ptx, name)
+    commits = [i for i, s in enumerate(found) if s.startswith("cp.async.commit_group")]
+    if not commits:
+        return None
+    return any(i + 1 == len(found) or found[i + 1].split() != ["cp.async.wait_group", "0"]
+               for i in commits)
 
 
 def ptxas_info(ptx: str, name: str) -> tuple[int, int, int]:
@@ -929,6 +949,7 @@ def static_numbers(measured: Measured, ptx: str, name: str) -> None:
     """Fills in what the PTX alone tells: registers, spills, static instructions."""
     measured.registers, measured.spill_stores, measured.spill_loads = ptxas_info(ptx, name)
     measured.static_instructions = static_instructions(ptx, name)
+    measured.overlaps_copies = overlaps_copies(ptx, name)
 
 
 
@@ -1193,6 +1214,9 @@ def _stages_text(m: Measured, side: str) -> str:
         return f"{side} -"
     if side == "tileopt" and not TILEOPT_HAS_STAGES:
         return f"tileopt {m.num_stages} (its compile has no num_stages)"
+    if m.num_stages > 1 and m.overlaps_copies is False:
+        # the compiler did not pipeline this loop (Triton's stream-K): as at one stage
+        return f"{side} {m.num_stages} (not pipelined: each step's copies are waited for)"
     return f"{side} {m.num_stages}"
 
 

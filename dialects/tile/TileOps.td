@@ -240,7 +240,8 @@ def Tile_StoreOp : Tile_Op<"store"> {
 
     With `add`, each element is added to the view's element instead, as one
     atomic read-modify-write of that element (relaxed, device scope: PTX
-    `red.global.add`), so that several programs may add into the same
+    `red.global.add`; 16 bytes of f32 in one `red.global.add.v4.f32` on
+    sm_90 and newer, which needs PTX 8.1), so that several programs may add into the same
     elements, in any order (a split or stream-K reduction over K into a
     view of zeros, say). Only f32 and i32 tiles add: a 16-bit element would
     round every partial sum.

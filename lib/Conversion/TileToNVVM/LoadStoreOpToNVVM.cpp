@@ -108,19 +108,28 @@ void emitPredicatedStore(OpBuilder &b, Location loc, Value ptr, Value pred,
 }
 
 /// Adds each of `elements` (f32 or i32) atomically to the element at its
-/// place after `ptr`, where `pred` holds: red.global.add, one an element
-/// (the vector form needs sm_90 and takes f32 alone).
+/// place after `ptr`, where `pred` holds: red.global.add, one an element, or
+/// with `vector` (sm_90 and PTX 8.1; `ptr` aligned to the run) 2 or 4 f32 in
+/// one `red.global.add.v2/.v4.f32`.
 void emitPredicatedAdd(OpBuilder &b, Location loc, Value ptr, Value pred,
-                       ArrayRef<Value> elements) {
+                       ArrayRef<Value> elements, bool vector) {
   bool isFloat = elements.front().getType().isF32();
+  unsigned count = elements.size();
   std::string asmText, constraints;
   llvm::raw_string_ostream os(asmText), cs(constraints);
   cs << "l,b";
-  for (unsigned i = 0; i < elements.size(); ++i) {
+  for (unsigned i = 0; i < count; ++i)
     cs << "," << (isFloat ? "f" : "r");
-    os << (i ? "\n\t" : "") << "@$1 red.global.add."
-       << (isFloat ? "f32" : "s32") << " [$0+" << 4 * i << "], $" << 2 + i
-       << ";";
+  if (vector && isFloat && (count == 2 || count == 4)) {
+    os << "@$1 red.global.add.v" << count << ".f32 [$0], {";
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? ", " : "") << "$" << 2 + i;
+    os << "};";
+  } else {
+    for (unsigned i = 0; i < count; ++i)
+      os << (i ? "\n\t" : "") << "@$1 red.global.add."
+         << (isFloat ? "f32" : "s32") << " [$0+" << 4 * i << "], $" << 2 + i
+         << ";";
   }
   SmallVector<Value> operands{ptr, pred};
   operands.append(elements.begin(), elements.end());
@@ -1485,7 +1494,8 @@ struct StoreLowering : TilePattern<StoreOp> {
         if (op.getAdd()) {
           emitPredicatedAdd(
               b, loc, access.pointer(b, run.first), bounds.full,
-              ArrayRef<Value>(elements).slice(run.first, run.count));
+              ArrayRef<Value>(elements).slice(run.first, run.count),
+              state.vectorAdds);
         } else {
           RunWords words(run, bits);
           SmallVector<Value> packed;
@@ -1505,7 +1515,8 @@ struct StoreLowering : TilePattern<StoreOp> {
           for (unsigned r = run.first; r < run.first + run.count; ++r) {
             Value ptr = access.pointer(tb, r), pred = access.inBounds(tb, r);
             if (op.getAdd())
-              emitPredicatedAdd(tb, loc, ptr, pred, elements[r]);
+              emitPredicatedAdd(tb, loc, ptr, pred, elements[r],
+                                /*vector=*/false);
             else
               emitPredicatedStore(tb, loc, ptr, pred, bits,
                                   {elementToWord(tb, loc, elements[r], bits)});

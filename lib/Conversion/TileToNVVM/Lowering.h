@@ -227,6 +227,9 @@ struct LoweringState {
   bool wgmma = false;
   /// Pipelines feeding wgmma may copy with TMA (the pass's `tma` option).
   bool tma = false;
+  /// Stores that add may add f32 vectors (`red.global.add.v4.f32`: sm_90 and
+  /// PTX 8.1).
+  bool vectorAdds = false;
   /// Loads that copy straight into their dot's shared-memory staging area
   /// with cp.async (planAsyncCopies), and per dot which operands (bit 0: lhs,
   /// bit 1: rhs) arrive that way.

@@ -49,9 +49,8 @@ namespace {
 /// The oldest PTX ISA version (x10) that supports `chip` (sm_XX[a|f]), at
 /// least 8.0; std::nullopt for a name that is not sm_<number>.
 std::optional<unsigned> minimumPtxVersion(StringRef chip) {
-  unsigned sm = 0;
-  if (!chip.consume_front("sm_") ||
-      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+  unsigned sm = getSmVersion(chip);
+  if (!sm)
     return std::nullopt;
   switch (sm) {
   case 100:
@@ -67,6 +66,30 @@ std::optional<unsigned> minimumPtxVersion(StringRef chip) {
   default:
     return sm > 90 ? 88 : 80;
   }
+}
+
+/// The PTX version (x10) that `features` name (`+ptxNN`), or 0.
+unsigned ptxVersion(StringRef features) {
+  unsigned version = 0;
+  size_t at = features.find("+ptx");
+  if (at == StringRef::npos || features.drop_front(at + 4)
+                                   .take_while(llvm::isDigit)
+                                   .getAsInteger(10, version))
+    return 0;
+  return version;
+}
+
+/// Whether the module adds f32 tiles into memory (tile.store {add}), which
+/// sm_90 does in vectors from PTX 8.1 on (`red.global.add.v4.f32`).
+bool addsFloatTiles(ModuleOp module) {
+  return module
+      .walk([](StoreOp store) {
+        return store.getAdd() &&
+                       store.getValue().getType().getElementType().isF32()
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
 }
 
 /// LLVM's NVPTX back end miscompiles fptoui/fptosi to i1 (it tests the
@@ -403,10 +426,11 @@ struct ConvertTileToNVVM
     : tileopt::impl::ConvertTileToNVVMBase<ConvertTileToNVVM> {
   using Base::Base;
 
-  /// The PTX features to target: the option, or the chip's minimum version.
+  /// The PTX features to target: the option, or the chip's minimum version
+  /// (at least `wanted`, a version whose instructions the module would use).
   /// The chip and every feature must be ones LLVM's NVPTX back end knows (it
   /// ignores unknown ones with a warning, or asserts on malformed ones).
-  FailureOr<std::string> ptxFeatures(ModuleOp module) {
+  FailureOr<std::string> ptxFeatures(ModuleOp module, unsigned wanted) {
     std::optional<unsigned> minimum = minimumPtxVersion(chip);
     std::unique_ptr<llvm::MCSubtargetInfo> nvptx = nvptxSubtargetInfo();
     if (!minimum || (nvptx && !nvptx->isCPUStringValid(chip))) {
@@ -432,16 +456,10 @@ struct ConvertTileToNVVM
       }
     }
     if (features.empty())
-      return "+ptx" + std::to_string(*minimum);
+      return "+ptx" + std::to_string(std::max(*minimum, wanted));
     // LLVM aborts on a PTX version too old for the chip: say it instead.
-    StringRef text = features;
-    unsigned version = 0;
-    size_t at = text.find("+ptx");
-    if (at != StringRef::npos &&
-        !text.drop_front(at + 4)
-             .take_while(llvm::isDigit)
-             .getAsInteger(10, version) &&
-        version < *minimum) {
+    unsigned version = ptxVersion(features);
+    if (version && version < *minimum) {
       module.emitError("convert-tile-to-nvvm: PTX ")
           << version / 10 << "." << version % 10 << " (features '" << features
           << "') cannot target " << chip << ", which needs PTX "
@@ -498,7 +516,8 @@ struct ConvertTileToNVVM
 
     OpBuilder builder(ctx);
     builder.setInsertionPointToEnd(module.getBody());
-    FailureOr<std::string> ptx = ptxFeatures(module);
+    bool vectorAdds = getSmVersion(chip) >= 90 && addsFloatTiles(module);
+    FailureOr<std::string> ptx = ptxFeatures(module, vectorAdds ? 81 : 0);
     if (failed(ptx))
       return signalPassFailure();
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(
@@ -512,6 +531,9 @@ struct ConvertTileToNVVM
     LoweringState state;
     state.wgmma = hasWgmma(chip);
     state.tma = tma;
+    // Features that name an older PTX version (or none, which LLVM picks)
+    // add one element an instruction.
+    state.vectorAdds = vectorAdds && ptxVersion(*ptx) >= 81;
     state.warpSpecialize = warpSpecialize;
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);

@@ -67,8 +67,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "cse",
     ),
     "llvm": (
-        "convert-tile-to-nvvm{chip={target} fp-fusion={fp_fusion} num-stages={num_stages} "
-        "tma={tma} warp-specialize={warp_specialize}}",
+        "convert-tile-to-nvvm{chip={target} features={features} fp-fusion={fp_fusion} "
+        "num-stages={num_stages} tma={tma} warp-specialize={warp_specialize}}",
     ),
 }
 
@@ -144,8 +144,10 @@ class Options:
             ``(32 * num_warps, 1, 1)``.
         opt_level: LLVM's -O level for the NVPTX back end (0-3).
         ptx_version: the PTX ISA version to emit, e.g. ``80`` for 8.0 (one of
-            :data:`PTX_VERSIONS`, not older than ``target`` needs); None lets LLVM pick the
-            lowest one that ``target`` needs.
+            :data:`PTX_VERSIONS`, not older than ``target`` needs); None takes the lowest
+            one that ``target`` needs, or 8.1 on sm_90 and newer where a kernel adds f32
+            tiles into memory (``red.global.add.v4.f32``; an older version adds one
+            element an instruction).
         libdevice: path of ``libdevice.10.bc`` to link for math functions; None finds the one
             of the ``nvidia-nvvm`` wheel (or ``$TILEOPT_LIBDEVICE``).
         assembler: PTX -> cubin with ``"ptxas"``, ``"nvjitlink"`` or ``"auto"`` (ptxas where
@@ -233,7 +235,10 @@ class Options:
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
-        return {"target": self.target, "num_warps": self.num_warps,
+        # The lowering picks the PTX version (the chip's oldest, or newer for
+        # instructions a kernel uses) unless ptx_version is given.
+        features = "" if self.ptx_version is None else f"+ptx{self.ptx_version}"
+        return {"target": self.target, "features": features, "num_warps": self.num_warps,
                 "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages,
                 "tma": str(self.tma).lower(),
                 "warp_specialize": str(self.warp_specialize).lower()}

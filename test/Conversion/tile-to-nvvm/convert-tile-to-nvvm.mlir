@@ -1455,6 +1455,11 @@ tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
 // CHECK: "@$1 red.global.add.s32 [$0+0], $2;\0A\09@$1 red.global.add.s32 [$0+4], $3;\0A\09@$1 red.global.add.s32 [$0+8], $4;\0A\09@$1 red.global.add.s32 [$0+12], $5;", "l,b,r,r,r,r"
 // CHECK-NOT: st.global
 // CHECK: gpu.return
+// sm_90 adds the aligned run of f32 in one vector; i32 has no vector add.
+// WGMMA-LABEL: gpu.func @store_add
+// WGMMA: "@$1 red.global.add.v4.f32 [$0], {$2, $3, $4, $5};", "l,b,f,f,f,f"
+// WGMMA: "@$1 red.global.add.f32 [$0+0], $2;", "l,b,f"
+// WGMMA: "@$1 red.global.add.s32 [$0+0], $2;\0A\09@$1 red.global.add.s32 [$0+4], $3;
 #vec4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 tile.kernel @store_add(%y: memref<?xf32>, %z: memref<?xi32>, %s: f32, %i: i32) {
   %c0 = arith.constant 0 : index
@@ -2302,5 +2307,19 @@ tile.kernel @whole_blocks(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.
     scf.yield %d : tensor<64x64xf32, #mma>
   }
   tile.store %r, %c[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}
+
+// -----
+
+// Vector adds of f32 need PTX 8.1: a module that adds f32 tiles targets it on
+// sm_90 and newer, a chip's oldest PTX otherwise.
+// CHECK: #nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">
+// WGMMA: #nvvm.target<O = 3, chip = "sm_90a", features = "+ptx81">
+#v4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+tile.kernel @adds_need_ptx81(%y: memref<?xf32>, %s: f32) {
+  %c0 = arith.constant 0 : index
+  %t = tile.splat %s : f32 -> tensor<512xf32, #v4>
+  tile.store %t, %y[%c0] {add} : tensor<512xf32, #v4>, memref<?xf32>
   tile.return
 }

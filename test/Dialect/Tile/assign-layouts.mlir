@@ -2,6 +2,7 @@
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=num-warps=8 | FileCheck %s --check-prefix=WARPS8
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts --tile-remove-layout-conversions | FileCheck %s --check-prefix=CLEAN
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=target=sm_90a | FileCheck %s --check-prefix=SM90A
+// RUN: tileopt-opt %s -split-input-file --tile-assign-layouts=target=sm_80 | FileCheck %s --check-prefix=SM80
 // RUN: tileopt-opt %s -split-input-file --tile-assign-layouts="target=sm_90a num-warps=8" | FileCheck %s --check-prefix=SM90A8
 
 // Loads and stores anchor 16-byte-per-thread layouts along the stride-1 dim;
@@ -139,16 +140,29 @@ tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>,
 
 // -----
 
-// A store that adds moves one element an instruction whatever the layout, so
-// the accumulator adds from its mma layout; a plain store converts it to a
-// layout of wide row accesses.
+// Before sm_90 a store that adds moves one element an instruction whatever
+// the layout, so the accumulator adds from its mma layout, and i32 does on
+// every chip; a plain store converts it to a layout of wide row accesses, as
+// an f32 add does on sm_90 (16-byte vectors).
+// SM80-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// SM80-LABEL: tile.kernel @store_adds_from_its_layout
+// SM80: %[[D:.*]] = tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
+// SM80-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>
+// SM80-NEXT: %[[C:.*]] = tile.convert_layout %[[D]]
+// SM80-NEXT: tile.store %[[C]], %{{.*}} : tensor<64x64xf32, #blocked
+// SM80: %[[I:.*]] = arith.fptosi %[[D]] {{.*}} to tensor<64x64xi32, #[[MMA]]>
+// SM80-NEXT: tile.store %[[I]], %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
 // CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// CHECK-DAG: #[[ROWS:.*]] = #tile.blocked<sizePerThread = [1, 4]
 // CHECK-LABEL: tile.kernel @store_adds_from_its_layout
 // CHECK: %[[D:.*]] = tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
-// CHECK-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>
-// CHECK-NEXT: %[[C:.*]] = tile.convert_layout %[[D]]
-// CHECK-NEXT: tile.store %[[C]], %{{.*}} : tensor<64x64xf32, #blocked
-tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %s: f32) {
+// CHECK-NEXT: %[[C:.*]] = tile.convert_layout %[[D]] : tensor<64x64xf32, #[[MMA]]> -> tensor<64x64xf32, #[[ROWS]]>
+// CHECK-NEXT: tile.store %[[C]], %{{.*}} {add} : tensor<64x64xf32, #[[ROWS]]>
+// CHECK-NEXT: %[[C2:.*]] = tile.convert_layout %[[D]]
+// CHECK-NEXT: tile.store %[[C2]], %{{.*}} : tensor<64x64xf32, #[[ROWS]]>
+// CHECK: %[[I:.*]] = arith.fptosi %[[D]] {{.*}} to tensor<64x64xi32, #[[MMA]]>
+// CHECK-NEXT: tile.store %[[I]], %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
+tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %g: memref<?x?xi32>, %s: f32) {
   %c0 = arith.constant 0 : index
   %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
   %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
@@ -156,6 +170,8 @@ tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>
   %d = tile.dot %ta, %tb, %z : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
   tile.store %d, %f[%c0, %c0] {add} : tensor<64x64xf32>, memref<?x?xf32>
   tile.store %d, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  %i = arith.fptosi %d : tensor<64x64xf32> to tensor<64x64xi32>
+  tile.store %i, %g[%c0, %c0] {add} : tensor<64x64xi32>, memref<?x?xi32>
   tile.return
 }
 

@@ -28,8 +28,12 @@ def test_stage_table_reads_in_order() -> None:
         "tile-remove-layout-conversions,canonicalize,cse)"
     )
     llvm = nvidia.pipeline_text(nvidia.PIPELINES["llvm"], opts)
-    assert llvm == ("builtin.module(convert-tile-to-nvvm{chip=sm_80 fp-fusion=true num-stages=3 "
-                    "tma=true warp-specialize=false})")
+    assert llvm == ("builtin.module(convert-tile-to-nvvm{chip=sm_80 features= fp-fusion=true "
+                    "num-stages=3 tma=true warp-specialize=false})")
+    # An explicit PTX version reaches the lowering, which picks instructions by it.
+    pinned = nvidia.pipeline_text(nvidia.PIPELINES["llvm"],
+                                  nvidia.Options(target="sm_90a", ptx_version=80))
+    assert "convert-tile-to-nvvm{chip=sm_90a features=+ptx80 " in pinned
     # Braces of upstream pass options survive the substitution.
     assert nvidia.pipeline_text(nvidia.TO_PTX, opts) == (
         "builtin.module(gpu-module-to-binary{format=isa})"

@@ -105,7 +105,10 @@ def test_stream_k_matmul_matches_torch(target: str, warps: int, stages: int,
     kern = compile(kernels.stream_k_matmul("f16", bm, bn, bk), target, num_warps=warps,
                    num_stages=stages, **PROMISES, **options)
     ptx = str(kern.asm["ptx"])
-    assert "red.global.add.f32" in ptx
+    # sm_90 adds 16 bytes of f32 at once, which takes PTX 8.1
+    vector = target != "sm_80"
+    assert ("red.global.add.v4.f32" in ptx) == vector
+    assert ".version 8.1" in ptx if vector else "red.global.add.f32" in ptx
     if stages > 1:  # the copies of later k steps are in flight
         assert "cp.async.bulk.tensor" in ptx if options.get("tma") else "cp.async.cg" in ptx
     if kern.metadata.registers is not None:
@@ -123,6 +126,21 @@ def test_stream_k_matmul_matches_torch(target: str, warps: int, stages: int,
         assert grid[0] <= programs
         kern.launch(grid, a, b, c)
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+def test_f32_adds_one_element_an_instruction_on_ptx_80() -> None:
+    """An explicit PTX 8.0, which has no vector red, adds the same tile element by element."""
+    bm, bn, bk = 64, 64, 32
+    kern = compile(kernels.stream_k_matmul("f16", bm, bn, bk), "sm_90a", num_warps=4,
+                   num_stages=3, ptx_version=80, tma=False, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert ".version 8.0" in ptx and "red.global.add.f32" in ptx
+    assert "red.global.add.v" not in ptx
+    torch.manual_seed(0)
+    a, b = torch.randn(2 * bm + 3, 5 * bk + 16).half(), torch.randn(5 * bk + 16, bn + 16).half()
+    c = torch.zeros(a.shape[0], b.shape[1])
+    kern.launch(kernels.stream_k_matmul_grid(a.shape, b.shape, 4, bm, bn, bk), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
 @pytest.mark.parametrize(("target", "warps", "stages", "tile"), [

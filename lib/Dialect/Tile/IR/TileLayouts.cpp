@@ -399,6 +399,14 @@ bool tileopt::tile::isRegisterLhs(DotOp dot, Attribute layout) {
 
 bool tileopt::tile::hasWgmma(llvm::StringRef chip) { return chip == "sm_90a"; }
 
+unsigned tileopt::tile::getSmVersion(llvm::StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return 0;
+  return sm;
+}
+
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
                                llvm::ArrayRef<unsigned> warpsPerCTA,
                                int64_t mmaK) {

@@ -79,6 +79,9 @@ int64_t getMmaK(DotOp dot);
 /// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
 bool hasWgmma(llvm::StringRef chip);
 
+/// The number of `chip` (90 for sm_90a), or 0 for a name not sm_<number>.
+unsigned getSmVersion(llvm::StringRef chip);
+
 /// Whether a tensor-core dot of getMmaK `mmaK` and an `m` x `n` accumulator in
 /// an mma layout of `warpsPerCTA` runs on wgmma.mma_async (on a chip that
 /// hasWgmma): m64nNk16 for 16-bit inputs, m64nNk8 for tf32. Each warpgroup (4
