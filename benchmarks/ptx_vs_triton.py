@@ -87,7 +87,9 @@ N})`` and ``tileopt.compile(..., num_stages=N)``. A tileopt whose ``compile`` ha
 ``num_stages`` parameter (found with ``inspect.signature``) compiles at its single stage (the
 ``cp.async`` copies of each iteration are waited for before its dot), and the row says so; so
 does a side that waits for all copies right after committing each group at more stages (the
-compiler left the loop unpipelined: Triton 3.9 does so with the stream-K loop). Under
+compiler left the loop unpipelined: Triton 3.9 does so with the stream-K loop), and a side
+that loads some tiles with ``ld.global`` beside its ``cp.async`` copies (pipelined in part:
+Triton 3.9's persistent matmul copies one operand ahead and loads the other in its step). Under
 each matmul row, Triton's numbers at its default ``num_stages`` are printed too (the same row
 when ``--stages`` is the default). The other kernels have no dot loop to pipeline and keep
 Triton's default. The ``shared bytes`` row is static plus dynamic shared memory per program:
@@ -834,6 +836,7 @@ class Measured:
     shared_bytes: int | None = None  # static + dynamic, per program
     num_stages: int | None = None  # the pipeline depth it was compiled with (None: not a dot)
     overlaps_copies: bool | None = None  # overlaps_copies() of its PTX
+    loads_beside_copies: bool = False  # ld.global beside cp.async in a loop (pipelined in part)
     stages_ms: dict[str, float] = field(default_factory=dict)  # the last compilation's
     by_class: dict[str, int] = field(default_factory=dict)  # warp-instructions by class
     error: str | None = None  # why it did not compile
@@ -897,24 +900,45 @@ def entry_params(ptx: str, name: str) -> list[str]:
 _LABEL = re.compile(r"^[\w$]+:\s*")
 
 
-def statements(ptx: str, name: str) -> list[str]:
-    """The instruction statements in the body of ``.entry name``, in order.
+def statements(ptx: str, name: str, labels: dict[str, int] | None = None) -> list[str]:
+    """The instruction statements in the body of ``.entry name``, in order; ``labels`` gets
+    the index of the statement after each label.
 
     Comments, directives (``.reg``, ``.loc``, ``.pragma``, ...), labels and scope braces are not
     instructions; several statements on one line (inline asm) count one each. Braces inside a
     statement (vector operands ``{%r1, %r2}``) belong to it.
     """
     body = re.sub(r"/\*.*?\*/", "", entry_body(ptx, name), flags=re.S)
-    found = []
+    found: list[str] = []
     for line in body.splitlines():
         for piece in line.split("//", 1)[0].split(";"):
             s = piece.strip()
             while s[:1] in ("{", "}"):  # a scope opened or closed before the statement
                 s = s[1:].strip()
+            if (label := _LABEL.match(s)) and labels is not None:
+                labels[label.group(0).strip().rstrip(":")] = len(found)
             s = _LABEL.sub("", s)
             if s and not s.startswith("."):
                 found.append(s)
     return found
+
+
+def opcode(statement: str) -> str:
+    """A statement's opcode (``ld.global.v4.b32``), past its predicate (``@%p1``)."""
+    words = statement.split()
+    return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+
+
+def loop_opcodes(ptx: str, name: str) -> set[str]:
+    """The opcodes of the statements in the body of ``.entry name``'s loops (from a label to
+    a branch back to it)."""
+    labels: dict[str, int] = {}
+    found = statements(ptx, name, labels)
+    inside: set[str] = set()
+    for i, s in enumerate(found):
+        if opcode(s).startswith("bra") and (start := labels.get(s.split()[-1])) is not None:
+            inside.update(opcode(t) for t in found[start:i + 1] if start <= i)
+    return inside
 
 
 def static_instructions(ptx: str, name: str) -> int:
@@ -950,6 +974,9 @@ def static_numbers(measured: Measured, ptx: str, name: str) -> None:
     measured.registers, measured.spill_stores, measured.spill_loads = ptxas_info(ptx, name)
     measured.static_instructions = static_instructions(ptx, name)
     measured.overlaps_copies = overlaps_copies(ptx, name)
+    in_loops = loop_opcodes(ptx, name)
+    measured.loads_beside_copies = (any(op.startswith("cp.async.c") for op in in_loops)
+                                    and any(op.startswith("ld.global") for op in in_loops))
 
 
 
@@ -1217,6 +1244,10 @@ def _stages_text(m: Measured, side: str) -> str:
     if m.num_stages > 1 and m.overlaps_copies is False:
         # the compiler did not pipeline this loop (Triton's stream-K): as at one stage
         return f"{side} {m.num_stages} (not pipelined: each step's copies are waited for)"
+    if m.num_stages > 1 and m.loads_beside_copies:
+        # Triton 3.9's persistent matmul: one operand is copied ahead, the other loaded in
+        # the step that uses it (so fewer buffers and registers)
+        return f"{side} {m.num_stages} (pipelined in part: some tiles are loaded by ld.global)"
     return f"{side} {m.num_stages}"
 
 
