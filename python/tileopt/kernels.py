@@ -526,19 +526,21 @@ def stream_k_matmul(
 
         program, programs = k.program_id(0), k.num_programs(0)
         grid_m, grid_n, k_steps = _tile_counts(k, block_m, block_n, block_k)
-        k_end = k_steps * block_k
         steps = grid_m * grid_n * k_steps
         first, last = program * steps / programs, (program + 1) * steps / programs
         tile = first / k_steps
-        kk0 = (first - tile * k_steps) * block_k
         zeros = k.full([block_m, block_n], 0.0, "f32")
-        # The tile's position (i32: fewer than 2^31 tiles), its k offset, and where in the
-        # tile this program started (0 where it runs the whole tile).
-        start = [i32(tile - tile / grid_m * grid_m), i32(tile / grid_m), kk0, kk0, zeros]
+        # The tile's position, its next k step, and the step this program began it at (0
+        # where it runs the whole tile): i32 (fewer than 2^31 tiles, and k steps), which
+        # holds fewer registers than 64-bit offsets (82 against 87 at 64x64x32 on sm_90a).
+        step0 = i32(first - tile * k_steps)
+        start = [i32(tile - tile / grid_m * grid_m), i32(tile / grid_m), step0, step0, zeros]
         with k.loop(first, last, carried=start) as loop:
-            tile_m, tile_n, kk, began, acc = loop.carried
-            m, n, acc, kk = _k_step(k, tile_m, tile_n, kk, acc, block_m, block_n, block_k)
-            tile_done = kk == k_end
+            tile_m, tile_n, step, began, acc = loop.carried
+            kk = k.cast(step, "index") * block_k
+            m, n, acc, _ = _k_step(k, tile_m, tile_n, kk, acc, block_m, block_n, block_k)
+            step = step + 1
+            tile_done = step == i32(k_steps)
             # The tile's last step, or this program's: the tile, or this program's part.
             with k.if_(tile_done | (loop.iv + 1 == last), carried=[acc]) as flush:
                 # One condition and its negation: LLVM sees that no add follows the store,
@@ -554,8 +556,8 @@ def stream_k_matmul(
             loop.yield_(
                 k.where(tile_done, k.where(wrap, 0, next_m), tile_m),
                 k.where(tile_done, tile_n + k.where(wrap, 1, 0), tile_n),
-                k.where(tile_done, k.index(0), kk),
-                k.where(tile_done, k.index(0), began),
+                k.where(tile_done, 0, step),
+                k.where(tile_done, 0, began),
                 flush.results[0],
             )
     return kb
