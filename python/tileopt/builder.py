@@ -641,7 +641,8 @@ class KernelBuilder:
         holds (a store of the last k step's tile, say). With ``carried``
         (tiles or scalars), the body ends with ``branch.yield_(*values)``
         (same types), and after the block ``branch.results`` are those values
-        where ``cond`` held and ``carried`` unchanged where it did not.
+        where ``cond`` held and ``carried`` unchanged where it did not (or what
+        :meth:`Branch.else_`'s body yields).
         """
         cond = self._value(cond, "condition")
         if cond.type != ir.IntegerType.get_signless(1):
@@ -1120,6 +1121,7 @@ class Branch(_Body):
     def __init__(self, builder: KernelBuilder, cond: Value, carried: list[Value]) -> None:
         super().__init__(builder, carried)
         self.op = scf.IfOp(cond.value, self._types, has_else=bool(carried))
+        self._else: _Else | None = None
         if carried:  # the values stay as they were where the condition fails
             with ir.InsertionPoint(self.op.else_block):
                 scf.YieldOp([c.value for c in carried])
@@ -1127,6 +1129,55 @@ class Branch(_Body):
     @property
     def _block(self) -> ir.Block:
         return self.op.then_block
+
+    @property
+    def results(self) -> list[Value]:
+        if self._else is not None and (self._else._ip is not None or not self._else._yielded):
+            raise BuilderError("branch.results are known once the branch's else body is built")
+        return super().results
+
+    def else_(self) -> _Else:
+        """The branch's other side, as a context: ops inside ``with branch.else_() as other:``
+        run only where the condition fails. Built after the branch's own body; with carried
+        values it ends with ``other.yield_(...)``, whose values are then the branch's
+        results where the condition fails (instead of the carried values)."""
+        if self._ip is not None or not self._yielded:
+            raise BuilderError("branch.else_() comes after the branch's own body is built")
+        if self._else is not None:
+            raise BuilderError("a branch has one else body")
+        if self._types:  # the default: the carried values, unchanged
+            for op in list(self.op.else_block.operations):
+                op.operation.erase()
+        else:
+            ir.Block.create_at_start(self.op.regions[1], [])
+        self._else = _Else(self)
+        return self._else
+
+
+class _Else(_Body):
+    """The else body of a :class:`Branch`; see :meth:`Branch.else_`."""
+
+    _what = "else"
+
+    def __init__(self, branch: Branch) -> None:
+        self.branch = branch
+        self.builder = branch.builder
+        self._types = branch._types
+        self._yielded = False
+        self._ip = None
+        self.op = branch.op
+
+    @property
+    def _block(self) -> ir.Block:
+        return self.op.else_block
+
+    @property
+    def results(self) -> list[Value]:
+        raise BuilderError("the branch's results are branch.results")
+
+    def _erase(self) -> None:
+        self._yielded = False
+        self.branch._erase()
 
 
 def _logical(op_name: str) -> Callable[[Value, Operand], Value]:

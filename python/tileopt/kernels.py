@@ -543,12 +543,12 @@ def stream_k_matmul(
             tile_done = step == i32(k_steps)
             # The tile's last step, or this program's: the tile, or this program's part.
             with k.if_(tile_done | (loop.iv + 1 == last), carried=[acc]) as flush:
-                # One condition and its negation: LLVM sees that no add follows the store,
-                # which would keep the accumulator live through the store's staging.
+                # The store, or else the add: no add follows the store (which would keep
+                # the accumulator live through the store's staging).
                 whole = tile_done & (began == 0)
-                with k.if_(whole):
+                with k.if_(whole) as stored:
                     k.store(acc, k.args.c, [m, n])
-                with k.if_(whole ^ True):
+                with stored.else_():
                     k.store(acc, k.args.c, [m, n], add=True)
                 flush.yield_(zeros)
             next_m = tile_m + 1

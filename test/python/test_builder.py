@@ -262,6 +262,62 @@ def test_branch_runs_ops_where_its_condition_holds() -> None:
         assert str(ir.Module.parse(text)) == text
 
 
+def test_branch_else_runs_where_the_condition_fails() -> None:
+    import torch
+    from tileopt.compiler import compile
+
+    kb = KernelBuilder("sides", x=View("f32", 1), y=View("f32", 1), n=Scalar("i32"))
+    with kb as k:
+        x = k.load(k.args.x, [0], [128])
+        positive = k.args.n > 0
+        with k.if_(positive, carried=[x]) as branch:
+            branch.yield_(x * 2.0)
+        with branch.else_() as other:
+            other.yield_(x - 1.0)
+        (picked,) = branch.results
+        k.store(picked, k.args.y, [0])
+        with k.if_(positive) as plain:  # no carried values: an else of its own ops
+            k.store(x, k.args.y, [128])
+        with plain.else_():
+            k.store(x + 10.0, k.args.y, [128])
+    assert kb.module.operation.verify()
+    assert str(kb.module).count("} else {") == 2
+    kern = compile(kb, "sm_80", num_warps=4)
+    x = torch.randn(128)
+    for n, first, second in [(3, x * 2.0, x), (0, x - 1.0, x + 10.0)]:
+        y = torch.zeros(256)
+        kern.launch((1,), x, y, n)
+        assert torch.equal(y, torch.cat([first, second]))
+
+
+def test_branch_else_misuse_is_reported() -> None:
+    kb = KernelBuilder("bad_else", x=View("f32", 1), n=Scalar("i32"))
+    with kb as k:
+        acc0 = k.full([16], 0.0, "f32")
+        branch = k.if_(k.args.n > 0, carried=[acc0])
+        with pytest.raises(BuilderError, match="comes after the branch's own body is built"):
+            branch.else_()
+        with branch:
+            branch.yield_(acc0 + 1.0)
+        with pytest.raises(BuilderError, match=r"the else carries 1 values: end its body"):
+            with branch.else_():
+                pass
+        # The branch whose else failed is gone; a whole one reports its results once built.
+        kept = k.if_(k.args.n > 1, carried=[acc0])
+        with kept:
+            kept.yield_(acc0 + 2.0)
+        other = kept.else_()
+        with pytest.raises(BuilderError, match="a branch has one else body"):
+            kept.else_()
+        with pytest.raises(BuilderError, match="once the branch's else body is built"):
+            _ = kept.results
+        with other:
+            other.yield_(acc0 - 2.0)
+        assert len(kept.results) == 1
+    assert kb.module.operation.verify()
+    assert str(kb.module).count("scf.if") == 1
+
+
 def test_branch_misuse_is_reported() -> None:
     kb = KernelBuilder("bad", x=View("f32", 1), n=Scalar("i32"))
     with kb as k:
