@@ -118,6 +118,7 @@ def test_stream_k_matmul_matches_torch(target: str, warps: int, stages: int,
     # run whole tiles, more programs than k steps (the grid takes their count), one program;
     # K below a step, and none (zeros, stored whole).
     for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                              (5 * bm, 3 * bk + 16, 2 * bn - 16, 3),
                               (200, 304, 144, 3), (bm, 7 * bk, bn, 5), (70, 16, 48, 1),
                               (bm, bk, bn, 7), (2 * bm, 4 * bk, bn, 2), (70, 0, 48, 2)]:
         a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
