@@ -391,14 +391,15 @@ def matmul(
 
 
 def _matmul_builder(name: str, dtype: str, epilogue: str | None,
-                    out_dtype: str) -> KernelBuilder:
+                    out_dtype: str, **extra: View) -> KernelBuilder:
     """A matmul kernel's builder: ``a``, ``b`` of ``dtype``, ``bias`` (f32) with the
-    ``bias_relu`` epilogue, ``c`` of ``out_dtype``; the epilogue's name after ``name``."""
+    ``bias_relu`` epilogue, ``c`` of ``out_dtype``, then ``extra``; the epilogue's name
+    after ``name``."""
     args: dict[str, View] = {"a": _view(dtype, 2), "b": _view(dtype, 2)}
     if epilogue == "bias_relu":
         args["bias"] = _view("f32", 1)
     args["c"] = _view(out_dtype, 2)
-    return KernelBuilder(name if epilogue is None else f"{name}_{epilogue}", **args)
+    return KernelBuilder(name if epilogue is None else f"{name}_{epilogue}", **args, **extra)
 
 
 def _store_matmul_tile(
@@ -505,21 +506,37 @@ def stream_k_matmul(
     block_m: int = 128,
     block_n: int = 128,
     block_k: int = 64,
+    out_dtype: str = "f32",
+    workspace: bool = False,
 ) -> KernelBuilder:
     """:func:`persistent_matmul` with the k steps of all tiles, not whole tiles, shared
     evenly between the programs (stream-K): no program idles in a last wave of tiles.
 
-    Arguments as :func:`matmul` (no epilogue); ``c`` is f32 and **must hold zeros** when
-    the kernel starts. The tiles' k steps are numbered tile by tile (tiles in
-    :func:`matmul`'s launch order, down the columns), and program ``p`` of ``P`` runs steps
-    ``p * S // P`` up to ``(p + 1) * S // P`` of all ``S`` in one loop, as
+    Arguments as :func:`matmul` (no epilogue). The tiles' k steps are numbered tile by tile
+    (tiles in :func:`matmul`'s launch order, down the columns), and program ``p`` of ``P``
+    runs steps ``p * S // P`` up to ``(p + 1) * S // P`` of all ``S`` in one loop, as
     :func:`persistent_matmul` runs its tiles'. A tile whose steps a program ran all of is
-    stored; the part of a tile split between programs is added into ``c`` atomically
-    (``k.store(..., add=True)``), in any order, so ``c`` sums the parts. Grid:
-    :func:`stream_k_matmul_grid`.
+    stored. The part of a tile split between programs:
+
+    - by default is added into ``c`` atomically (``k.store(..., add=True)``), in any order,
+      so ``c`` (f32 only) sums the parts: it **must hold zeros** when the kernel starts, and
+      the sum's order varies from run to run;
+    - with ``workspace``, is stored into one of the program's two slots of an f32 argument
+      ``w`` (:func:`stream_k_workspace_shape`), and :func:`stream_k_fixup`, launched next,
+      sums each split tile's parts in program order into ``c`` (any ``out_dtype``; ``c``
+      needs no zeros, and the result is the same on every run).
+
+    Grid: :func:`stream_k_matmul_grid`.
     """
     _check_matmul(dtype, None, block_m=block_m, block_n=block_n, block_k=block_k)
-    kb = _matmul_builder("stream_k_matmul", dtype, None, "f32")
+    _check_out_dtype(out_dtype)
+    if not isinstance(workspace, bool):
+        raise ValueError(f"workspace must be True or False, got {workspace!r}")
+    if out_dtype != "f32" and not workspace:
+        raise ValueError(f"out_dtype {out_dtype!r} needs workspace=True: the parts of a tile "
+                         "added into c atomically would each be rounded")
+    kb = (_matmul_builder("stream_k_matmul_parts", dtype, None, out_dtype, w=_view("f32", 2))
+          if workspace else _matmul_builder("stream_k_matmul", dtype, None, out_dtype))
     with kb as k:
         def i32(v: Value) -> Value:
             return k.cast(v, "i32")
@@ -547,9 +564,17 @@ def stream_k_matmul(
                 # the accumulator live through the store's staging).
                 whole = tile_done & (began == 0)
                 with k.if_(whole) as stored:
-                    k.store(acc, k.args.c, [m, n])
+                    k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype),
+                            k.args.c, [m, n])
                 with stored.else_():
-                    k.store(acc, k.args.c, [m, n], add=True)
+                    if workspace:
+                        # Slot 0: the part of the tile this program began within (its
+                        # first); slot 1: of the tile it began at step 0 and ended within.
+                        slot = k.where(began == 0, 1, 0)
+                        row = (2 * program + k.cast(slot, "index")) * block_m
+                        k.store(acc, k.args.w, [row, 0])
+                    else:
+                        k.store(acc, k.args.c, [m, n], add=True)
                 flush.yield_(zeros)
             next_m = tile_m + 1
             wrap = next_m == i32(grid_m)
@@ -561,6 +586,63 @@ def stream_k_matmul(
                 flush.results[0],
             )
     return kb
+
+
+def stream_k_workspace_shape(programs: int, block_m: int = 128,
+                             block_n: int = 128) -> tuple[int, int]:
+    """The shape of the f32 workspace ``w`` of :func:`stream_k_matmul` with ``workspace``
+    on ``programs`` programs (its grid's): two ``block_m x block_n`` slots a program."""
+    _programs_grid(programs, 1)  # checks programs
+    return (2 * programs * block_m, block_n)
+
+
+def stream_k_fixup(
+    out_dtype: str = "f32",
+    block_m: int = 128,
+    block_n: int = 128,
+    block_k: int = 64,
+) -> KernelBuilder:
+    """The second kernel of :func:`stream_k_matmul` with ``workspace``: sums the parts of
+    every tile split between programs, in program order, into ``c``.
+
+    Arguments: ``w`` (the workspace, f32), ``c`` (M x N, ``out_dtype``), ``size_k`` (K,
+    i64) and ``programs`` (i32: the first kernel's programs, its grid). Blocks as the first
+    kernel's. Program (i, j) finds which programs ran steps of tile (i, j) (the first of
+    them ran its first steps, from the slot for a part ended within the tile; each later one
+    began within it); a tile that one program ran whole is left as that program stored it.
+    Grid: :func:`stream_k_fixup_grid`.
+    """
+    _check_out_dtype(out_dtype)
+    _check_pow2(block_m=block_m, block_n=block_n, block_k=block_k)
+    kb = KernelBuilder("stream_k_fixup", w=_view("f32", 2), c=_view(out_dtype, 2),
+                       size_k=Scalar("i64"), programs=Scalar("i32"))
+    with kb as k:
+        tile_m, tile_n = k.program_id(0), k.program_id(1)
+        grid_m = k.maximum((k.size(k.args.c, 0) + (block_m - 1)) / block_m, 1)
+        grid_n = k.maximum((k.size(k.args.c, 1) + (block_n - 1)) / block_n, 1)
+        k_steps = k.maximum((k.cast(k.args.size_k, "index") + (block_k - 1)) / block_k, 1)
+        steps = grid_m * grid_n * k_steps
+        programs = k.cast(k.args.programs, "index")
+        first_step = (tile_n * grid_m + tile_m) * k_steps
+        # The program that runs step s of all: the last p with p * steps // programs <= s.
+        first = ((first_step + 1) * programs - 1) / steps
+        last = ((first_step + k_steps) * programs - 1) / steps
+        with k.if_(first != last):
+            acc0 = k.load(k.args.w, [(2 * first + 1) * block_m, 0], [block_m, block_n])
+            with k.loop(first + 1, last + 1, carried=[acc0]) as parts:
+                (acc,) = parts.carried
+                part = k.load(k.args.w, [2 * parts.iv * block_m, 0], [block_m, block_n])
+                parts.yield_(acc + part)
+            (acc,) = parts.results
+            k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c,
+                    [tile_m * block_m, tile_n * block_n])
+    return kb
+
+
+def stream_k_fixup_grid(shape_c: Sequence[int], block_m: int = 128,
+                        block_n: int = 128) -> tuple[int, int]:
+    """The grid of :func:`stream_k_fixup`: a program a tile of ``c``."""
+    return (max(cdiv(shape_c[0], block_m), 1), max(cdiv(shape_c[1], block_n), 1))
 
 
 def stream_k_matmul_grid(
@@ -754,8 +836,11 @@ __all__ = [
     "softmax",
     "softmax_grid",
     "softmax_online",
+    "stream_k_fixup",
+    "stream_k_fixup_grid",
     "stream_k_matmul",
     "stream_k_matmul_grid",
+    "stream_k_workspace_shape",
     "transpose",
     "transpose_grid",
     "vector_add",

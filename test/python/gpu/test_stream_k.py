@@ -168,3 +168,55 @@ def test_stream_k_grid() -> None:
     assert kernels.stream_k_matmul_grid((0, 0), (0, 0), 8) == (1,)
     with pytest.raises(ValueError, match="programs must be a positive integer"):
         kernels.stream_k_matmul_grid((64, 64), (64, 64), 0)
+
+
+@pytest.mark.parametrize(("target", "out_dtype", "options"), [
+    ("sm_80", "f16", {}),
+    ("sm_80", "f32", {}),
+    ("sm_90a", "bf16", {"tma": False}),
+    ("sm_90a", "f16", {"tma": True}),
+])
+def test_stream_k_with_workspace_matches_torch(target: str, out_dtype: str,
+                                               options: dict[str, Any]) -> None:
+    """With a workspace, split tiles' parts go to their programs' slots and a second kernel
+    sums them in program order into c: any c dtype, c need not hold zeros (NaN here), and
+    two runs give the same bits."""
+    bm, bn, bk = 64, 64, 32
+    parts = compile(kernels.stream_k_matmul("f16", bm, bn, bk, out_dtype, workspace=True),
+                    target, num_warps=4, num_stages=3, **PROMISES, **options)
+    fixup = compile(kernels.stream_k_fixup(out_dtype, bm, bn, bk), target, num_warps=4,
+                    **PROMISES)
+    assert "red.global.add" not in str(parts.asm["ptx"])
+    dtype = getattr(torch, {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[out_dtype])
+    torch.manual_seed(0)
+    for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                              (5 * bm, 3 * bk + 16, 2 * bn - 16, 3), (bm, 7 * bk, bn, 5),
+                              (200, 304, 144, 3), (bm, bk, bn, 7), (70, 0, 48, 2)]:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+        grid = kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk)
+        results = []
+        for _ in range(2):
+            c = torch.full((m, n), float("nan"), dtype=dtype)
+            w = torch.full(kernels.stream_k_workspace_shape(grid[0], bm, bn), float("nan"))
+            parts.launch(grid, a, b, c, w)
+            fixup.launch(kernels.stream_k_fixup_grid(c.shape, bm, bn), w, c, k, grid[0])
+            results.append(c)
+        want = a.double() @ b.double()
+        bound = matmul_bound(a, b) + (0 if out_dtype == "f32" else
+                                      want.abs() * torch.finfo(dtype).eps)
+        assert_close(results[0], want, atol=bound)
+        assert torch.equal(results[0].view(torch.int16 if dtype != torch.float32 else
+                                           torch.int32),
+                           results[1].view(torch.int16 if dtype != torch.float32 else
+                                           torch.int32))
+
+
+def test_stream_k_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="out_dtype 'f16' needs workspace=True"):
+        kernels.stream_k_matmul("f16", 64, 64, 32, "f16")
+    with pytest.raises(ValueError, match="workspace must be True or False"):
+        kernels.stream_k_matmul("f16", 64, 64, 32, workspace=1)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="programs must be a positive integer"):
+        kernels.stream_k_workspace_shape(0)
+    assert kernels.stream_k_workspace_shape(3, 64, 32) == (384, 32)
+    assert kernels.stream_k_fixup_grid((200, 100), 64, 64) == (4, 2)
