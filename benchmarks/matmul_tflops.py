@@ -22,9 +22,11 @@ cuBLAS or more.
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
 warps, and ``num_stages`` where ``tileopt.compile`` takes it), a program a tile in launch
 order and grouped, and tileopt also as :func:`tileopt.kernels.persistent_matmul` on the
-programs the GPU runs at once (``resident_programs``) and, with ``--out-dtype f32``, as
-:func:`tileopt.kernels.stream_k_matmul` on as many (its launch zeroes ``c`` first, in the
-time: it adds the tiles that programs split), and keeps the fastest per shape;
+programs the GPU runs at once (``resident_programs``) and as
+:func:`tileopt.kernels.stream_k_matmul` on as many (f32 results: its launch zeroes ``c``
+first, in the time, and it adds the tiles that programs split; other results: with its
+workspace, then :func:`tileopt.kernels.stream_k_fixup`, both in the time), and keeps the
+fastest per shape;
 configurations that do not compile (or need more shared memory than the GPU has) are skipped
 and counted. Every result is checked against ``a.float() @ b.float()`` before it is timed.
 
@@ -146,7 +148,7 @@ class Config:
     num_stages: int
     group_m: int | None = None  # grouped tile order (kernels.matmul's group_m)
     persistent: bool = False  # kernels.persistent_matmul, on the programs the GPU holds at once
-    stream_k: bool = False  # kernels.stream_k_matmul (f32 results), on as many programs
+    stream_k: bool = False  # kernels.stream_k_matmul, on as many programs
 
     def __str__(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k} w{self.num_warps} "
@@ -352,9 +354,10 @@ class TileoptMatmul:
         and cp.async; cp.async elsewhere."""
         return ("tma", "ws", "cpasync") if self.target == "sm_90a" else ("cpasync",)
 
-    def schedules(self, dtype: str, configs: Sequence[Config]) -> list[Config]:
-        """``configs`` less stream-K where the results are not f32 (it adds f32 parts)."""
-        return [c for c in configs if not c.stream_k or self.out(dtype) == "f32"]
+    def workspace(self, dtype: str, config: Config) -> bool:
+        """Whether ``config``'s stream-K sums split tiles through a workspace and
+        ``kernels.stream_k_fixup`` (results other than f32) rather than atomic adds."""
+        return config.stream_k and self.out(dtype) != "f32"
 
     def out(self, dtype: str) -> str:
         """The result's dtype for ``dtype`` inputs."""
@@ -366,23 +369,26 @@ class TileoptMatmul:
         return tuple(name for name, size in (("a", shape.k), ("b", shape.n), ("c", shape.n))
                      if size % 16 == 0)
 
-    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
+    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str,
+                  fixup: bool = False) -> str:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
-        schedule = ("p" if config.persistent else "sk" if config.stream_k
+        schedule = ("p" if config.persistent else "skfix" if fixup else "sk" if config.stream_k
                     else f"g{config.group_m or 0}")
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
                 f"s{config.num_stages}-{schedule}-"
                 f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
 
-    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str) -> Any:
-        """The compiled (or saved) kernel; raises the compilation's error (remembered)."""
-        name = self.file_name(dtype, config, divisible, copy)
+    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str,
+               fixup: bool = False) -> Any:
+        """The compiled (or saved) kernel, or with ``fixup`` its stream-K's second kernel;
+        raises the compilation's error (remembered)."""
+        name = self.file_name(dtype, config, divisible, copy, fixup)
         key = ("file", name)
         if key in self.errors:
             raise RuntimeError(self.errors[key])
         if key not in self.kernels:
             try:
-                self.kernels[key] = self._make(dtype, config, divisible, copy, name)
+                self.kernels[key] = self._make(dtype, config, divisible, copy, name, fixup)
             except Exception as e:
                 lines = [re.sub(r'^error:\s*("[^"]*":\d+:\d+:\s*)?', "", x.strip())
                          for x in str(e).splitlines() if x.strip().startswith("error:")]
@@ -392,7 +398,7 @@ class TileoptMatmul:
         return self.kernels[key]
 
     def _make(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str,
-              name: str) -> Any:
+              name: str, fixup: bool) -> Any:
         if self.kernels_dir is not None:
             from tileopt.runtime.kernel import Kernel
 
@@ -406,8 +412,15 @@ class TileoptMatmul:
         tiles = {"block_m": config.block_m, "block_n": config.block_n,
                  "block_k": config.block_k}
         out = {"out_dtype": self.out(dtype)}
+        promises = {"aligned": True, "divisible_sizes": ["c"] if "c" in divisible else [],
+                    "int32_indexing": True}
+        if fixup:
+            return tileopt.compile(kernels.stream_k_fixup(**out, **tiles), target=self.target,
+                                   num_warps=config.num_warps, **promises)
+        workspace = self.workspace(dtype, config)
         return tileopt.compile(
-            kernels.stream_k_matmul(dtype, **tiles) if config.stream_k
+            kernels.stream_k_matmul(dtype, **tiles, **out, workspace=True) if workspace
+            else kernels.stream_k_matmul(dtype, **tiles) if config.stream_k
             else kernels.persistent_matmul(dtype, **tiles, **out) if config.persistent
             else kernels.matmul(dtype, group_m=config.group_m, **tiles, **out),
             target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
@@ -421,19 +434,20 @@ class TileoptMatmul:
         ``errors.json`` for those that do not compile)."""
         out.mkdir(parents=True, exist_ok=True)
         for dtype in dtypes:
-            for config in self.schedules(dtype, configs):
+            for config in configs:
                 for divisible in sorted(divisibles):
                     for copy in self.variants():
-                        name = self.file_name(dtype, config, divisible, copy)
-                        try:
-                            kernel = self.kernel(dtype, config, divisible, copy)
-                        except RuntimeError as e:
-                            print(f"  {name}: does not compile: {e}", flush=True)
-                            continue
-                        kernel.save(out / name)
-                        md = kernel.metadata
-                        print(f"  {name}: {md.registers} registers, {md.shared_bytes} bytes "
-                              f"of shared memory", flush=True)
+                        for fixup in (False, True) if self.workspace(dtype, config) else (False,):
+                            name = self.file_name(dtype, config, divisible, copy, fixup)
+                            try:
+                                kernel = self.kernel(dtype, config, divisible, copy, fixup)
+                            except RuntimeError as e:
+                                print(f"  {name}: does not compile: {e}", flush=True)
+                                continue
+                            kernel.save(out / name)
+                            md = kernel.metadata
+                            print(f"  {name}: {md.registers} registers, {md.shared_bytes} "
+                                  f"bytes of shared memory", flush=True)
         errors = {key[1]: error for key, error in self.errors.items()}
         (out / "errors.json").write_text(json.dumps(errors, indent=1))
 
@@ -443,11 +457,14 @@ class TileoptMatmul:
 
         props = torch.cuda.get_device_properties(0)
         out = []
-        for config in self.schedules(dtype, configs):
+        for config in configs:
             for copy in self.variants():
                 label = f"{config}{'' if copy == 'cpasync' else ' ' + copy}"
+                workspace = self.workspace(dtype, config)
                 try:
                     kernel = self.kernel(dtype, config, self.divisible(shape), copy)
+                    fixup = (self.kernel(dtype, config, self.divisible(shape), copy, True)
+                             if workspace else None)
                 except RuntimeError as e:
                     failures.append(f"{label}: does not compile: {e}")
                     continue
@@ -463,11 +480,22 @@ class TileoptMatmul:
                     steps = grid[0] * grid[1] * max(math.ceil(shape.k / config.block_k), 1)
                     grid = (min(resident_programs(kernel.metadata, props), steps),)
 
-                def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c,
-                           zeroed: bool = config.stream_k) -> None:
-                    if zeroed:  # it adds the tiles that programs split into zeros
-                        c.zero_()
-                    kernel.launch(grid, a, b, c, device="cuda")
+                if workspace:  # as kernels.stream_k_workspace_shape and stream_k_fixup_grid
+                    w = torch.empty(2 * grid[0] * config.block_m, config.block_n,
+                                    device="cuda")
+                    fix_grid = (math.ceil(shape.m / config.block_m),
+                                math.ceil(shape.n / config.block_n))
+
+                    def launch(kernel: Any = kernel, fixup: Any = fixup, grid: Any = grid,
+                               c: Any = c, w: Any = w, fix_grid: Any = fix_grid) -> None:
+                        kernel.launch(grid, a, b, c, w, device="cuda")
+                        fixup.launch(fix_grid, w, c, shape.k, grid[0], device="cuda")
+                else:
+                    def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c,
+                               zeroed: bool = config.stream_k) -> None:
+                        if zeroed:  # it adds the tiles that programs split into zeros
+                            c.zero_()
+                        kernel.launch(grid, a, b, c, device="cuda")
 
                 out.append((label, launch, c))
         return out

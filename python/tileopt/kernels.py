@@ -607,17 +607,21 @@ def stream_k_fixup(
 
     Arguments: ``w`` (the workspace, f32), ``c`` (M x N, ``out_dtype``), ``size_k`` (K,
     i64) and ``programs`` (i32: the first kernel's programs, its grid). Blocks as the first
-    kernel's. Program (i, j) finds which programs ran steps of tile (i, j) (the first of
-    them ran its first steps, from the slot for a part ended within the tile; each later one
-    began within it); a tile that one program ran whole is left as that program stored it.
-    Grid: :func:`stream_k_fixup_grid`.
+    kernel's. A program sums :func:`_fixup_rows` rows of a tile (the parts of a whole tile
+    would take twice its accumulator's registers): it finds which programs ran steps of its
+    tile (the first of them ran its first steps, from the slot for a part ended within the
+    tile; each later one began within it); a tile that one program ran whole is left as
+    that program stored it. Grid: :func:`stream_k_fixup_grid`.
     """
     _check_out_dtype(out_dtype)
     _check_pow2(block_m=block_m, block_n=block_n, block_k=block_k)
     kb = KernelBuilder("stream_k_fixup", w=_view("f32", 2), c=_view(out_dtype, 2),
                        size_k=Scalar("i64"), programs=Scalar("i32"))
+    rows = _fixup_rows(block_m, block_n)
     with kb as k:
-        tile_m, tile_n = k.program_id(0), k.program_id(1)
+        slices = block_m // rows
+        tile_m, tile_n = k.program_id(0) / slices, k.program_id(1)
+        row = (k.program_id(0) - tile_m * slices) * rows  # within the tile
         grid_m = k.maximum((k.size(k.args.c, 0) + (block_m - 1)) / block_m, 1)
         grid_n = k.maximum((k.size(k.args.c, 1) + (block_n - 1)) / block_n, 1)
         k_steps = k.maximum((k.cast(k.args.size_k, "index") + (block_k - 1)) / block_k, 1)
@@ -628,21 +632,29 @@ def stream_k_fixup(
         first = ((first_step + 1) * programs - 1) / steps
         last = ((first_step + k_steps) * programs - 1) / steps
         with k.if_(first != last):
-            acc0 = k.load(k.args.w, [(2 * first + 1) * block_m, 0], [block_m, block_n])
+            acc0 = k.load(k.args.w, [(2 * first + 1) * block_m + row, 0], [rows, block_n])
             with k.loop(first + 1, last + 1, carried=[acc0]) as parts:
                 (acc,) = parts.carried
-                part = k.load(k.args.w, [2 * parts.iv * block_m, 0], [block_m, block_n])
+                part = k.load(k.args.w, [2 * parts.iv * block_m + row, 0], [rows, block_n])
                 parts.yield_(acc + part)
             (acc,) = parts.results
             k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c,
-                    [tile_m * block_m, tile_n * block_n])
+                    [tile_m * block_m + row, tile_n * block_n])
     return kb
+
+
+def _fixup_rows(block_m: int, block_n: int) -> int:
+    """The rows of a tile that a :func:`stream_k_fixup` program sums: 2048 elements or
+    fewer (16 a thread on 4 warps)."""
+    return max(1, min(block_m, 2048 // block_n))
 
 
 def stream_k_fixup_grid(shape_c: Sequence[int], block_m: int = 128,
                         block_n: int = 128) -> tuple[int, int]:
-    """The grid of :func:`stream_k_fixup`: a program a tile of ``c``."""
-    return (max(cdiv(shape_c[0], block_m), 1), max(cdiv(shape_c[1], block_n), 1))
+    """The grid of :func:`stream_k_fixup`: a program for each :func:`_fixup_rows` rows of
+    each tile of ``c``."""
+    slices = block_m // _fixup_rows(block_m, block_n)
+    return (max(cdiv(shape_c[0], block_m), 1) * slices, max(cdiv(shape_c[1], block_n), 1))
 
 
 def stream_k_matmul_grid(

@@ -187,6 +187,8 @@ def test_stream_k_with_workspace_matches_torch(target: str, out_dtype: str,
     fixup = compile(kernels.stream_k_fixup(out_dtype, bm, bn, bk), target, num_warps=4,
                     **PROMISES)
     assert "red.global.add" not in str(parts.asm["ptx"])
+    for kern in (parts, fixup):
+        assert kern.metadata.registers is None or kern.metadata.spill_bytes == 0
     dtype = getattr(torch, {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[out_dtype])
     torch.manual_seed(0)
     for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
@@ -219,4 +221,4 @@ def test_stream_k_options_are_checked() -> None:
     with pytest.raises(ValueError, match="programs must be a positive integer"):
         kernels.stream_k_workspace_shape(0)
     assert kernels.stream_k_workspace_shape(3, 64, 32) == (384, 32)
-    assert kernels.stream_k_fixup_grid((200, 100), 64, 64) == (4, 2)
+    assert kernels.stream_k_fixup_grid((200, 100), 64, 64) == (4 * 2, 2)  # 32-row slices
