@@ -937,7 +937,7 @@ def loop_opcodes(ptx: str, name: str) -> set[str]:
     inside: set[str] = set()
     for i, s in enumerate(found):
         if opcode(s).startswith("bra") and (start := labels.get(s.split()[-1])) is not None:
-            inside.update(opcode(t) for t in found[start:i + 1] if start <= i)
+            inside.update(opcode(t) for t in found[start:i + 1])  # empty if forward
     return inside
 
 

@@ -1145,11 +1145,6 @@ class Branch(_Body):
             raise BuilderError("branch.else_() comes after the branch's own body is built")
         if self._else is not None:
             raise BuilderError("a branch has one else body")
-        if self._types:  # the default: the carried values, unchanged
-            for op in list(self.op.else_block.operations):
-                op.operation.erase()
-        else:
-            ir.Block.create_at_start(self.op.regions[1], [])
         self._else = _Else(self)
         return self._else
 
@@ -1170,6 +1165,15 @@ class _Else(_Body):
     @property
     def _block(self) -> ir.Block:
         return self.op.else_block
+
+    def __enter__(self) -> Self:
+        if self._ip is None and not self._yielded:  # replaces the default else
+            if self._types:  # which yields the carried values, unchanged
+                for op in list(self.op.else_block.operations):
+                    op.operation.erase()
+            else:
+                ir.Block.create_at_start(self.op.regions[1], [])
+        return super().__enter__()
 
     @property
     def results(self) -> list[Value]:

@@ -606,9 +606,10 @@ def stream_k_fixup(
     every tile split between programs, in program order, into ``c``.
 
     Arguments: ``w`` (the workspace, f32), ``c`` (M x N, ``out_dtype``), ``size_k`` (K,
-    i64) and ``programs`` (i32: the first kernel's programs, its grid). Blocks as the first
-    kernel's. A program sums :func:`_fixup_rows` rows of a tile (the parts of a whole tile
-    would take twice its accumulator's registers): it finds which programs ran steps of its
+    i64) and ``programs`` (i32: the first kernel's grid, which ``w`` was shaped for). Blocks
+    as the first kernel's. A program sums a slice of a tile's rows, 2048 elements (the parts
+    of a whole tile would take twice its accumulator's registers): it finds which programs
+    ran steps of its
     tile (the first of them ran its first steps, from the slot for a part ended within the
     tile; each later one began within it); a tile that one program ran whole is left as
     that program stored it. Grid: :func:`stream_k_fixup_grid`.
@@ -651,8 +652,8 @@ def _fixup_rows(block_m: int, block_n: int) -> int:
 
 def stream_k_fixup_grid(shape_c: Sequence[int], block_m: int = 128,
                         block_n: int = 128) -> tuple[int, int]:
-    """The grid of :func:`stream_k_fixup`: a program for each :func:`_fixup_rows` rows of
-    each tile of ``c``."""
+    """The grid of :func:`stream_k_fixup`: a program for each slice of rows of each tile
+    of ``c``."""
     slices = block_m // _fixup_rows(block_m, block_n)
     return (max(cdiv(shape_c[0], block_m), 1) * slices, max(cdiv(shape_c[1], block_n), 1))
 

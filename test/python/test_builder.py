@@ -314,8 +314,13 @@ def test_branch_else_misuse_is_reported() -> None:
         with other:
             other.yield_(acc0 - 2.0)
         assert len(kept.results) == 1
+        # An else asked for but never built changes nothing.
+        with k.if_(k.args.n > 2) as plain:
+            pass
+        plain.else_()
     assert kb.module.operation.verify()
-    assert str(kb.module).count("scf.if") == 1
+    assert str(kb.module).count("scf.if") == 2
+    assert str(kb.module).count("} else {") == 1
 
 
 def test_branch_misuse_is_reported() -> None:
