@@ -636,8 +636,13 @@ def stream_k_fixup(
             acc0 = k.load(k.args.w, [(2 * first + 1) * block_m + row, 0], [rows, block_n])
             with k.loop(first + 1, last + 1, carried=[acc0]) as parts:
                 (acc,) = parts.carried
-                part = k.load(k.args.w, [2 * parts.iv * block_m + row, 0], [rows, block_n])
-                parts.yield_(acc + part)
+                # On more programs than steps some run none (and store no part).
+                p = parts.iv
+                with k.if_(p * steps / programs != (p + 1) * steps / programs,
+                           carried=[acc]) as ran:
+                    part = k.load(k.args.w, [2 * p * block_m + row, 0], [rows, block_n])
+                    ran.yield_(acc + part)
+                parts.yield_(ran.results[0])
             (acc,) = parts.results
             k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c,
                     [tile_m * block_m + row, tile_n * block_n])
