@@ -21,9 +21,11 @@ def TileAssignLayouts : Pass<"tile-assign-layouts", "::mlir::ModuleOp"> {
     attention's two, put all warps on the rows). Reductions of an mma tile
     stay in its layout, a dot's lhs already in its accumulator's layout
     stays in registers, and `scf.for` carries a tile in the layout its body
-    yields where the body would convert it back anyway. A store that adds
-    keeps its value's layout (`red.global.add` moves one element, in any
-    layout), except f32 on sm_90 and newer, which adds 16-byte vectors.
+    yields where the body would convert it back anyway. A 32-bit tile in an
+    mma layout is stored from it (its fragments' pairs are 8-byte vectors
+    that fill 32-byte sectors); a store that adds keeps its value's layout
+    (`red.global.add` moves one element, in any layout), except f32 on
+    sm_90 and newer from other layouts, which adds 16-byte vectors.
   }];
   let options = [
     Option<"numWarps", "num-warps", "unsigned", /*default=*/"4",

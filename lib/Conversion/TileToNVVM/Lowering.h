@@ -456,7 +456,8 @@ int64_t smemPad(mlir::Type element);
 
 /// The dimension along which a layout's registers are contiguous, and how
 /// many elements a thread holds contiguously there (slices inherit it from
-/// their blocked parent when the sliced dim is another one).
+/// their blocked parent when the sliced dim is another one; an mma layout's
+/// fragments hold pairs along the last dim).
 std::pair<int64_t, unsigned> contiguity(mlir::Attribute layout);
 
 //===----------------------------------------------------------------------===//

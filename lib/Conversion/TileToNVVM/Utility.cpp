@@ -521,6 +521,9 @@ std::pair<int64_t, unsigned> contiguity(Attribute layout) {
       return {0, 1};
     return {d > slice.getDim() ? d - 1 : d, elems};
   }
+  // An mma fragment's (r, c), (r, c + 1) pairs.
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout))
+    return {int64_t(mma.getRank()) - 1, 2};
   return {0, 1};
 }
 

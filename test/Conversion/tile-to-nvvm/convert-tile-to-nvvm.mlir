@@ -1399,7 +1399,7 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.if %{{.*}} -> (vector<32xf32>) {
 // CHECK-NOT: "mov.b{{32|64}} $0, $1;"
-// CHECK: st.global
+// CHECK: st.global.v2.b32
 // CHECK: %[[ZERO:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=f,f"
 // CHECK-NEXT: %[[ZEROS:.*]] = vector.broadcast %[[ZERO]] : f32 to vector<32xf32>
 // CHECK-NEXT: scf.yield %[[ZEROS]]
@@ -1408,9 +1408,9 @@ tile.kernel @ring_only_copy_one_stage(%x: memref<?x?xf16, strided<[?, 1], offset
 // CHECK: nvvm.cp.async.wait.group 0
 // WGMMA-LABEL: gpu.func @persistent_k_loop
 // WGMMA: scf.if %{{.*}} -> (vector<32xf32>) {
-// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r"
-// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, $1;", "=r,r"
-// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b64 $0, $1;", "=l,l"
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b{{32|64}} $0, $1;"
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b{{32|64}} $0, $1;"
+// WGMMA-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "mov.b{{32|64}} $0, $1;"
 // WGMMA: wgmma.wait_group.sync.aligned 0
 // WGMMA: st.global
 // TMA-LABEL: gpu.func @persistent_k_loop
@@ -1473,11 +1473,14 @@ tile.kernel @store_add(%y: memref<?xf32>, %z: memref<?xi32>, %s: f32, %i: i32) {
 // An mma layout of fewer warps than the kernel's (a 16x16 tile: 2 of 4
 // warps) repeats in the warps after it; a store (and an add, which would
 // count every repeat) is made by the layout's own warps alone.
+// It adds a fragment's pairs of f32, on sm_90 two in an instruction.
 // CHECK-LABEL: gpu.func @store_from_repeating_warps
 // CHECK: %[[WARP:.*]] = arith.shrui %{{.*}}, %c5_i32
 // CHECK: %[[OWNER:.*]] = arith.cmpi ult, %[[WARP]], %c2_i32
 // CHECK: arith.andi %{{.*}}, %[[OWNER]]
-// CHECK: red.global.add.f32
+// CHECK: "@$1 red.global.add.f32 [$0+0], $2;\0A\09@$1 red.global.add.f32 [$0+4], $3;"
+// WGMMA-LABEL: gpu.func @store_from_repeating_warps
+// WGMMA-COUNT-2: "@$1 red.global.add.v2.f32 [$0], {$2, $3};"
 #mma16 = #tile.mma<warpsPerCTA = [1, 2]>
 tile.kernel @store_from_repeating_warps(%y: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %s: f32) attributes {tile.num_warps = 4 : i32} {
   %c0 = arith.constant 0 : index

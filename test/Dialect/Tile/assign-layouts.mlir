@@ -140,29 +140,32 @@ tile.kernel @dots(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>,
 
 // -----
 
-// Before sm_90 a store that adds moves one element an instruction whatever
-// the layout, so the accumulator adds from its mma layout, and i32 does on
-// every chip; a plain store converts it to a layout of wide row accesses, as
-// an f32 add does on sm_90 (16-byte vectors).
+// A 32-bit tile in an mma layout is stored from it: a thread's pairs are
+// 8-byte vectors that fill whole sectors. So is an add, an element (or on
+// sm_90 a pair) an instruction. A 16-bit store converts to 16-byte row
+// accesses, as does an f32 add on sm_90 into a view whose columns are not
+// contiguous (16-byte vectors along its rows); before sm_90 it adds from the
+// mma layout, whatever the view.
 // SM80-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
 // SM80-LABEL: tile.kernel @store_adds_from_its_layout
 // SM80: %[[D:.*]] = tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
 // SM80-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>
-// SM80-NEXT: %[[C:.*]] = tile.convert_layout %[[D]]
-// SM80-NEXT: tile.store %[[C]], %{{.*}} : tensor<64x64xf32, #blocked
-// SM80: %[[I:.*]] = arith.fptosi %[[D]] {{.*}} to tensor<64x64xi32, #[[MMA]]>
-// SM80-NEXT: tile.store %[[I]], %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
+// SM80-NEXT: tile.store %[[D]], %{{.*}} : tensor<64x64xf32, #[[MMA]]>
+// SM80: tile.store %{{.*}}, %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
+// SM80: %[[H:.*]] = tile.convert_layout %{{.*}} : tensor<64x64xf16, #[[MMA]]> -> tensor<64x64xf16, #blocked
+// SM80-NEXT: tile.store %[[H]]
+// SM80-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>, memref<?x?xf32, strided<[1, ?]>>
 // CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
-// CHECK-DAG: #[[ROWS:.*]] = #tile.blocked<sizePerThread = [1, 4]
 // CHECK-LABEL: tile.kernel @store_adds_from_its_layout
 // CHECK: %[[D:.*]] = tile.dot {{.*}} -> tensor<64x64xf32, #[[MMA]]>
-// CHECK-NEXT: %[[C:.*]] = tile.convert_layout %[[D]] : tensor<64x64xf32, #[[MMA]]> -> tensor<64x64xf32, #[[ROWS]]>
-// CHECK-NEXT: tile.store %[[C]], %{{.*}} {add} : tensor<64x64xf32, #[[ROWS]]>
-// CHECK-NEXT: %[[C2:.*]] = tile.convert_layout %[[D]]
-// CHECK-NEXT: tile.store %[[C2]], %{{.*}} : tensor<64x64xf32, #[[ROWS]]>
-// CHECK: %[[I:.*]] = arith.fptosi %[[D]] {{.*}} to tensor<64x64xi32, #[[MMA]]>
-// CHECK-NEXT: tile.store %[[I]], %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
-tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %g: memref<?x?xi32>, %s: f32) {
+// CHECK-NEXT: tile.store %[[D]], %{{.*}} {add} : tensor<64x64xf32, #[[MMA]]>
+// CHECK-NEXT: tile.store %[[D]], %{{.*}} : tensor<64x64xf32, #[[MMA]]>
+// CHECK: tile.store %{{.*}}, %{{.*}} {add} : tensor<64x64xi32, #[[MMA]]>
+// CHECK: %[[H:.*]] = tile.convert_layout %{{.*}} : tensor<64x64xf16, #[[MMA]]> -> tensor<64x64xf16, #blocked
+// CHECK-NEXT: tile.store %[[H]]
+// CHECK-NEXT: %[[T:.*]] = tile.convert_layout %[[D]] : tensor<64x64xf32, #[[MMA]]> -> tensor<64x64xf32, #blocked
+// CHECK-NEXT: tile.store %[[T]], %{{.*}} {add} : tensor<64x64xf32, #blocked{{[0-9]*}}>, memref<?x?xf32, strided<[1, ?]>>
+tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>, %g: memref<?x?xi32>, %h: memref<?x?xf16>, %t: memref<?x?xf32, strided<[1, ?]>>, %s: f32) {
   %c0 = arith.constant 0 : index
   %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16>
   %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<32x64xf16>
@@ -172,6 +175,9 @@ tile.kernel @store_adds_from_its_layout(%a: memref<?x?xf16>, %b: memref<?x?xf16>
   tile.store %d, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   %i = arith.fptosi %d : tensor<64x64xf32> to tensor<64x64xi32>
   tile.store %i, %g[%c0, %c0] {add} : tensor<64x64xi32>, memref<?x?xi32>
+  %half = arith.truncf %d : tensor<64x64xf32> to tensor<64x64xf16>
+  tile.store %half, %h[%c0, %c0] : tensor<64x64xf16>, memref<?x?xf16>
+  tile.store %d, %t[%c0, %c0] {add} : tensor<64x64xf32>, memref<?x?xf32, strided<[1, ?]>>
   tile.return
 }
 

@@ -22,17 +22,21 @@ from tileopt.errors import CompilationError, OptionError
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
 
 
-def _matmul(target: str, bm: int, bn: int, bk: int, warps: int, stages: int) -> Any:
+def _matmul(target: str, bm: int, bn: int, bk: int, warps: int, stages: int,
+            out_dtype: str = "f32") -> Any:
     """The pipelined matmul on cp.async copies (sm_90a's TMA pipelines: test_tma.py)."""
-    kb = kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk)
+    kb = kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk, out_dtype=out_dtype)
     return compile(kb, target, num_warps=warps, num_stages=stages, tma=False, **PROMISES)
 
 
-def _check(kern: Any, bm: int, bn: int, m: int, k: int, n: int) -> None:
+def _check(kern: Any, bm: int, bn: int, m: int, k: int, n: int,
+           dtype: torch.dtype = torch.float32) -> None:
     a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
-    c = torch.full((m, n), float("nan"))
+    c = torch.full((m, n), float("nan"), dtype=dtype)
     kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
-    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+    want = a.double() @ b.double()
+    rounding = 0 if dtype == torch.float32 else want.abs() * torch.finfo(dtype).eps
+    assert_close(c, want, atol=matmul_bound(a, b) + rounding)
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
@@ -49,15 +53,10 @@ def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
         assert waits == {str(ahead - 1), "0"}
         # A ring slot holds the 64x32 and 32x64 f16 operands (swizzled, 8 KB); one slot per
         # stage for wgmma, one fewer for mma.sync, which is done with its slot when it
-        # refills it (as Triton's sm_80 pipeline). The epilogue's 64x64 f32 conversion reuses
-        # the rings' space: rows padded by one 16-byte vector, which both sides move (on sm_80
-        # in two slices of 32 rows, which mma.sync's 2x2 warps hold whole), unless that takes
-        # more than the rings and the fewest bytes would; then XOR-swizzled, unpadded.
+        # refills it (as Triton's sm_80 pipeline). The f32 result needs no more: it is
+        # stored straight from the mma layout (test_f32_epilogue_stores_from_the_mma_layout).
         rings = (stages if target == "sm_90a" else stages - 1) * 8192
-        padded = 64 * 68 * 4 if target == "sm_90a" else 32 * 68 * 4
-        fewest = min(padded, 64 * 64 * 4)
-        epilogue = padded if padded <= max(rings, fewest) else fewest
-        assert kern.metadata.shared_bytes == max(rings, epilogue)
+        assert kern.metadata.shared_bytes == rings
     # K from below one block (every prefetch past the end) to several rings' worth;
     # M and N not multiples of the tile.
     for m, k, n in [(200, 304, 144), (70, 16, 48), (64, 96, 64)]:
@@ -287,28 +286,42 @@ def test_dynamic_shared_memory_from_ptx_needs_its_size() -> None:
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
-def test_epilogue_conversion_moves_vectors(target: str) -> None:
-    """The accumulator's conversion to the store's layout moves vectors through shared memory
-    on both sides: the mma layout's column pairs as st.shared.v2, the store layout's 16-byte
-    row pieces as ld.shared.v4 (rows padded by one 16-byte vector keep both aligned), where
-    every element used to move alone (128 + 128 scalar accesses per thread here)."""
-    kern = _matmul(target, 128, 128, 64, 4, 3)
+def test_f32_epilogue_stores_from_the_mma_layout(target: str) -> None:
+    """An f32 result goes to memory straight from the accumulator's registers: each pair of
+    a fragment is an 8-byte vector and a row's four lanes fill a 32-byte sector, so the warp
+    writes whole sectors with no staging through shared memory (32 st.global.v2 a thread at
+    128x128 on 8 warps). Above 64 elements a thread (4 warps) the result converts in slices
+    through shared memory, which keeps fewer addresses live."""
+    kern = _matmul(target, 128, 128, 64, 8, 3)
     ptx = str(kern.asm["ptx"])
-    assert ptx.count("st.shared.v2.b32") == 64 and ptx.count("ld.shared.v4.b32") == 32
-    assert not re.search(r"(st|ld)\.shared\.b32", ptx)
+    assert ptx.count("st.global.v2.b32") == 32
+    assert "st.shared" not in ptx and "st.global.b32" not in ptx
     _check(kern, 128, 128, 200, 80, 272)
+    ptx = str(_matmul(target, 128, 128, 64, 4, 3).asm["ptx"])
+    assert "st.shared" in ptx and "st.global.v4.b32" in ptx
+
+
+def test_f16_epilogue_conversion_moves_vectors() -> None:
+    """An f16 result's conversion to the store's layout moves vectors through shared memory:
+    the mma layout's column pairs as 32-bit words, the store layout's 16-byte row pieces as
+    ld.shared.v4 (rows padded by one 16-byte vector keep both aligned)."""
+    kern = _matmul("sm_80", 128, 128, 64, 4, 3, "f16")
+    ptx = str(kern.asm["ptx"])
+    assert ptx.count("st.shared.b32") == 64 and ptx.count("ld.shared.v4.b32") == 16
+    assert "ld.shared.b32" not in ptx and "st.shared.b16" not in ptx
+    _check(kern, 128, 128, 200, 80, 272, torch.float16)
 
 
 def test_epilogue_reuses_the_rings_and_converts_in_slices() -> None:
-    """After the loop its rings are dead: the epilogue's 66 KB conversion of the 128x128 f32
-    accumulator reuses their space (three 32 KB stages, as Triton's). Where both layouts hold
-    whole slices of rows (mma.sync's 2x2 warps and the store's rows of warps) the conversion
-    goes in four slices of 32 rows (16.5 KB), so one unpipelined stage is all the kernel
-    needs."""
-    kern = _matmul("sm_90a", 128, 128, 64, 8, 3)
+    """After the loop its rings are dead: the epilogue's conversion of the 128x128 f16
+    result (34 KB with its padding) reuses their space (three 32 KB stages, as Triton's).
+    Where both layouts hold whole slices of rows (mma.sync's 2x2 warps and the store's rows of
+    warps) the conversion goes in four slices of 32 rows, so one unpipelined stage is all the
+    kernel needs."""
+    kern = _matmul("sm_90a", 128, 128, 64, 8, 3, "f16")
     assert kern.metadata.shared_bytes == 3 * 32768
-    kern = _matmul("sm_80", 128, 128, 64, 4, 1)
+    kern = _matmul("sm_80", 128, 128, 64, 4, 1, "f16")
     assert kern.metadata.shared_bytes == 128 * 64 * 2 + 64 * 128 * 2
     ptx = str(kern.asm["ptx"])
     assert ptx.count("bar.sync") >= 2 + 2 * 4  # the loop's two, two per slice
-    _check(kern, 128, 128, 200, 80, 272)
+    _check(kern, 128, 128, 200, 80, 272, torch.float16)

@@ -105,9 +105,9 @@ def test_stream_k_matmul_matches_torch(target: str, warps: int, stages: int,
     kern = compile(kernels.stream_k_matmul("f16", bm, bn, bk), target, num_warps=warps,
                    num_stages=stages, **PROMISES, **options)
     ptx = str(kern.asm["ptx"])
-    # sm_90 adds 16 bytes of f32 at once, which takes PTX 8.1
+    # sm_90 adds a fragment's pair of f32 at once, which takes PTX 8.1
     vector = target != "sm_80"
-    assert ("red.global.add.v4.f32" in ptx) == vector
+    assert ("red.global.add.v2.f32" in ptx) == vector
     assert ".version 8.1" in ptx if vector else "red.global.add.f32" in ptx
     if stages > 1:  # the copies of later k steps are in flight
         assert "cp.async.bulk.tensor" in ptx if options.get("tma") else "cp.async.cg" in ptx

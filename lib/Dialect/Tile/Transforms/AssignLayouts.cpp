@@ -104,14 +104,33 @@ private:
     return defaultLayout(tile, order);
   }
 
+  /// Whether a plain store writes a 32-bit tile straight from its mma layout:
+  /// a thread's pair of adjacent elements is an 8-byte vector, and the four
+  /// lanes of a row fill a 32-byte sector, so the warp writes whole sectors
+  /// as a 16-byte layout does, with no staging through shared memory (which
+  /// a persistent matmul's epilogue needs beside its pipeline's ring). Not
+  /// above 64 elements a thread: a conversion in slices keeps fewer of their
+  /// addresses and checks live (128x128 on 4 warps, sm_80: 214 registers
+  /// against 255 for the direct store).
+  bool storesFromMma(RankedTensorType tile, MemRefType view) {
+    if (!isa_and_present<MmaLayoutAttr>(getLayout(tile)) ||
+        tile.getElementTypeBitWidth() != 32 ||
+        tile.getNumElements() > 64 * kWarpSize * int64_t(numWarps))
+      return false;
+    auto [strides, offset] = view.getStridesAndOffset();
+    return !strides.empty() && strides.back() == 1;
+  }
+
   /// The layout a store that adds takes, or null to keep the value's own.
-  /// sm_90 adds 16 bytes of f32 an instruction (red.global.add.v4.f32), in
-  /// accessLayout. Elsewhere red.global.add moves one element, in any layout:
-  /// a coalesced one would halve the sectors that a stream-K matmul's partial
-  /// tile adds from its MMA registers, but its conversion and its rows'
-  /// 64-bit addresses cost 44 more registers on sm_80 (64x64x32, 4 warps).
+  /// sm_90 adds f32 vectors: an mma fragment's pairs (red.global.add.v2.f32,
+  /// storesFromMma), else 16 bytes in accessLayout (.v4). Elsewhere
+  /// red.global.add moves one element, in any layout: a coalesced one would
+  /// halve the sectors that a stream-K matmul's partial tile adds from its
+  /// MMA registers, but its conversion and its rows' 64-bit addresses cost
+  /// 44 more registers on sm_80 (64x64x32, 4 warps).
   Attribute addLayout(RankedTensorType tile, MemRefType view) {
-    if (smVersion >= 90 && tile.getElementType().isF32())
+    if (smVersion >= 90 && tile.getElementType().isF32() &&
+        !storesFromMma(tile, view))
       return accessLayout(tile, view);
     return getLayout(tile);
   }
@@ -258,6 +277,8 @@ private:
       RankedTensorType value = store.getValue().getType();
       MemRefType view = store.getView().getType();
       Attribute layout = store.getAdd() ? addLayout(value, view) : nullptr;
+      if (!layout && storesFromMma(value, view))
+        return success();
       convertOperand(store.getValueMutable(),
                      layout ? layout : accessLayout(value, view));
       return success();
