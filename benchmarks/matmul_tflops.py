@@ -374,6 +374,8 @@ class TileoptMatmul:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
         schedule = ("p" if config.persistent else "skfix" if fixup else "sk" if config.stream_k
                     else f"g{config.group_m or 0}")
+        if fixup:  # one kernel whatever the first one copies with
+            copy = "any"
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
                 f"s{config.num_stages}-{schedule}-"
                 f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
@@ -412,11 +414,11 @@ class TileoptMatmul:
         tiles = {"block_m": config.block_m, "block_n": config.block_n,
                  "block_k": config.block_k}
         out = {"out_dtype": self.out(dtype)}
-        promises = {"aligned": True, "divisible_sizes": ["c"] if "c" in divisible else [],
-                    "int32_indexing": True}
+        promises = {"aligned": True, "int32_indexing": True}
         if fixup:
             return tileopt.compile(kernels.stream_k_fixup(**out, **tiles), target=self.target,
-                                   num_warps=config.num_warps, **promises)
+                                   num_warps=config.num_warps, **promises,
+                                   divisible_sizes=["c"] if "c" in divisible else [])
         workspace = self.workspace(dtype, config)
         return tileopt.compile(
             kernels.stream_k_matmul(dtype, **tiles, **out, workspace=True) if workspace
@@ -424,8 +426,8 @@ class TileoptMatmul:
             else kernels.persistent_matmul(dtype, **tiles, **out) if config.persistent
             else kernels.matmul(dtype, group_m=config.group_m, **tiles, **out),
             target=self.target, num_warps=config.num_warps, num_stages=config.num_stages,
-            tma=copy != "cpasync", warp_specialize=copy == "ws", aligned=True,
-            divisible_sizes=list(divisible), int32_indexing=True,
+            tma=copy != "cpasync", warp_specialize=copy == "ws", **promises,
+            divisible_sizes=list(divisible),
         )
 
     def save(self, dtypes: Sequence[str], configs: Sequence[Config], divisibles:
@@ -439,6 +441,8 @@ class TileoptMatmul:
                     for copy in self.variants():
                         for fixup in (False, True) if self.workspace(dtype, config) else (False,):
                             name = self.file_name(dtype, config, divisible, copy, fixup)
+                            if (out / name).exists():  # the fix-up, saved with another copy
+                                continue
                             try:
                                 kernel = self.kernel(dtype, config, divisible, copy, fixup)
                             except RuntimeError as e:
@@ -483,7 +487,8 @@ class TileoptMatmul:
                 if workspace:  # as kernels.stream_k_workspace_shape and stream_k_fixup_grid
                     w = torch.empty(2 * grid[0] * config.block_m, config.block_n,
                                     device="cuda")
-                    fix_grid = (math.ceil(shape.m / config.block_m),
+                    rows = max(1, min(config.block_m, 2048 // config.block_n))  # a program's
+                    fix_grid = (math.ceil(shape.m / config.block_m) * (config.block_m // rows),
                                 math.ceil(shape.n / config.block_n))
 
                     def launch(kernel: Any = kernel, fixup: Any = fixup, grid: Any = grid,

@@ -929,11 +929,9 @@ def opcode(statement: str) -> str:
     return words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
 
 
-def loop_opcodes(ptx: str, name: str) -> set[str]:
-    """The opcodes of the statements in the body of ``.entry name``'s loops (from a label to
-    a branch back to it)."""
-    labels: dict[str, int] = {}
-    found = statements(ptx, name, labels)
+def loop_opcodes(found: Sequence[str], labels: dict[str, int]) -> set[str]:
+    """The opcodes of the :func:`statements` ``found`` (``labels`` theirs) that lie in loops
+    (from a label to a branch back to it)."""
     inside: set[str] = set()
     for i, s in enumerate(found):
         if opcode(s).startswith("bra") and (start := labels.get(s.split()[-1])) is not None:
@@ -941,16 +939,11 @@ def loop_opcodes(ptx: str, name: str) -> set[str]:
     return inside
 
 
-def static_instructions(ptx: str, name: str) -> int:
-    """The number of :func:`statements` of ``.entry name``."""
-    return len(statements(ptx, name))
-
-
-def overlaps_copies(ptx: str, name: str) -> bool | None:
-    """Whether some ``cp.async`` copies stay in flight past the instruction after their commit
-    (a software pipeline); False where every ``cp.async.commit_group`` is followed at once by
-    ``cp.async.wait_group 0``; None without cp.async commits."""
-    found = statements(ptx, name)
+def overlaps_copies(found: Sequence[str]) -> bool | None:
+    """Whether, in the :func:`statements` ``found``, some ``cp.async`` copies stay in flight
+    past the instruction after their commit (a software pipeline); False where every
+    ``cp.async.commit_group`` is followed at once by ``cp.async.wait_group 0``; None without
+    cp.async commits."""
     commits = [i for i, s in enumerate(found) if s.startswith("cp.async.commit_group")]
     if not commits:
         return None
@@ -972,9 +965,11 @@ def ptxas_info(ptx: str, name: str) -> tuple[int, int, int]:
 def static_numbers(measured: Measured, ptx: str, name: str) -> None:
     """Fills in what the PTX alone tells: registers, spills, static instructions."""
     measured.registers, measured.spill_stores, measured.spill_loads = ptxas_info(ptx, name)
-    measured.static_instructions = static_instructions(ptx, name)
-    measured.overlaps_copies = overlaps_copies(ptx, name)
-    in_loops = loop_opcodes(ptx, name)
+    labels: dict[str, int] = {}
+    found = statements(ptx, name, labels)
+    measured.static_instructions = len(found)
+    measured.overlaps_copies = overlaps_copies(found)
+    in_loops = loop_opcodes(found, labels)
     measured.loads_beside_copies = (any(op.startswith("cp.async.c") for op in in_loops)
                                     and any(op.startswith("ld.global") for op in in_loops))
 

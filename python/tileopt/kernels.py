@@ -412,15 +412,18 @@ def _store_matmul_tile(
     k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
 
 
-def _tile_counts(k: KernelBuilder, block_m: int, block_n: int,
-                 block_k: int) -> tuple[Value, Value, Value]:
-    """The tiles along M and N and the k steps of a tile (index), each at least one (of
-    zeros where K is 0), so that no division by them divides by zero."""
-    def count(size: Value, block: int) -> Value:
-        return k.maximum((size + (block - 1)) / block, 1)
+def _tile_counts(k: KernelBuilder, sizes: Sequence[Value],
+                 blocks: Sequence[int]) -> tuple[Value, ...]:
+    """The blocks of each of ``sizes`` (M, N, K: tiles along M and N, k steps; index), each
+    at least one (of zeros where a size is 0), so that no division by them divides by
+    zero."""
+    return tuple(k.maximum((size + (block - 1)) / block, 1)
+                 for size, block in zip(sizes, blocks, strict=True))
 
-    return (count(k.size(k.args.a, 0), block_m), count(k.size(k.args.b, 1), block_n),
-            count(k.size(k.args.a, 1), block_k))
+
+def _matmul_sizes(k: KernelBuilder) -> tuple[Value, Value, Value]:
+    """M, N and K of a matmul kernel's ``a`` (M x K) and ``b`` (K x N)."""
+    return k.size(k.args.a, 0), k.size(k.args.b, 1), k.size(k.args.a, 1)
 
 
 def _k_step(k: KernelBuilder, tile_m: Value, tile_n: Value, kk: Value, acc: Value,
@@ -462,7 +465,7 @@ def persistent_matmul(
             return k.cast(v, "i32")
 
         program, programs = i32(k.program_id(0)), i32(k.num_programs(0))
-        grid_m, grid_n, k_steps = _tile_counts(k, block_m, block_n, block_k)
+        grid_m, grid_n, k_steps = _tile_counts(k, _matmul_sizes(k), (block_m, block_n, block_k))
         grid_m, grid_n = i32(grid_m), i32(grid_n)
         k_end = k_steps * block_k
         tiles = (grid_m * grid_n - program + (programs - 1)) / programs  # this program's
@@ -542,7 +545,7 @@ def stream_k_matmul(
             return k.cast(v, "i32")
 
         program, programs = k.program_id(0), k.num_programs(0)
-        grid_m, grid_n, k_steps = _tile_counts(k, block_m, block_n, block_k)
+        grid_m, grid_n, k_steps = _tile_counts(k, _matmul_sizes(k), (block_m, block_n, block_k))
         steps = grid_m * grid_n * k_steps
         first, last = program * steps / programs, (program + 1) * steps / programs
         tile = first / k_steps
@@ -623,9 +626,8 @@ def stream_k_fixup(
         slices = block_m // rows
         tile_m, tile_n = k.program_id(0) / slices, k.program_id(1)
         row = (k.program_id(0) - tile_m * slices) * rows  # within the tile
-        grid_m = k.maximum((k.size(k.args.c, 0) + (block_m - 1)) / block_m, 1)
-        grid_n = k.maximum((k.size(k.args.c, 1) + (block_n - 1)) / block_n, 1)
-        k_steps = k.maximum((k.cast(k.args.size_k, "index") + (block_k - 1)) / block_k, 1)
+        sizes = k.size(k.args.c, 0), k.size(k.args.c, 1), k.cast(k.args.size_k, "index")
+        grid_m, grid_n, k_steps = _tile_counts(k, sizes, (block_m, block_n, block_k))
         steps = grid_m * grid_n * k_steps
         programs = k.cast(k.args.programs, "index")
         first_step = (tile_n * grid_m + tile_m) * k_steps
@@ -659,8 +661,8 @@ def stream_k_fixup_grid(shape_c: Sequence[int], block_m: int = 128,
                         block_n: int = 128) -> tuple[int, int]:
     """The grid of :func:`stream_k_fixup`: a program for each slice of rows of each tile
     of ``c``."""
-    slices = block_m // _fixup_rows(block_m, block_n)
-    return (max(cdiv(shape_c[0], block_m), 1) * slices, max(cdiv(shape_c[1], block_n), 1))
+    grid_m, grid_n = matmul_grid(shape_c, shape_c, block_m, block_n)
+    return (grid_m * (block_m // _fixup_rows(block_m, block_n)), grid_n)
 
 
 def stream_k_matmul_grid(
