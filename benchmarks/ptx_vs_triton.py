@@ -806,10 +806,12 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     if large:
         # Triton's tutorial/autotuner tiles for A100 and H100, at 4 and 8 warps, 3 and 4
         # stages: enough programs of several K iterations to run in the emulator. On sm_90a
-        # both sides copy with TMA (Triton through tensor descriptors).
+        # both sides copy with TMA (Triton through tensor descriptors). 64 x 128 on 8 warps:
+        # on sm_90a two warpgroups split the columns.
         for target in ("sm_80", "sm_90a"):
-            for block in ((128, 128, 64), (128, 256, 64)):
-                for warps in (4, 8):
+            for block, warp_counts in (((128, 128, 64), (4, 8)), ((128, 256, 64), (4, 8)),
+                                       ((64, 128, 64), (8,))):
+                for warps in warp_counts:
                     for num_stages in (3, 4):
                         cases.append(matmul_case(
                             randn, 256, 256, 256, block, warps, num_stages, target, "", {},

@@ -119,6 +119,13 @@ def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout",
     `2 * (l % 4)` and `2 * (l % 4) + 1`, as the PTX ISA lays out the C
     fragment.
 
+    `blockN` (default 8, mma.sync's) is the columns a warp computes before
+    the next warp column's: a warp owns blocks of 16 x `blockN`, made of
+    8-column groups laid out as above. wgmma with warpgroups split across
+    columns takes `blockN = n / warpsN`, so that each warpgroup computes a
+    contiguous range of columns (Triton's `instrShape`) and its B operand is
+    one slice of the staged tile.
+
     The rows and columns are the last two dimensions. Leading dimensions,
     each of size 1 in the tile and with 1 warp, are those that a reshape
     added to a dot's result (one matrix of a batch, as Triton's rank-3 mma
@@ -127,10 +134,19 @@ def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout",
     ```mlir
     #tile.mma<warpsPerCTA = [2, 2]>
     #tile.mma<warpsPerCTA = [1, 2, 2]>  // tensor<1x128x128xf32, #mma3>
+    #tile.mma<warpsPerCTA = [4, 2], blockN = 64>  // wgmma, 64x128 on 8 warps
     ```
   }];
-  let parameters = (ins ArrayRefParameter<"unsigned">:$warpsPerCTA);
-  let assemblyFormat = "`<` `warpsPerCTA` `=` `[` $warpsPerCTA `]` `>`";
+  let parameters = (ins ArrayRefParameter<"unsigned">:$warpsPerCTA,
+                        DefaultValuedParameter<"unsigned", "8">:$blockN);
+  let assemblyFormat = [{
+    `<` `warpsPerCTA` `=` `[` $warpsPerCTA `]` (`,` `blockN` `=` $blockN^)? `>`
+  }];
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<unsigned>":$warpsPerCTA), [{
+      return $_get($_ctxt, warpsPerCTA, 8);
+    }]>
+  ];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     unsigned getRank() const { return getWarpsPerCTA().size(); }

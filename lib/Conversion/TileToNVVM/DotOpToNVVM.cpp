@@ -35,23 +35,6 @@ StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
 Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
                           unsigned operand, bool wgmma, Value row, Value col) {
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
-  int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-  auto mma = cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
-  if (int64_t wn = mma.getWarpsN(); wgmma && operand == 1 && wn > 1) {
-    // Warpgroup column g computes 8-column blocks g, g + wn, ... (the mma
-    // layout's): they go together, so its wgmma reads cols / wn contiguous
-    // columns. Block b = col / 8 moves to (b % wn) * cols / wn + b / wn.
-    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
-    Value block = arith::ShRUIOp::create(b, loc, col, c(3));
-    Value group = arith::AndIOp::create(b, loc, block, c(wn - 1));
-    Value within = arith::ShRUIOp::create(b, loc, block, c(llvm::Log2_64(wn)));
-    col = arith::AddIOp::create(
-        b, loc,
-        arith::AddIOp::create(
-            b, loc, arith::MulIOp::create(b, loc, group, c(cols / wn)),
-            arith::ShLIOp::create(b, loc, within, c(3))),
-        arith::AndIOp::create(b, loc, col, c(7)));
-  }
   int64_t elemBytes = storageBits(type.getElementType()) / 8;
   StagedOperand staged = stagedOperand(dot, operand, wgmma);
   if (staged.transposed) // its columns are the staged rows

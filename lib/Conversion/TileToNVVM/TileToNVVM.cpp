@@ -538,6 +538,23 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
+    // mma.sync interleaves warp columns 8 apart: contiguous ones (blockN)
+    // are wgmma's.
+    WalkResult unfit = module.walk([&](DotOp dot) -> WalkResult {
+      auto mma = dyn_cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
+      if (!mma || mma.getWarpsN() == 1 || mma.getBlockN() == kMmaN ||
+          usesWgmma(dot, state))
+        return WalkResult::advance();
+      dot.emitOpError("has an accumulator layout with blockN = ")
+          << mma.getBlockN() << " that " << chip
+          << " cannot compute with wgmma (which needs warpgroups of "
+             "blockN * warpsN = the tile's columns); mma.sync needs blockN = "
+          << kMmaN;
+      return WalkResult::interrupt();
+    });
+    if (unfit.wasInterrupted())
+      return signalPassFailure();
+
     for (KernelOp kernel : kernels) {
       widenFloatToBoolCasts(kernel);
       expandIntegerAbs(kernel);

@@ -79,11 +79,6 @@ bool isTmaCopyable(LoadOp load, AsyncCopy copy, const LoweringState &state) {
     return false;
   if (!hasZeroPadding(load))
     return false;
-  // B's columns are regrouped per warpgroup column (stagedOperandOffset):
-  // no box moves them.
-  auto mma = cast<MmaLayoutAttr>(getLayout(copy.dot.getAcc().getType()));
-  if (copy.operand == 1 && mma.getWarpsN() != 1)
-    return false;
   return staged.rows <= kMaxBox || staged.rows % kMaxBox == 0;
 }
 

@@ -191,7 +191,8 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
     return base;
   }
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
-    // Lane l: row l / 4, column 2 * (l % 4); warps tile rows fastest.
+    // Lane l: row l / 4, column 2 * (l % 4); warps tile rows fastest, then
+    // columns blockN apart.
     unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
     Value row = arith::ShRUIOp::create(b, loc, state.lane, i32Const(b, loc, 2));
     Value col = arith::MulIOp::create(
@@ -209,7 +210,8 @@ SmallVector<Value> emitThreadBase(OpBuilder &b, Location loc, Attribute layout,
         arith::MulIOp::create(b, loc, warpM, i32Const(b, loc, kMmaM)));
     col = arith::AddIOp::create(
         b, loc, col,
-        arith::MulIOp::create(b, loc, warpN, i32Const(b, loc, kMmaN)));
+        arith::MulIOp::create(b, loc, warpN,
+                              i32Const(b, loc, mma.getBlockN())));
     SmallVector<Value> base(mma.getRank() - 2, i32Const(b, loc, 0));
     base.append({row, col});
     return base;
@@ -261,7 +263,7 @@ SmallVector<int64_t> maxThreadBase(Attribute layout) {
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
     SmallVector<int64_t> base(mma.getRank() - 2, 0);
     base.append({7 + (int64_t(mma.getWarpsM()) - 1) * kMmaM,
-                 6 + (int64_t(mma.getWarpsN()) - 1) * kMmaN});
+                 6 + (int64_t(mma.getWarpsN()) - 1) * mma.getBlockN()});
     return base;
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);
@@ -285,8 +287,8 @@ SmallVector<int64_t> threadBase(Attribute layout, int64_t tid) {
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
     int64_t wm = mma.getWarpsM(), wn = mma.getWarpsN();
     SmallVector<int64_t> base(mma.getRank() - 2, 0);
-    base.append(
-        {lane / 4 + warp % wm * kMmaM, lane % 4 * 2 + warp / wm % wn * kMmaN});
+    base.append({lane / 4 + warp % wm * kMmaM,
+                 lane % 4 * 2 + warp / wm % wn * mma.getBlockN()});
     return base;
   }
   auto blocked = cast<BlockedLayoutAttr>(layout);

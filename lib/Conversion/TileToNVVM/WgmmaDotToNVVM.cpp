@@ -18,9 +18,11 @@ namespace tileopt::nvvm {
 bool usesWgmma(DotOp dot, const LoweringState &state) {
   RankedTensorType acc = dot.getAcc().getType();
   auto mma = dyn_cast_if_present<MmaLayoutAttr>(getLayout(acc));
+  // Split columns need a warpgroup's to be contiguous (blockN).
+  int64_t n = acc.getDimSize(1);
   return state.wgmma && mma &&
-         isWgmmaDot(acc.getDimSize(0), acc.getDimSize(1), mma.getWarpsPerCTA(),
-                    getMmaK(dot));
+         isWgmmaDot(acc.getDimSize(0), n, mma.getWarpsPerCTA(), getMmaK(dot)) &&
+         (mma.getWarpsN() == 1 || mma.getBlockN() * mma.getWarpsN() == n);
 }
 
 int64_t wgmmaSwizzle(int64_t rowBytes) {
@@ -168,9 +170,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
 
   unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
   int64_t repsM = m / (kMmaM * wm);
-  // Each warpgroup column computes `cols` columns: B's columns are staged
-  // so that its share (every wn-th 8-column block) is contiguous
-  // (stagedOperandOffset), starting at swizzle atom groupCol * cols * 2 /
+  // Each warpgroup column computes `cols` contiguous columns (the layout's
+  // blockN): its share of B starts at swizzle atom groupCol * cols * 2 /
   // bSwizzle of N-major B, at row groupCol * cols of K-major B.
   int64_t cols = n / wn;
   int64_t regsPerRep = cols / 2;

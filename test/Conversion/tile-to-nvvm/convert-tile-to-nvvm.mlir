@@ -996,6 +996,24 @@ tile.kernel @too_much_shared(%x: memref<?x?xf32>, %y: memref<?xf32>) {
 
 // -----
 
+#ab = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [8, 1], order = [1, 0]>
+#wide = #tile.mma<warpsPerCTA = [4, 2], blockN = 32>
+
+// Warp columns 32 apart: no mma.sync computes them, and no wgmma either (its
+// warpgroups compute all 128 columns, 64 each).
+tile.kernel @unfit_block_n(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16, #ab>
+  %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<64x128xf16, #ab>
+  %z = arith.constant dense<0.0> : tensor<64x128xf32, #wide>
+  // expected-error @+1 {{'tile.dot' op has an accumulator layout with blockN = 32 that}}
+  %d = tile.dot %ta, %tb, %z : tensor<64x64xf16, #ab>, tensor<64x128xf16, #ab> -> tensor<64x128xf32, #wide>
+  tile.store %d, %c[%c0, %c0] : tensor<64x128xf32, #wide>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // Views promised to have the shape of argument #0 check their bounds with

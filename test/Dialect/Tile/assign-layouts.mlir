@@ -366,8 +366,8 @@ tile.kernel @unit_dim_reshapes(%x: memref<?x?x?xf16>, %y: memref<?x?x?xf32>, %r:
 // -----
 
 // On sm_90a, 8 warps and 64 rows: one warpgroup of rows, two of columns,
-// each computing 64 of the 128 columns with wgmma.
-// SM90A8: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [4, 2]>
+// each computing 64 contiguous columns of the 128 with wgmma.
+// SM90A8: #[[SPLIT:.*]] = #tile.mma<warpsPerCTA = [4, 2], blockN = 64>
 // SM90A8-LABEL: tile.kernel @wgmma_column_split
 // SM90A8: tile.dot {{.*}} -> tensor<64x128xf32, #[[SPLIT]]>
 tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>) {

@@ -662,6 +662,22 @@ tile.kernel @k(%s: f32) {
 
 // -----
 
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected a power of two of at least 8 as blockN, got 24}}
+  %t = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 24>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected a power of two of at least 8 as blockN, got 4}}
+  %t = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 4>>
+  tile.return
+}
+
+// -----
+
 // expected-error @+1 {{'tile.kernel' op tile.num_warps must be a power of two in [1, 32], got 3 : i32}}
 tile.kernel @k() attributes {tile.num_warps = 3 : i32} {
   tile.return

@@ -2,6 +2,10 @@
 // RUN: tileopt-opt %s | tileopt-opt | FileCheck %s
 // RUN: tileopt-opt %s --mlir-print-op-generic | tileopt-opt | FileCheck %s
 
+// Layout aliases (@mma_layouts).
+// CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
+// CHECK-DAG: #[[WIDE:.*]] = #tile.mma<warpsPerCTA = [4, 2], blockN = 64>
+
 // CHECK-LABEL: tile.kernel @grid
 tile.kernel @grid(%n: i32) {
   // CHECK: tile.program_id {dim = 0 : i64}
@@ -141,5 +145,15 @@ tile.kernel @gather(%table: memref<?x?xf32, strided<[?, ?], offset: ?>>, %b: mem
   %at = tile.splat %col : i32 -> tensor<8xi32>
   %rows = tile.gather %table[%ids, %cols] : memref<?x?xf32, strided<[?, ?], offset: ?>>, tensor<16x64xi64>, tensor<16x64xi32> -> tensor<16x64xf32>
   %bytes = tile.gather %b[%at] {padding = -1 : i8} : memref<?xi8>, tensor<8xi32> -> tensor<8xi8>
+  tile.return
+}
+
+// blockN prints where it is not mma.sync's 8 (the aliases: at the top).
+// CHECK-LABEL: tile.kernel @mma_layouts
+tile.kernel @mma_layouts(%s: f32) {
+  // CHECK: tile.splat %{{.*}} : f32 -> tensor<64x64xf32, #[[MMA]]>
+  %a = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 8>>
+  // CHECK: tile.splat %{{.*}} : f32 -> tensor<64x128xf32, #[[WIDE]]>
+  %b = tile.splat %s : f32 -> tensor<64x128xf32, #tile.mma<warpsPerCTA = [4, 2], blockN = 64>>
   tile.return
 }

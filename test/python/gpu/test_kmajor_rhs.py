@@ -80,9 +80,9 @@ def test_transposed_rhs(target: str, warps: int, blocks: tuple[int, int, int],
     else:
         assert "ldmatrix.sync.aligned.m8n8" in ptx
     # The promises give a pipeline: on sm_90a TMA boxes over the transposed tensor (its K
-    # innermost: tensor map dims (1, 0)) where B is one warpgroup column's, else 16-byte
-    # cp.async runs along K.
-    tma = promises and target == "sm_90a" and warps * 16 <= bm
+    # innermost: tensor map dims (1, 0)), split columns too (each warpgroup's are a
+    # contiguous range of B), else 16-byte cp.async runs along K.
+    tma = promises and target == "sm_90a"
     assert ("cp.async.bulk.tensor" in ptx) == tma
     assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
     if tma:

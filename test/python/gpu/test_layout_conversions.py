@@ -5,7 +5,8 @@ fewest bank conflicts), in slices for large tiles. Each case loads a tile in one
 converts it to another and stores it: the output must equal the input bit for bit, and the
 emulator checks every shared-memory access for races and bounds. The cases come from a fixed
 seed: blocked layouts with random vectors, lane and warp splits and orders, and the mma
-accumulator layout, over tile shapes from 8 to 256 and 8-, 16- and 32-bit elements.
+accumulator layout (warp columns 8 apart as mma.sync's, or a wider blockN as wgmma's), over
+tile shapes from 8 to 256 and 8-, 16- and 32-bit elements.
 """
 
 from __future__ import annotations
@@ -35,9 +36,12 @@ def _layout(rng: random.Random, warps: int, shape: tuple[int, int]) -> tuple[str
 
     if rng.random() < 0.25:
         wpc = _split(rng, warps)
-        # Each warp's 16 x 8 blocks: 4 elements a thread.
-        return (f"#tile.mma<warpsPerCTA = [{', '.join(map(str, wpc))}]>",
-                held([2, 2], [16 * wpc[0], 8 * wpc[1]]))
+        block_n = rng.choice([8, 8, 16, 32, 64])
+        # Each warp's 16 x blockN blocks: 2 x 2 elements a thread per 8 columns, fewer
+        # where the tile is narrower than a block.
+        text = f"#tile.mma<warpsPerCTA = [{', '.join(map(str, wpc))}], blockN = {block_n}>"
+        return text, held([2, 2 * min(block_n, shape[1]) // 8],
+                          [16 * wpc[0], block_n * wpc[1]])
     spt = [rng.choice([1, 1, 2, 4, 8]) for _ in range(2)]
     tpw, wpc = _split(rng, 32), _split(rng, warps)
     order = rng.choice([[1, 0], [1, 0], [0, 1]])

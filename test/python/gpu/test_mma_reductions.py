@@ -19,12 +19,13 @@ import torch
 COMBINE = {"sum": ("arith.addf", torch.sum), "max": ("arith.maximumf", torch.amax)}
 
 
-def _kernel(shape: tuple[int, int], warps: tuple[int, int], axis: int, op: str) -> str:
+def _kernel(shape: tuple[int, int], warps: tuple[int, int], block_n: int, axis: int,
+            op: str) -> str:
     view = "memref<?x?xf32, strided<[?, 1]>>"
     tile = f"tensor<{shape[0]}x{shape[1]}xf32, #M>"
     out = f"tensor<{shape[1 - axis]}xf32, #tile.slice<dim = {axis}, parent = #M>>"
     return f"""
-#M = #tile.mma<warpsPerCTA = [{warps[0]}, {warps[1]}]>
+#M = #tile.mma<warpsPerCTA = [{warps[0]}, {warps[1]}], blockN = {block_n}>
 tile.kernel @reduce(%x: {view} {{tile.divisibility = 16}}, %y: memref<?xf32, strided<[1]>>) {{
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0, %c0] : {view} -> {tile}
@@ -40,20 +41,24 @@ tile.kernel @reduce(%x: {view} {{tile.divisibility = 16}}, %y: memref<?xf32, str
 
 
 CASES = [
-    (shape, warps, axis, op)
-    for shape, warps in [
-        ((64, 64), (4, 1)), ((64, 64), (2, 2)), ((64, 64), (1, 4)), ((128, 32), (8, 1)),
-        ((32, 64), (2, 4)), ((16, 8), (2, 2)), ((16, 16), (1, 1)), ((64, 1), (4, 1)),
-        ((8, 32), (1, 2)),
+    (shape, warps, block_n, axis, op)
+    for shape, warps, block_n in [
+        ((64, 64), (4, 1), 8), ((64, 64), (2, 2), 8), ((64, 64), (1, 4), 8),
+        ((128, 32), (8, 1), 8), ((32, 64), (2, 4), 8), ((16, 8), (2, 2), 8),
+        ((16, 16), (1, 1), 8), ((64, 1), (4, 1), 8), ((8, 32), (1, 2), 8),
+        # Warp columns blockN apart (wgmma's split warpgroups), also over narrower tiles.
+        ((64, 128), (4, 2), 64), ((32, 64), (2, 2), 16), ((64, 1), (4, 2), 64),
+        ((16, 32), (1, 2), 32),
     ]
     for axis, op in itertools.product([0, 1], ["sum", "max"])
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-w{c[1]}-axis{c[2]}-{c[3]}")
-def test_mma_reduction(case: tuple[tuple[int, int], tuple[int, int], int, str]) -> None:
-    shape, warps, axis, op = case
-    kernel = tileopt.compile(_kernel(shape, warps, axis, op), target="sm_80",
+@pytest.mark.parametrize("case", CASES,
+                         ids=lambda c: f"{c[0]}-w{c[1]}-n{c[2]}-axis{c[3]}-{c[4]}")
+def test_mma_reduction(case: tuple[tuple[int, int], tuple[int, int], int, int, str]) -> None:
+    shape, warps, block_n, axis, op = case
+    kernel = tileopt.compile(_kernel(shape, warps, block_n, axis, op), target="sm_80",
                              num_warps=warps[0] * warps[1], start="tilegpu")
     gen = torch.Generator().manual_seed(sum(shape) + axis)
     # Rows of 16-byte multiples (the view's divisibility).

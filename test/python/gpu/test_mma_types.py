@@ -79,9 +79,9 @@ def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tupl
     ptx = str(kern.asm["ptx"])
     assert instruction in ptx
     assert "fma.rn.f16" not in ptx
-    # With the promises the operands are copied global -> shared: by TMA on sm_90a where a
-    # box can move them (one warpgroup column), else by cp.async.
-    tma = promises and target == "sm_90a" and warps * 16 <= bm
+    # With the promises the operands are copied global -> shared: by TMA on sm_90a (split
+    # columns too: each warpgroup's are a contiguous range of B), else by cp.async.
+    tma = promises and target == "sm_90a"
     assert ("cp.async.bulk.tensor" in ptx) == tma
     assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
     # An f16 accumulator is repacked between MMAs: each wgmma is waited for.

@@ -45,6 +45,7 @@ def _consumer_loop(ptx: str) -> str:
         (64, 64, 32, 4, 3, "bf16"),
         (128, 128, 64, 4, 3, "f16"),
         (128, 128, 64, 8, 4, "f16"),  # two consumer warpgroups
+        (64, 128, 64, 8, 3, "f16"),  # two consumer warpgroups, 64 columns each
         (128, 256, 64, 8, 3, "f16"),
     ],
 )

@@ -115,7 +115,7 @@ RankedTensorType tileopt::tile::withLayout(RankedTensorType type,
 
 LogicalResult
 MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      ArrayRef<unsigned> warpsPerCTA) {
+                      ArrayRef<unsigned> warpsPerCTA, unsigned blockN) {
   if (warpsPerCTA.size() < 2)
     return emitError() << "expected at least 2 warpsPerCTA entries in an mma "
                           "layout, got "
@@ -126,6 +126,9 @@ MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (unsigned w : warpsPerCTA)
     if (w == 0 || !llvm::isPowerOf2_32(w))
       return emitError() << "expected powers of two in warpsPerCTA, got " << w;
+  if (blockN < kMmaN || !llvm::isPowerOf2_32(blockN))
+    return emitError() << "expected a power of two of at least " << kMmaN
+                       << " as blockN, got " << blockN;
   return success();
 }
 
@@ -163,24 +166,28 @@ unsigned tileopt::tile::getNumWarps(Attribute layout) {
 }
 
 /// Register offsets of an mma layout: per 16x8 block (rows of blocks, then
-/// columns), the C fragment's (0,0), (0,1), (8,0), (8,1). In a tile smaller
-/// than a block (attention's 64 x 1 row statistics) offsets that wrap onto
-/// the same element are one register, so nothing is computed twice.
-/// Leading (unit) dimensions take offset 0.
+/// columns: the 8-column groups of a 16 x blockN block, then the blocks),
+/// the C fragment's (0,0), (0,1), (8,0), (8,1). In a tile smaller than a
+/// block (attention's 64 x 1 row statistics) offsets that wrap onto the same
+/// element are one register, so nothing is computed twice. Leading (unit)
+/// dimensions take offset 0.
 static SmallVector<SmallVector<int64_t>>
 getMmaOffsets(MmaLayoutAttr layout, ArrayRef<int64_t> shape) {
   int64_t wm = layout.getWarpsM(), wn = layout.getWarpsN();
+  int64_t blockN = layout.getBlockN();
   int64_t rows = shape.drop_back().back(), cols = shape.back();
   size_t leading = shape.size() - 2;
   int64_t repsM = std::max<int64_t>(1, rows / (kMmaM * wm));
-  int64_t repsN = std::max<int64_t>(1, cols / (kMmaN * wn));
+  int64_t groupsN =
+      std::max<int64_t>(1, cols / (blockN * wn)) * (blockN / kMmaN);
   SmallVector<SmallVector<int64_t>> offsets;
   llvm::DenseSet<std::pair<int64_t, int64_t>> seen;
   for (int64_t m = 0; m < repsM; ++m)
-    for (int64_t n = 0; n < repsN; ++n)
+    for (int64_t n = 0; n < groupsN; ++n)
       for (auto [i, j] :
            {std::pair<int64_t, int64_t>{0, 0}, {0, 1}, {8, 0}, {8, 1}}) {
-        int64_t row = m * kMmaM * wm + i, col = n * kMmaN * wn + j;
+        int64_t block = n * kMmaN / blockN, group = n * kMmaN % blockN;
+        int64_t row = m * kMmaM * wm + i, col = block * blockN * wn + group + j;
         if (!seen.insert({row % rows, col % cols}).second)
           continue;
         SmallVector<int64_t> offset(leading, 0);
@@ -347,7 +354,7 @@ Attribute tileopt::tile::reshapeInPlaceLayout(Attribute layout,
       return {};
     SmallVector<unsigned> warps(to.size() - 2, 1);
     warps.append({mma.getWarpsM(), mma.getWarpsN()});
-    return MmaLayoutAttr::get(context, warps);
+    return MmaLayoutAttr::get(context, warps, mma.getBlockN());
   }
   auto blocked = dyn_cast<BlockedLayoutAttr>(layout);
   if (!blocked)

@@ -154,10 +154,11 @@ private:
     // fragments it loads from shared memory are few; never past the tile:
     // warps left over (a small tile) repeat the work of the first ones.
     // On sm_90a the warps tile rows, or warpgroups of four split the columns
-    // too, when that fits wgmma (isWgmmaDot).
+    // too, when that fits wgmma (isWgmmaDot), each over a contiguous range
+    // of columns (blockN).
     for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
-      if (isWgmmaDot(m, n, {wm, numWarps / wm}, mmaK))
-        return MmaLayoutAttr::get(context, {wm, numWarps / wm});
+      if (unsigned wn = numWarps / wm; isWgmmaDot(m, n, {wm, wn}, mmaK))
+        return MmaLayoutAttr::get(context, {wm, wn}, wn == 1 ? kMmaN : n / wn);
     if (m >= kMmaM * numWarps && isChainedDot(dot))
       return MmaLayoutAttr::get(context, {numWarps, 1});
     unsigned wm = 1, wn = 1;
