@@ -193,6 +193,10 @@ CONFIGS = [
     # 128x64x128 w4 s3 and 128x128x128 w8 s3 were never the fastest.
     Config(64, 64, 256, 4, 3),
     Config(64, 128, 128, 4, 3),
+    # 64 rows on 8 warps: on sm_90a two warpgroups split the columns (TMA and warp
+    # specialisation since 2026-11-28), half the accumulator a thread of 4 warps'.
+    Config(64, 128, 64, 8, 3),
+    Config(64, 256, 64, 8, 3),
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]

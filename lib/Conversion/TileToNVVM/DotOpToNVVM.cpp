@@ -28,8 +28,13 @@ StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
       operand == 1 &&
       ((wgmma && mmaK == 8) || (mmaK == 16 && dim == 0 && contiguous > 1));
   if (transposed)
-    return {cols, rows * elemBytes, true};
-  return {rows, cols * elemBytes, false};
+    return {cols, rows * elemBytes, true,
+            std::min<int64_t>(rows * elemBytes, 128)};
+  int64_t swizzle = std::min<int64_t>(cols * elemBytes, 128);
+  if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
+      wgmma && operand == 1 && mma)
+    swizzle = std::min(swizzle, cols / mma.getWarpsN() * elemBytes);
+  return {rows, cols * elemBytes, false, swizzle};
 }
 
 Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
@@ -42,7 +47,7 @@ Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
   if (wgmma)
     return arith::AddIOp::create(
         b, loc,
-        wgmmaOffset(b, loc, row, col, staged.rows, staged.rowBytes, elemBytes),
+        wgmmaOffset(b, loc, row, col, staged.rows, staged.swizzle, elemBytes),
         i32Const(b, loc, wgmmaOperandOffset(dot, operand)));
   return arith::AddIOp::create(
       b, loc, mmaOffset(b, loc, row, col, staged.rowBytes, elemBytes),

@@ -686,19 +686,14 @@ bool usesWgmma(tile::DotOp dot, const LoweringState &state);
 /// layout of wgmmaOffset, whole 8-row swizzle atoms.
 int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes);
 
-/// Swizzle width in bytes (128, 64 or 32) of a wgmma operand in shared
-/// memory whose contiguous rows are `rowBytes` long (a power of two >= 32):
-/// rows wider than 128 bytes span several 128-byte atoms.
-int64_t wgmmaSwizzle(int64_t rowBytes);
-
 /// Byte offset of element (row, col) (of `elemBytes`) of an operand with
-/// `rows` rows of `rowBytes` in wgmma's canonical swizzled layout (the one
-/// Triton and CUTLASS use): columns split into atoms `swizzle` bytes wide,
-/// each atom holds every row (`swizzle` bytes apart), and inside an 8-row
-/// group the 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 /
+/// `rows` rows in wgmma's canonical swizzled layout (the one Triton and
+/// CUTLASS use): columns split into atoms `swizzle` bytes wide (128, 64 or
+/// 32), each atom holds every row (`swizzle` bytes apart), and inside an
+/// 8-row group the 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 /
 /// swizzle)).
 mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
-                        mlir::Value col, int64_t rows, int64_t rowBytes,
+                        mlir::Value col, int64_t rows, int64_t swizzle,
                         int64_t elemBytes);
 
 /// Byte offset of operand `operand` (0: lhs, 1: rhs) of a wgmma dot in its
@@ -721,10 +716,14 @@ mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
 /// allows), and for 16-bit inputs whose rhs tile holds runs along K (a
 /// transposed weight), which then copy into it as they are (mma.sync reads
 /// them with ldmatrix without .trans, wgmma without imm-trans-b, TMA with
-/// boxes over the view's dimensions (1, 0)).
+/// boxes over the view's dimensions (1, 0)). On wgmma, `swizzle` is the
+/// width of its atoms (wgmmaOffset): the rows' bytes up to 128, or less for
+/// an N-major rhs whose columns warpgroups split, so that each warpgroup's
+/// columns are whole atoms (Triton's instrShape N of 16 or 32 halves).
 struct StagedOperand {
   int64_t rows, rowBytes;
   bool transposed;
+  int64_t swizzle;
 };
 StagedOperand stagedOperand(tile::DotOp dot, unsigned operand, bool wgmma);
 

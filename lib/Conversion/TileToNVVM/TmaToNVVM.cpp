@@ -92,7 +92,7 @@ namespace {
 TensorMapParam boxesOf(RankedTensorType tile, StagedOperand staged,
                        bool transposed) {
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
-  int64_t swizzle = wgmmaSwizzle(staged.rowBytes);
+  int64_t swizzle = staged.swizzle;
   int64_t lead = tile.getRank() - 2;
   TensorMapParam map = {0, SmallVector<int64_t>(lead, 1), swizzle};
   map.box.append({std::min(staged.rows, kMaxBox), swizzle / elementBytes});

@@ -25,10 +25,6 @@ bool usesWgmma(DotOp dot, const LoweringState &state) {
          (mma.getWarpsN() == 1 || mma.getBlockN() * mma.getWarpsN() == n);
 }
 
-int64_t wgmmaSwizzle(int64_t rowBytes) {
-  return std::min<int64_t>(rowBytes, 128);
-}
-
 namespace {
 
 /// wgmma's descriptor code of a swizzle width (PTX ISA: 1 = 128B, 2 = 64B,
@@ -44,8 +40,7 @@ int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes) {
 }
 
 Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
-                  int64_t rows, int64_t rowBytes, int64_t elemBytes) {
-  int64_t swizzle = wgmmaSwizzle(rowBytes);
+                  int64_t rows, int64_t swizzle, int64_t elemBytes) {
   auto c = [&](int64_t v) { return i32Const(b, loc, v); };
   Value byte = arith::MulIOp::create(b, loc, col, c(elemBytes), kNoWrap);
   Value atom = arith::ShRUIOp::create(b, loc, byte, c(llvm::Log2_64(swizzle)));
@@ -120,9 +115,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/true);
   bool bKMajor = bStaged.transposed;
   int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
-  int64_t aSwizzle =
-              wgmmaSwizzle(stagedOperand(op, 0, /*wgmma=*/true).rowBytes),
-          bSwizzle = wgmmaSwizzle(bStaged.rowBytes);
+  int64_t aSwizzle = stagedOperand(op, 0, /*wgmma=*/true).swizzle,
+          bSwizzle = bStaged.swizzle;
   // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
   int64_t bOffset = wgmmaOperandOffset(op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);

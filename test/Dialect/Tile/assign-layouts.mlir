@@ -382,6 +382,23 @@ tile.kernel @wgmma_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: me
 
 // -----
 
+// 32 columns a warpgroup: B is staged in 64-byte swizzle atoms, one a
+// warpgroup (as Triton's m64n32 instrShape).
+// SM90A8: #[[NARROW:.*]] = #tile.mma<warpsPerCTA = [4, 2], blockN = 32>
+// SM90A8-LABEL: tile.kernel @wgmma_narrow_column_split
+// SM90A8: tile.dot {{.*}} -> tensor<64x64xf32, #[[NARROW]]>
+tile.kernel @wgmma_narrow_column_split(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %f: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+  %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32>
+  %d = tile.dot %ta, %tb, %z : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf32>
+  tile.store %d, %f[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 // f16 accumulators and tf32 dots use tensor cores too (mma.sync m16n8k16
 // .f16, m16n8k8 .tf32: K a multiple of 8 is enough for tf32). On sm_90a
 // both get wgmma's warpgroup rows (m64nNk16 .f16, m64nNk8 .tf32), and a

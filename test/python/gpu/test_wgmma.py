@@ -37,8 +37,13 @@ def _matmul(dtype: str, copies: str, **blocks: Any) -> Any:
         {"block_m": 128, "block_n": 64, "block_k": 16, "num_warps": 8},  # two warpgroups
         # two warpgroup columns: each computes 64 contiguous columns (the layout's blockN)
         {"block_m": 64, "block_n": 128, "block_k": 64, "num_warps": 8},
+        # ... 32 or 16 columns: B staged in atoms of one warpgroup's columns (64- and
+        # 32-byte swizzles), so each warpgroup's are whole atoms
+        {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 8},
+        {"block_m": 64, "block_n": 32, "block_k": 32, "num_warps": 8},
     ],
-    ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8", "64x128x64w8"],
+    ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8", "64x128x64w8", "64x64x64w8",
+         "64x32x32w8"],
 )
 @pytest.mark.parametrize("copies", ["plain", "cp.async", "tma"])
 def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], copies: str) -> None:
