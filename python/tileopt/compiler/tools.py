@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,8 +141,10 @@ def describe_ptx_error(log: str, ptx: str) -> str:
     return text
 
 
-def run_ptxas(ptx: str, target: str, *, cubin: bool) -> tuple[bytes | None, str]:
-    """Runs ``ptxas -v --gpu-name target``; returns (the cubin if asked, ptxas' log).
+def run_ptxas(ptx: str, target: str, *, cubin: bool,
+              options: Sequence[str] = ()) -> tuple[bytes | None, str]:
+    """Runs ``ptxas -v --gpu-name target`` with ``options`` (as ``-maxrregcount N``);
+    returns (the cubin if asked, ptxas' log).
 
     Raises :class:`PTXAssemblyError` with ptxas' message and the offending PTX line when
     ptxas rejects the PTX, :class:`FileNotFoundError` when there is no ptxas,
@@ -156,7 +159,7 @@ def run_ptxas(ptx: str, target: str, *, cubin: bool) -> tuple[bytes | None, str]
         src = Path(tmp) / "kernel.ptx"
         out = Path(tmp) / "kernel.cubin"
         src.write_text(ptx)
-        cmd = [str(exe), "-v", "--gpu-name", target, str(src), "-o", str(out)]
+        cmd = [str(exe), "-v", "--gpu-name", target, *options, str(src), "-o", str(out)]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         except FileNotFoundError:

@@ -117,6 +117,22 @@ def test_nvjitlink_and_ptxas_report_alike(handwritten) -> None:
     assert set(tools.parse_ptxas_info(log)) == {"exp_scale"}
 
 
+def test_ptxas_options_reach_ptxas() -> None:
+    """``run_ptxas(options=...)``: a register cap below what a matmul takes unconstrained is
+    what ptxas then allocates (it spills the rest); a bad option is ptxas' error."""
+    from tileopt import kernels
+
+    ptx = compile(kernels.matmul("f16"), "sm_80").asm["ptx"]
+    free = tools.parse_ptxas_info(tools.run_ptxas(ptx, "sm_80", cubin=False)[1])["matmul"]
+    # ptxas ignores -maxrregcount beside a block size directive.
+    unbounded = re.sub(r"^\s*\.maxntid.*$", "", ptx, flags=re.M)
+    _, log = tools.run_ptxas(unbounded, "sm_80", cubin=False, options=["-maxrregcount", "32"])
+    capped = tools.parse_ptxas_info(log)["matmul"]
+    assert free.registers > 32 >= capped.registers
+    with pytest.raises(PTXAssemblyError):
+        tools.run_ptxas(ptx, "sm_80", cubin=False, options=["--no-such-option"])
+
+
 def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch,
                                                        fresh_cache) -> None:
     def missing(ptx: str, target: str) -> tuple[bytes, str]:
