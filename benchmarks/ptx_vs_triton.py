@@ -97,7 +97,8 @@ Triton's ``metadata.shared``, tileopt's ``Kernel.metadata.shared_bytes``; ``spil
 ``ptxas -v``'s spill stores plus spill loads (shown when either side spills).
 
 Large tiles (``--large``, part of the default run, left out of ``--quick`` unless given): the
-f16 matmul with 128x128x64 and 128x256x64 tiles at 4 and 8 warps, ``num_stages`` 3 and 4, on
+f16 matmul with 128x128x64 and 128x256x64 tiles at 4 and 8 warps (and 64x128x64 at 8, two
+warpgroups splitting the columns on sm_90a), ``num_stages`` 3 and 4, on
 sm_80 (``mma.sync``) and sm_90a (``wgmma``), the configurations Triton's matmul tutorial and
 autotuner use on A100/H100. Per configuration both sides' registers, spill stores/loads, shared
 memory and static instructions are printed, and whether it fits the chip's shared memory per

@@ -67,8 +67,9 @@ def tf32_truncate(x: torch.Tensor) -> torch.Tensor:
         ("sm_80", 4, (64, 64, 32), "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16"),
         ("sm_90a", 4, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
         ("sm_90a", 8, (64, 128, 64), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
+        ("sm_90a", 8, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16"),
     ],
-    ids=["sm_80", "sm_90a", "sm_90a-w8-split"],
+    ids=["sm_80", "sm_90a", "sm_90a-w8-split", "sm_90a-w8-narrow"],
 )
 @pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
 def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
