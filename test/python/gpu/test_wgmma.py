@@ -65,6 +65,34 @@ def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], copies: 
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
+@pytest.mark.parametrize(
+    ("bm", "bn", "bk", "warps", "layout", "instruction"),
+    [
+        # Four warpgroups: two along the rows and two along the columns, or one along the
+        # rows and four along the columns (16 columns each: 32-byte atoms of B).
+        (128, 128, 64, 16, "[8, 2], blockN = 64", "m64n64k16"),
+        (64, 256, 64, 16, "[4, 4], blockN = 64", "m64n64k16"),
+        (64, 64, 64, 16, "[4, 4], blockN = 16", "m64n16k16"),
+    ],
+)
+@pytest.mark.parametrize("warp_specialize", [False, True], ids=["tma", "tma-ws"])
+def test_warpgroups_split_rows_and_columns(bm: int, bn: int, bk: int, warps: int, layout: str,
+                                           instruction: str, warp_specialize: bool) -> None:
+    """Warpgroups split both ways: each computes its contiguous block of the tile, its B
+    copied by TMA (a producer warp's, warp-specialised), on odd sizes."""
+    kern = compile(kernels.matmul("bf16", block_m=bm, block_n=bn, block_k=bk), "sm_90a",
+                   num_warps=warps, num_stages=3, warp_specialize=warp_specialize, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert f"#tile.mma<warpsPerCTA = {layout}>" in str(kern.asm["tilegpu"])
+    assert f"wgmma.mma_async.sync.aligned.{instruction}.f32.bf16.bf16" in ptx
+    assert "cp.async.bulk.tensor" in ptx and "mma.sync" not in ptx
+    torch.manual_seed(0)
+    a, b = torch.randn(150, 96).bfloat16(), torch.randn(96, 304).bfloat16()
+    c = torch.full((150, 304), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
 def test_wgmma_epilogue_and_batches() -> None:
     a, b = torch.randn(70, 100).half(), torch.randn(100, 90).half()
     bias = torch.randn(90)
