@@ -487,3 +487,36 @@ tile.kernel @chained_dots(%q: memref<?x?xf16>, %k: memref<?x?xf16>, %v: memref<?
   tile.store %r#0, %o[%c0, %c0] : tensor<64x64xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// An accumulator that the loop rescales on its way to the dot (attention's
+// acc * alpha) is carried in the dot's layout: the scales are what moves,
+// as a row before its broadcast, and nothing is left to convert.
+// CLEAN-LABEL: tile.kernel @rescaled_accumulator
+// CLEAN: scf.for {{.*}} -> (tensor<64x128xf32, #[[ACC:mma[0-9]*]]>)
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: arith.mulf {{.*}} : tensor<64x128xf32, #[[ACC]]>
+// CLEAN-NOT: tile.convert_layout
+// CLEAN: tile.return
+// SM90A8: #[[WIDE:.*]] = #tile.mma<warpsPerCTA = [4, 2], blockN = 64>
+// SM90A8-LABEL: tile.kernel @rescaled_accumulator
+// SM90A8: scf.for {{.*}} -> (tensor<64x128xf32, #[[WIDE]]>)
+tile.kernel @rescaled_accumulator(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %s: memref<?xf32>, %f: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %z = arith.constant dense<0.0> : tensor<64x128xf32>
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %z) -> (tensor<64x128xf32>) {
+    %ta = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<64x64xf16>
+    %tb = tile.load %b[%c0, %c0] : memref<?x?xf16> -> tensor<64x128xf16>
+    %row = tile.load %s[%i] : memref<?xf32> -> tensor<64xf32>
+    %col = tile.expand_dims %row {axis = 1 : i64} : tensor<64xf32> -> tensor<64x1xf32>
+    %scale = tile.broadcast %col : tensor<64x1xf32> -> tensor<64x128xf32>
+    %scaled = arith.mulf %acc, %scale : tensor<64x128xf32>
+    %d = tile.dot %ta, %tb, %scaled : tensor<64x64xf16>, tensor<64x128xf16> -> tensor<64x128xf32>
+    scf.yield %d : tensor<64x128xf32>
+  }
+  tile.store %r, %f[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
+  tile.return
+}

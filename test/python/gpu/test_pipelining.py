@@ -118,6 +118,33 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
 
 
 @pytest.mark.parametrize("causal", [False, True])
+def test_attention_on_warpgroups_that_split_the_columns(causal: bool) -> None:
+    """64-row blocks on 8 warps, d 128, on sm_90a: both dots' warpgroups split the columns
+    (the scores 32 a warpgroup, the output 64), so their layouts differ in blockN alone. The
+    loop carries the rescaled output in its dot's layout: only the 64 x 1 row statistics
+    change layout (in place) and p goes to shared memory for the second dot, nothing 64 x 128
+    moves through shared memory in the loop."""
+    kb = kernels.attention("f16", head_dim=128, block_m=64, block_n=64, causal=causal)
+    kern = compile(kb, "sm_90a", num_warps=8, num_stages=2, **PROMISES)
+    tilegpu = str(kern.asm["tilegpu"])
+    assert "#tile.mma<warpsPerCTA = [4, 2], blockN = 32>" in tilegpu
+    assert "#tile.mma<warpsPerCTA = [4, 2], blockN = 64>" in tilegpu
+    loops = tilegpu[tilegpu.index("scf.for"):tilegpu.rindex("scf.yield")]
+    assert not re.search(r"tile\.convert_layout [^\n]*tensor<64x128xf32", loops)
+    ptx = str(kern.asm["ptx"])
+    assert "m64n32k16" in ptx and "m64n64k16" in ptx and "mma.sync" not in ptx
+    torch.manual_seed(5)
+    for batch, m, n in [(2, 100, 130), (1, 64, 64)]:
+        q, k, v = (torch.randn(batch, rows, 128).half() for rows in (m, n, n))
+        o = torch.full((batch, m, 128), float("nan")).half()
+        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.1)
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q.double(), k.double(), v.double(), scale=0.1, is_causal=causal)
+        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
+                     rtol=4 * ROUND["f16"])
+
+
+@pytest.mark.parametrize("causal", [False, True])
 def test_attention_pipeline_of_two_dots_by_tma(causal: bool) -> None:
     """On sm_90a (TMA's default) both dots' operands come by TMA: one 3-D box of 64 keys and
     one of 64 values per block (k^T's transpose swaps nothing in the map: the box reads k's

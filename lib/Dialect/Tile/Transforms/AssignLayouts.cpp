@@ -397,14 +397,19 @@ private:
       if (!isTile(init))
         continue;
       // An accumulator that a dot updates stays in the dot's layout across
-      // iterations, also where the dot may restart it (from zeros at a
+      // iterations, also where the body restarts it (from zeros at a
       // persistent kernel's next tile: a select between it and another
-      // value); other loop-carried tiles keep their initial layout.
+      // value) or rescales it (attention's acc * alpha) on its way to the
+      // dot: then a conversion is of the other operand, as a row of scales
+      // before its broadcast. Other loop-carried tiles keep their initial
+      // layout.
       Attribute layout = getLayout(init.getType());
       auto accumulates = [&](Value acc) {
-        auto select = acc.getDefiningOp<arith::SelectOp>();
-        return acc == arg || (select && (select.getTrueValue() == arg ||
-                                         select.getFalseValue() == arg));
+        Operation *def = acc.getDefiningOp();
+        return acc == arg || (def &&
+                              (def->hasTrait<OpTrait::Elementwise>() ||
+                               isa<arith::SelectOp>(def)) &&
+                              llvm::is_contained(def->getOperands(), arg));
       };
       if (auto dot = yield.getOperand(index).getDefiningOp<DotOp>())
         if (accumulates(dot.getAcc())) {
