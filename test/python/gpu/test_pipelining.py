@@ -83,13 +83,14 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
             assert_close(c[i], a[i].double() @ b[i].double(), atol=matmul_bound(a[i], b[i]))
 
 
-def _check_attention(kern: Any, batch: int, m: int, n: int) -> None:
-    """kernels.attention (d 64, 64-row blocks) on random f16 q, k, v against torch."""
-    q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
-    o = torch.full((batch, m, 64), float("nan")).half()
+def _check_attention(kern: Any, batch: int, m: int, n: int, d: int = 64,
+                     causal: bool = False) -> None:
+    """kernels.attention (64-row blocks) on random f16 q, k, v against torch."""
+    q, k, v = (torch.randn(batch, rows, d).half() for rows in (m, n, n))
+    o = torch.full((batch, m, d), float("nan")).half()
     kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
-    want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(),
-                                                            v.double(), scale=0.125)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q.double(), k.double(), v.double(), scale=0.125, is_causal=causal)
     # As test_kernels.test_attention: p is rounded to f16 before its product.
     assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
                  rtol=4 * ROUND["f16"])
@@ -135,13 +136,7 @@ def test_attention_on_warpgroups_that_split_the_columns(causal: bool) -> None:
     assert "m64n32k16" in ptx and "m64n64k16" in ptx and "mma.sync" not in ptx
     torch.manual_seed(5)
     for batch, m, n in [(2, 100, 130), (1, 64, 64)]:
-        q, k, v = (torch.randn(batch, rows, 128).half() for rows in (m, n, n))
-        o = torch.full((batch, m, 128), float("nan")).half()
-        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.1)
-        want = torch.nn.functional.scaled_dot_product_attention(
-            q.double(), k.double(), v.double(), scale=0.1, is_causal=causal)
-        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
-                     rtol=4 * ROUND["f16"])
+        _check_attention(kern, batch, m, n, d=128, causal=causal)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -168,13 +163,7 @@ def test_attention_pipeline_of_two_dots_by_tma(causal: bool) -> None:
         assert kern.metadata.registers <= plain.metadata.registers
     torch.manual_seed(4)
     for batch, m, n in [(2, 130, 96), (1, 64, 200), (1, 70, 16)]:
-        q, k, v = (torch.randn(batch, rows, 64).half() for rows in (m, n, n))
-        o = torch.full((batch, m, 64), float("nan")).half()
-        kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
-        want = torch.nn.functional.scaled_dot_product_attention(
-            q.double(), k.double(), v.double(), scale=0.125, is_causal=causal)
-        assert_close(o, want, atol=(4 * ROUND["f16"] + 1e-6) * want.abs().max(),
-                     rtol=4 * ROUND["f16"])
+        _check_attention(kern, batch, m, n, causal=causal)
 
 
 def test_tma_that_costs_a_block_per_sm_keeps_cp_async() -> None:
