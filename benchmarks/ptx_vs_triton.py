@@ -959,13 +959,13 @@ def overlaps_copies(found: Sequence[str]) -> bool | None:
                for i in commits)
 
 
-def ptxas_info(ptx: str, name: str) -> tuple[int, int, int]:
-    """(registers, spill store bytes, spill load bytes) from ``ptxas -v`` for the PTX's own
-    ``.target``."""
+def ptxas_info(ptx: str, name: str, options: Sequence[str] = ()) -> tuple[int, int, int]:
+    """(registers, spill store bytes, spill load bytes) from ``ptxas -v`` (with ``options``)
+    for the PTX's own ``.target``."""
     target = _TARGET.search(ptx)
     if target is None:
         raise ValueError("the PTX has no .target")
-    _, log = run_ptxas(ptx, target.group(1), cubin=False)
+    _, log = run_ptxas(ptx, target.group(1), cubin=False, options=options)
     info = parse_ptxas_info(log)[name]
     return info.registers, info.spill_store_bytes, info.spill_load_bytes
 
@@ -979,20 +979,15 @@ def registers_needed(ptx: str, name: str, registers: int) -> int:
     spills), with the block-size directive dropped (ptxas ignores the option beside it).
     Unconstrained, ptxas may take registers it does not need (for scheduling) where the
     block's occupancy does not depend on them."""
-    target = _TARGET.search(ptx)
-    if target is None:
-        raise ValueError("the PTX has no .target")
     free = _BLOCK_SIZE.sub("", ptx)
     low, high = 16, registers  # high compiles without spills
     while low < high:
         cap = (low + high) // 2
-        _, log = run_ptxas(free, target.group(1), cubin=False,
-                           options=["-maxrregcount", str(cap)])
-        info = parse_ptxas_info(log)[name]
-        if info.spill_store_bytes or info.spill_load_bytes:
+        used, spill_stores, spill_loads = ptxas_info(free, name, ["-maxrregcount", str(cap)])
+        if spill_stores or spill_loads:
             low = cap + 1
         else:
-            high = info.registers
+            high = used
     return high
 
 

@@ -398,10 +398,7 @@ constexpr int64_t kMaxStaticShared = 48 * 1024;
 /// The most shared memory a block of `chip` (sm_XX[a|f]) may have, opted in
 /// (CUDA's sharedMemPerBlockOptin).
 int64_t maxSharedBytes(StringRef chip) {
-  unsigned sm = 0;
-  StringRef digits = chip.drop_front(3).take_while(llvm::isDigit);
-  if (digits.getAsInteger(10, sm))
-    return kMaxStaticShared;
+  unsigned sm = getSmVersion(chip); // 0 for another name: the static limit
   switch (sm) {
   case 70:
   case 72:

@@ -138,10 +138,11 @@ def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch,
     def missing(ptx: str, target: str) -> tuple[bytes, str]:
         raise ImportError("no nvJitLink here")
 
+    # Compiled before the patches: handwritten.compiled caches its kernels for the session.
+    ptx = handwritten.compiled("vector_add", "sm_90").asm["ptx"]
     monkeypatch.setattr(tools, "nvjitlink_cubin", missing)
     monkeypatch.setattr(tools, "find_ptxas", lambda: None)
-    k = compile(handwritten.compiled("vector_add", "sm_90").asm["ptx"], "sm_90", start="ptx",
-                signature=handwritten.signature("vector_add"))
+    k = compile(ptx, "sm_90", start="ptx", signature=handwritten.signature("vector_add"))
     assert "cubin" not in k.asm and k.metadata.assembler == "none"
     assert k.metadata.registers is None and k.metadata.spill_bytes is None
 
