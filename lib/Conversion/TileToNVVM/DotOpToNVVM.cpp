@@ -33,7 +33,8 @@ StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
   int64_t swizzle = std::min<int64_t>(cols * elemBytes, 128);
   if (auto mma = dyn_cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
       wgmma && operand == 1 && mma)
-    swizzle = std::min(swizzle, cols / mma.getWarpsN() * elemBytes);
+    swizzle = std::min<int64_t>(
+        swizzle, std::max<int64_t>(cols / mma.getWarpsN() * elemBytes, 32));
   return {rows, cols * elemBytes, false, swizzle};
 }
 

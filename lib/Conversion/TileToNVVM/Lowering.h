@@ -691,7 +691,7 @@ int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes);
 /// CUTLASS use): columns split into atoms `swizzle` bytes wide (128, 64 or
 /// 32), each atom holds every row (`swizzle` bytes apart), and inside an
 /// 8-row group the 16-byte chunk c of row r sits at c ^ ((r % 8) / (128 /
-/// swizzle)).
+/// swizzle)). A `swizzle` of 16 is one unswizzled 16-byte column of rows.
 mlir::Value wgmmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
                         mlir::Value col, int64_t rows, int64_t swizzle,
                         int64_t elemBytes);
@@ -719,7 +719,9 @@ mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
 /// boxes over the view's dimensions (1, 0)). On wgmma, `swizzle` is the
 /// width of its atoms (wgmmaOffset): the rows' bytes up to 128, or less for
 /// an N-major rhs whose columns warpgroups split, so that each warpgroup's
-/// columns are whole atoms (Triton's instrShape N of 16 or 32 halves).
+/// columns are whole atoms, or half of a 32-byte one (N = 8: its start is
+/// 16 bytes into the atom, as Triton's). 16 (an n8 rhs, rows of 16 bytes)
+/// is wgmma's unswizzled layout: rows one after the other.
 struct StagedOperand {
   int64_t rows, rowBytes;
   bool transposed;

@@ -94,7 +94,9 @@ TensorMapParam boxesOf(RankedTensorType tile, StagedOperand staged,
   int64_t elementBytes = storageBits(tile.getElementType()) / 8;
   int64_t swizzle = staged.swizzle;
   int64_t lead = tile.getRank() - 2;
-  TensorMapParam map = {0, SmallVector<int64_t>(lead, 1), swizzle};
+  // 16-byte atoms (an n8 rhs) are unswizzled.
+  TensorMapParam map = {0, SmallVector<int64_t>(lead, 1),
+                        swizzle == 16 ? 0 : swizzle};
   map.box.append({std::min(staged.rows, kMaxBox), swizzle / elementBytes});
   if (transposed) {
     map.dims = llvm::to_vector(llvm::seq<int64_t>(0, tile.getRank()));
@@ -227,7 +229,7 @@ void issueTmaCopy(OpBuilder &b, Location loc, KernelState &ks, LoadOp load,
                                 wgmmaOperandOffset(copy.dot, copy.operand));
   for (int64_t atom = 0; atom < cols / boxCols; ++atom)
     for (int64_t chunk = 0; chunk < rows / boxRows; ++chunk) {
-      int64_t byte = (atom * rows + chunk * boxRows) * map.swizzle;
+      int64_t byte = (atom * rows + chunk * boxRows) * boxCols * elementBytes;
       unsigned first = operands.size();
       operands.push_back(sharedAddress(
           b, loc,

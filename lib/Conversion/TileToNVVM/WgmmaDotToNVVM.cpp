@@ -28,9 +28,9 @@ bool usesWgmma(DotOp dot, const LoweringState &state) {
 namespace {
 
 /// wgmma's descriptor code of a swizzle width (PTX ISA: 1 = 128B, 2 = 64B,
-/// 3 = 32B).
+/// 3 = 32B, 0 = none: 16-byte atoms).
 int64_t wgmmaSwizzleMode(int64_t swizzle) {
-  return swizzle == 128 ? 1 : swizzle == 64 ? 2 : 3;
+  return swizzle == 128 ? 1 : swizzle == 64 ? 2 : swizzle == 32 ? 3 : 0;
 }
 
 } // namespace
@@ -165,8 +165,10 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
   int64_t repsM = m / (kMmaM * wm);
   // Each warpgroup column computes `cols` contiguous columns (the layout's
-  // blockN): its share of B starts at swizzle atom groupCol * cols * 2 /
-  // bSwizzle of N-major B, at row groupCol * cols of K-major B.
+  // blockN): its share of B starts at row groupCol * cols of K-major B, and
+  // at byte groupCol * cols * elemBytes of N-major B's rows: in atom
+  // (that / bSwizzle), (that % bSwizzle) bytes in (stagedOperand: only 16
+  // bytes into a 32-byte atom, which descriptors allow as Triton's do).
   int64_t cols = n / wn;
   int64_t regsPerRep = cols / 2;
   // This warpgroup's first row: 64 per warpgroup, 16 * wm per repetition.
@@ -181,10 +183,21 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   Value groupCol = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, ks.warp, c32(llvm::Log2_32(wm))),
       c32(wn - 1));
-  Value bColumnStart = arith::MulIOp::create(
-      b, loc, groupCol,
-      c32(bKMajor ? cols * bSwizzle
-                  : cols * elemBytes / bSwizzle * k * bSwizzle));
+  int64_t groupBytes = cols * elemBytes;
+  Value bColumnStart;
+  if (bKMajor || groupBytes >= bSwizzle) {
+    bColumnStart = arith::MulIOp::create(
+        b, loc, groupCol,
+        c32(bKMajor ? cols * bSwizzle : groupBytes / bSwizzle * k * bSwizzle));
+  } else {
+    int64_t perAtom = bSwizzle / groupBytes;
+    Value atom =
+        arith::ShRUIOp::create(b, loc, groupCol, c32(llvm::Log2_64(perAtom)));
+    Value within = arith::AndIOp::create(b, loc, groupCol, c32(perAtom - 1));
+    bColumnStart = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, atom, c32(k * bSwizzle)),
+        arith::MulIOp::create(b, loc, within, c32(groupBytes)));
+  }
   // A restarted accumulator is the kept one with scale-d 0 where it
   // restarts (Triton's OptimizeAccumulatorInit), not a select of each
   // register.
@@ -261,9 +274,14 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                              b, loc, bColumnStart,
                              c32(bOffset + kMajorStart(kk, n, bSwizzle))),
                          16, 8 * bSwizzle, bSwizzle, base)
+            // N-major: the next atom of columns at the leading offset, the
+            // next 8 rows at the stride; unswizzled (16-byte atoms), the
+            // other way round.
             : descriptor(arith::AddIOp::create(b, loc, bColumnStart,
                                                c32(bOffset + kk * bSwizzle)),
-                         k * bSwizzle, 8 * bSwizzle, bSwizzle, base);
+                         bSwizzle == 16 ? 8 * bSwizzle : k * bSwizzle,
+                         bSwizzle == 16 ? k * bSwizzle : 8 * bSwizzle, bSwizzle,
+                         base);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       SmallVector<Value> inputs;
       if (aRegisters) {

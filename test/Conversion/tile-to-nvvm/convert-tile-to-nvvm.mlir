@@ -426,16 +426,24 @@ tile.kernel @transposed_copies(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
-// One 8-column block of B per warp: its fragment is an ldmatrix.x2. Too
-// narrow for wgmma: sm_90a uses mma.sync too.
+// One 8-column block of B per warp: its fragment is an ldmatrix.x2. On
+// sm_90a it is one m64n8k16, B in wgmma's unswizzled layout (16-byte rows:
+// swizzle mode 0, the next 8 rows at the leading offset 128 = 8 << 4, the
+// stride (the next 16 bytes of N) 256 = 16 << 32; Triton's), A 32-byte
+// swizzled.
 // WGMMA-LABEL: gpu.func @mma_dot_one_column_block
-// WGMMA: mma.sync.aligned.m16n8k16
+// WGMMA: arith.constant 68720001024 : i64
+// WGMMA: arith.constant -4611685949707845632 : i64
+// WGMMA: wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, 0, 1, 1, 0, 1;
+// WGMMA-NOT: mma.sync
+// WGMMA: gpu.return
 // CHECK-LABEL: gpu.func @mma_dot_one_column_block
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
 // CHECK-NEXT: llvm.extractvalue
 // CHECK: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>, num = 2 : i32
 // CHECK-COUNT-1: mma.sync.aligned.m16n8k16
 // CHECK-NOT: mma.sync
+// CHECK: gpu.return
 tile.kernel @mma_dot_one_column_block(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x16xf16, #a>
@@ -443,6 +451,37 @@ tile.kernel @mma_dot_one_column_block(%x: memref<?x?xf16>, %y: memref<?x?xf32>) 
   %z = arith.constant dense<0.0> : tensor<64x8xf32, #mma>
   %d = tile.dot %a, %b, %z : tensor<64x16xf16, #a>, tensor<16x8xf16, #b> -> tensor<64x8xf32, #mma>
   tile.store %d, %y[%c0, %c0] : tensor<64x8xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [8, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [16, 2], warpsPerCTA = [8, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 2]>
+
+// Two warpgroup columns of 8: each an m64n8k16 on half of B's one 32-byte
+// atom, the second's descriptor starting 16 bytes into it (bit 2 of the warp,
+// its warpgroup column, times 16: Triton's start). Both read the atom's
+// leading offset 512 (a whole k16 of 32-byte rows) and stride 256.
+// WGMMA-LABEL: gpu.func @wgmma_half_atom_columns
+// WGMMA: fence.proxy.async.shared::cta
+// WGMMA: %[[GROUP:.*]] = arith.andi %{{.*}}, %c1_i32{{[_0-9]*}} :
+// WGMMA: %[[HALF:.*]] = arith.andi %[[GROUP]], %c1_i32{{[_0-9]*}} :
+// WGMMA: arith.muli %[[HALF]], %c16_i32{{[_0-9]*}} :
+// WGMMA: arith.constant -4611685949705814016 : i64
+// WGMMA: wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, $4, $5, 0, 1, 1, 0, 1;
+// WGMMA-NOT: mma.sync
+// WGMMA: gpu.return
+// TMA-LABEL: gpu.func @wgmma_half_atom_columns
+// TMA: wgmma.mma_async.sync.aligned.m64n8k16
+tile.kernel @wgmma_half_atom_columns(%x: memref<?x?xf16>, %y: memref<?x?xf32>) attributes {tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x16xf16, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<16x16xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<64x16xf32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x16xf16, #a>, tensor<16x16xf16, #b> -> tensor<64x16xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x16xf32, #mma>, memref<?x?xf32>
   tile.return
 }
 

@@ -68,8 +68,9 @@ def tf32_truncate(x: torch.Tensor) -> torch.Tensor:
         ("sm_90a", 4, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
         ("sm_90a", 8, (64, 128, 64), "wgmma.mma_async.sync.aligned.m64n64k16.f16.f16.f16"),
         ("sm_90a", 8, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16"),
+        ("sm_90a", 8, (64, 16, 32), "wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16"),
     ],
-    ids=["sm_80", "sm_90a", "sm_90a-w8-split", "sm_90a-w8-narrow"],
+    ids=["sm_80", "sm_90a", "sm_90a-w8-split", "sm_90a-w8-narrow", "sm_90a-w8-n8"],
 )
 @pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
 def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
@@ -108,8 +109,10 @@ def test_f16_accumulators_use_tensor_cores(target: str, warps: int, blocks: tupl
         ("sm_90a", 8, (128, 64, 16), "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
         ("sm_90a", 8, (64, 128, 32), "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"),
         ("sm_90a", 4, (64, 16, 8), "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32"),
+        ("sm_90a", 8, (64, 16, 16), "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32"),
     ],
-    ids=["sm_80", "sm_80-w8", "sm_90a", "sm_90a-w8-rows", "sm_90a-w8-split", "sm_90a-k8"],
+    ids=["sm_80", "sm_80-w8", "sm_90a", "sm_90a-w8-rows", "sm_90a-w8-split", "sm_90a-k8",
+         "sm_90a-w8-n8"],
 )
 @pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
 def test_tf32_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],

@@ -41,9 +41,14 @@ def _matmul(dtype: str, copies: str, **blocks: Any) -> Any:
         # 32-byte swizzles), so each warpgroup's are whole atoms
         {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 8},
         {"block_m": 64, "block_n": 32, "block_k": 32, "num_warps": 8},
+        # ... 8 columns (m64n8): B in one 32-byte atom, the second warpgroup's half 16
+        # bytes into it (as Triton's descriptors start)
+        {"block_m": 64, "block_n": 16, "block_k": 64, "num_warps": 8},
+        # 16-byte rows of B: wgmma's unswizzled layout (TMA boxes without a swizzle)
+        {"block_m": 64, "block_n": 8, "block_k": 32},
     ],
     ids=["64x64x32", "128x32x64", "64x16x128", "128x64x16w8", "64x128x64w8", "64x64x64w8",
-         "64x32x32w8"],
+         "64x32x32w8", "64x16x64w8", "64x8x32"],
 )
 @pytest.mark.parametrize("copies", ["plain", "cp.async", "tma"])
 def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], copies: str) -> None:
@@ -69,10 +74,12 @@ def test_wgmma_matmul_matches_torch(dtype: str, blocks: dict[str, int], copies: 
     ("bm", "bn", "bk", "warps", "layout", "instruction"),
     [
         # Four warpgroups: two along the rows and two along the columns, or one along the
-        # rows and four along the columns (16 columns each: 32-byte atoms of B).
+        # rows and four along the columns (16 columns each: 32-byte atoms of B; 8 each:
+        # two warpgroups to an atom).
         (128, 128, 64, 16, "[8, 2], blockN = 64", "m64n64k16"),
         (64, 256, 64, 16, "[4, 4], blockN = 64", "m64n64k16"),
         (64, 64, 64, 16, "[4, 4], blockN = 16", "m64n16k16"),
+        (64, 32, 64, 16, "[4, 4]", "m64n8k16"),
     ],
 )
 @pytest.mark.parametrize("warp_specialize", [False, True], ids=["tma", "tma-ws"])

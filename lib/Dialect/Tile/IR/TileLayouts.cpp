@@ -420,12 +420,10 @@ bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
   if (warpsPerCTA.size() != 2 || warpsPerCTA[0] % 4 != 0 ||
       m % (kMmaM * warpsPerCTA[0]) != 0 || n % warpsPerCTA[1] != 0)
     return false;
-  // Each warpgroup column computes n / warpsPerCTA[1] columns: whole
-  // swizzle atoms of 16-bit B (at least 32 bytes: the staging narrows them
-  // to a warpgroup's columns, stagedOperand), 8-row groups of tf32 B
-  // (K-major: its rows are the columns).
+  // Each warpgroup column computes n / warpsPerCTA[1] columns, N of
+  // m64nNk*: a multiple of 8 up to 256. (16-bit B is staged N-major in atoms
+  // that hold whole warpgroups' columns or halves of one atom, tf32 B K-major
+  // in 8-row groups: stagedOperand.)
   int64_t cols = n / warpsPerCTA[1];
-  if (mmaK == 8)
-    return cols % 8 == 0 && cols <= 256;
-  return mmaK == 16 && cols % 16 == 0 && cols >= 16 && cols <= 256;
+  return (mmaK == 8 || mmaK == 16) && cols % 8 == 0 && cols >= 8 && cols <= 256;
 }

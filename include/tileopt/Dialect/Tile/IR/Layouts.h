@@ -86,11 +86,8 @@ unsigned getSmVersion(llvm::StringRef chip);
 /// an mma layout of `warpsPerCTA` runs on wgmma.mma_async (on a chip that
 /// hasWgmma): m64nNk16 for 16-bit inputs, m64nNk8 for tf32. Each warpgroup (4
 /// warps along the rows) owns whole 64-row blocks, and the warpsPerCTA[1]
-/// warpgroup columns split the `n` columns (N = n / warpsPerCTA[1], up to
-/// 256). 16-bit B is staged N-major: N is a multiple of 16 (a swizzled row
-/// of at least 32 bytes) and split columns start at a 128-byte swizzle atom.
-/// tf32 B is staged K-major (the only major PTX allows for tf32): N is a
-/// multiple of 8, and a warpgroup column starts at an 8-row group.
+/// warpgroup columns split the `n` columns (N = n / warpsPerCTA[1], a
+/// multiple of 8 up to 256, as Triton's instrShape N).
 bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA,
                 int64_t mmaK);
 
