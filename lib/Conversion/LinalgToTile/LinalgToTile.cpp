@@ -196,8 +196,10 @@ Buffer &Converter::bufferFor(Value v) {
   auto it = buffers.find(v);
   if (it != buffers.end())
     return it->second;
-  // A dense constant (or a splat read by something other than a kernel).
-  DenseElementsAttr dense;
+  // A constant (dense, or torch-mlir's dense_resource blob of a non-splat
+  // tensor such as the indices of an aten.index), or a splat read by
+  // something other than a kernel.
+  ElementsAttr dense;
   auto type = cast<RankedTensorType>(v.getType());
   auto memType = MemRefType::get(type.getShape(), type.getElementType());
   if (!matchPattern(v, m_Constant(&dense))) {

@@ -876,3 +876,40 @@ func.func @biased_attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %
   } -> tensor<4x40x32xf32>
   return %o : tensor<4x40x32xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A non-splat constant comes from torch-mlir as a dense_resource blob (the
+// indices of an aten.index, as GroupNorm's decomposition gathers each
+// channel's statistics with): a view of it reads a global that holds the
+// blob.
+// CHECK: memref.global "private" constant @__constant_0 : memref<6xi64> = dense_resource<indices>
+// CHECK-LABEL: tile.kernel @k0_pointwise
+// CHECK: tile.gather
+// CHECK-LABEL: func.func @resource_indices
+// CHECK: %[[IDX:.*]] = memref.get_global @__constant_0 : memref<6xi64>
+// CHECK: memref.reinterpret_cast %[[IDX]] to offset: [0], sizes: [2, 3], strides: [3, 1]
+// CHECK: tile.launch @k0_pointwise
+func.func @resource_indices(%x: tensor<4xf32>) -> tensor<2x3xf32> {
+  %idx = arith.constant dense_resource<indices> : tensor<6xi64>
+  %i = tensor.expand_shape %idx [[0, 1]] output_shape [2, 3] : tensor<6xi64> into tensor<2x3xi64>
+  %e = tensor.empty() : tensor<2x3xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%i : tensor<2x3xi64>) outs(%e : tensor<2x3xf32>) {
+  ^bb0(%j: i64, %o: f32):
+    %k = arith.index_cast %j : i64 to index
+    %v = tensor.extract %x[%k] : tensor<4xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x3xf32>
+  return %g : tensor<2x3xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      indices: "0x08000000000000000000000003000000000000000100000000000000020000000000000003000000000000000000000000000000"
+    }
+  }
+#-}

@@ -126,6 +126,18 @@ def test_norms(shape: tuple[int, ...]) -> None:
     check(RMSNorm(shape[-1]), lambda: (randn(*shape),), max_kernels=1)
 
 
+@pytest.mark.parametrize(("groups", "shape"), [(4, (2, 16, 8, 8)), (1, (3, 8, 5)),
+                                               (2, (1, 6, 7, 3, 2))], ids=str)
+def test_group_norm(groups: int, shape: tuple[int, ...]) -> None:
+    """PyTorch's decomposition gathers each channel's statistics with aten.index at
+    constant indices (torch-mlir's dense_resource tensors): read from constant buffers."""
+    norm = nn.GroupNorm(groups, shape[1])
+    with torch.no_grad():
+        norm.weight.normal_()
+        norm.bias.normal_()
+    check(norm, lambda: (randn(*shape),))
+
+
 LONG_ROWS: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {
     # Rows longer than a program keeps in registers (4096): loops over 4096-element chunks,
     # one per reduction, with a ragged last chunk.
