@@ -10,6 +10,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -212,6 +213,89 @@ static bool isContraction(GenericOp op) {
          dims->k.size() == 1 && op.getStaticLoopRanges()[dims->k[0]] > 1;
 }
 
+/// Whether `v` is a position of the iteration: linalg.index, its
+/// linearization (affine.apply, as reshapes that split a loop leave) and
+/// casts of those, or a constant (along a loop of size 1).
+static bool isPosition(Value v, GenericOp op) {
+  if (matchPattern(v, m_Constant()))
+    return true;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != op.getBody())
+    return false;
+  if (isa<IndexOp>(def))
+    return true;
+  if (!isa<affine::AffineApplyOp, arith::IndexCastOp, arith::ExtSIOp,
+           arith::ExtUIOp>(def))
+    return false;
+  return llvm::all_of(def->getOperands(),
+                      [&](Value o) { return isPosition(o, op); });
+}
+
+std::optional<ArgReduction> getArgReduction(GenericOp op, unsigned index) {
+  auto yield = cast<YieldOp>(op.getBody()->getTerminator());
+  auto select = yield.getOperand(index).getDefiningOp<arith::SelectOp>();
+  if (!select || select->getBlock() != op.getBody() ||
+      select.getFalseValue() != op.getRegionOutputArgs()[index])
+    return std::nullopt;
+  Value position = select.getTrueValue();
+  if (!position.getType().isInteger() || !isPosition(position, op))
+    return std::nullopt;
+  // compare(x, acc) or compare(acc, x), by a strict order.
+  Operation *compare = select.getCondition().getDefiningOp();
+  if (!compare || compare->getBlock() != op.getBody())
+    return std::nullopt;
+  bool greater;
+  if (auto f = dyn_cast<arith::CmpFOp>(compare)) {
+    using P = arith::CmpFPredicate;
+    if (f.getPredicate() != P::OGT && f.getPredicate() != P::OLT)
+      return std::nullopt;
+    greater = f.getPredicate() == P::OGT;
+  } else if (auto i = dyn_cast<arith::CmpIOp>(compare)) {
+    using P = arith::CmpIPredicate;
+    P p = i.getPredicate();
+    if (!llvm::is_contained({P::sgt, P::slt, P::ugt, P::ult}, p))
+      return std::nullopt;
+    greater = p == P::sgt || p == P::ugt;
+  } else {
+    return std::nullopt;
+  }
+  for (unsigned value = 0, e = op.getNumDpsInits(); value < e; ++value) {
+    BlockArgument acc = op.getRegionOutputArgs()[value];
+    Operation *c = value == index ? nullptr : getCombiner(op, value);
+    if (!c)
+      continue;
+    Value x = c->getOperand(0) == acc ? c->getOperand(1) : c->getOperand(0);
+    bool accFirst;
+    if (compare->getOperand(0) == x && compare->getOperand(1) == acc)
+      accFirst = false;
+    else if (compare->getOperand(0) == acc && compare->getOperand(1) == x)
+      accFirst = true;
+    else
+      continue;
+    bool max = greater != accFirst;
+    bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp,
+                     arith::MaxUIOp>(c);
+    bool isMin = isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp,
+                     arith::MinUIOp>(c);
+    // The order of the compare is the combiner's (signed or not).
+    auto icmp = dyn_cast<arith::CmpIOp>(compare);
+    bool unsignedCompare =
+        icmp && (icmp.getPredicate() == arith::CmpIPredicate::ugt ||
+                 icmp.getPredicate() == arith::CmpIPredicate::ult);
+    if ((max ? !isMax : !isMin) ||
+        (icmp && unsignedCompare != isa<arith::MaxUIOp, arith::MinUIOp>(c)))
+      continue;
+    // From the identity, so that the first element always wins.
+    Value init = getScalarSource(op.getDpsInitOperand(value)->get());
+    Attribute attr;
+    if (!init || !matchPattern(init, m_Constant(&attr)) ||
+        attr != getCombinerIdentity(c))
+      return std::nullopt;
+    return ArgReduction{value, index, compare, select};
+  }
+  return std::nullopt;
+}
+
 FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
   llvm::raw_string_ostream os(why);
   if (!op.hasPureTensorSemantics()) {
@@ -292,11 +376,20 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
     return GenericKind::Elementwise;
   }
 
+  // Each output is combined by one associative op, or is the index of
+  // another's extremum; the accumulators feed only those.
+  llvm::SmallPtrSet<Operation *, 4> readers;
   for (unsigned i = 0, e = op.getNumDpsInits(); i < e; ++i) {
-    if (!getCombiner(op, i)) {
+    if (Operation *c = getCombiner(op, i)) {
+      readers.insert(c);
+    } else if (std::optional<ArgReduction> arg = getArgReduction(op, i)) {
+      readers.insert(arg->compare);
+      readers.insert(arg->select);
+    } else {
       os << "unsupported: a reduction whose output #" << i
-         << " is not combined with one associative op (argmax-style "
-            "reductions that carry an index are not supported yet)";
+         << " is not combined with one associative op, nor the index of "
+            "another output's maximum or minimum (from its identity, by a "
+            "strict compare)";
       return failure();
     }
   }
@@ -308,12 +401,9 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
               "reduction loop";
         return failure();
       }
-  // The output arguments may only feed their combiners.
   for (BlockArgument out : op.getRegionOutputArgs())
     for (Operation *user : out.getUsers())
-      if (llvm::none_of(
-              llvm::seq(0u, (unsigned)op.getNumDpsInits()),
-              [&](unsigned i) { return getCombiner(op, i) == user; })) {
+      if (!readers.contains(user)) {
         os << "unsupported: a reduction that reads its accumulator other than "
               "in its combiner";
         return failure();

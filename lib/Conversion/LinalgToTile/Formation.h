@@ -94,6 +94,24 @@ mlir::Operation *getCombiner(mlir::linalg::GenericOp op, unsigned i);
 /// ...) for the element type, or null if the op is no known combiner.
 mlir::TypedAttr getCombinerIdentity(mlir::Operation *combiner);
 
+/// An output of a reduction that carries the index of another output's
+/// extremum (torch-mlir's argmax and argmin, max and min with indices):
+/// output #index yields select(compare(x, acc), position, its own
+/// accumulator), where acc is the accumulator of output #value, which a max
+/// or a min combines with x from the combiner's identity, compare is
+/// strictly greater (a max) or less in the combiner's order, and the position
+/// an integer that grows with the iteration order (linalg.index, its
+/// linearization, or a constant along a loop of size 1). Kernels keep
+/// PyTorch's order: the least position among equal extrema, and a NaN as the
+/// extremum (of arith.maximumf and arith.minimumf; the NaN-ignoring ones
+/// never take it).
+struct ArgReduction {
+  unsigned value, index;
+  mlir::Operation *compare, *select;
+};
+std::optional<ArgReduction> getArgReduction(mlir::linalg::GenericOp op,
+                                            unsigned index);
+
 /// The scalar a Fill-kind generic yields (a constant or a value defined
 /// outside the body), or null.
 mlir::Value getFillValue(mlir::linalg::GenericOp op);

@@ -358,8 +358,15 @@ private:
   FailureOr<TileValue> gather(tensor::ExtractOp extract,
                               function_ref<FailureOr<TileValue>(Value)> lookup,
                               std::function<const Buffer *(Value)> bufferOf);
+  Value padWithIdentity(Value t, const llvm::SmallBitVector &full,
+                        const llvm::SmallBitVector &dims, TypedAttr identity,
+                        Location loc);
   TileValue reduce(TileValue v, Operation *combiner,
                    const llvm::SmallBitVector &dims, Location loc);
+  std::pair<TileValue, TileValue> reduceArg(TileValue v, TileValue index,
+                                            Operation *combiner,
+                                            const llvm::SmallBitVector &dims,
+                                            Location loc);
   FailureOr<TileValue>
   combineInit(GenericOp op, OpOperand &init, TileValue result,
               ArrayRef<int64_t> opSpace,
@@ -775,13 +782,11 @@ KernelWriter::gather(tensor::ExtractOp extract,
       spans};
 }
 
-TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
-                               const llvm::SmallBitVector &dims, Location loc) {
-  Type elt = combiner->getResult(0).getType();
-  llvm::SmallBitVector full = v.spans;
-  full |= dims;
-  Value t = materialize(v, full, loc);
-  // Padding along reduced dimensions takes the combiner's identity.
+/// `t` (over `full`) with the padding along the reduced `dims` replaced by
+/// the combiner's `identity`.
+Value KernelWriter::padWithIdentity(Value t, const llvm::SmallBitVector &full,
+                                    const llvm::SmallBitVector &dims,
+                                    TypedAttr identity, Location loc) {
   Value mask;
   for (int s : dims.set_bits()) {
     if (space[s] % tiling.block[s] == 0)
@@ -805,12 +810,21 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
     in = tile::BroadcastOp::create(b, loc, tileType(full, b.getI1Type()), in);
     mask = mask ? arith::AndIOp::create(b, loc, mask, in).getResult() : in;
   }
-  if (mask) {
-    Value identity = tile::SplatOp::create(
-        b, loc, tileType(full, elt),
-        arith::ConstantOp::create(b, loc, getCombinerIdentity(combiner)));
-    t = arith::SelectOp::create(b, loc, mask, t, identity);
-  }
+  if (!mask)
+    return t;
+  Value splat =
+      tile::SplatOp::create(b, loc, tileType(full, identity.getType()),
+                            arith::ConstantOp::create(b, loc, identity));
+  return arith::SelectOp::create(b, loc, mask, t, splat);
+}
+
+TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
+                               const llvm::SmallBitVector &dims, Location loc) {
+  Type elt = combiner->getResult(0).getType();
+  llvm::SmallBitVector full = v.spans;
+  full |= dims;
+  Value t = padWithIdentity(materialize(v, full, loc), full, dims,
+                            getCombinerIdentity(combiner), loc);
   llvm::SmallBitVector spans = full;
   for (int s : dims.set_bits()) {
     spans.reset(s);
@@ -833,6 +847,91 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
                                    s);
   }
   return {t, spans};
+}
+
+/// The (value, index) pair of (a, ai) and (bv, bi) that an arg reduction
+/// whose values `combiner` combines keeps, in PyTorch's order: the greater
+/// value (a max) or the lesser, in the combiner's order (signed or not; a
+/// NaN first for arith.maximumf and arith.minimumf, last for the NaN-ignoring
+/// ones), and of equal values the first index. On scalars or tiles alike.
+static std::pair<Value, Value> combineArg(OpBuilder &b, Location loc, Value a,
+                                          Value ai, Value bv, Value bi,
+                                          Operation *combiner) {
+  bool max =
+      isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp, arith::MaxUIOp>(
+          combiner);
+  Value wins, tie;
+  if (isa<FloatType>(getElementTypeOrSelf(a.getType()))) {
+    using P = arith::CmpFPredicate;
+    auto cmp = [&](P p, Value x, Value y) -> Value {
+      return arith::CmpFOp::create(b, loc, p, x, y);
+    };
+    // Which NaN beats the other value: b's (propagating), or a's.
+    bool propagates = isa<arith::MaximumFOp, arith::MinimumFOp>(combiner);
+    Value nan = propagates ? cmp(P::UNO, bv, bv) : cmp(P::UNO, a, a);
+    Value other = propagates ? cmp(P::ORD, a, a) : cmp(P::ORD, bv, bv);
+    wins = arith::OrIOp::create(b, loc, cmp(max ? P::OGT : P::OLT, bv, a),
+                                arith::AndIOp::create(b, loc, nan, other));
+    tie = arith::OrIOp::create(
+        b, loc, cmp(P::OEQ, bv, a),
+        arith::AndIOp::create(b, loc, cmp(P::UNO, bv, bv), cmp(P::UNO, a, a)));
+  } else {
+    using P = arith::CmpIPredicate;
+    bool isUnsigned = isa<arith::MaxUIOp, arith::MinUIOp>(combiner);
+    P order =
+        max ? (isUnsigned ? P::ugt : P::sgt) : (isUnsigned ? P::ult : P::slt);
+    wins = arith::CmpIOp::create(b, loc, order, bv, a);
+    tie = arith::CmpIOp::create(b, loc, P::eq, bv, a);
+  }
+  Value earlier =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, bi, ai);
+  Value take = arith::OrIOp::create(
+      b, loc, wins, arith::AndIOp::create(b, loc, tie, earlier));
+  return {arith::SelectOp::create(b, loc, take, bv, a),
+          arith::SelectOp::create(b, loc, take, bi, ai)};
+}
+
+/// An arg reduction (getArgReduction) of `v` and its `index` tile along
+/// the space dimensions `dims`: a tile.reduce of both per dimension (the
+/// positions order the ties across dimensions too).
+std::pair<TileValue, TileValue>
+KernelWriter::reduceArg(TileValue v, TileValue index, Operation *combiner,
+                        const llvm::SmallBitVector &dims, Location loc) {
+  llvm::SmallBitVector full = v.spans;
+  full |= index.spans;
+  full |= dims;
+  // Padding never wins: it is the identity, at positions past the row's.
+  Value t = padWithIdentity(materialize(v, full, loc), full, dims,
+                            getCombinerIdentity(combiner), loc);
+  Value i = materialize(index, full, loc);
+  Type elt = getElementTypeOrSelf(t.getType()),
+       indexElt = getElementTypeOrSelf(i.getType());
+  llvm::SmallBitVector spans = full;
+  for (int s : dims.set_bits()) {
+    spans.reset(s);
+    auto shape =
+        llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
+    shape.erase(shape.begin() + s);
+    auto r = tile::ReduceOp::create(
+        b, loc,
+        TypeRange{RankedTensorType::get(shape, elt),
+                  RankedTensorType::get(shape, indexElt)},
+        ValueRange{t, i}, s);
+    Block *block = new Block();
+    r.getCombiner().push_back(block);
+    Value x = block->addArgument(elt, loc);
+    Value xi = block->addArgument(indexElt, loc);
+    Value y = block->addArgument(elt, loc);
+    Value yi = block->addArgument(indexElt, loc);
+    OpBuilder rb = OpBuilder::atBlockBegin(block);
+    auto [kept, keptIndex] = combineArg(rb, loc, x, xi, y, yi, combiner);
+    tile::YieldOp::create(rb, loc, ValueRange{kept, keptIndex});
+    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt), r.getResult(0),
+                                   s);
+    i = tile::ExpandDimsOp::create(b, loc, tileType(spans, indexElt),
+                                   r.getResult(1), s);
+  }
+  return {{t, spans}, {i, spans}};
 }
 
 FailureOr<MatmulOperands> KernelWriter::matmulOperands(
@@ -1014,9 +1113,17 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
   // Block arguments: the operands' tiles (outputs only where the body reads
   // them outside a combiner).
   llvm::SmallPtrSet<Operation *, 4> combiners;
+  SmallVector<ArgReduction> args;
   if (kind == GenericKind::Reduction)
-    for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
-      combiners.insert(getCombiner(op, i));
+    for (unsigned i = 0; i < op.getNumDpsInits(); ++i) {
+      if (Operation *c = getCombiner(op, i)) {
+        combiners.insert(c);
+      } else if (std::optional<ArgReduction> arg = getArgReduction(op, i)) {
+        combiners.insert(arg->compare);
+        combiners.insert(arg->select);
+        args.push_back(*arg);
+      }
+    }
   for (OpOperand &operand : op->getOpOperands()) {
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
     bool used = llvm::any_of(arg.getUsers(), [&](Operation *u) {
@@ -1088,8 +1195,34 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
     local[inner.getResult(0)] = *r;
   }
   auto yield = cast<YieldOp>(body->getTerminator());
+  // Arg reductions reduce their value and index outputs together (their
+  // initial values are the identity and ignored).
+  for (const ArgReduction &arg : args) {
+    Operation *c = getCombiner(op, arg.value);
+    BlockArgument out = op.getRegionOutputArgs()[arg.value];
+    FailureOr<TileValue> v =
+        lookup(c->getOperand(0) == out ? c->getOperand(1) : c->getOperand(0));
+    FailureOr<TileValue> index =
+        lookup(cast<arith::SelectOp>(arg.select).getTrueValue());
+    if (failed(v) || failed(index))
+      return failure();
+    llvm::SmallBitVector dims(space.size());
+    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (!isParallel(it) && opSpace[d] >= 0)
+        dims.set(opSpace[d]);
+    auto [value, position] = reduceArg(*v, *index, c, dims, op.getLoc());
+    for (auto [i, t] : {std::pair(arg.value, value), {arg.index, position}}) {
+      llvm::SmallBitVector spans =
+          resultSpans(op, op.getDpsInitsMutable()[i], opSpace);
+      values[op.getResult(i)] = {materialize(t, spans, op.getLoc()), spans};
+    }
+  }
   for (OpOperand &init : op.getDpsInitsMutable()) {
     unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
+    if (llvm::any_of(args, [&](const ArgReduction &arg) {
+          return arg.value == i || arg.index == i;
+        }))
+      continue;
     llvm::SmallBitVector spans = resultSpans(op, init, opSpace);
     TileValue result;
     if (kind == GenericKind::Reduction) {
@@ -1632,18 +1765,21 @@ LogicalResult KernelWriter::writeChunkLoop(
     if (auto op = dyn_cast<GenericOp>(def))
       llvm::append_range(stack, getCapturedTensors(op));
   }
-  // Accumulators start at the combiners' identities.
+  // Accumulators start at the combiners' identities (an arg reduction's
+  // index at 0: any element beats the identity).
   SmallVector<Value> accs;
   SmallVector<std::pair<GenericOp, unsigned>> results;
   for (GenericOp op : reductions) {
     auto opSpace = getSpace(op);
     for (OpOperand &init : op.getDpsInitsMutable()) {
       unsigned i = init.getOperandNumber() - op.getNumDpsInputs();
+      Type elt = getElementTypeOrSelf(op.getResult(i).getType());
       Operation *c = getCombiner(op, i);
-      Type elt = c->getResult(0).getType();
+      TypedAttr start =
+          c ? getCombinerIdentity(c) : TypedAttr(b.getIntegerAttr(elt, 0));
       accs.push_back(tile::SplatOp::create(
           b, loc, tileType(resultSpans(op, init, opSpace), elt),
-          arith::ConstantOp::create(b, loc, getCombinerIdentity(c))));
+          arith::ConstantOp::create(b, loc, start)));
       results.push_back({op, i});
     }
   }
@@ -1689,10 +1825,42 @@ LogicalResult KernelWriter::writeChunkLoop(
     }
   partialReductions = false;
   SmallVector<Value> next;
+  auto argOf = [&](GenericOp op,
+                   unsigned value) -> std::optional<ArgReduction> {
+    for (unsigned k = 0, e = op.getNumDpsInits(); k < e; ++k)
+      if (std::optional<ArgReduction> arg = getArgReduction(op, k);
+          arg && arg->value == value)
+        return arg;
+    return std::nullopt;
+  };
+  auto accOf = [&](GenericOp op, unsigned i) {
+    return iterArgs[llvm::find(results, std::pair(op, i)) - results.begin()];
+  };
   for (auto [acc, result] : llvm::zip(iterArgs, results)) {
     auto [op, i] = result;
     Operation *c = getCombiner(op, i);
     TileValue partial = values.lookup(op.getResult(i));
+    if (!c) { // an arg reduction's index: the earlier chunks' first
+      ArgReduction arg = *getArgReduction(op, i);
+      TileValue value = values.lookup(op.getResult(arg.value));
+      Value sofar = accOf(op, arg.value);
+      next.push_back(combineArg(b, loc, sofar, acc,
+                                materialize(value, value.spans, loc),
+                                materialize(partial, partial.spans, loc),
+                                getCombiner(op, arg.value))
+                         .second);
+      continue;
+    }
+    if (std::optional<ArgReduction> arg = argOf(op, i)) {
+      Value index = accOf(op, arg->index);
+      TileValue partialIndex = values.lookup(op.getResult(arg->index));
+      next.push_back(combineArg(b, loc, acc, index,
+                                materialize(partial, partial.spans, loc),
+                                materialize(partialIndex, partial.spans, loc),
+                                c)
+                         .first);
+      continue;
+    }
     TileValue sofar{acc, partial.spans};
     bool accFirst = c->getOperand(0) == op.getRegionOutputArgs()[i];
     FailureOr<TileValue> sum =
@@ -1719,6 +1887,10 @@ LogicalResult KernelWriter::writeChunkLoop(
     auto opSpace = getSpace(op);
     OpOperand &init = op.getDpsInitsMutable()[i];
     TileValue total{value, resultSpans(op, init, opSpace)};
+    if (!getCombiner(op, i)) { // an arg reduction's index
+      values[op.getResult(i)] = total;
+      continue;
+    }
     FailureOr<TileValue> r =
         combineInit(op, init, total, opSpace, view, bufferOf);
     if (failed(r))

@@ -880,6 +880,52 @@ func.func @biased_attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %
 // -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// torch.max(x, -1) as torch-mlir writes it: the index of the row maximum
+// beside it. One tile.reduce of (value, position) pairs keeps PyTorch's
+// order: a greater value, a NaN before a number, of equal values (or two
+// NaNs) the lesser position; the padding is -inf at positions past the row.
+// CHECK-LABEL: tile.kernel @k0_reduce
+// CHECK: %[[POS:.*]] = tile.broadcast {{.*}} : tensor<1x8xi64> -> tensor<8x8xi64>
+// CHECK: tile.reduce %{{.*}}, %[[POS]] {axis = 1 : i64} : tensor<8x8xf32>, tensor<8x8xi64> -> tensor<8xf32>, tensor<8xi64> {
+// CHECK-NEXT: ^bb0(%[[A:.*]]: f32, %[[AI:.*]]: i64, %[[B:.*]]: f32, %[[BI:.*]]: i64):
+// CHECK-NEXT: %[[BNAN:.*]] = arith.cmpf uno, %[[B]], %[[B]]
+// CHECK-NEXT: %[[AORD:.*]] = arith.cmpf ord, %[[A]], %[[A]]
+// CHECK-NEXT: %[[NANWINS:.*]] = arith.andi %[[BNAN]], %[[AORD]]
+// CHECK-NEXT: %[[GT:.*]] = arith.cmpf ogt, %[[B]], %[[A]]
+// CHECK-NEXT: %[[WINS:.*]] = arith.ori %[[GT]], %[[NANWINS]]
+// CHECK: %[[EQ:.*]] = arith.cmpf oeq, %[[B]], %[[A]]
+// CHECK: %[[EARLIER:.*]] = arith.cmpi slt, %[[BI]], %[[AI]]
+// CHECK: %[[TAKE:.*]] = arith.ori %[[WINS]], %{{.*}}
+// CHECK: arith.select %[[TAKE]], %[[B]], %[[A]] : f32
+// CHECK: arith.select %[[TAKE]], %[[BI]], %[[AI]] : i64
+// CHECK: tile.store {{.*}} : tensor<8x1xf32>
+// CHECK: tile.store {{.*}} : tensor<8x1xi64>
+// CHECK-LABEL: func.func @max_with_index
+func.func @max_with_index(%x: tensor<5x7xf32>) -> (tensor<5xf32>, tensor<5xi64>) {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %ei = tensor.empty() : tensor<5xi64>
+  %i = linalg.fill ins(%c0 : i64) outs(%ei : tensor<5xi64>) -> tensor<5xi64>
+  %ev = tensor.empty() : tensor<5xf32>
+  %v = linalg.fill ins(%ninf : f32) outs(%ev : tensor<5xf32>) -> tensor<5xf32>
+  %r:2 = linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<5x7xf32>) outs(%v, %i : tensor<5xf32>, tensor<5xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %j = linalg.index 1 : index
+    %k = arith.index_cast %j : index to i64
+    %max = arith.maximumf %in, %acc : f32
+    %gt = arith.cmpf ogt, %in, %acc : f32
+    %sel = arith.select %gt, %k, %idx : i64
+    linalg.yield %max, %sel : f32, i64
+  } -> (tensor<5xf32>, tensor<5xi64>)
+  return %r#0, %r#1 : tensor<5xf32>, tensor<5xi64>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
 
 // A non-splat constant comes from torch-mlir as a dense_resource blob (the
 // indices of an aten.index, as GroupNorm's decomposition gathers each

@@ -407,6 +407,28 @@ func.func @unit_reduction_terminates(%arg0: tensor<1x5000x2xf32>, %arg1: tensor<
 
 // -----
 
+// An index carried beside a maximum from a running value other than the
+// identity (-inf) may never be replaced: no arg reduction.
+func.func @arg_reduction_from_a_value(%x: tensor<4x8xf32>, %m: tensor<4xf32>) -> tensor<4xi64> {
+  %c0 = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<4xi64>
+  %i = linalg.fill ins(%c0 : i64) outs(%e : tensor<4xi64>) -> tensor<4xi64>
+  // expected-error @+1 {{nor the index of another output's maximum or minimum}}
+  %r:2 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%m, %i : tensor<4xf32>, tensor<4xi64>) {
+  ^bb0(%in: f32, %acc: f32, %idx: i64):
+    %j = linalg.index 1 : index
+    %k = arith.index_cast %j : index to i64
+    %max = arith.maximumf %in, %acc : f32
+    %gt = arith.cmpf ogt, %in, %acc : f32
+    %sel = arith.select %gt, %k, %idx : i64
+    linalg.yield %max, %sel : f32, i64
+  } -> (tensor<4xf32>, tensor<4xi64>)
+  return %r#1 : tensor<4xi64>
+}
+
+// -----
+
 // A window (a convolution's d0 + d1) is no strided view of the iteration
 // space: reported, not formed.
 func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {

@@ -520,3 +520,23 @@ tile.kernel @rescaled_accumulator(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %s: 
   tile.store %r, %f[%c0, %c0] : tensor<64x128xf32>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+// A 1x1 tile gathered at an index loaded from a view of dynamic strides
+// (its layout puts the threads down the unit column), broadcast along a row
+// of 4096: in its own layout each thread would hold the whole row. The
+// broadcast takes the row's default layout instead, its source converted (a
+// 1x1 tile: nothing moves).
+// CHECK-DAG: #[[ROW:.*]] = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [1, 4], order = [1, 0]>
+// CHECK-LABEL: tile.kernel @broadcast_down_a_unit_column
+// CHECK: %[[S:.*]] = tile.convert_layout %{{.*}} : tensor<1x1xf32, #{{.*}}> -> tensor<1x1xf32, #[[ROW]]>
+// CHECK: tile.broadcast %[[S]] : tensor<1x1xf32, #[[ROW]]> -> tensor<1x4096xf32, #[[ROW]]>
+tile.kernel @broadcast_down_a_unit_column(%x: memref<?x?xf32, strided<[?, 1], offset: ?>>, %i: memref<?x?xi64, strided<[?, ?], offset: ?>>, %y: memref<?x?xf32, strided<[?, 1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %idx = tile.load %i[%c0, %c0] : memref<?x?xi64, strided<[?, ?], offset: ?>> -> tensor<1x1xi64>
+  %s = tile.gather %x[%idx, %idx] : memref<?x?xf32, strided<[?, 1], offset: ?>>, tensor<1x1xi64>, tensor<1x1xi64> -> tensor<1x1xf32>
+  %b = tile.broadcast %s : tensor<1x1xf32> -> tensor<1x4096xf32>
+  tile.store %b, %y[%c0, %c0] : tensor<1x4096xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
+  tile.return
+}

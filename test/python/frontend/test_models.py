@@ -38,8 +38,11 @@ def _close(got: Any, want: Any, tol: float) -> None:
     if want.dtype == torch.bool or not want.is_floating_point():
         assert torch.equal(got, want)
         return
-    scale = max(float(want.abs().max()), 1.0)
-    torch.testing.assert_close(got.float(), want.float(), atol=tol * scale * 4, rtol=tol * 4)
+    # NaNs and infinities must be where eager has them; the finite values set the scale.
+    finite = want[torch.isfinite(want)]
+    scale = max(float(finite.abs().max()) if finite.numel() else 0.0, 1.0)
+    torch.testing.assert_close(got.float(), want.float(), atol=tol * scale * 4, rtol=tol * 4,
+                               equal_nan=True)
 
 
 def check(
@@ -136,6 +139,52 @@ def test_group_norm(groups: int, shape: tuple[int, ...]) -> None:
         norm.weight.normal_()
         norm.bias.normal_()
     check(norm, lambda: (randn(*shape),))
+
+
+def _ties(*shape: int, dtype: Any = torch.float32) -> Any:
+    """Values in -3..2: many equal maxima and minima, whose first index must win."""
+    return torch.randint(-3, 3, shape).to(dtype)
+
+
+def _with_nans() -> Any:
+    x = torch.randn(5, 9)
+    x[0, 3] = x[0, 6] = x[2, 8] = x[4, 0] = float("nan")
+    x[1] = float("-inf")
+    x[3] = float("inf")
+    return x
+
+
+ARG_REDUCTIONS: dict[str, tuple[Callable[..., Any], Callable[[], Sequence[Any]]]] = {
+    "argmax_rows": (lambda x: torch.argmax(x, -1), lambda: (randn(6, 37),)),
+    "argmin_columns": (lambda x: torch.argmin(x, 0), lambda: (randn(37, 5),)),
+    "max_with_indices_ties": (lambda x: torch.max(x, -1), lambda: (_ties(6, 33),)),
+    "min_keepdim_middle": (lambda x: torch.min(x, 1, keepdim=True), lambda: (_ties(3, 9, 4),)),
+    # all elements: torch-mlir flattens them, kernel formation reduces two loops
+    "argmax_flat": (lambda x: torch.argmax(x), lambda: (randn(4, 9),)),
+    "argmax_unit_dim": (lambda x: torch.argmax(x, 1), lambda: (randn(4, 1, 3),)),
+    # NaN is the extremum (its first index), as are -inf rows' first elements
+    "argmax_nan": (lambda x: torch.max(x, -1), lambda: (_with_nans(),)),
+    "argmin_nan": (lambda x: torch.argmin(x, -1), lambda: (_with_nans(),)),
+    "argmax_int64": (lambda x: torch.max(x, 0), lambda: (torch.randint(-2**40, 2**40, (33, 3)),)),
+    "argmin_uint8": (lambda x: torch.argmin(x, -1),
+                     lambda: (torch.randint(0, 256, (4, 50), dtype=torch.uint8),)),
+    "argmax_bf16_ties": (lambda x: torch.max(x, -1),
+                         lambda: (_ties(4, 100, dtype=torch.bfloat16),)),
+    # a vocabulary longer than a program holds: chunks, their ties carried in order
+    "greedy_decoding": (lambda h, w: torch.argmax(h @ w, -1),
+                        lambda: (randn(3, 64), randn(64, 5000))),
+    "vocab_ties": (lambda x: torch.max(x, -1), lambda: (_ties(2, 50257),)),
+    # a mixture of experts' top-1 gate: softmax, then its maximum and expert
+    "moe_gate": (lambda x: torch.softmax(x, -1).max(-1), lambda: (randn(10, 8),)),
+}
+
+
+@pytest.mark.parametrize("name", list(ARG_REDUCTIONS))
+def test_arg_reductions(name: str) -> None:
+    """argmax, argmin and max/min with indices: one tile.reduce of (value, index) pairs
+    that keeps PyTorch's first index among equal extrema and NaN as the extremum."""
+    f, make = ARG_REDUCTIONS[name]
+    check(f, make, max_kernels=2)
 
 
 LONG_ROWS: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {

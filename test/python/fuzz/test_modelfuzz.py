@@ -1,7 +1,8 @@
 """The fixed-seed batch of random PyTorch programs (``modelfuzz``): each compiles and matches
 eager PyTorch, or is refused with UnsupportedOperatorError. Seeds 24, 38 and 48 once hung
-kernel formation or needed more shared memory than a kernel has; the others are the first
-of the sequence. ``make fuzz-models`` runs a long batch."""
+kernel formation or needed more shared memory than a kernel has; 27, 54 and 89 take a max or
+min with its index; the others are the first of the sequence. ``make fuzz-models`` runs a long
+batch."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import modelfuzz  # noqa: E402
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, 7, 9, 24, 38, 48])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, 7, 9, 24, 27, 38, 48, 54, 89])
 def test_random_program(seed: int) -> None:
     result = modelfuzz.check(seed)
     assert result == "ok" or result.startswith("unsupported:")

@@ -291,8 +291,19 @@ private:
       return success();
     }
     if (auto broadcast = dyn_cast<BroadcastOp>(op)) {
-      setLayout(broadcast.getResult(),
-                getLayout(broadcast.getSource().getType()));
+      // In place: the source's layout, unless that spreads the threads over
+      // the broadcast dimensions so that each holds more of the result than
+      // the default layout gives it (a 1x1 tile laid out down a unit
+      // column, broadcast along a row of 4096: 4096 registers a thread).
+      RankedTensorType result = broadcast.getResult().getType();
+      Attribute layout = getLayout(broadcast.getSource().getType());
+      Attribute fallback = defaultLayout(result);
+      if (getElemsPerThread(layout, result.getShape()) >
+          getElemsPerThread(fallback, result.getShape())) {
+        convertOperand(broadcast.getSourceMutable(), fallback);
+        layout = fallback;
+      }
+      setLayout(broadcast.getResult(), layout);
       return success();
     }
     if (auto expand = dyn_cast<ExpandDimsOp>(op)) {
