@@ -17,6 +17,11 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
   padding or dilation, one group: a vision transformer's patch embedding) or whose kernel is
   1 x 1 decomposes into a reshape of its input into patches and a matmul. Other convolutions
   stay whole, and kernel formation reports them as unsupported.
+- ``aten.max_pool{2,3}d_with_indices`` and ``aten.avg_pool{2,3}d`` (the 1-D ones reach them
+  through an unsqueeze) over non-overlapping windows (stride equal to the kernel, no padding or
+  dilation, no partial window of ``ceil_mode``: VGG's 2 x 2 pooling) decompose into a reshape
+  into windows and a max (with its first index, made a flat index into the pooled dimensions
+  as PyTorch's) or a mean. Other windows stay whole and are reported as unsupported.
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
   y[i] = sum of x[j] for j <= i (quadratic in the length, with the mask computed in
   registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
@@ -140,6 +145,77 @@ def patch_convolution(
     return y.permute([0, n + 1, *range(1, n + 1)])
 
 
+def _windows(
+    x: torch.Tensor, n: int, kernel: Sequence[int], stride: Sequence[int],
+    padding: Sequence[int] | int, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
+) -> tuple[torch.Tensor, list[int], list[int]] | None:
+    """The non-overlapping pooling windows of ``x``'s last ``n`` dimensions (stride equal to
+    the kernel, no padding or dilation) as ``[*leading, *out, window]``, the ``out`` sizes and
+    the kernel (one size per dimension); None for other windows."""
+
+    def per_dim(v: Sequence[int] | int, default: Sequence[int]) -> list[int]:
+        v = [v] if isinstance(v, int) else list(v) or list(default)
+        return v * n if len(v) == 1 else v
+
+    kernel, stride = per_dim(kernel, [1]), per_dim(stride, kernel)
+    padded = any(per_dim(padding, [0]))
+    dilated = any(d != 1 for d in per_dim(dilation, [1]))
+    if stride != kernel or padded or dilated or x.ndim < n:
+        return None
+    sizes = list(x.shape[x.ndim - n:])
+    out = [size // k for size, k in zip(sizes, kernel, strict=True)]
+    # ceil_mode keeps a partial last window, which is no reshape.
+    if 0 in out or (ceil_mode and any(size % k for size, k in zip(sizes, kernel, strict=True))):
+        return None
+    lead = list(x.shape[: x.ndim - n])
+    split = list(lead)
+    for d, (o, k) in enumerate(zip(out, kernel, strict=True)):
+        x = x.narrow(len(lead) + d, 0, o * k)
+        split += [o, k]
+    order = [*range(len(lead)), *(len(lead) + 2 * d for d in range(n)),
+             *(len(lead) + 2 * d + 1 for d in range(n))]
+    return x.reshape(split).permute(order).reshape(*lead, *out, -1), out, kernel
+
+
+def patch_max_pool(
+    n: int, x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
+) -> Any:
+    """``max_pool{n}d_with_indices`` over non-overlapping windows: each window's maximum and
+    the flat index of its first occurrence in the input's pooled dimensions (PyTorch's)."""
+    pooled = _windows(x, n, kernel_size, stride, padding, dilation, ceil_mode)
+    if pooled is None:
+        return NotImplemented
+    windows, out, kernel = pooled
+    sizes = x.shape[x.ndim - n:]
+    values, local = windows.max(-1)
+    # The window's position in each dimension, from its flat index (row-major), plus the
+    # window's start; then flat over the input's pooled dimensions.
+    index = torch.zeros_like(local)
+    for d in range(n):
+        inner = math.prod(kernel[d + 1:])
+        start = torch.arange(out[d], device=x.device) * kernel[d]
+        start = start.reshape([out[d]] + [1] * (n - 1 - d))
+        index = index * sizes[d] + start + local // inner % kernel[d]
+    return values, index
+
+
+def patch_avg_pool(
+    n: int, x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
+    padding: Sequence[int] | int = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Any:
+    """``avg_pool{n}d`` over non-overlapping windows: each window's mean (or its sum over
+    ``divisor_override``)."""
+    pooled = _windows(x, n, kernel_size, stride, padding, 1, ceil_mode)
+    if pooled is None:
+        return NotImplemented
+    windows = pooled[0]
+    if divisor_override:
+        return windows.sum(-1) / divisor_override
+    return windows.mean(-1)
+
+
 #: The longest scan ``masked_cumsum`` takes (it costs the length squared per scan).
 MAX_MASKED_SCAN = 4096
 
@@ -217,5 +293,9 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
     table[aten.convolution.default] = patch_convolution
     table[aten.cumsum.default] = masked_cumsum
+    for n, max_pool, avg_pool in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
+                                  (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):
+        table[max_pool.default] = functools.partial(patch_max_pool, n)
+        table[avg_pool.default] = functools.partial(patch_avg_pool, n)
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

@@ -585,6 +585,27 @@ def test_patch_convolution(conv: Callable[[], Any], shape: tuple[int, ...]) -> N
     check(conv(), lambda: (randn(*shape),), max_kernels=2)
 
 
+@pytest.mark.parametrize(("pool", "shape"), [
+    (lambda: nn.MaxPool2d(2), (2, 3, 8, 9)),  # an odd width: its last column is dropped
+    (lambda: nn.MaxPool2d(3, return_indices=True), (1, 2, 9, 7)),
+    (lambda: nn.AvgPool2d((2, 3)), (2, 3, 8, 9)),
+    (lambda: nn.MaxPool1d(2), (2, 3, 9)),
+    (lambda: nn.AvgPool1d(3), (2, 3, 10)),
+    (lambda: nn.MaxPool3d(2, return_indices=True), (1, 2, 4, 4, 5)),
+    (lambda: nn.AvgPool3d(2, divisor_override=3), (1, 2, 4, 4, 4)),
+], ids=["max2d", "max2d_indices", "avg2d", "max1d", "avg1d", "max3d_indices", "avg3d_divisor"])
+def test_pooling_over_windows_that_do_not_overlap(pool: Callable[[], Any],
+                                                 shape: tuple[int, ...]) -> None:
+    """Windows as a reshape, then their max (and its first index: small integers tie) or
+    mean."""
+    check(pool(), lambda: (_ties(*shape),), max_kernels=2)
+
+
+def test_overlapping_pooling_is_unsupported() -> None:
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.max_pool2d"):
+        tileopt.compile(nn.MaxPool2d(3, stride=2), (randn(1, 2, 9, 9),))
+
+
 def test_overlapping_convolution_is_unsupported() -> None:
     with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.convolution"):
         tileopt.compile(nn.Conv2d(3, 4, 3, padding=1), (randn(1, 3, 8, 8),))
