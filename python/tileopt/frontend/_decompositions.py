@@ -18,10 +18,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
   1 x 1 decomposes into a reshape of its input into patches and a matmul. Other convolutions
   stay whole, and kernel formation reports them as unsupported.
 - ``aten.max_pool{2,3}d_with_indices`` and ``aten.avg_pool{2,3}d`` (the 1-D ones reach them
-  through an unsqueeze) over non-overlapping windows (stride equal to the kernel, no padding or
-  dilation, no partial window of ``ceil_mode``: VGG's 2 x 2 pooling) decompose into a reshape
-  into windows and a max (with its first index, made a flat index into the pooled dimensions
-  as PyTorch's) or a mean. Other windows stay whole and are reported as unsupported.
+  through an unsqueeze), with any padding, dilation and ``ceil_mode``, decompose as PyTorch's
+  kernels compute them: one strided view of the padded input per offset in the window, a
+  running maximum (replaced by a greater value or a NaN, the index with it) or a sum over the
+  window's count.
+- ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
+  filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
   y[i] = sum of x[j] for j <= i (quadratic in the length, with the mask computed in
   registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
@@ -40,6 +42,7 @@ upcasts f16/bf16 to f32 as torch's decompositions do.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -145,75 +148,135 @@ def patch_convolution(
     return y.permute([0, n + 1, *range(1, n + 1)])
 
 
-def _windows(
-    x: torch.Tensor, n: int, kernel: Sequence[int], stride: Sequence[int],
-    padding: Sequence[int] | int, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
-) -> tuple[torch.Tensor, list[int], list[int]] | None:
-    """The non-overlapping pooling windows of ``x``'s last ``n`` dimensions (stride equal to
-    the kernel, no padding or dilation) as ``[*leading, *out, window]``, the ``out`` sizes and
-    the kernel (one size per dimension); None for other windows."""
-
-    def per_dim(v: Sequence[int] | int, default: Sequence[int]) -> list[int]:
-        v = [v] if isinstance(v, int) else list(v) or list(default)
-        return v * n if len(v) == 1 else v
-
-    kernel, stride = per_dim(kernel, [1]), per_dim(stride, kernel)
-    padded = any(per_dim(padding, [0]))
-    dilated = any(d != 1 for d in per_dim(dilation, [1]))
-    if stride != kernel or padded or dilated or x.ndim < n:
-        return None
-    sizes = list(x.shape[x.ndim - n:])
-    out = [size // k for size, k in zip(sizes, kernel, strict=True)]
-    # ceil_mode keeps a partial last window, which is no reshape.
-    if 0 in out or (ceil_mode and any(size % k for size, k in zip(sizes, kernel, strict=True))):
-        return None
-    lead = list(x.shape[: x.ndim - n])
-    split = list(lead)
-    for d, (o, k) in enumerate(zip(out, kernel, strict=True)):
-        x = x.narrow(len(lead) + d, 0, o * k)
-        split += [o, k]
-    order = [*range(len(lead)), *(len(lead) + 2 * d for d in range(n)),
-             *(len(lead) + 2 * d + 1 for d in range(n))]
-    return x.reshape(split).permute(order).reshape(*lead, *out, -1), out, kernel
+def constant_pad_nd(x: torch.Tensor, pad: Sequence[int], value: float = 0.0) -> Any:
+    """``F.pad`` with a constant: concatenations with filled tensors (a negative pad crops)."""
+    for i in range(len(pad) // 2):
+        dim = x.ndim - 1 - i
+        before, after = pad[2 * i], pad[2 * i + 1]
+        if before < 0:
+            x = x.narrow(dim, -before, x.shape[dim] + before)
+        if after < 0:
+            x = x.narrow(dim, 0, x.shape[dim] + after)
+        parts = []
+        for size in (before, after):
+            shape = list(x.shape)
+            shape[dim] = size
+            # an empty part would leave torch-mlir an unlowered constant
+            parts.append([torch.full(shape, value, dtype=x.dtype, device=x.device)]
+                         if size > 0 else [])
+        if before > 0 or after > 0:
+            x = torch.cat([*parts[0], x, *parts[1]], dim)
+    return x
 
 
-def patch_max_pool(
+class _Pooling:
+    """The windows of a pooling op over ``x``'s last ``n`` dimensions, as PyTorch lays them
+    out (``pooling_output_shape``): the output sizes, and for each offset in the window a
+    strided view of ``x`` padded with ``fill`` (one element per output position) and the
+    positions it reads in each dimension of ``x`` (outside it: padding)."""
+
+    def __init__(self, x: torch.Tensor, n: int, kernel: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int] | int, dilation: Sequence[int] | int,
+                 ceil_mode: bool) -> None:
+        def per_dim(v: Sequence[int] | int, default: Sequence[int]) -> list[int]:
+            v = [v] if isinstance(v, int) else list(v) or list(default)
+            return v * n if len(v) == 1 else v
+
+        self.x, self.n = x, n
+        self.kernel = per_dim(kernel, [1])
+        self.stride = per_dim(stride, self.kernel)
+        self.padding = per_dim(padding, [0])
+        self.dilation = per_dim(dilation, [1])
+        self.sizes = list(x.shape[x.ndim - n:])
+        self.out = []
+        for size, k, s, p, d in zip(self.sizes, self.kernel, self.stride, self.padding,
+                                    self.dilation, strict=True):
+            span = size + 2 * p - d * (k - 1) - 1
+            o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+            if ceil_mode and (o - 1) * s >= size + p:
+                o -= 1  # the last window starts inside the input or its left padding
+            self.out.append(o)
+
+    def starts(self, d: int) -> torch.Tensor:
+        """Where each output position's window starts in dimension ``d`` of ``x`` (before
+        the padding: negative inside it), shaped to broadcast over the output dimensions."""
+        start = torch.arange(self.out[d], device=self.x.device) * self.stride[d] - self.padding[d]
+        return start.reshape([self.out[d]] + [1] * (self.n - 1 - d))
+
+    def padded(self, fill: float) -> torch.Tensor:
+        """``x`` padded on each side to cover every window."""
+        pad: list[int] = []
+        for d in reversed(range(self.n)):
+            k, s, p, dl = self.kernel[d], self.stride[d], self.padding[d], self.dilation[d]
+            extent = (self.out[d] - 1) * s + dl * (k - 1) + 1
+            pad += [p, extent - self.sizes[d] - p]
+        return constant_pad_nd(self.x, pad, fill)
+
+    def views(self, padded: torch.Tensor) -> Any:
+        """For each offset in the window (row-major): the strided view of ``padded`` at that
+        offset, and its positions in each dimension of ``x``."""
+        lead = self.x.ndim - self.n
+        for offsets in itertools.product(*(range(k) for k in self.kernel)):
+            view, positions = padded, []
+            for d, o in enumerate(offsets):
+                first = o * self.dilation[d]
+                length = (self.out[d] - 1) * self.stride[d] + 1
+                view = view.narrow(lead + d, first, length)
+                index = (slice(None),) * (lead + d) + (slice(None, None, self.stride[d]),)
+                view = view[index]
+                positions.append(self.starts(d) + first)
+            yield view, positions
+
+
+def max_pool(
     n: int, x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
     padding: Sequence[int] | int = 0, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
 ) -> Any:
-    """``max_pool{n}d_with_indices`` over non-overlapping windows: each window's maximum and
-    the flat index of its first occurrence in the input's pooled dimensions (PyTorch's)."""
-    pooled = _windows(x, n, kernel_size, stride, padding, dilation, ceil_mode)
-    if pooled is None:
-        return NotImplemented
-    windows, out, kernel = pooled
-    sizes = x.shape[x.ndim - n:]
-    values, local = windows.max(-1)
-    # The window's position in each dimension, from its flat index (row-major), plus the
-    # window's start; then flat over the input's pooled dimensions.
-    index = torch.zeros_like(local)
+    """``max_pool{n}d_with_indices`` as PyTorch's kernel computes it, one window offset after
+    another over strided views of ``x`` padded with -inf: a value replaces the maximum where
+    it is greater or NaN, and its flat index (into the pooled dimensions) the index, which
+    starts at the window's first element inside ``x``."""
+    pool = _Pooling(x, n, kernel_size, stride, padding, dilation, ceil_mode)
+    index = torch.zeros(pool.out, dtype=torch.int64, device=x.device)
     for d in range(n):
-        inner = math.prod(kernel[d + 1:])
-        start = torch.arange(out[d], device=x.device) * kernel[d]
-        start = start.reshape([out[d]] + [1] * (n - 1 - d))
-        index = index * sizes[d] + start + local // inner % kernel[d]
-    return values, index
+        start, dl = pool.starts(d), pool.dilation[d]
+        # the first position inside x: past the left padding in steps of the dilation
+        first = start + (start.neg().clamp(min=0) + dl - 1) // dl * dl
+        index = index * pool.sizes[d] + first
+    best = torch.full(x.shape[: x.ndim - n] + tuple(pool.out), float("-inf"), dtype=x.dtype,
+                      device=x.device)
+    for view, positions in pool.views(pool.padded(float("-inf"))):
+        flat = torch.zeros_like(index)
+        for d, position in enumerate(positions):
+            flat = flat * pool.sizes[d] + position
+        take = (view > best) | torch.isnan(view)
+        best = torch.where(take, view, best)
+        index = torch.where(take, flat, index)
+    return best, index.expand(best.shape)
 
 
-def patch_avg_pool(
+def avg_pool(
     n: int, x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
     padding: Sequence[int] | int = 0, ceil_mode: bool = False, count_include_pad: bool = True,
     divisor_override: int | None = None,
 ) -> Any:
-    """``avg_pool{n}d`` over non-overlapping windows: each window's mean (or its sum over
-    ``divisor_override``)."""
-    pooled = _windows(x, n, kernel_size, stride, padding, 1, ceil_mode)
-    if pooled is None:
-        return NotImplemented
-    windows = pooled[0]
+    """``avg_pool{n}d`` as PyTorch's kernel computes it: the sum over strided views of ``x``
+    padded with zeros, over ``divisor_override``, or else the window's size within the
+    padding (``count_include_pad``) or within ``x``."""
+    pool = _Pooling(x, n, kernel_size, stride, padding, 1, ceil_mode)
+    total = None
+    for view, _ in pool.views(pool.padded(0.0)):
+        total = view if total is None else total + view
     if divisor_override:
-        return windows.sum(-1) / divisor_override
-    return windows.mean(-1)
+        return total / divisor_override
+    count = torch.ones(pool.out, dtype=torch.int64, device=x.device)
+    for d in range(n):
+        start = pool.starts(d)
+        end = (start + pool.kernel[d]).clamp(max=pool.sizes[d] + pool.padding[d])
+        if not count_include_pad:
+            start, end = start.clamp(min=0), end.clamp(max=pool.sizes[d])
+        count = count * (end - start)
+    return total / count.to(total.dtype)
 
 
 #: The longest scan ``masked_cumsum`` takes (it costs the length squared per scan).
@@ -293,9 +356,10 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
     table[aten.convolution.default] = patch_convolution
     table[aten.cumsum.default] = masked_cumsum
-    for n, max_pool, avg_pool in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
-                                  (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):
-        table[max_pool.default] = functools.partial(patch_max_pool, n)
-        table[avg_pool.default] = functools.partial(patch_avg_pool, n)
+    table[aten.constant_pad_nd.default] = constant_pad_nd
+    for n, max_op, avg_op in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
+                              (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):
+        table[max_op.default] = functools.partial(max_pool, n)
+        table[avg_op.default] = functools.partial(avg_pool, n)
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

@@ -585,25 +585,45 @@ def test_patch_convolution(conv: Callable[[], Any], shape: tuple[int, ...]) -> N
     check(conv(), lambda: (randn(*shape),), max_kernels=2)
 
 
+def _pool_input(*shape: int) -> Any:
+    """Small integers (ties, whose first index wins), some NaN (whose last index wins, as in
+    PyTorch's kernel) and -inf."""
+    x = _ties(*shape)
+    x[x == 2] = float("nan")
+    x[x == -3] = float("-inf")
+    return x
+
+
 @pytest.mark.parametrize(("pool", "shape"), [
     (lambda: nn.MaxPool2d(2), (2, 3, 8, 9)),  # an odd width: its last column is dropped
-    (lambda: nn.MaxPool2d(3, return_indices=True), (1, 2, 9, 7)),
+    (lambda: nn.MaxPool2d(3, 2, 1, return_indices=True), (2, 4, 17, 16)),  # ResNet's stem
+    (lambda: nn.MaxPool2d(3, 2, 1, dilation=2, ceil_mode=True, return_indices=True),
+     (1, 2, 11, 9)),
+    (lambda: nn.MaxPool1d(3, 1, 1), (2, 3, 10)),
+    (lambda: nn.MaxPool3d(3, 2, 1, return_indices=True), (1, 2, 5, 5, 4)),
+], ids=["2x2", "resnet_stem", "dilated_ceil", "1d_overlapping", "3d_padded"])
+def test_max_pooling(pool: Callable[[], Any], shape: tuple[int, ...]) -> None:
+    """A running maximum over the window's offsets, each a strided view of the input padded
+    with -inf: one elementwise kernel after the padding's."""
+    check(pool(), lambda: (_pool_input(*shape),), max_kernels=2)
+
+
+@pytest.mark.parametrize(("pool", "shape"), [
     (lambda: nn.AvgPool2d((2, 3)), (2, 3, 8, 9)),
-    (lambda: nn.MaxPool1d(2), (2, 3, 9)),
+    (lambda: nn.AvgPool2d(3, 2, 1, count_include_pad=False), (2, 3, 9, 8)),
+    (lambda: nn.AvgPool2d(3, 2, 1), (2, 3, 9, 8)),
+    (lambda: nn.AvgPool2d(2, ceil_mode=True), (1, 3, 7, 7)),
     (lambda: nn.AvgPool1d(3), (2, 3, 10)),
-    (lambda: nn.MaxPool3d(2, return_indices=True), (1, 2, 4, 4, 5)),
     (lambda: nn.AvgPool3d(2, divisor_override=3), (1, 2, 4, 4, 4)),
-], ids=["max2d", "max2d_indices", "avg2d", "max1d", "avg1d", "max3d_indices", "avg3d_divisor"])
-def test_pooling_over_windows_that_do_not_overlap(pool: Callable[[], Any],
-                                                 shape: tuple[int, ...]) -> None:
-    """Windows as a reshape, then their max (and its first index: small integers tie) or
-    mean."""
-    check(pool(), lambda: (_ties(*shape),), max_kernels=2)
+], ids=["2x3", "padded_exclusive", "padded", "ceil", "1d", "3d_divisor"])
+def test_average_pooling(pool: Callable[[], Any], shape: tuple[int, ...]) -> None:
+    check(pool(), lambda: (randn(*shape),), max_kernels=2)
 
 
-def test_overlapping_pooling_is_unsupported() -> None:
-    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.max_pool2d"):
-        tileopt.compile(nn.MaxPool2d(3, stride=2), (randn(1, 2, 9, 9),))
+def test_constant_padding() -> None:
+    """F.pad with a constant (and a negative pad, which crops): concatenations."""
+    check(lambda x: F.pad(x, (1, 2, -1, 3), value=-1.0).relu() * 2, lambda: (randn(2, 3, 4, 5),),
+          max_kernels=2)
 
 
 def test_overlapping_convolution_is_unsupported() -> None:
