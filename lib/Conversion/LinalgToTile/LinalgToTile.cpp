@@ -361,6 +361,12 @@ private:
   Value padWithIdentity(Value t, const llvm::SmallBitVector &full,
                         const llvm::SmallBitVector &dims, TypedAttr identity,
                         Location loc);
+  SmallVector<Value> reduceAlong(
+      SmallVector<Value> tiles, llvm::SmallBitVector &spans,
+      const llvm::SmallBitVector &dims,
+      function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)>
+          combine,
+      Location loc);
   TileValue reduce(TileValue v, Operation *combiner,
                    const llvm::SmallBitVector &dims, Location loc);
   std::pair<TileValue, TileValue> reduceArg(TileValue v, TileValue index,
@@ -818,35 +824,56 @@ Value KernelWriter::padWithIdentity(Value t, const llvm::SmallBitVector &full,
   return arith::SelectOp::create(b, loc, mask, t, splat);
 }
 
-TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
-                               const llvm::SmallBitVector &dims, Location loc) {
-  Type elt = combiner->getResult(0).getType();
-  llvm::SmallBitVector full = v.spans;
-  full |= dims;
-  Value t = padWithIdentity(materialize(v, full, loc), full, dims,
-                            getCombinerIdentity(combiner), loc);
-  llvm::SmallBitVector spans = full;
+/// `tiles` (over `spans`, which loses them) reduced along each of `dims`: one
+/// tile.reduce of all of them per dimension, whose combiner `combine` makes
+/// from the accumulated scalars and the new ones.
+SmallVector<Value> KernelWriter::reduceAlong(
+    SmallVector<Value> tiles, llvm::SmallBitVector &spans,
+    const llvm::SmallBitVector &dims,
+    function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)>
+        combine,
+    Location loc) {
+  SmallVector<Type> elts;
+  for (Value t : tiles)
+    elts.push_back(getElementTypeOrSelf(t.getType()));
   for (int s : dims.set_bits()) {
     spans.reset(s);
-    auto shape =
-        llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
+    auto shape = llvm::to_vector(
+        cast<RankedTensorType>(tiles.front().getType()).getShape());
     shape.erase(shape.begin() + s);
-    auto reducedType = RankedTensorType::get(shape, elt);
-    auto r = tile::ReduceOp::create(b, loc, TypeRange{reducedType},
-                                    ValueRange{t}, s);
+    SmallVector<Type> reduced;
+    for (Type elt : elts)
+      reduced.push_back(RankedTensorType::get(shape, elt));
+    auto r = tile::ReduceOp::create(b, loc, reduced, tiles, s);
     Block *block = new Block();
     r.getCombiner().push_back(block);
-    Value x = block->addArgument(elt, loc), y = block->addArgument(elt, loc);
+    SmallVector<Value> sofar, next;
+    for (Type elt : elts)
+      sofar.push_back(block->addArgument(elt, loc));
+    for (Type elt : elts)
+      next.push_back(block->addArgument(elt, loc));
     OpBuilder rb = OpBuilder::atBlockBegin(block);
-    IRMapping m;
-    m.map(combiner->getOperand(0), x);
-    m.map(combiner->getOperand(1), y);
-    Operation *c = rb.clone(*combiner, m);
-    tile::YieldOp::create(rb, loc, c->getResults());
-    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt), r.getResult(0),
-                                   s);
+    tile::YieldOp::create(rb, loc, combine(rb, sofar, next));
+    for (auto [i, elt] : llvm::enumerate(elts))
+      tiles[i] = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt),
+                                            r.getResult(i), s);
   }
-  return {t, spans};
+  return tiles;
+}
+
+TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
+                               const llvm::SmallBitVector &dims, Location loc) {
+  llvm::SmallBitVector spans = v.spans;
+  spans |= dims;
+  Value t = padWithIdentity(materialize(v, spans, loc), spans, dims,
+                            getCombinerIdentity(combiner), loc);
+  auto combine = [&](OpBuilder &rb, ValueRange sofar, ValueRange next) {
+    IRMapping m;
+    m.map(combiner->getOperand(0), sofar[0]);
+    m.map(combiner->getOperand(1), next[0]);
+    return SmallVector<Value>(rb.clone(*combiner, m)->getResults());
+  };
+  return {reduceAlong({t}, spans, dims, combine, loc).front(), spans};
 }
 
 /// The (value, index) pair of (a, ai) and (bv, bi) that an arg reduction
@@ -897,41 +924,20 @@ static std::pair<Value, Value> combineArg(OpBuilder &b, Location loc, Value a,
 std::pair<TileValue, TileValue>
 KernelWriter::reduceArg(TileValue v, TileValue index, Operation *combiner,
                         const llvm::SmallBitVector &dims, Location loc) {
-  llvm::SmallBitVector full = v.spans;
-  full |= index.spans;
-  full |= dims;
+  llvm::SmallBitVector spans = v.spans;
+  spans |= index.spans;
+  spans |= dims;
   // Padding never wins: it is the identity, at positions past the row's.
-  Value t = padWithIdentity(materialize(v, full, loc), full, dims,
+  Value t = padWithIdentity(materialize(v, spans, loc), spans, dims,
                             getCombinerIdentity(combiner), loc);
-  Value i = materialize(index, full, loc);
-  Type elt = getElementTypeOrSelf(t.getType()),
-       indexElt = getElementTypeOrSelf(i.getType());
-  llvm::SmallBitVector spans = full;
-  for (int s : dims.set_bits()) {
-    spans.reset(s);
-    auto shape =
-        llvm::to_vector(cast<RankedTensorType>(t.getType()).getShape());
-    shape.erase(shape.begin() + s);
-    auto r = tile::ReduceOp::create(
-        b, loc,
-        TypeRange{RankedTensorType::get(shape, elt),
-                  RankedTensorType::get(shape, indexElt)},
-        ValueRange{t, i}, s);
-    Block *block = new Block();
-    r.getCombiner().push_back(block);
-    Value x = block->addArgument(elt, loc);
-    Value xi = block->addArgument(indexElt, loc);
-    Value y = block->addArgument(elt, loc);
-    Value yi = block->addArgument(indexElt, loc);
-    OpBuilder rb = OpBuilder::atBlockBegin(block);
-    auto [kept, keptIndex] = combineArg(rb, loc, x, xi, y, yi, combiner);
-    tile::YieldOp::create(rb, loc, ValueRange{kept, keptIndex});
-    t = tile::ExpandDimsOp::create(b, loc, tileType(spans, elt), r.getResult(0),
-                                   s);
-    i = tile::ExpandDimsOp::create(b, loc, tileType(spans, indexElt),
-                                   r.getResult(1), s);
-  }
-  return {{t, spans}, {i, spans}};
+  Value i = materialize(index, spans, loc);
+  auto combine = [&](OpBuilder &rb, ValueRange sofar, ValueRange next) {
+    auto [kept, keptIndex] =
+        combineArg(rb, loc, sofar[0], sofar[1], next[0], next[1], combiner);
+    return SmallVector<Value>{kept, keptIndex};
+  };
+  SmallVector<Value> r = reduceAlong({t, i}, spans, dims, combine, loc);
+  return {{r[0], spans}, {r[1], spans}};
 }
 
 FailureOr<MatmulOperands> KernelWriter::matmulOperands(
@@ -1825,42 +1831,32 @@ LogicalResult KernelWriter::writeChunkLoop(
     }
   partialReductions = false;
   SmallVector<Value> next;
-  auto argOf = [&](GenericOp op,
-                   unsigned value) -> std::optional<ArgReduction> {
-    for (unsigned k = 0, e = op.getNumDpsInits(); k < e; ++k)
-      if (std::optional<ArgReduction> arg = getArgReduction(op, k);
-          arg && arg->value == value)
-        return arg;
-    return std::nullopt;
-  };
+  // An arg reduction's (value, index) accumulators keep the extremum of the
+  // earlier chunks and this one (the earlier's on a tie).
   auto accOf = [&](GenericOp op, unsigned i) {
     return iterArgs[llvm::find(results, std::pair(op, i)) - results.begin()];
   };
+  DenseMap<std::pair<Operation *, unsigned>, Value> merged;
+  for (GenericOp op : reductions)
+    for (unsigned k = 0, e = op.getNumDpsInits(); k < e; ++k)
+      if (std::optional<ArgReduction> arg = getArgReduction(op, k)) {
+        TileValue value = values.lookup(op.getResult(arg->value));
+        TileValue index = values.lookup(op.getResult(arg->index));
+        auto [v, i] = combineArg(
+            b, loc, accOf(op, arg->value), accOf(op, arg->index),
+            materialize(value, value.spans, loc),
+            materialize(index, value.spans, loc), getCombiner(op, arg->value));
+        merged[{op, arg->value}] = v;
+        merged[{op, arg->index}] = i;
+      }
   for (auto [acc, result] : llvm::zip(iterArgs, results)) {
     auto [op, i] = result;
+    if (Value m = merged.lookup({op.getOperation(), i})) {
+      next.push_back(m);
+      continue;
+    }
     Operation *c = getCombiner(op, i);
     TileValue partial = values.lookup(op.getResult(i));
-    if (!c) { // an arg reduction's index: the earlier chunks' first
-      ArgReduction arg = *getArgReduction(op, i);
-      TileValue value = values.lookup(op.getResult(arg.value));
-      Value sofar = accOf(op, arg.value);
-      next.push_back(combineArg(b, loc, sofar, acc,
-                                materialize(value, value.spans, loc),
-                                materialize(partial, partial.spans, loc),
-                                getCombiner(op, arg.value))
-                         .second);
-      continue;
-    }
-    if (std::optional<ArgReduction> arg = argOf(op, i)) {
-      Value index = accOf(op, arg->index);
-      TileValue partialIndex = values.lookup(op.getResult(arg->index));
-      next.push_back(combineArg(b, loc, acc, index,
-                                materialize(partial, partial.spans, loc),
-                                materialize(partialIndex, partial.spans, loc),
-                                c)
-                         .first);
-      continue;
-    }
     TileValue sofar{acc, partial.spans};
     bool accFirst = c->getOperand(0) == op.getRegionOutputArgs()[i];
     FailureOr<TileValue> sum =
