@@ -261,14 +261,17 @@ def avg_pool(
     divisor_override: int | None = None,
 ) -> Any:
     """``avg_pool{n}d`` as PyTorch's kernel computes it: the sum over strided views of ``x``
-    padded with zeros, over ``divisor_override``, or else the window's size within the
-    padding (``count_include_pad``) or within ``x``."""
+    padded with zeros (in f32 for f16 and bf16, as PyTorch accumulates them), over
+    ``divisor_override``, or else the window's size within the padding (``count_include_pad``)
+    or within ``x``."""
+    dtype = x.dtype
+    x = x.to(get_computation_dtype(dtype))
     pool = _Pooling(x, n, kernel_size, stride, padding, 1, ceil_mode)
     total = None
     for view, _ in pool.views(pool.padded(0.0)):
         total = view if total is None else total + view
     if divisor_override:
-        return total / divisor_override
+        return (total / divisor_override).to(dtype)
     count = torch.ones(pool.out, dtype=torch.int64, device=x.device)
     for d in range(n):
         start = pool.starts(d)
@@ -276,7 +279,7 @@ def avg_pool(
         if not count_include_pad:
             start, end = start.clamp(min=0), end.clamp(max=pool.sizes[d])
         count = count * (end - start)
-    return total / count.to(total.dtype)
+    return (total / count.to(total.dtype)).to(dtype)
 
 
 #: The longest scan ``masked_cumsum`` takes (it costs the length squared per scan).

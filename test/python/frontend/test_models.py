@@ -620,6 +620,12 @@ def test_average_pooling(pool: Callable[[], Any], shape: tuple[int, ...]) -> Non
     check(pool(), lambda: (randn(*shape),), max_kernels=2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_average_pooling(dtype: Any) -> None:
+    """Summed in f32, as PyTorch accumulates half-precision windows."""
+    check(nn.AvgPool2d(3, 2, 1), lambda: (randn(2, 3, 16, 16, dtype=dtype),), max_kernels=2)
+
+
 def test_constant_padding() -> None:
     """F.pad with a constant (and a negative pad, which crops): concatenations."""
     check(lambda x: F.pad(x, (1, 2, -1, 3), value=-1.0).relu() * 2, lambda: (randn(2, 3, 4, 5),),
