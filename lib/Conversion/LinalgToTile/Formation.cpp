@@ -213,6 +213,16 @@ static bool isContraction(GenericOp op) {
          dims->k.size() == 1 && op.getStaticLoopRanges()[dims->k[0]] > 1;
 }
 
+bool keepsGreater(Operation *combiner) {
+  return isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp,
+             arith::MaxUIOp>(combiner);
+}
+
+bool keepsLesser(Operation *combiner) {
+  return isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp,
+             arith::MinUIOp>(combiner);
+}
+
 /// Whether `v` is a position of the iteration: linalg.index, its
 /// linearization (affine.apply, as reshapes that split a loop leave) and
 /// casts of those, or a constant (along a loop of size 1).
@@ -244,7 +254,7 @@ std::optional<ArgReduction> getArgReduction(GenericOp op, unsigned index) {
   Operation *compare = select.getCondition().getDefiningOp();
   if (!compare || compare->getBlock() != op.getBody())
     return std::nullopt;
-  bool greater;
+  bool greater, isUnsigned = false;
   if (auto f = dyn_cast<arith::CmpFOp>(compare)) {
     using P = arith::CmpFPredicate;
     if (f.getPredicate() != P::OGT && f.getPredicate() != P::OLT)
@@ -256,6 +266,7 @@ std::optional<ArgReduction> getArgReduction(GenericOp op, unsigned index) {
     if (!llvm::is_contained({P::sgt, P::slt, P::ugt, P::ult}, p))
       return std::nullopt;
     greater = p == P::sgt || p == P::ugt;
+    isUnsigned = p == P::ugt || p == P::ult;
   } else {
     return std::nullopt;
   }
@@ -272,18 +283,10 @@ std::optional<ArgReduction> getArgReduction(GenericOp op, unsigned index) {
       accFirst = true;
     else
       continue;
-    bool max = greater != accFirst;
-    bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp,
-                     arith::MaxUIOp>(c);
-    bool isMin = isa<arith::MinimumFOp, arith::MinNumFOp, arith::MinSIOp,
-                     arith::MinUIOp>(c);
     // The order of the compare is the combiner's (signed or not).
-    auto icmp = dyn_cast<arith::CmpIOp>(compare);
-    bool unsignedCompare =
-        icmp && (icmp.getPredicate() == arith::CmpIPredicate::ugt ||
-                 icmp.getPredicate() == arith::CmpIPredicate::ult);
-    if ((max ? !isMax : !isMin) ||
-        (icmp && unsignedCompare != isa<arith::MaxUIOp, arith::MinUIOp>(c)))
+    bool max = greater != accFirst;
+    if (!(max ? keepsGreater(c) : keepsLesser(c)) ||
+        isUnsigned != isa<arith::MaxUIOp, arith::MinUIOp>(c))
       continue;
     // From the identity, so that the first element always wins.
     Value init = getScalarSource(op.getDpsInitOperand(value)->get());

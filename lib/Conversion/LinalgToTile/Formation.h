@@ -94,6 +94,11 @@ mlir::Operation *getCombiner(mlir::linalg::GenericOp op, unsigned i);
 /// ...) for the element type, or null if the op is no known combiner.
 mlir::TypedAttr getCombinerIdentity(mlir::Operation *combiner);
 
+/// Whether a combiner keeps the greater of its operands (arith.maximumf,
+/// maxnumf, maxsi, maxui), or the lesser (keepsLesser).
+bool keepsGreater(mlir::Operation *combiner);
+bool keepsLesser(mlir::Operation *combiner);
+
 /// An output of a reduction that carries the index of another output's
 /// extremum (torch-mlir's argmax and argmin, max and min with indices):
 /// output #index yields select(compare(x, acc), position, its own

@@ -884,9 +884,7 @@ TileValue KernelWriter::reduce(TileValue v, Operation *combiner,
 static std::pair<Value, Value> combineArg(OpBuilder &b, Location loc, Value a,
                                           Value ai, Value bv, Value bi,
                                           Operation *combiner) {
-  bool max =
-      isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MaxSIOp, arith::MaxUIOp>(
-          combiner);
+  bool max = keepsGreater(combiner);
   Value wins, tie;
   if (isa<FloatType>(getElementTypeOrSelf(a.getType()))) {
     using P = arith::CmpFPredicate;
@@ -1201,6 +1199,11 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
     local[inner.getResult(0)] = *r;
   }
   auto yield = cast<YieldOp>(body->getTerminator());
+  // The space dimensions a reduction reduces.
+  llvm::SmallBitVector dims(space.size());
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (!isParallel(it) && opSpace[d] >= 0)
+      dims.set(opSpace[d]);
   // Arg reductions reduce their value and index outputs together (their
   // initial values are the identity and ignored).
   for (const ArgReduction &arg : args) {
@@ -1212,10 +1215,6 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
         lookup(cast<arith::SelectOp>(arg.select).getTrueValue());
     if (failed(v) || failed(index))
       return failure();
-    llvm::SmallBitVector dims(space.size());
-    for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
-      if (!isParallel(it) && opSpace[d] >= 0)
-        dims.set(opSpace[d]);
     auto [value, position] = reduceArg(*v, *index, c, dims, op.getLoc());
     for (auto [i, t] : {std::pair(arg.value, value), {arg.index, position}}) {
       llvm::SmallBitVector spans =
@@ -1239,10 +1238,6 @@ KernelWriter::writeOp(GenericOp op, GenericKind kind,
       FailureOr<TileValue> v = lookup(other);
       if (failed(v))
         return failure();
-      llvm::SmallBitVector dims(space.size());
-      for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
-        if (!isParallel(it) && opSpace[d] >= 0)
-          dims.set(opSpace[d]);
       result = reduce(*v, c, dims, op.getLoc());
       if (!partialReductions) {
         FailureOr<TileValue> r =
