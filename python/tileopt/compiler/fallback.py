@@ -106,32 +106,42 @@ logger = logging.getLogger("tileopt")
 # which operators tileopt takes
 
 _ELEMENTWISE = (
-    "abs", "add", "addcmul", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "div",
-    "divide", "elu", "eq", "erf", "exp", "exp2", "expm1", "floor", "floor_divide", "ge", "gelu",
-    "greater", "greater_equal", "gt", "hardsigmoid", "hardswish", "hardtanh", "isinf", "isnan",
-    "le", "leaky_relu", "lerp", "less", "less_equal", "log", "log10", "log1p", "log2",
-    "logical_and", "logical_not", "logical_or", "logical_xor", "logsigmoid", "lt", "masked_fill",
-    "maximum", "minimum", "mish", "mul", "multiply", "ne", "neg", "negative", "not_equal", "pow",
-    "reciprocal", "relu", "relu6", "remainder", "round", "rsqrt", "selu", "sigmoid", "sign",
-    "silu", "sin", "softplus", "sqrt", "square", "sub", "subtract", "tan", "tanh", "true_divide",
-    "trunc", "where",
+    "abs", "acos", "acosh", "add", "addcdiv", "addcmul", "asin", "asinh", "atan", "atan2",
+    "atanh", "ceil", "celu", "clamp", "clamp_max", "clamp_min", "clip", "cos", "cosh", "div",
+    "divide", "elu", "eq", "erf", "exp", "exp2", "expm1", "floor", "floor_divide", "frac",
+    "ge", "gelu", "glu", "greater", "greater_equal", "gt", "hardshrink", "hardsigmoid",
+    "hardswish", "hardtanh", "isinf", "isnan", "le", "leaky_relu", "lerp", "less",
+    "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "logit", "logsigmoid", "lt", "masked_fill", "maximum",
+    "minimum", "mish", "mul", "multiply", "nan_to_num", "ne", "neg", "negative", "not_equal",
+    "pow", "prelu", "reciprocal", "relu", "relu6", "remainder", "round", "rsqrt", "selu",
+    "sigmoid", "sign", "silu", "sin", "sinh", "softplus", "softshrink", "softsign", "sqrt",
+    "square", "sub", "subtract", "tan", "tanh", "tanhshrink", "threshold", "true_divide",
+    "trunc", "where", "xlogy",
 )
 _REDUCTIONS = (
-    "all", "amax", "amin", "any", "batch_norm", "cross_entropy", "cumsum", "group_norm",
-    "layer_norm",
-    "log_softmax", "logsumexp", "max", "mean", "min", "mse_loss", "nll_loss", "norm",
-    "normalize", "prod", "rms_norm", "softmax", "softmin", "std", "sum", "var", "var_mean",
-    "vector_norm", "binary_cross_entropy_with_logits",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "all", "amax", "amin", "aminmax", "any",
+    "argmax", "argmin", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
+    "cross_entropy", "cumsum", "group_norm", "huber_loss", "instance_norm", "kl_div",
+    "l1_loss", "layer_norm", "log_softmax", "logsumexp", "max", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
+    "max_pool3d_with_indices", "mean", "min", "mse_loss", "nll_loss", "norm", "normalize",
+    "prod", "rms_norm", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "std",
+    "std_mean", "sum", "var", "var_mean", "vector_norm",
 )
 _CONTRACTIONS = (
-    "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d", "einsum", "linear", "matmul", "mm",
+    "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "einsum", "linear", "matmul", "mm", "outer",
     "scaled_dot_product_attention",
 )
 _DATA_MOVEMENT = (
-    "cat", "chunk", "clone", "concat", "concatenate", "contiguous", "dropout", "embedding",
-    "expand", "expand_as", "flatten", "flip", "gather", "index_select", "narrow", "permute",
-    "repeat", "reshape", "roll", "select", "split", "squeeze", "stack", "t", "transpose", "tril",
-    "triu", "unbind", "unflatten", "unsqueeze", "view", "view_as",
+    "cat", "chunk", "clone", "concat", "concatenate", "contiguous", "diff", "dropout",
+    "embedding", "expand", "expand_as", "flatten", "flip", "gather", "index_select",
+    "interpolate", "narrow", "one_hot", "pad", "permute", "pixel_shuffle", "pixel_unshuffle",
+    "repeat", "repeat_interleave", "reshape", "roll", "select", "split", "squeeze", "stack",
+    "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
+    "upsample", "upsample_bilinear", "upsample_nearest", "view", "view_as",
 )
 _CASTS = ("bfloat16", "bool", "double", "float", "half", "int", "long", "to", "type_as")
 _FACTORIES = ("arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like")
@@ -144,8 +154,8 @@ _OPERATORS = (
 #: ``torch.nn.functional``, ``torch.special`` and ``torch.linalg`` (and their ``torch._C``
 #: versions, which Dynamo records), and in :mod:`operator` (``x + y``, ``x[i]``). Each
 #: compiled and checked against eager PyTorch; sorting and padding are left out (tileopt does
-#: not lower them). Convolutions and ``cumsum`` lower in some forms only (non-overlapping
-#: windows, short scans): the others fail to compile and are split off (step 3 below).
+#: not lower them). ``cumsum`` lowers in some forms only (short
+#: scans): the others fail to compile and are split off (step 3 below).
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(
     _ELEMENTWISE + _REDUCTIONS + _CONTRACTIONS + _DATA_MOVEMENT + _CASTS + _FACTORIES
 )

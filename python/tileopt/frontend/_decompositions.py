@@ -13,10 +13,10 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
 - ``aten.rms_norm`` decomposes with torch's own decomposition, which upcasts f16/bf16 to f32
   as eager PyTorch does; torch-mlir leaves it out of its table (for StableHLO's sake) and its
   C++ decomposition computes in the input's precision.
-- ``aten.convolution`` whose windows do not overlap (stride equal to the kernel size, no
-  padding or dilation, one group: a vision transformer's patch embedding) or whose kernel is
-  1 x 1 decomposes into a reshape of its input into patches and a matmul. Other convolutions
-  stay whole, and kernel formation reports them as unsupported.
+- ``aten.convolution`` (every kind: strided, padded, dilated, grouped, depthwise,
+  transposed; 1- to 3-D) decomposes into a gather of the input's windows (im2col) and a
+  matmul of each group's flattened weight by them, which kernel formation makes two
+  kernels: the gather, and the matmul with the bias in its epilogue.
 - ``aten.max_pool{2,3}d_with_indices`` and ``aten.avg_pool{2,3}d`` (the 1-D ones reach them
   through an unsqueeze), with any padding, dilation and ``ceil_mode``, decompose as PyTorch's
   kernels compute them: one strided view of the padded input per offset in the window, a
@@ -102,7 +102,50 @@ def var_correction(
     return var_mean_correction(a, dim, correction=correction, keepdim=keepdim)[0]
 
 
-def patch_convolution(
+def _per_dim(values: Sequence[int], n: int) -> list[int]:
+    """A convolution's per-dimension argument for ``n`` dimensions (one value: all of them)."""
+    values = list(values)
+    return values * n if len(values) == 1 else values
+
+
+def _windows(x: torch.Tensor, kernel: Sequence[int], out: Sequence[int], stride: Sequence[int],
+             padding: Sequence[int], dilation: Sequence[int],
+             spacing: Sequence[int]) -> torch.Tensor:
+    """The columns a convolution multiplies its weight by (im2col): ``[N, C * KK, P]`` for
+    ``x`` of ``[N, C, *sizes]``, a kernel of ``KK`` offsets and ``P`` output positions; row
+    ``c * KK + k`` holds for each output position the element of channel ``c`` that kernel
+    offset ``k`` reads, or 0 in the padding. With a ``spacing`` above 1 the input is read as
+    if ``spacing - 1`` zeros lay between its elements (a transposed convolution). One gather
+    at indices computed from positions, with the zeros selected in, so no padded copy."""
+    n = len(kernel)
+    batch, channels = x.shape[:2]
+    sizes = x.shape[2:]
+    index = torch.zeros((), dtype=torch.int32, device=x.device)
+    inside = torch.ones((), dtype=torch.bool, device=x.device)
+    # dimensions [kernel offsets..., output positions...]
+    for d in range(n):
+        def along(length: int, dim: int) -> torch.Tensor:
+            shape = [1] * (2 * n)
+            shape[dim] = length
+            return torch.arange(length, dtype=torch.int32, device=x.device).reshape(shape)
+
+        at = along(out[d], n + d) * stride[d] + along(kernel[d], d) * dilation[d] - padding[d]
+        if spacing[d] == 1:
+            position, ok = at, (at >= 0) & (at < sizes[d])
+        else:
+            position = torch.div(at.clamp(min=0), spacing[d], rounding_mode="trunc")
+            ok = (at >= 0) & (position * spacing[d] == at) & (position < sizes[d])
+        index = index * sizes[d] + position.clamp(0, sizes[d] - 1)
+        inside = inside & ok
+    offsets, positions = math.prod(kernel), math.prod(out)
+    index = index.expand(*kernel, *out).reshape(offsets * positions)
+    inside = inside.expand(*kernel, *out).reshape(offsets * positions)
+    columns = x.reshape(batch, channels, math.prod(sizes)).index_select(2, index)
+    columns = torch.where(inside, columns, torch.zeros((), dtype=x.dtype, device=x.device))
+    return columns.reshape(batch, channels * offsets, positions)
+
+
+def convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
@@ -113,39 +156,47 @@ def patch_convolution(
     output_padding: Sequence[int],
     groups: int,
 ) -> Any:
-    """A convolution over non-overlapping windows as patches times the flattened weight."""
+    """``aten.convolution`` (1-, 2- and 3-D, any stride, padding, dilation and groups, and
+    transposed) as a matmul of each group's flattened weight by the input's windows:
+    ``[OC/G, C/G * KK] @ [C/G * KK, P]`` per image and group, the output's NCHW layout
+    directly, the bias added in the matmul's epilogue. The windows (:func:`_windows`) are one
+    gather; a 1 x 1 kernel without padding reads the input (every stride-th element) as it
+    is. A transposed convolution is the convolution, stride 1, of the input spread
+    ``stride`` apart, padded by ``dilation * (kernel - 1) - padding`` (and
+    ``output_padding`` after), with the kernel flipped and its channels swapped."""
+    n = weight.ndim - 2
     kernel = list(weight.shape[2:])
-    n = len(kernel)
-    stride = list(stride) * (n // len(stride)) if len(stride) == 1 else list(stride)
-    if (
-        transposed
-        or groups != 1
-        or any(p != 0 for p in padding)
-        or any(d != 1 for d in dilation)
-        or not all(s == k or k == 1 for s, k in zip(stride, kernel, strict=True))
-    ):
-        return NotImplemented
+    stride, padding = _per_dim(stride, n), _per_dim(padding, n)
+    dilation, output_padding = _per_dim(dilation, n), _per_dim(output_padding, n)
     batch, channels = x.shape[:2]
-    out = [(size - k) // s + 1 for size, k, s in zip(x.shape[2:], kernel, stride, strict=True)]
-    # Windows of kernel 1 with a stride: every stride-th element; then the windows' extent.
-    for d, (k, s) in enumerate(zip(kernel, stride, strict=True)):
-        if k == 1 and s != 1:
-            every = (slice(None),) * (2 + d) + (slice(None, None, s),)
-            x = x.narrow(2 + d, 0, (out[d] - 1) * s + 1)[every]
+    sizes = list(x.shape[2:])
+    offsets = math.prod(kernel)
+    if transposed:
+        group_out = weight.shape[1]
+        out_channels = group_out * groups
+        out = [(size - 1) * s - 2 * p + dl * (k - 1) + extra + 1 for size, s, p, dl, k, extra
+               in zip(sizes, stride, padding, dilation, kernel, output_padding, strict=True)]
+        # [G, C/G, OC/G, KK] -> [G, OC/G, C/G * KK], the offsets reversed (the flip)
+        flipped = weight.reshape(groups, channels // groups, group_out, offsets).flip(-1)
+        matrix = flipped.permute(0, 2, 1, 3).reshape(groups, group_out, -1)
+        pad = [dl * (k - 1) - p for dl, k, p in zip(dilation, kernel, padding, strict=True)]
+        columns = _windows(x, kernel, out, [1] * n, pad, dilation, stride)
+    else:
+        out_channels = weight.shape[0]
+        out = [(size + 2 * p - dl * (k - 1) - 1) // s + 1
+               for size, s, p, dl, k in zip(sizes, stride, padding, dilation, kernel, strict=True)]
+        matrix = weight.reshape(groups, out_channels // groups, -1)
+        if offsets == 1 and not any(padding):
+            every = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
+            columns = x[every].reshape(batch, channels, math.prod(out))
         else:
-            x = x.narrow(2 + d, 0, out[d] * k)
-    split = [batch, channels]
-    for o, k in zip(out, kernel, strict=True):
-        split += [o, k]
-    x = x.reshape(split)
-    # [batch, out..., channels, kernel...]
-    order = [0, *(2 + 2 * d for d in range(n)), 1, *(3 + 2 * d for d in range(n))]
-    patches = x.permute(order).reshape(-1, weight[0].numel())
-    y = patches @ weight.reshape(weight.shape[0], -1).t()
+            columns = _windows(x, kernel, out, stride, padding, dilation, [1] * n)
+    positions = math.prod(out)
+    columns = columns.reshape(batch, groups, channels // groups * offsets, positions)
+    y = torch.matmul(matrix, columns).reshape(batch, out_channels, positions)
     if bias is not None:
-        y = y + bias
-    y = y.reshape([batch, *out, weight.shape[0]])
-    return y.permute([0, n + 1, *range(1, n + 1)])
+        y = y + bias.reshape(out_channels, 1)
+    return y.reshape(batch, out_channels, *out)
 
 
 def constant_pad_nd(x: torch.Tensor, pad: Sequence[int], value: float = 0.0) -> Any:
@@ -357,7 +408,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.var.correction] = var_correction
     # torch's table of CompositeImplicit ops (a CustomDecompTable: only [] finds them).
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
-    table[aten.convolution.default] = patch_convolution
+    table[aten.convolution.default] = convolution
     table[aten.cumsum.default] = masked_cumsum
     table[aten.constant_pad_nd.default] = constant_pad_nd
     for n, max_op, avg_op in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),

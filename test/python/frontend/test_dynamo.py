@@ -163,6 +163,51 @@ def test_entry_point_declared() -> None:
     assert getattr(importlib.import_module(module), attr) is tileopt.dynamo.backend
 
 
+#: Operators of vision and loss code, several to a graph, that Dynamo records by their torch,
+#: functional or method names: each must be among those tileopt takes and compile.
+LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
+    "convolutions": (lambda x: F.conv2d(x, torch.ones(3, 4, 3, 3), padding=1)
+                     + F.conv_transpose2d(x[:, :, ::2, ::2], torch.ones(4, 3, 2, 2), stride=2),
+                     (2, 4, 8, 8)),
+    "pooling": (lambda x: F.max_pool2d(x, 3, 2, 1) + F.avg_pool2d(x, 2)
+                + F.adaptive_avg_pool2d(x, 4)
+                + F.max_pool2d(x, 2, return_indices=True)[1].float(), (2, 3, 8, 8)),
+    "pooling_1d": (lambda x: F.max_pool1d(x, 2) + F.avg_pool1d(x, 2)
+                   + F.adaptive_avg_pool1d(x, 8), (2, 3, 16)),
+    "resampling": (lambda x: F.interpolate(F.pad(x, (1, 1, 1, 1)), scale_factor=2,
+                                           mode="bilinear")[..., :8, :8]
+                   + F.pixel_shuffle(F.pixel_unshuffle(x, 2), 2), (2, 4, 8, 8)),
+    "normalisation": (lambda x: F.instance_norm(x) + F.glu(torch.cat([x, x], 1), 1)
+                      + F.prelu(x, torch.full((4,), 0.25)), (2, 4, 8, 8)),
+    "losses": (lambda x: F.kl_div(F.log_softmax(x, -1), F.softmax(2 * x, -1),
+                                  reduction="batchmean")
+               + F.smooth_l1_loss(x, x / 2) + F.l1_loss(x, -x) + F.huber_loss(x, x * 3)
+               + F.binary_cross_entropy(x.sigmoid(), (x > 0).float())
+               + F.cosine_similarity(x, x.flip(-1), -1).sum(), (4, 16)),
+    "indices": (lambda x: F.one_hot(x.argmax(-1), 16).float() + x.argmin(0)
+                + torch.take_along_dim(x, x.argmax(-1, keepdim=True), -1)
+                + torch.diff(x, dim=-1, append=x[:, :1]) + x.repeat_interleave(2, -1)[:, ::2],
+                (4, 16)),
+    "elementwise": (lambda x: torch.atan2(x, x + 2) + torch.logaddexp(x, -x) + torch.sinh(x)
+                    + torch.asinh(x) + torch.logit(x.sigmoid()) + F.softshrink(x)
+                    + F.hardshrink(x) + F.celu(x) + F.softsign(x) + torch.addcdiv(x, x, x + 9)
+                    + torch.outer(x[0], x[1])[:4] + torch.aminmax(x, dim=0).max, (4, 16)),
+}
+
+
+@pytest.mark.parametrize("name", list(LISTED))
+def test_listed_operators_compile(name: str) -> None:
+    f, shape = LISTED[name]
+    torch.manual_seed(0)
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    x = randn(*shape)
+    with torch.no_grad():
+        close(compiled(x), f(x))
+    [report] = spy.reports
+    assert report.compiled and not report.eager, str(report)
+
+
 # ---------------------------------------------------------------------------------------------
 # what tileopt cannot compile
 

@@ -572,17 +572,72 @@ def test_long_cumsum_is_unsupported() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# convolutions over non-overlapping windows (patch embeddings, 1 x 1): patches times weights
+# convolutions: a gather of the input's windows (im2col) and a matmul by the weight
 
 
-@pytest.mark.parametrize(("conv", "shape"), [
-    (lambda: nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 35)),  # ViT's patch embedding
-    (lambda: nn.Conv2d(8, 12, 1), (2, 8, 5, 7)),
-    (lambda: nn.Conv1d(4, 6, 1, stride=2, bias=False), (2, 4, 9)),
-    (lambda: nn.Conv3d(2, 4, 2, stride=2), (1, 2, 4, 6, 5)),
-], ids=["patch8", "1x1", "1d_strided", "3d"])
-def test_patch_convolution(conv: Callable[[], Any], shape: tuple[int, ...]) -> None:
-    check(conv(), lambda: (randn(*shape),), max_kernels=2)
+@pytest.mark.parametrize(("conv", "shape", "kernels"), [
+    (lambda: nn.Conv2d(4, 8, 3, padding=1), (2, 4, 9, 9), 2),
+    (lambda: nn.Conv2d(4, 8, 3, stride=2, padding=1), (2, 4, 9, 10), 2),
+    (lambda: nn.Conv2d(3, 16, 7, stride=2, padding=3, bias=False), (1, 3, 19, 18), 2),
+    (lambda: nn.Conv2d(4, 8, 3, padding="same", dilation=2), (2, 4, 9, 9), 2),
+    (lambda: nn.Conv2d(8, 12, 3, padding=2, dilation=2, groups=2), (2, 8, 9, 9), 3),
+    (lambda: nn.Conv2d(6, 6, 3, padding=1, groups=6), (2, 6, 9, 7), 2),  # depthwise
+    (lambda: nn.Conv2d(4, 8, 3, padding=1, groups=4, bias=False), (2, 4, 9, 9), 2),
+    (lambda: nn.Conv2d(4, 8, 3, padding=1, padding_mode="reflect"), (2, 4, 9, 9), 3),
+    (lambda: nn.Conv1d(6, 5, 3, padding=1), (2, 6, 16), 2),
+    (lambda: nn.Conv3d(3, 4, 3, stride=2, padding=1), (1, 3, 6, 7, 5), 2),
+    (lambda: nn.Conv2d(3, 16, 8, stride=8), (2, 3, 32, 35), 2),  # ViT's patch embedding
+    (lambda: nn.Conv2d(8, 12, 1), (2, 8, 5, 7), 1),  # the input as it is: no gather
+    (lambda: nn.Conv1d(4, 6, 1, stride=2, bias=False), (2, 4, 9), 1),
+    (lambda: nn.ConvTranspose2d(4, 3, 2, stride=2), (2, 4, 5, 5), 3),  # a U-Net's upsampling
+    (lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
+     (2, 4, 5, 6), 4),
+    (lambda: nn.ConvTranspose1d(4, 3, 4, stride=2, padding=1), (2, 4, 7), 3),
+    (lambda: nn.ConvTranspose3d(2, 3, 3, stride=(1, 2, 2), padding=(0, 1, 2), dilation=2),
+     (1, 2, 3, 4, 5), 3),
+], ids=["3x3", "strided", "resnet_stem", "same_dilated", "grouped", "depthwise",
+        "depth_multiplier", "reflect", "1d", "3d", "patch8", "1x1", "1x1_strided",
+        "transposed", "transposed_grouped", "transposed_1d", "transposed_3d"])
+def test_convolution(conv: Callable[[], Any], shape: tuple[int, ...], kernels: int) -> None:
+    """Every kind of convolution against PyTorch's: the windows' gather and the matmul (bias
+    in its epilogue); a transposed one flips and reorders its weight in a kernel of its own;
+    a grouped one whose groups are too small for a matmul reduces, the bias then added
+    apart; reflection padding is a kernel of its own."""
+    check(conv(), lambda: (randn(*shape),), max_kernels=kernels)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_convolution(dtype: Any) -> None:
+    check(nn.Conv2d(8, 16, 3, padding=1).to(dtype), lambda: (randn(2, 8, 9, 9, dtype=dtype),),
+          max_kernels=2)
+
+
+class _ResidualBlock(nn.Module):
+    """A ResNet's basic block: two 3 x 3 convolutions with batch norm, a residual, ReLU."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: Any) -> Any:
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+def test_small_resnet() -> None:
+    """Stem, pooling, a residual block, global average pooling and a classifier (eval)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+        nn.MaxPool2d(3, 2, 1), _ResidualBlock(8), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(8, 10)).eval()
+    with torch.no_grad():
+        for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 1.5)
+    check(model, lambda: (randn(2, 3, 32, 30),))
 
 
 def _pool_input(*shape: int) -> Any:
@@ -630,11 +685,6 @@ def test_constant_padding() -> None:
     """F.pad with a constant (and a negative pad, which crops): concatenations."""
     check(lambda x: F.pad(x, (1, 2, -1, 3), value=-1.0).relu() * 2, lambda: (randn(2, 3, 4, 5),),
           max_kernels=2)
-
-
-def test_overlapping_convolution_is_unsupported() -> None:
-    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.convolution"):
-        tileopt.compile(nn.Conv2d(3, 4, 3, padding=1), (randn(1, 3, 8, 8),))
 
 
 # ---------------------------------------------------------------------------------------------
