@@ -60,3 +60,30 @@ class EmulatorError(TileoptError):
 
 class DeviceError(TileoptError):
     """A runtime device (for example the CUDA driver) is missing or failed."""
+
+
+#: The longest diagnostic or note :func:`mlir_error_text` keeps whole.
+DIAGNOSTIC_LIMIT = 2000
+
+
+def mlir_error_text(error: Exception) -> str:
+    """An ``ir.MLIRError``'s message and diagnostics as MLIR prints them, each note cut to
+    :data:`DIAGNOSTIC_LIMIT` characters: a failing pass's "see current operation" note holds
+    the whole function, thousands of lines for a model's graph."""
+    diagnostics = getattr(error, "error_diagnostics", None)
+    if not diagnostics:
+        return str(error)
+    lines = [str(getattr(error, "message", ""))]
+
+    def add(diagnostic: object, prefix: str) -> None:
+        text = str(getattr(diagnostic, "message", ""))
+        if len(text) > DIAGNOSTIC_LIMIT:
+            more = len(text) - DIAGNOSTIC_LIMIT
+            text = f"{text[:DIAGNOSTIC_LIMIT]} ... ({more:,} characters more)"
+        lines.append(f"{prefix}{getattr(diagnostic, 'location', 'unknown')}: {text}")
+        for note in getattr(diagnostic, "notes", ()):
+            add(note, " note: ")
+
+    for diagnostic in diagnostics:
+        add(diagnostic, "error: ")
+    return "\n".join(lines)

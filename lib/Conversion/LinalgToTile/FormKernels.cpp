@@ -192,7 +192,8 @@ bool mayCollapseLoops(OpOperand *fused) {
 /// expand_shape of a generic's result). It may, except a contraction's M, N
 /// or K: a contraction keeps one of each (tile.dot's rows, columns and
 /// steps), while its batch loops may split (a bmm over batch x heads).
-bool mayExpandLoops(OpOperand *fused) {
+/// `maxRank`: the rank of the function's deepest tensor before propagation.
+bool mayExpandLoops(OpOperand *fused, int64_t maxRank) {
   GenericOp g;
   AffineMap map;
   SmallVector<ReassociationIndices> groups;
@@ -215,6 +216,11 @@ bool mayExpandLoops(OpOperand *fused) {
   } else {
     return false;
   }
+  // Expanding and folding back unit dimensions can go on without end (a
+  // chain of 1-element index computations grew to 166 loops): no reshape
+  // deeper than the function's deepest tensor is propagated.
+  if (static_cast<int64_t>(expanded.size()) > maxRank)
+    return false;
   // A reshape that only adds or drops unit dimensions splits no loop that
   // matters (kernel formation ignores unit loops); expanding a reduction
   // through it makes the patterns add and fold unit loops without end.
@@ -1434,12 +1440,23 @@ struct TileFormKernelsPass
       func.walk([](GenericOp op) { dropDeadResults(op); });
       for (auto op : llvm::to_vector(func.getOps<GenericOp>()))
         copyIndexOnlyPerReader(op);
+      int64_t maxRank = 0;
+      func.walk([&](Operation *op) {
+        for (Type type : op->getResultTypes())
+          if (auto tensor = dyn_cast<RankedTensorType>(type))
+            maxRank = std::max(maxRank, tensor.getRank());
+      });
+      for (Type type : func.getArgumentTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(type))
+          maxRank = std::max(maxRank, tensor.getRank());
       // Move reshapes out of the way where they split loops, so that a bmm
       // over collapsed batch x heads reads its 4-D operands (transposed
       // views, no copies) and its consumers line up with it.
       RewritePatternSet patterns(&getContext());
-      linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
-                                                        mayExpandLoops);
+      linalg::populateFoldReshapeOpsByExpansionPatterns(
+          patterns, [maxRank](OpOperand *fused) {
+            return mayExpandLoops(fused, maxRank);
+          });
       // Index-only values (a causal mask from iotas) are recomputed where
       // they are read rather than stored; gathers (a concatenation) are not:
       // they would turn a contraction reading them into a reduction of

@@ -120,7 +120,8 @@ _ELEMENTWISE = (
     "trunc", "where", "xlogy",
 )
 _REDUCTIONS = (
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "all", "amax", "amin", "aminmax", "any",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "all", "amax", "amin", "aminmax", "any",
     "argmax", "argmin", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
     "cross_entropy", "cumsum", "group_norm", "huber_loss", "instance_norm", "kl_div",

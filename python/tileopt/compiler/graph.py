@@ -38,7 +38,13 @@ from typing import Any
 from tileopt import ir
 from tileopt.compiler import cache, hostcode
 from tileopt.compiler.kernel import Kernel, _contexts, _dump, _parse, compile, load_cached
-from tileopt.errors import ArgumentError, CompilationError, DeviceError, OptionError
+from tileopt.errors import (
+    ArgumentError,
+    CompilationError,
+    DeviceError,
+    OptionError,
+    mlir_error_text,
+)
 
 #: The pass pipeline that turns the linalg function of an imported graph into a tile module.
 LINALG_TO_TILE_PIPELINE = "builtin.module(tileopt-linalg-to-tile)"
@@ -146,7 +152,8 @@ def form_kernels(
                     f"compute it outside the compiled graph or rewrite it with supported ops",
                     op, source,
                 ) from e
-        raise CompilationError(f"kernel formation ({pipeline}) failed:\n{e}") from e
+        raise CompilationError(
+            f"kernel formation ({pipeline}) failed:\n{mlir_error_text(e)}") from None
     return module
 
 

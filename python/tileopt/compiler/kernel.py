@@ -22,7 +22,7 @@ from tileopt import ir
 from tileopt._mlir_libs._site_initialize_0 import find_unsupported_syntax
 from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import cache, nvidia
-from tileopt.errors import CompilationError, OptionError
+from tileopt.errors import CompilationError, OptionError, mlir_error_text
 from tileopt.runtime.abi import ArgumentError, KernelParam, TensorMapParam
 from tileopt.runtime.kernel import Kernel, KernelMetadata
 
@@ -124,7 +124,8 @@ def _apply_to_views(
     try:
         module.operation.verify()
     except ir.MLIRError as e:
-        raise CompilationError(f"{option}= made the module invalid:\n{e}") from e
+        raise CompilationError(
+            f"{option}= made the module invalid:\n{mlir_error_text(e)}") from None
 
 
 def _apply_same_shapes(
@@ -151,7 +152,8 @@ def _apply_same_shapes(
     try:
         module.operation.verify()
     except ir.MLIRError as e:
-        raise CompilationError(f"same_shapes= made the module invalid:\n{e}") from e
+        raise CompilationError(
+            f"same_shapes= made the module invalid:\n{mlir_error_text(e)}") from None
 
 
 class _Contexts(threading.local):
@@ -202,7 +204,8 @@ def _parse(module: Any) -> ir.Module:
         mod = ir.Module.parse(text)
         mod.operation.verify()
     except ir.MLIRError as e:
-        raise CompilationError(f"the input module does not parse or verify:\n{e}") from e
+        raise CompilationError(
+            f"the input module does not parse or verify:\n{mlir_error_text(e)}") from None
     return mod
 
 

@@ -43,7 +43,7 @@ from typing import Any
 
 from tileopt import ir, passmanager
 from tileopt.compiler import tools
-from tileopt.errors import CompilationError, OptionError
+from tileopt.errors import CompilationError, OptionError, mlir_error_text
 from tileopt.runtime.abi import (
     TENSOR_MAP_BITS,
     ArgumentError,
@@ -290,7 +290,7 @@ def run_passes(module: ir.Module, stage: str, passes: Sequence[str], options: Op
     try:
         pm.run(module.operation)
     except ir.MLIRError as e:
-        raise CompilationError(f"stage {stage}: {text} failed:\n{e}") from e
+        raise CompilationError(f"stage {stage}: {text} failed:\n{mlir_error_text(e)}") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -333,6 +333,97 @@ def avg_pool(
     return (total / count.to(total.dtype)).to(dtype)
 
 
+def _adaptive_windows(x: torch.Tensor, n: int, output_size: Sequence[int]) -> Any:
+    """For each of ``x``'s last ``n`` dimensions, innermost first: the dimension, each
+    window's length (shaped to broadcast along it), and for each offset in the windows (PyTorch's
+    adaptive windows: output ``i`` of ``o`` pools positions ``floor(i * size / o)`` up to
+    ``ceil((i + 1) * size / o)``) a function that reads those positions of a tensor shaped
+    as ``x`` in the dimensions not yet pooled (clamped into ``x``), and whether they are
+    inside the window (None: in every window). Where ``o`` divides the size, the windows
+    are ``size / o`` long and the positions a strided view; where ``o`` is 1, the offsets
+    are None: the window is the whole dimension, for a reduction."""
+    for d in reversed(range(n)):
+        dim, size, out = x.ndim - n + d, x.shape[x.ndim - n + d], output_size[d]
+        trailing = [1] * (n - 1 - d)
+        if out == 1:
+            yield dim, torch.full(trailing, size, device=x.device), None
+            continue
+        if size % out == 0:
+            k = size // out
+            length = torch.full([out, *trailing], k, device=x.device)
+
+            def strided(t: torch.Tensor, j: int, dim: int = dim, k: int = k,
+                        out: int = out) -> torch.Tensor:
+                view = t.narrow(dim, j, (out - 1) * k + 1)
+                return view[(slice(None),) * dim + (slice(None, None, k),)]
+
+            yield dim, length, [(functools.partial(strided, j=j), None) for j in range(k)]
+            continue
+        longest = max(-(-(i + 1) * size // out) - i * size // out for i in range(out))
+        i = torch.arange(out, device=x.device)
+        first = torch.div(i * size, out, rounding_mode="trunc")  # (not negative: floor)
+        end = torch.div((i + 1) * size + out - 1, out, rounding_mode="trunc")
+        length = (end - first).reshape(out, *trailing)
+
+        def gathered(t: torch.Tensor, position: torch.Tensor, dim: int = dim) -> torch.Tensor:
+            return t.index_select(dim, position)
+
+        yield dim, length, [
+            (functools.partial(gathered, position=(first + j).clamp(max=size - 1)), length > j)
+            for j in range(longest)]
+
+
+def adaptive_max_pool(n: int, x: torch.Tensor, output_size: Sequence[int]) -> Any:
+    """``adaptive_max_pool{n}d`` as PyTorch's kernel computes it, one dimension at a time
+    (a window is a product of intervals): a value replaces the maximum where it is greater
+    or NaN, its flat index (into the pooled dimensions) with it; reducing the innermost
+    dimension first keeps PyTorch's row-major order (the first of equal maxima, the last
+    NaN). A window of -inf gives its first index."""
+    index = torch.zeros((), dtype=torch.int64, device=x.device)
+    for d in range(n):
+        size = x.shape[x.ndim - n + d]
+        index = (index.unsqueeze(-1) * size
+                 + torch.arange(size, device=x.device).reshape(*([1] * d), size))
+    values, index = x, index.expand(x.shape)
+    for dim, _, offsets in _adaptive_windows(x, n, output_size):
+        if offsets is None:  # the whole dimension: torch.max's first maximum, or last NaN
+            best, at = torch.max(values, dim, keepdim=True)
+            nan = torch.isnan(values).flip(dim).to(torch.int32)
+            last_nan = values.shape[dim] - 1 - torch.argmax(nan, dim, keepdim=True)
+            at = torch.where(torch.isnan(best), last_nan, at)
+            values, index = best, torch.gather(index, dim, at)
+            continue
+        best = chosen = None
+        for read, inside in offsets:
+            value, at = read(values), read(index)
+            if best is None:  # the first offset is in every window
+                best, chosen = value, at
+                continue
+            take = (value > best) | torch.isnan(value)
+            if inside is not None:
+                take = take & inside
+            best, chosen = torch.where(take, value, best), torch.where(take, at, chosen)
+        values, index = best, chosen
+    return values, index
+
+
+def adaptive_avg_pool(n: int, x: torch.Tensor, output_size: Sequence[int]) -> Any:
+    """``_adaptive_avg_pool{n}d``: each window's sum (in f32 for f16 and bf16, one dimension
+    at a time) over its size."""
+    dtype = x.dtype
+    total = x.to(get_computation_dtype(dtype))
+    count = torch.ones((), dtype=torch.int64, device=x.device)
+    for dim, length, offsets in _adaptive_windows(x, n, output_size):
+        if offsets is None:
+            total = total.sum(dim, keepdim=True)
+        else:
+            parts = [read(total) if inside is None else torch.where(inside, read(total), 0.0)
+                     for read, inside in offsets]
+            total = functools.reduce(torch.add, parts)
+        count = count * length
+    return (total / count.to(total.dtype)).to(dtype)
+
+
 #: The longest scan ``masked_cumsum`` takes (it costs the length squared per scan).
 MAX_MASKED_SCAN = 4096
 
@@ -415,5 +506,10 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
                               (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):
         table[max_op.default] = functools.partial(max_pool, n)
         table[avg_op.default] = functools.partial(avg_pool, n)
+    for n, max_op, avg_op in ((2, aten.adaptive_max_pool2d, None),
+                              (3, aten.adaptive_max_pool3d, aten._adaptive_avg_pool3d)):
+        table[max_op.default] = functools.partial(adaptive_max_pool, n)
+        if avg_op is not None:
+            table[avg_op.default] = functools.partial(adaptive_avg_pool, n)
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

@@ -681,3 +681,112 @@ func.func @shared_arange(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
   } -> tensor<8x8xf32>
   return %y : tensor<8x8xf32>
 }
+
+// -----
+
+// The positions of a pooling window, one element each (arange(1) + offset),
+// read along two dimensions and compared with a window length reshaped to
+// 1 x 1: expanding such generics through unit reshapes and folding them back
+// went on until the rewrite bound (93 unit loops). No reshape deeper than the
+// function's deepest tensor is propagated.
+// CHECK-LABEL: func.func @one_element_positions
+// CHECK-NOT: tensor<1x1x1
+// CHECK: return
+#oe = affine_map<(d0) -> (d0)>
+#oe1 = affine_map<(d0, d1) -> (d1)>
+#oe2 = affine_map<(d0, d1) -> (d0, d1)>
+#oe3 = affine_map<(d0, d1) -> (d0)>
+func.func @one_element_positions(%arg0: tensor<2x2xf32>) -> tensor<1x1xf32> {
+  %c2_i64 = arith.constant 2 : i64
+  %c0_i64 = arith.constant 0 : i64
+  %c1_i64 = arith.constant 1 : i64
+  %c0 = arith.constant 0 : index
+  %0 = tensor.empty() : tensor<1xi64>
+  %1 = linalg.generic {indexing_maps = [#oe], iterator_types = ["parallel"]} outs(%0 : tensor<1xi64>) {
+  ^bb0(%out: i64):
+    linalg.yield %c0_i64 : i64
+  } -> tensor<1xi64>
+  %2 = linalg.generic {indexing_maps = [#oe, #oe], iterator_types = ["parallel"]} ins(%1 : tensor<1xi64>) outs(%0 : tensor<1xi64>) {
+  ^bb0(%in: i64, %out: i64):
+    %21 = arith.addi %in, %c2_i64 : i64
+    linalg.yield %21 : i64
+  } -> tensor<1xi64>
+  %3 = tensor.empty() : tensor<2x1xf32>
+  %4 = linalg.generic {indexing_maps = [#oe1, #oe2], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<1xi64>) outs(%3 : tensor<2x1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %21 = arith.index_cast %in : i64 to index
+    %22 = linalg.index 0 : index
+    %extracted = tensor.extract %arg0[%22, %21] : tensor<2x2xf32>
+    linalg.yield %extracted : f32
+  } -> tensor<2x1xf32>
+  %5 = linalg.generic {indexing_maps = [#oe, #oe], iterator_types = ["parallel"]} ins(%1 : tensor<1xi64>) outs(%0 : tensor<1xi64>) {
+  ^bb0(%in: i64, %out: i64):
+    %21 = arith.addi %in, %c1_i64 : i64
+    linalg.yield %21 : i64
+  } -> tensor<1xi64>
+  %6 = linalg.generic {indexing_maps = [#oe1, #oe2], iterator_types = ["parallel", "parallel"]} ins(%5 : tensor<1xi64>) outs(%3 : tensor<2x1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %21 = arith.index_cast %in : i64 to index
+    %22 = linalg.index 0 : index
+    %extracted = tensor.extract %arg0[%22, %21] : tensor<2x2xf32>
+    linalg.yield %extracted : f32
+  } -> tensor<2x1xf32>
+  %7 = tensor.empty() : tensor<2x1xi1>
+  %8 = linalg.generic {indexing_maps = [#oe2, #oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%6, %4 : tensor<2x1xf32>, tensor<2x1xf32>) outs(%7 : tensor<2x1xi1>) {
+  ^bb0(%in: f32, %in_0: f32, %out: i1):
+    %21 = arith.cmpf ogt, %in, %in_0 : f32
+    linalg.yield %21 : i1
+  } -> tensor<2x1xi1>
+  %9 = tensor.empty() : tensor<1xi1>
+  %10 = linalg.generic {indexing_maps = [#oe, #oe], iterator_types = ["parallel"]} ins(%2 : tensor<1xi64>) outs(%9 : tensor<1xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %21 = arith.cmpi sgt, %in, %c1_i64 : i64
+    linalg.yield %21 : i1
+  } -> tensor<1xi1>
+  %11 = linalg.generic {indexing_maps = [#oe2, #oe1, #oe2], iterator_types = ["parallel", "parallel"]} ins(%8, %10 : tensor<2x1xi1>, tensor<1xi1>) outs(%7 : tensor<2x1xi1>) {
+  ^bb0(%in: i1, %in_0: i1, %out: i1):
+    %21 = arith.andi %in, %in_0 : i1
+    linalg.yield %21 : i1
+  } -> tensor<2x1xi1>
+  %12 = linalg.generic {indexing_maps = [#oe2, #oe2, #oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%11, %6, %4 : tensor<2x1xi1>, tensor<2x1xf32>, tensor<2x1xf32>) outs(%3 : tensor<2x1xf32>) {
+  ^bb0(%in: i1, %in_0: f32, %in_1: f32, %out: f32):
+    %21 = arith.select %in, %in_0, %in_1 : f32
+    linalg.yield %21 : f32
+  } -> tensor<2x1xf32>
+  %13 = tensor.empty() : tensor<1x1xf32>
+  %14 = linalg.generic {indexing_maps = [#oe3, #oe2], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<1xi64>) outs(%13 : tensor<1x1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %21 = arith.index_cast %in : i64 to index
+    %extracted = tensor.extract %12[%21, %c0] : tensor<2x1xf32>
+    linalg.yield %extracted : f32
+  } -> tensor<1x1xf32>
+  %15 = linalg.generic {indexing_maps = [#oe3, #oe2], iterator_types = ["parallel", "parallel"]} ins(%5 : tensor<1xi64>) outs(%13 : tensor<1x1xf32>) {
+  ^bb0(%in: i64, %out: f32):
+    %21 = arith.index_cast %in : i64 to index
+    %extracted = tensor.extract %12[%21, %c0] : tensor<2x1xf32>
+    linalg.yield %extracted : f32
+  } -> tensor<1x1xf32>
+  %16 = tensor.empty() : tensor<1x1xi1>
+  %17 = linalg.generic {indexing_maps = [#oe2, #oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%15, %14 : tensor<1x1xf32>, tensor<1x1xf32>) outs(%16 : tensor<1x1xi1>) {
+  ^bb0(%in: f32, %in_0: f32, %out: i1):
+    %21 = arith.cmpf ogt, %in, %in_0 : f32
+    linalg.yield %21 : i1
+  } -> tensor<1x1xi1>
+  %expanded = tensor.expand_shape %2 [[0, 1]] output_shape [1, 1] : tensor<1xi64> into tensor<1x1xi64>
+  %18 = linalg.generic {indexing_maps = [#oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%expanded : tensor<1x1xi64>) outs(%16 : tensor<1x1xi1>) {
+  ^bb0(%in: i64, %out: i1):
+    %21 = arith.cmpi sgt, %in, %c1_i64 : i64
+    linalg.yield %21 : i1
+  } -> tensor<1x1xi1>
+  %19 = linalg.generic {indexing_maps = [#oe2, #oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%17, %18 : tensor<1x1xi1>, tensor<1x1xi1>) outs(%16 : tensor<1x1xi1>) {
+  ^bb0(%in: i1, %in_0: i1, %out: i1):
+    %21 = arith.andi %in, %in_0 : i1
+    linalg.yield %21 : i1
+  } -> tensor<1x1xi1>
+  %20 = linalg.generic {indexing_maps = [#oe2, #oe2, #oe2, #oe2], iterator_types = ["parallel", "parallel"]} ins(%19, %15, %14 : tensor<1x1xi1>, tensor<1x1xf32>, tensor<1x1xf32>) outs(%13 : tensor<1x1xf32>) {
+  ^bb0(%in: i1, %in_0: f32, %in_1: f32, %out: f32):
+    %21 = arith.select %in, %in_0, %in_1 : f32
+    linalg.yield %21 : f32
+  } -> tensor<1x1xf32>
+  return %20 : tensor<1x1xf32>
+}

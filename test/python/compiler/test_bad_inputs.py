@@ -284,3 +284,26 @@ def test_signature_with_commas_inside_types() -> None:
 def test_errors_are_exported() -> None:
     assert issubclass(tileopt.OptionError, tileopt.CompilationError)
     assert issubclass(tileopt.BuilderError, TileoptError)
+
+
+def test_mlir_errors_cut_long_notes() -> None:
+    """A failing pass's "see current operation" note prints the whole function (5 MB for a
+    model's graph): an error message keeps its first DIAGNOSTIC_LIMIT characters."""
+    from types import SimpleNamespace
+
+    from tileopt.errors import DIAGNOSTIC_LIMIT, mlir_error_text
+
+    body = "%0 = arith.constant 0 : i64\n" * 100_000
+    note = SimpleNamespace(location="loc(unknown)", message=f"see current operation: {body}",
+                           notes=[])
+    error = SimpleNamespace(message="Failure while executing pass pipeline:", error_diagnostics=[
+        SimpleNamespace(location='loc("model.py":3:0)', message="kernel formation failed",
+                        notes=[note])])
+    text = mlir_error_text(error)  # type: ignore[arg-type]
+    lines = text.splitlines()
+    assert lines[:2] == ["Failure while executing pass pipeline:",
+                         'error: loc("model.py":3:0): kernel formation failed']
+    assert lines[2].startswith(" note: loc(unknown): see current operation: %0 = arith")
+    assert len(text) < DIAGNOSTIC_LIMIT + 300
+    assert text.endswith(f"({len(note.message) - DIAGNOSTIC_LIMIT:,} characters more)")
+    assert mlir_error_text(ValueError("plain")) == "plain"

@@ -170,10 +170,10 @@ LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
                      + F.conv_transpose2d(x[:, :, ::2, ::2], torch.ones(4, 3, 2, 2), stride=2),
                      (2, 4, 8, 8)),
     "pooling": (lambda x: F.max_pool2d(x, 3, 2, 1) + F.avg_pool2d(x, 2)
-                + F.adaptive_avg_pool2d(x, 4)
+                + F.adaptive_avg_pool2d(x, 4) + F.adaptive_max_pool2d(x[..., :7, :7], 4)
                 + F.max_pool2d(x, 2, return_indices=True)[1].float(), (2, 3, 8, 8)),
     "pooling_1d": (lambda x: F.max_pool1d(x, 2) + F.avg_pool1d(x, 2)
-                   + F.adaptive_avg_pool1d(x, 8), (2, 3, 16)),
+                   + F.adaptive_avg_pool1d(x, 8) + F.adaptive_max_pool1d(x, 8), (2, 3, 16)),
     "resampling": (lambda x: F.interpolate(F.pad(x, (1, 1, 1, 1)), scale_factor=2,
                                            mode="bilinear")[..., :8, :8]
                    + F.pixel_shuffle(F.pixel_unshuffle(x, 2), 2), (2, 4, 8, 8)),

@@ -675,6 +675,30 @@ def test_average_pooling(pool: Callable[[], Any], shape: tuple[int, ...]) -> Non
     check(pool(), lambda: (randn(*shape),), max_kernels=2)
 
 
+@pytest.mark.parametrize(("pool", "shape", "kernels"), [
+    (lambda: nn.AdaptiveMaxPool2d((4, 3), return_indices=True), (2, 3, 9, 10), 2),
+    (lambda: nn.AdaptiveMaxPool2d(1, return_indices=True), (2, 4, 28, 28), 2),  # global
+    (lambda: nn.AdaptiveMaxPool1d(3), (2, 3, 10), 1),
+    (lambda: nn.AdaptiveMaxPool3d((2, 3, 1), return_indices=True), (1, 2, 5, 7, 4), 3),
+], ids=["uneven", "global", "1d", "3d"])
+def test_adaptive_max_pooling(pool: Callable[[], Any], shape: tuple[int, ...],
+                              kernels: int) -> None:
+    """Windows of PyTorch's adaptive sizes, one dimension at a time (the innermost first, so
+    that ties and NaN pick PyTorch's indices); uneven windows gather their positions, a
+    whole dimension is a reduction."""
+    check(pool(), lambda: (_pool_input(*shape),), max_kernels=kernels)
+
+
+@pytest.mark.parametrize(("pool", "shape", "kernels"), [
+    (lambda: nn.AdaptiveAvgPool2d((4, 3)), (2, 3, 9, 10), 2),
+    (lambda: nn.AdaptiveAvgPool3d((2, 3, 1)), (1, 2, 5, 7, 4), 3),
+    (lambda: nn.AdaptiveAvgPool3d(1), (2, 3, 4, 4, 4), 1),
+], ids=["2d_uneven", "3d_uneven", "3d_global"])
+def test_adaptive_average_pooling(pool: Callable[[], Any], shape: tuple[int, ...],
+                                  kernels: int) -> None:
+    check(pool(), lambda: (randn(*shape),), max_kernels=kernels)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_average_pooling(dtype: Any) -> None:
     """Summed in f32, as PyTorch accumulates half-precision windows."""
