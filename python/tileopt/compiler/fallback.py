@@ -129,7 +129,7 @@ _REDUCTIONS = (
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
     "max_pool3d_with_indices", "mean", "min", "mse_loss", "nll_loss", "norm", "normalize",
     "prod", "rms_norm", "smooth_l1_loss", "soft_margin_loss", "softmax", "softmin", "std",
-    "std_mean", "sum", "var", "var_mean", "vector_norm",
+    "std_mean", "sum", "topk", "var", "var_mean", "vector_norm",
 )
 _CONTRACTIONS = (
     "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
@@ -154,9 +154,9 @@ _OPERATORS = (
 #: Names of the torch functions tileopt lowers, looked up in ``torch``,
 #: ``torch.nn.functional``, ``torch.special`` and ``torch.linalg`` (and their ``torch._C``
 #: versions, which Dynamo records), and in :mod:`operator` (``x + y``, ``x[i]``). Each
-#: compiled and checked against eager PyTorch; sorting and padding are left out (tileopt does
-#: not lower them). ``cumsum`` lowers in some forms only (short
-#: scans): the others fail to compile and are split off (step 3 below).
+#: compiled and checked against eager PyTorch; sorting is left out (tileopt does not lower
+#: it). ``cumsum`` and ``topk`` lower in some forms only (short scans; the largest few): the
+#: others fail to compile and are split off (step 3 below).
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(
     _ELEMENTWISE + _REDUCTIONS + _CONTRACTIONS + _DATA_MOVEMENT + _CASTS + _FACTORIES
 )

@@ -447,6 +447,36 @@ def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
     return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
 
 
+#: The largest ``k`` ``topk`` takes (it costs two row reductions per element taken).
+MAX_TOPK = 16
+
+
+def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> Any:  # noqa: A002 (aten's name)
+    """``aten.topk`` of a floating tensor for ``k`` up to :data:`MAX_TOPK` (a mixture of
+    experts' top-2 gate), largest first: ``k`` times the largest element not yet taken (NaN
+    above all, as PyTorch orders them) and the first position holding it. The smallest
+    (``largest=False``), a larger ``k`` and integer tensors stay ``tm_tensor.topk``, which
+    kernel formation reports as unsupported."""
+    if not largest or not 0 < k <= MAX_TOPK or not x.is_floating_point() or x.ndim == 0:
+        return NotImplemented
+    dim = dim % x.ndim
+    size = x.shape[dim]
+    position = torch.arange(size, device=x.device).reshape(
+        [size if d == dim else 1 for d in range(x.ndim)])
+    taken = torch.zeros_like(x, dtype=torch.bool)
+    values, indices = [], []
+    for _ in range(k):
+        left = torch.where(taken, float("-inf"), x)
+        best = torch.amax(left, dim, keepdim=True)  # NaN where one is left
+        same = (x == best) | (torch.isnan(x) & torch.isnan(best))
+        index = torch.argmax((same & ~taken).to(torch.int32), dim, keepdim=True)
+        taken = taken | (position == index)
+        values.append(best)
+        indices.append(index)
+    return torch.cat(values, dim), torch.cat(indices, dim)
+
+
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -511,5 +541,6 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         table[max_op.default] = functools.partial(adaptive_max_pool, n)
         if avg_op is not None:
             table[avg_op.default] = functools.partial(adaptive_avg_pool, n)
+    table[aten.topk.default] = topk
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

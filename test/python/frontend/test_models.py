@@ -187,6 +187,48 @@ def test_arg_reductions(name: str) -> None:
     check(f, make, max_kernels=2)
 
 
+def _moe_gate(x: Any) -> Any:
+    """A mixture of experts' top-2 gate: the chosen experts and their softmax weights."""
+    weights, experts = torch.topk(x, 2, dim=-1)
+    return torch.softmax(weights, -1), experts
+
+
+@pytest.mark.parametrize(("f", "make"), [
+    (_moe_gate, lambda: (randn(6, 8),)),
+    (lambda x: torch.topk(x, 5, dim=0), lambda: (randn(9, 7),)),
+    (lambda x: torch.topk(x * 2, 3, dim=1, sorted=False), lambda: (randn(2, 300, 3),)),
+], ids=["moe_gate", "dim0", "long_middle"])
+def test_topk(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
+    """The k largest, one after another (distinct values: the indices are PyTorch's)."""
+    check(f, make)
+
+
+def test_topk_ties_and_nan() -> None:
+    """Equal values, NaN (above all) and -inf: the values are PyTorch's; each index points
+    at its value, and no position is taken twice (PyTorch leaves the order of ties open)."""
+    x = _with_nans()
+    x[:, :4] = float("-inf")
+    x[1] = float("-inf")
+    x[2, 5:] = 1.0
+    graph = tileopt.compile(lambda t: torch.topk(t, 6, -1), (x,))
+    values, indices = graph(x)
+    want = torch.topk(x, 6, -1).values
+    torch.testing.assert_close(values, want, equal_nan=True, rtol=0, atol=0)
+    torch.testing.assert_close(torch.gather(x, -1, indices), values, equal_nan=True, rtol=0,
+                               atol=0)
+    assert all(len(set(row.tolist())) == 6 for row in indices)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: torch.topk(x, 2, largest=False),
+    lambda x: torch.topk(x, 17),
+    lambda x: torch.sort(x).values,
+], ids=["smallest", "large_k", "sort"])
+def test_topk_unsupported(f: Callable[..., Any]) -> None:
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.(topk|sort)"):
+        tileopt.compile(f, (randn(4, 20),))
+
+
 LONG_ROWS: dict[str, tuple[Callable[..., Any], tuple[int, ...]]] = {
     # Rows longer than a program keeps in registers (4096): loops over 4096-element chunks,
     # one per reduction, with a ragged last chunk.

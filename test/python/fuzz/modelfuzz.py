@@ -2,11 +2,11 @@
 
 Each seed gives a chain of up to six steps (elementwise functions, a broadcast operand,
 reductions over a random dimension, max/min with indices, softmax, layer norm, transposes,
-short cumsums) on a random shape of up to 20,000 elements (sizes 1, 3, 7, ... 20001: unit
-dimensions, odd sizes, rows longer than a program holds). A program must compile and match
-eager PyTorch, or be refused with ``UnsupportedOperatorError``; anything else (another
-exception, a wrong answer) is a failure. ``test_fuzz.py`` runs a fixed-seed batch; ``make
-fuzz-models`` a long one:
+short cumsums, convolutions and pooling along the last dimension) on a random shape of up to
+20,000 elements (sizes 1, 3, 7, ... 20001: unit dimensions, odd sizes, rows longer than a
+program holds). A program must compile and match eager PyTorch, or be refused with
+``UnsupportedOperatorError``; anything else (another exception, a wrong answer) is a
+failure. ``test_fuzz.py`` runs a fixed-seed batch; ``make fuzz-models`` a long one:
 
     .venv/bin/python test/python/fuzz/modelfuzz.py --seed 0 --count 200
 """
@@ -33,6 +33,26 @@ UNARY: tuple[Callable[[torch.Tensor], torch.Tensor], ...] = (
 TOLERANCE = 1e-3
 
 
+def _window(x: torch.Tensor, r: random.Random) -> torch.Tensor:
+    """A convolution (constant weights), max or average pooling of every row of ``x`` along
+    its last dimension, padded to keep its length."""
+    rows = x.reshape(-1, 1, x.shape[-1])
+    k = r.choice((1, 2, 3, 5))
+    kind = r.choice(("conv", "max", "avg"))
+    if kind == "conv":
+        dilation = r.choice((1, 2))
+        weight = torch.tensor([[[r.uniform(-1, 1) for _ in range(k)]]])
+        span = dilation * (k - 1)
+        padded = F.pad(rows, (span // 2, span - span // 2))
+        out = F.conv1d(padded, weight, dilation=dilation)
+    elif kind == "max":
+        out = F.max_pool1d(F.pad(rows, (k // 2, (k - 1) // 2), value=float("-inf")), k, 1)
+    else:
+        out = F.avg_pool1d(rows, k, 1, k // 2, count_include_pad=r.random() < 0.5)
+        out = out[..., : x.shape[-1]]
+    return out.reshape(x.shape)
+
+
 @dataclass
 class Program:
     """A random program: ``f(x, y)`` on ``x`` of ``shape`` and ``y`` of ``shape[-1:]``."""
@@ -44,7 +64,11 @@ class Program:
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         for step, seed in self.steps:
             r = random.Random(seed)
-            if step == "unary":
+            if step == "unary" and seed % 4 == 0 and x.ndim:
+                # A sliding window along the last dimension; the other unary steps are
+                # those of before, so old seeds keep their programs.
+                x = _window(x, r)
+            elif step == "unary":
                 x = r.choice(UNARY)(x)
             elif step == "binary":
                 x = x + y if r.random() < 0.5 else x * y
