@@ -1,7 +1,7 @@
 """The decomposition table the frontend runs on the exported program (imports torch).
 
 torch-mlir's table (``torch_mlir.extras.fx_decomp_util.get_decomposition_table``: torch's
-core ATen decompositions plus the overloads torch-mlir needs) with two changes:
+core ATen decompositions plus the overloads torch-mlir needs) with these changes:
 
 - ``aten.var_mean.correction`` and ``aten.var.correction`` decompose here, in the precision
   torch computes them in (``get_computation_dtype``: f32 for f16, bf16 and f32 inputs, f64
@@ -22,6 +22,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with two changes:
   kernels compute them: one strided view of the padded input per offset in the window, a
   running maximum (replaced by a greater value or a NaN, the index with it) or a sum over the
   window's count.
+- ``aten.adaptive_max_pool{2,3}d`` and ``aten._adaptive_avg_pool3d`` decompose one pooled
+  dimension at a time (PyTorch's windows are products of intervals): strided views where the
+  output size divides the input's, gathered positions where it does not, a reduction where it
+  is 1. (torch's own decomposition takes ``_adaptive_avg_pool2d``.)
+- ``aten.topk`` of the largest ``k <= MAX_TOPK`` of a floating tensor decomposes into ``k``
+  row maxima, each with the first position not yet taken that holds it.
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
