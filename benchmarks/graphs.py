@@ -66,9 +66,13 @@ import tileopt
 import torch
 import torch.nn.functional as F
 from tileopt.testing.models import (
+    ConvNeXtBlock,
     GPTBlock,
+    InvertedResidual,
     LlamaBlock,
+    ResNetBlock,
     RMSNorm,
+    TopTwoMoE,
     causal_attention,
     random_layer_norm,
 )
@@ -116,6 +120,12 @@ MODELS: list[Model] = [
     Model("sdpa", lambda: (sdpa, tuple(randn(2, 4, 32, 16) for _ in range(3))), "compute"),
     Model("gpt_block", lambda: (GPTBlock(), (randn(2, 16, 64),)), "block", max_kernels=7),
     Model("llama_block", lambda: (LlamaBlock(), (randn(2, 16, 64),)), "block"),
+    Model("resnet_block", lambda: (ResNetBlock(16).eval(), (randn(2, 16, 14, 14),)), "block"),
+    Model("mobilenet_block",
+          lambda: (InvertedResidual(16).eval(), (randn(2, 16, 14, 14),)), "block"),
+    Model("convnext_block", lambda: (ConvNeXtBlock(16), (randn(2, 16, 14, 14),)), "block"),
+    Model("moe_top2", lambda: (TopTwoMoE(32, experts=4, hidden=64), (randn(32, 32),)),
+          "block"),
     Model("embedding", lambda: (nn.Embedding(1000, 64), (torch.randint(0, 1000, (2, 64)),)),
           "memory"),
     Model("cross_entropy",

@@ -92,6 +92,25 @@ bool addsFloatTiles(ModuleOp module) {
       .wasInterrupted();
 }
 
+/// The most bytes of PTX parameters an entry takes before PTX 8.1 (up to
+/// 32,764 from 8.1 on, on sm_70 and newer).
+constexpr int64_t kParamBytesBefore81 = 4352;
+
+/// Whether a kernel of the module takes more parameter bytes than PTX before
+/// 8.1 allows (a kernel reading 49 strided views of one input, a
+/// concatenation of many tensors): docs/kernel-abi.md's parameters, each
+/// scalar counted as 8 bytes (TMA's tensor maps, 128 bytes each, come with
+/// a few operand views and are not counted).
+bool needsLargeParamSpace(ModuleOp module) {
+  return llvm::any_of(module.getOps<KernelOp>(), [](KernelOp kernel) {
+    int64_t bytes = 0;
+    for (Type type : kernel.getArgumentTypes())
+      bytes +=
+          isa<MemRefType>(type) ? 8 + 16 * cast<MemRefType>(type).getRank() : 8;
+    return bytes > kParamBytesBefore81;
+  });
+}
+
 /// LLVM's NVPTX back end miscompiles fptoui/fptosi to i1 (it tests the
 /// float's bits for zero, even at -O0): they convert to i32, then truncate.
 void widenFloatToBoolCasts(KernelOp kernel) {
@@ -514,7 +533,8 @@ struct ConvertTileToNVVM
     OpBuilder builder(ctx);
     builder.setInsertionPointToEnd(module.getBody());
     bool vectorAdds = getSmVersion(chip) >= 90 && addsFloatTiles(module);
-    FailureOr<std::string> ptx = ptxFeatures(module, vectorAdds ? 81 : 0);
+    FailureOr<std::string> ptx = ptxFeatures(
+        module, vectorAdds || needsLargeParamSpace(module) ? 81 : 0);
     if (failed(ptx))
       return signalPassFailure();
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(

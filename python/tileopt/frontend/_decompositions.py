@@ -151,6 +151,29 @@ def _windows(x: torch.Tensor, kernel: Sequence[int], out: Sequence[int], stride:
     return columns.reshape(batch, channels * offsets, positions)
 
 
+def _depthwise(x: torch.Tensor, matrix: torch.Tensor, bias: torch.Tensor | None,
+               kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
+               dilation: Sequence[int]) -> Any:
+    """A convolution of one input channel per group (depthwise; ``matrix``: ``[C, OC/C,
+    KK]``) as a sum over the kernel's offsets of strided views of the padded input times
+    their weights (in f32 for f16 and bf16): one elementwise kernel that reads the input
+    where the windows' columns would be KK times its size."""
+    dtype = x.dtype
+    x = x.to(get_computation_dtype(dtype))
+    n = len(kernel)
+    pool = _Pooling(x, n, kernel, stride, padding, dilation, False)
+    channels, per_channel = matrix.shape[:2]
+    weights = matrix.to(x.dtype).reshape(channels, per_channel, -1, *([1] * n))
+    total = None
+    for k, (view, _) in enumerate(pool.views(pool.padded(0.0))):
+        term = view.unsqueeze(2) * weights[:, :, k]  # [N, C, OC/C, *out]
+        total = term if total is None else total + term
+    y = total.reshape(x.shape[0], channels * per_channel, *pool.out)
+    if bias is not None:
+        y = y + bias.to(x.dtype).reshape(-1, *([1] * n))
+    return y.to(dtype)
+
+
 def convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -165,11 +188,12 @@ def convolution(
     """``aten.convolution`` (1-, 2- and 3-D, any stride, padding, dilation and groups, and
     transposed) as a matmul of each group's flattened weight by the input's windows:
     ``[OC/G, C/G * KK] @ [C/G * KK, P]`` per image and group, the output's NCHW layout
-    directly, the bias added in the matmul's epilogue. The windows (:func:`_windows`) are one
-    gather; a 1 x 1 kernel without padding reads the input (every stride-th element) as it
-    is. A transposed convolution is the convolution, stride 1, of the input spread
-    ``stride`` apart, padded by ``dilation * (kernel - 1) - padding`` (and
-    ``output_padding`` after), with the kernel flipped and its channels swapped."""
+    directly, the bias added in the matmul's epilogue. The windows (:func:`_windows`) are
+    one gather; a 1 x 1 kernel without padding reads the input (every stride-th element) as
+    it is; a depthwise one sums strided views (:func:`_depthwise`). A transposed
+    convolution is the convolution, stride 1, of the input spread ``stride`` apart, padded
+    by ``dilation * (kernel - 1) - padding`` (and ``output_padding`` after), with the
+    kernel flipped and its channels swapped."""
     n = weight.ndim - 2
     kernel = list(weight.shape[2:])
     stride, padding = _per_dim(stride, n), _per_dim(padding, n)
@@ -192,6 +216,8 @@ def convolution(
         out = [(size + 2 * p - dl * (k - 1) - 1) // s + 1
                for size, s, p, dl, k in zip(sizes, stride, padding, dilation, kernel, strict=True)]
         matrix = weight.reshape(groups, out_channels // groups, -1)
+        if channels == groups and offsets > 1:
+            return _depthwise(x, matrix, bias, kernel, stride, padding, dilation)
         if offsets == 1 and not any(padding):
             every = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
             columns = x[every].reshape(batch, channels, math.prod(out))

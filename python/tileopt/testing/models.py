@@ -22,9 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
+    "ConvNeXtBlock",
     "GPTBlock",
+    "InvertedResidual",
     "LlamaBlock",
     "RMSNorm",
+    "ResNetBlock",
+    "TopTwoMoE",
     "causal_attention",
     "random_layer_norm",
     "rotate_half",
@@ -192,3 +196,96 @@ class LlamaBlock(nn.Module):
         x = x + self.wo(y)
         h = self.norm2(x)
         return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+def _random_batch_norm(channels: int) -> nn.BatchNorm2d:
+    """An ``nn.BatchNorm2d`` whose running statistics and affine part are random (drawn from
+    torch's generator), so that in eval mode a wrong or missing normalisation shows."""
+    m = nn.BatchNorm2d(channels)
+    with torch.no_grad():
+        m.running_mean.uniform_(-0.5, 0.5)
+        m.running_var.uniform_(0.5, 1.5)
+        m.weight.uniform_(0.5, 1.5)
+        m.bias.uniform_(-0.5, 0.5)
+    return m
+
+
+class ResNetBlock(nn.Module):
+    """A ResNet's basic block: two 3 x 3 convolutions (no bias) with batch norm, a residual,
+    ReLU. Input and output ``[batch, channels, h, w]``; use in eval mode."""
+
+    def __init__(self, channels: int = 16) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = _random_batch_norm(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = _random_batch_norm(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``relu(x + bn2(conv2(relu(bn1(conv1(x))))))``."""
+        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
+
+
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: a 1 x 1 expansion, a depthwise 3 x 3 convolution, a 1 x 1
+    projection (each with batch norm; ReLU6 after the first two), a residual. Input and
+    output ``[batch, channels, h, w]``; use in eval mode."""
+
+    def __init__(self, channels: int = 16, expand: int = 4) -> None:
+        super().__init__()
+        wide = channels * expand
+        self.expand = nn.Conv2d(channels, wide, 1, bias=False)
+        self.bn1 = _random_batch_norm(wide)
+        self.depthwise = nn.Conv2d(wide, wide, 3, padding=1, groups=wide, bias=False)
+        self.bn2 = _random_batch_norm(wide)
+        self.project = nn.Conv2d(wide, channels, 1, bias=False)
+        self.bn3 = _random_batch_norm(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x + bn3(project(relu6(bn2(depthwise(relu6(bn1(expand(x))))))))``."""
+        h = F.relu6(self.bn1(self.expand(x)))
+        h = F.relu6(self.bn2(self.depthwise(h)))
+        return x + self.bn3(self.project(h))
+
+
+class ConvNeXtBlock(nn.Module):
+    """ConvNeXt's block: a depthwise 7 x 7 convolution, LayerNorm over channels (channels
+    last), a GELU MLP (4 x channels), a layer scale, a residual. Input and output
+    ``[batch, channels, h, w]``."""
+
+    def __init__(self, channels: int = 16) -> None:
+        super().__init__()
+        self.depthwise = nn.Conv2d(channels, channels, 7, padding=3, groups=channels)
+        self.norm = random_layer_norm(channels)
+        self.fc1 = nn.Linear(channels, 4 * channels)
+        self.fc2 = nn.Linear(4 * channels, channels)
+        self.scale = nn.Parameter(torch.rand(channels) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x + (fc2(gelu(fc1(norm(depthwise(x)))))) * scale`` (channels last inside)."""
+        h = self.depthwise(x).permute(0, 2, 3, 1)
+        h = self.fc2(F.gelu(self.fc1(self.norm(h)))) * self.scale
+        return x + h.permute(0, 3, 1, 2)
+
+
+class TopTwoMoE(nn.Module):
+    """A mixture of experts' feed-forward layer with a top-2 gate, computed densely (every
+    expert on every token, weighted by the gate: no data-dependent shapes): the gate's two
+    largest logits, their softmax, SiLU experts. Input and output ``[tokens, dim]``."""
+
+    def __init__(self, dim: int = 32, experts: int = 4, hidden: int = 64) -> None:
+        super().__init__()
+        self.gate = nn.Linear(dim, experts, bias=False)
+        self.w1 = nn.Parameter(torch.randn(experts, dim, hidden) / math.sqrt(dim))
+        self.w2 = nn.Parameter(torch.randn(experts, hidden, dim) / math.sqrt(hidden))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``sum_e weight[t, e] * silu(x w1[e]) w2[e]``, ``weight`` zero but for the top 2."""
+        logits = self.gate(x)
+        top, chosen = torch.topk(logits, 2, dim=-1)
+        experts = logits.shape[-1]
+        weight = (F.one_hot(chosen, experts).to(x.dtype) * torch.softmax(top, -1)[..., None])
+        weight = weight.sum(-2)  # [tokens, experts]
+        h = F.silu(torch.einsum("td,edh->teh", x, self.w1))
+        out = torch.einsum("teh,ehd->ted", h, self.w2)
+        return (out * weight[..., None]).sum(1)

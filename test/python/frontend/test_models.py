@@ -18,9 +18,13 @@ F = torch.nn.functional
 
 import tileopt  # noqa: E402
 from tileopt.testing.models import (  # noqa: E402
+    ConvNeXtBlock,
     GPTBlock,
+    InvertedResidual,
     LlamaBlock,
+    ResNetBlock,
     RMSNorm,
+    TopTwoMoE,
     causal_attention,
     random_layer_norm,
 )
@@ -654,32 +658,24 @@ def test_half_convolution(dtype: Any) -> None:
           max_kernels=2)
 
 
-class _ResidualBlock(nn.Module):
-    """A ResNet's basic block: two 3 x 3 convolutions with batch norm, a residual, ReLU."""
-
-    def __init__(self, channels: int) -> None:
-        super().__init__()
-        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(channels)
-        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(channels)
-
-    def forward(self, x: Any) -> Any:
-        return F.relu(x + self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x))))))
-
-
 def test_small_resnet() -> None:
     """Stem, pooling, a residual block, global average pooling and a classifier (eval)."""
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
-        nn.MaxPool2d(3, 2, 1), _ResidualBlock(8), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.MaxPool2d(3, 2, 1), ResNetBlock(8), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
         nn.Linear(8, 10)).eval()
-    with torch.no_grad():
-        for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
-            bn.running_mean.uniform_(-0.5, 0.5)
-            bn.running_var.uniform_(0.5, 1.5)
     check(model, lambda: (randn(2, 3, 32, 30),))
+
+
+@pytest.mark.parametrize(("make", "shape"), [
+    (lambda: InvertedResidual(8), (2, 8, 12, 12)),
+    (lambda: ConvNeXtBlock(16), (2, 16, 9, 9)),
+    (lambda: TopTwoMoE(16, experts=4, hidden=32), (6, 16)),
+], ids=["mobilenet_v2", "convnext", "top2_moe"])
+def test_blocks(make: Callable[[], Any], shape: tuple[int, ...]) -> None:
+    torch.manual_seed(0)
+    check(make().eval(), lambda: (randn(*shape),))
 
 
 def _pool_input(*shape: int) -> Any:
