@@ -38,7 +38,7 @@ A model that tileopt refuses at compile time with one of its errors (``Unsupport
 a compiled graph, any other exception, or a crash makes the script exit 1 after the table: the
 models run in a worker process, and a model that kills it (an MLIR assertion aborts the
 process) is reported as failed while a new worker goes on with the rest. Shapes are small (the
-emulator runs PTX on numpy): the whole table takes about 20 seconds on 2 cores.
+emulator runs PTX on numpy): the whole table takes about 40 seconds on 2 cores.
 
     .venv/bin/python benchmarks/graphs.py [--models softmax,gpt_block] [--markdown] [--summaries]
 
