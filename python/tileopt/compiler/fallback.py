@@ -154,8 +154,8 @@ _OPERATORS = (
 #: Names of the torch functions tileopt lowers, looked up in ``torch``,
 #: ``torch.nn.functional``, ``torch.special`` and ``torch.linalg`` (and their ``torch._C``
 #: versions, which Dynamo records), and in :mod:`operator` (``x + y``, ``x[i]``). Each
-#: compiled and checked against eager PyTorch; sorting is left out (tileopt does not lower
-#: it). ``cumsum`` and ``topk`` lower in some forms only (short scans; the largest few): the
+#: compiled and checked against eager PyTorch; sorting is left out (tileopt lowers rows of up
+#: to 16 only). ``cumsum`` and ``topk`` lower in some forms only (short scans; k up to 16): the
 #: others fail to compile and are split off (step 3 below).
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(
     _ELEMENTWISE + _REDUCTIONS + _CONTRACTIONS + _DATA_MOVEMENT + _CASTS + _FACTORIES

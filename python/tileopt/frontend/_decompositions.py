@@ -26,8 +26,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   dimension at a time (PyTorch's windows are products of intervals): strided views where the
   output size divides the input's, gathered positions where it does not, a reduction where it
   is 1. (torch's own decomposition takes ``_adaptive_avg_pool2d``.)
-- ``aten.topk`` of the largest ``k <= MAX_TOPK`` of a floating tensor decomposes into ``k``
-  row maxima, each with the first position not yet taken that holds it.
+- ``aten.topk`` for ``k <= MAX_TOPK`` (the largest or the smallest) decomposes into ``k``
+  row maxima or minima, each with the first position not yet taken that holds it; so does
+  ``aten.sort`` of rows of at most ``MAX_TOPK`` elements.
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
@@ -479,34 +480,60 @@ def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
     return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
 
 
-#: The largest ``k`` ``topk`` takes (it costs two row reductions per element taken).
+#: The largest ``k`` ``topk`` takes, and the longest row ``sort`` takes (each element taken
+#: costs two or three row reductions).
 MAX_TOPK = 16
 
 
 def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
          sorted: bool = True) -> Any:  # noqa: A002 (aten's name)
-    """``aten.topk`` of a floating tensor for ``k`` up to :data:`MAX_TOPK` (a mixture of
-    experts' top-2 gate), largest first: ``k`` times the largest element not yet taken (NaN
-    above all, as PyTorch orders them) and the first position holding it. The smallest
-    (``largest=False``), a larger ``k`` and integer tensors stay ``tm_tensor.topk``, which
-    kernel formation reports as unsupported."""
-    if not largest or not 0 < k <= MAX_TOPK or not x.is_floating_point() or x.ndim == 0:
+    """``aten.topk`` for ``k`` up to :data:`MAX_TOPK` (a mixture of experts' top-2 gate) of
+    a floating or integer tensor, in order: ``k`` times the largest (or smallest) element
+    not yet taken, NaN above every number as PyTorch orders them, and the first position
+    holding it, so equal elements keep their order. A larger ``k`` stays
+    ``tm_tensor.topk``, which kernel formation reports as unsupported."""
+    if not 0 < k <= MAX_TOPK or x.ndim == 0 or x.dtype == torch.bool or x.is_complex():
         return NotImplemented
     dim = dim % x.ndim
     size = x.shape[dim]
     position = torch.arange(size, device=x.device).reshape(
         [size if d == dim else 1 for d in range(x.ndim)])
+    floating = x.is_floating_point()
+    if floating:
+        low, high = float("-inf"), float("inf")
+    else:
+        low, high = torch.iinfo(x.dtype).min, torch.iinfo(x.dtype).max
+    nan = torch.isnan(x) if floating else torch.zeros_like(x, dtype=torch.bool)
     taken = torch.zeros_like(x, dtype=torch.bool)
     values, indices = [], []
     for _ in range(k):
-        left = torch.where(taken, float("-inf"), x)
-        best = torch.amax(left, dim, keepdim=True)  # NaN where one is left
-        same = (x == best) | (torch.isnan(x) & torch.isnan(best))
+        if largest:
+            best = torch.amax(torch.where(taken, low, x), dim, keepdim=True)  # NaN first
+        else:
+            best = torch.amin(torch.where(taken | nan, high, x), dim, keepdim=True)
+            if floating:  # NaN once no number is left
+                number = torch.any(~taken & ~nan, dim, keepdim=True)
+                best = torch.where(number, best, float("nan"))
+        same = (x == best) | (nan & torch.isnan(best)) if floating else x == best
         index = torch.argmax((same & ~taken).to(torch.int32), dim, keepdim=True)
         taken = taken | (position == index)
         values.append(best)
         indices.append(index)
     return torch.cat(values, dim), torch.cat(indices, dim)
+
+
+def sort(x: torch.Tensor, dim: int = -1, descending: bool = False) -> Any:
+    """``aten.sort`` of rows of at most :data:`MAX_TOPK` elements: :func:`topk` of them all
+    (stable: equal elements keep their order; NaN last, or first when descending)."""
+    if x.ndim == 0:
+        return NotImplemented
+    return topk(x, x.shape[dim], dim, largest=descending)
+
+
+def stable_sort(x: torch.Tensor, *, stable: bool | None = None, dim: int = -1,
+                descending: bool = False) -> Any:
+    """``aten.sort.stable``: :func:`sort`, which is stable."""
+    return sort(x, dim, descending)
 
 
 def scaled_dot_product_attention(
@@ -574,5 +601,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         if avg_op is not None:
             table[avg_op.default] = functools.partial(adaptive_avg_pool, n)
     table[aten.topk.default] = topk
+    table[aten.sort.default] = sort
+    table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     return table

@@ -201,9 +201,23 @@ def _moe_gate(x: Any) -> Any:
     (_moe_gate, lambda: (randn(6, 8),)),
     (lambda x: torch.topk(x, 5, dim=0), lambda: (randn(9, 7),)),
     (lambda x: torch.topk(x * 2, 3, dim=1, sorted=False), lambda: (randn(2, 300, 3),)),
-], ids=["moe_gate", "dim0", "long_middle"])
+    (lambda x: torch.topk(x, 4, largest=False), lambda: (randn(5, 33),)),
+    (lambda x: torch.topk(x, 3), lambda: (torch.stack([torch.randperm(40) for _ in range(3)]),)),
+], ids=["moe_gate", "dim0", "long_middle", "smallest", "int64"])
 def test_topk(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
-    """The k largest, one after another (distinct values: the indices are PyTorch's)."""
+    """The k largest or smallest, one after another (distinct values: the indices are
+    PyTorch's)."""
+    check(f, make)
+
+
+@pytest.mark.parametrize(("f", "make"), [
+    (lambda x: torch.sort(x, stable=True), lambda: (_pool_input(4, 13),)),
+    (lambda x: torch.sort(x, stable=True, dim=0, descending=True), lambda: (_pool_input(9, 5),)),
+    (lambda x: torch.argsort(x, stable=True), lambda: (torch.randint(-3, 3, (3, 16)),)),
+], ids=["ascending_nan", "descending_dim0", "argsort_int"])
+def test_small_sort(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
+    """Rows of up to 16 elements: topk of them all, stable (equal elements keep their
+    order: the indices are a stable sort's), NaN last (first when descending)."""
     check(f, make)
 
 
@@ -224,10 +238,9 @@ def test_topk_ties_and_nan() -> None:
 
 
 @pytest.mark.parametrize("f", [
-    lambda x: torch.topk(x, 2, largest=False),
     lambda x: torch.topk(x, 17),
     lambda x: torch.sort(x).values,
-], ids=["smallest", "large_k", "sort"])
+], ids=["large_k", "long_sort"])
 def test_topk_unsupported(f: Callable[..., Any]) -> None:
     with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.(topk|sort)"):
         tileopt.compile(f, (randn(4, 20),))
