@@ -140,9 +140,10 @@ _DATA_MOVEMENT = (
     "cat", "chunk", "clone", "concat", "concatenate", "contiguous", "diff", "dropout",
     "embedding", "expand", "expand_as", "flatten", "flip", "gather", "index_select",
     "interpolate", "narrow", "one_hot", "pad", "permute", "pixel_shuffle", "pixel_unshuffle",
-    "repeat", "repeat_interleave", "reshape", "roll", "select", "split", "squeeze", "stack",
-    "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
-    "upsample", "upsample_bilinear", "upsample_nearest", "view", "view_as",
+    "repeat", "repeat_interleave", "reshape", "roll", "scatter", "scatter_add", "select",
+    "split", "squeeze", "stack", "t", "take_along_dim", "transpose", "tril", "triu", "unbind",
+    "unflatten", "unsqueeze", "upsample", "upsample_bilinear", "upsample_nearest", "view",
+    "view_as",
 )
 _CASTS = ("bfloat16", "bool", "double", "float", "half", "int", "long", "to", "type_as")
 _FACTORIES = ("arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like")

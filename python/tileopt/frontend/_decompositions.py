@@ -29,6 +29,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
 - ``aten.topk`` for ``k <= MAX_TOPK`` (the largest or the smallest) decomposes into ``k``
   row maxima or minima, each with the first position not yet taken that holds it; so does
   ``aten.sort`` of rows of at most ``MAX_TOPK`` elements.
+- ``aten.scatter`` and ``aten.scatter_add`` whose index has at most ``MAX_SCATTER`` columns
+  along the dimension (a mixture of experts' top-k weights into a row per token) decompose
+  into one select (or add) per column, at the positions it names.
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
@@ -536,6 +539,54 @@ def stable_sort(x: torch.Tensor, *, stable: bool | None = None, dim: int = -1,
     return sort(x, dim, descending)
 
 
+#: The most elements along its dimension that ``scatter`` writes from each row of its index.
+MAX_SCATTER = 16
+
+
+def _scatter(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor | float,
+             add: bool) -> Any:
+    """``x`` with ``src`` written (or added, with ``add``) where ``index`` points along
+    ``dim``: for each of the index's ``m <= MAX_SCATTER`` columns, the positions it names
+    take (or add) its value, later columns after earlier ones (PyTorch's order on the CPU).
+    The index must span ``x`` in the other dimensions; an index outside ``x`` writes
+    nothing (PyTorch raises)."""
+    if x.ndim == 0 or index.ndim != x.ndim:
+        return NotImplemented
+    dim = dim % x.ndim
+    m = index.shape[dim]
+    if m > MAX_SCATTER or any(index.shape[d] != x.shape[d] for d in range(x.ndim) if d != dim):
+        return NotImplemented
+    if isinstance(src, torch.Tensor):
+        src = src[tuple(slice(0, size) for size in index.shape)].to(x.dtype)
+    size = x.shape[dim]
+    position = torch.arange(size, device=x.device).reshape(
+        [size if d == dim else 1 for d in range(x.ndim)])
+    out = x
+    for i in range(m):
+        at = position == index.narrow(dim, i, 1)
+        value = src.narrow(dim, i, 1) if isinstance(src, torch.Tensor) else src
+        if add:
+            out = out + torch.where(at, value, torch.zeros((), dtype=x.dtype, device=x.device))
+        else:
+            out = torch.where(at, value, out)
+    return out
+
+
+def scatter_src(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
+    """``aten.scatter.src`` (:func:`_scatter`)."""
+    return _scatter(x, dim, index, src, add=False)
+
+
+def scatter_value(x: torch.Tensor, dim: int, index: torch.Tensor, value: float) -> Any:
+    """``aten.scatter.value`` (:func:`_scatter`)."""
+    return _scatter(x, dim, index, value, add=False)
+
+
+def scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor) -> Any:
+    """``aten.scatter_add`` (:func:`_scatter`)."""
+    return _scatter(x, dim, index, src, add=True)
+
+
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -601,6 +652,9 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         if avg_op is not None:
             table[avg_op.default] = functools.partial(adaptive_avg_pool, n)
     table[aten.topk.default] = topk
+    table[aten.scatter.src] = scatter_src
+    table[aten.scatter.value] = scatter_value
+    table[aten.scatter_add.default] = scatter_add
     table[aten.sort.default] = sort
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention

@@ -187,7 +187,8 @@ LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
     "indices": (lambda x: F.one_hot(x.argmax(-1), 16).float() + x.argmin(0)
                 + torch.take_along_dim(x, x.argmax(-1, keepdim=True), -1)
                 + torch.diff(x, dim=-1, append=x[:, :1]) + x.repeat_interleave(2, -1)[:, ::2]
-                + torch.topk(x, 2, -1).values.sum(-1, keepdim=True),
+                + torch.topk(x, 2, -1).values.sum(-1, keepdim=True)
+                + torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0),
                 (4, 16)),
     "elementwise": (lambda x: torch.atan2(x, x + 2) + torch.logaddexp(x, -x) + torch.sinh(x)
                     + torch.asinh(x) + torch.logit(x.sigmoid()) + F.softshrink(x)

@@ -237,6 +237,32 @@ def test_topk_ties_and_nan() -> None:
     assert all(len(set(row.tolist())) == 6 for row in indices)
 
 
+def _top2_weights(logits: Any) -> Any:
+    """A mixture of experts' gate as a row per token: the top 2 softmax weights scattered
+    into zeros."""
+    weights, experts = torch.topk(logits, 2, -1)
+    return torch.zeros_like(logits).scatter(-1, experts, torch.softmax(weights, -1))
+
+
+@pytest.mark.parametrize(("f", "make"), [
+    (_top2_weights, lambda: (randn(6, 8),)),
+    (lambda x, i: x.scatter_add(0, i, torch.full(i.shape, 0.5)),  # repeated indices add up
+     lambda: (randn(5, 4), torch.randint(0, 5, (3, 4)))),
+    (lambda x, i: x.scatter(1, i, -1.0),
+     lambda: (randn(4, 9), torch.argsort(torch.rand(4, 9), 1)[:, :3])),
+], ids=["moe_weights", "add_dim0", "value"])
+def test_scatter(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
+    """One select (or add) per column of the index, at the positions it names."""
+    check(f, make)
+
+
+def test_scatter_unsupported() -> None:
+    """An index narrower than the tensor in another dimension stays tm_tensor.scatter."""
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.scatter"):
+        tileopt.compile(lambda x, i: x.scatter(0, i, 1.0),
+                        (randn(5, 4), torch.randint(0, 5, (2, 3))))
+
+
 @pytest.mark.parametrize("f", [
     lambda x: torch.topk(x, 17),
     lambda x: torch.sort(x).values,
