@@ -31,7 +31,8 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   ``aten.sort`` of rows of at most ``MAX_TOPK`` elements.
 - ``aten.scatter`` and ``aten.scatter_add`` whose index has at most ``MAX_SCATTER`` columns
   along the dimension (a mixture of experts' top-k weights into a row per token) decompose
-  into one select (or add) per column, at the positions it names.
+  into one select (or add) per column, at the positions it names; so does ``aten.index_put``
+  (``x[idx] = v``) with one 1-D index of at most ``MAX_SCATTER`` positions.
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
@@ -587,6 +588,41 @@ def scatter_add(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tenso
     return _scatter(x, dim, index, src, add=True)
 
 
+def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: torch.Tensor,
+              accumulate: bool = False) -> Any:
+    """``aten.index_put`` (``x[idx] = v``, ``x[:, idx] += v`` out of place) with one 1-D
+    integer index of at most :data:`MAX_SCATTER` positions, after whole dimensions: for each
+    position (negative ones count from the end), the slice it names takes (or adds) its
+    values, later positions after earlier ones. Other indexings (several index tensors,
+    boolean masks) stay ``tm_tensor.scatter``, which kernel formation reports as
+    unsupported."""
+    named = [i for i, index in enumerate(indices) if index is not None]
+    if len(named) != 1 or x.ndim == 0:
+        return NotImplemented
+    dim = named[0]
+    index = indices[dim]
+    if (index is None or index.ndim != 1 or index.dtype == torch.bool
+            or index.is_floating_point() or index.shape[0] > MAX_SCATTER
+            or any(i is not None for i in indices[:dim])):
+        return NotImplemented
+    size = x.shape[dim]
+    shape = list(x.shape)
+    shape[dim] = index.shape[0]
+    values = values.to(x.dtype).expand(shape)
+    position = torch.arange(size, device=x.device).reshape(
+        [size if d == dim else 1 for d in range(x.ndim)])
+    index = torch.where(index < 0, index + size, index)
+    out = x
+    for i in range(index.shape[0]):
+        at = position == index[i]
+        value = values.narrow(dim, i, 1)
+        if accumulate:
+            out = out + torch.where(at, value, torch.zeros((), dtype=x.dtype, device=x.device))
+        else:
+            out = torch.where(at, value, out)
+    return out
+
+
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -655,6 +691,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.scatter.src] = scatter_src
     table[aten.scatter.value] = scatter_value
     table[aten.scatter_add.default] = scatter_add
+    table[aten.index_put.default] = index_put
     table[aten.sort.default] = sort
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention

@@ -237,6 +237,18 @@ def test_topk_ties_and_nan() -> None:
     assert all(len(set(row.tolist())) == 6 for row in indices)
 
 
+def _set_rows(x: Any, rows: Any, values: Any) -> Any:
+    y = x.clone()
+    y[rows] = values  # a negative row counts from the end
+    return y * 2
+
+
+def _add_columns(x: Any, columns: Any, values: Any) -> Any:
+    y = x.clone()
+    y[:, columns] += values  # a gather, an add, an index_put: a repeated column takes its last
+    return y
+
+
 def _top2_weights(logits: Any) -> Any:
     """A mixture of experts' gate as a row per token: the top 2 softmax weights scattered
     into zeros."""
@@ -250,9 +262,12 @@ def _top2_weights(logits: Any) -> Any:
      lambda: (randn(5, 4), torch.randint(0, 5, (3, 4)))),
     (lambda x, i: x.scatter(1, i, -1.0),
      lambda: (randn(4, 9), torch.argsort(torch.rand(4, 9), 1)[:, :3])),
-], ids=["moe_weights", "add_dim0", "value"])
+    (_set_rows, lambda: (randn(6, 4), torch.tensor([4, -1, 0]), randn(3, 4))),
+    (_add_columns, lambda: (randn(3, 7), torch.tensor([1, 1, 5]), randn(3, 3))),
+], ids=["moe_weights", "add_dim0", "value", "index_put_rows", "index_put_add_columns"])
 def test_scatter(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
-    """One select (or add) per column of the index, at the positions it names."""
+    """One select (or add) per column of the index (per position of ``x[idx] = v``'s
+    index), at the positions it names."""
     check(f, make)
 
 
