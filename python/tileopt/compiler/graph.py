@@ -151,7 +151,7 @@ def form_kernels(
                     f"{f' at {source}' if source else ''} yet: {what} (location {loc}); "
                     f"compute it outside the compiled graph or rewrite it with supported ops",
                     op, source,
-                ) from e
+                ) from None  # MLIR's error holds the whole function: this names the op
         raise CompilationError(
             f"kernel formation ({pipeline}) failed:\n{mlir_error_text(e)}") from None
     return module
