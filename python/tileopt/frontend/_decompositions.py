@@ -484,6 +484,21 @@ def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
     return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
 
 
+def _positions(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """The positions along ``x``'s dimension ``dim``, shaped to broadcast along it."""
+    size = x.shape[dim]
+    return torch.arange(size, device=x.device).reshape(
+        [size if d == dim else 1 for d in range(x.ndim)])
+
+
+def _put(out: torch.Tensor, at: torch.Tensor, value: torch.Tensor | float,
+         add: bool) -> torch.Tensor:
+    """``out`` with ``value`` written (or added) where ``at`` holds."""
+    if add:
+        return out + torch.where(at, value, torch.zeros((), dtype=out.dtype, device=out.device))
+    return torch.where(at, value, out)
+
+
 #: The largest ``k`` ``topk`` takes, and the longest row ``sort`` takes (each element taken
 #: costs two or three row reductions).
 MAX_TOPK = 16
@@ -499,9 +514,7 @@ def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
     if not 0 < k <= MAX_TOPK or x.ndim == 0 or x.dtype == torch.bool or x.is_complex():
         return NotImplemented
     dim = dim % x.ndim
-    size = x.shape[dim]
-    position = torch.arange(size, device=x.device).reshape(
-        [size if d == dim else 1 for d in range(x.ndim)])
+    position = _positions(x, dim)
     floating = x.is_floating_point()
     if floating:
         low, high = float("-inf"), float("inf")
@@ -559,17 +572,11 @@ def _scatter(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor |
         return NotImplemented
     if isinstance(src, torch.Tensor):
         src = src[tuple(slice(0, size) for size in index.shape)].to(x.dtype)
-    size = x.shape[dim]
-    position = torch.arange(size, device=x.device).reshape(
-        [size if d == dim else 1 for d in range(x.ndim)])
+    position = _positions(x, dim)
     out = x
     for i in range(m):
-        at = position == index.narrow(dim, i, 1)
         value = src.narrow(dim, i, 1) if isinstance(src, torch.Tensor) else src
-        if add:
-            out = out + torch.where(at, value, torch.zeros((), dtype=x.dtype, device=x.device))
-        else:
-            out = torch.where(at, value, out)
+        out = _put(out, position == index.narrow(dim, i, 1), value, add)
     return out
 
 
@@ -609,17 +616,11 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     shape = list(x.shape)
     shape[dim] = index.shape[0]
     values = values.to(x.dtype).expand(shape)
-    position = torch.arange(size, device=x.device).reshape(
-        [size if d == dim else 1 for d in range(x.ndim)])
+    position = _positions(x, dim)
     index = torch.where(index < 0, index + size, index)
     out = x
     for i in range(index.shape[0]):
-        at = position == index[i]
-        value = values.narrow(dim, i, 1)
-        if accumulate:
-            out = out + torch.where(at, value, torch.zeros((), dtype=x.dtype, device=x.device))
-        else:
-            out = torch.where(at, value, out)
+        out = _put(out, position == index[i], values.narrow(dim, i, 1), accumulate)
     return out
 
 
