@@ -123,7 +123,7 @@ _REDUCTIONS = (
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool2d", "adaptive_max_pool3d", "all", "amax", "amin", "aminmax", "any",
     "argmax", "argmin", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cdist", "cosine_similarity",
     "cross_entropy", "cumsum", "group_norm", "huber_loss", "instance_norm", "kl_div",
     "l1_loss", "layer_norm", "log_softmax", "logsumexp", "max", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",

@@ -33,6 +33,8 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   along the dimension (a mixture of experts' top-k weights into a row per token) decompose
   into one select (or add) per column, at the positions it names; so does ``aten.index_put``
   (``x[idx] = v``) with one 1-D index of at most ``MAX_SCATTER`` positions.
+- ``aten._cdist_forward`` (``torch.cdist``) decomposes into the p-norm of the broadcast
+  differences (torch-mlir has no lowering for it).
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
 - ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
@@ -624,6 +626,26 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     return out
 
 
+def cdist(x1: torch.Tensor, x2: torch.Tensor, p: float,
+          compute_mode: int | None = None) -> Any:
+    """``aten._cdist_forward`` (``torch.cdist``): the p-norm of every difference of a row of
+    ``x1`` and a row of ``x2``, computed directly (one reduction over the broadcast
+    differences, which kernel formation does not store). PyTorch computes p = 2 through a
+    matmul for more than 25 rows, which loses digits to cancellation; this does not."""
+    if not x1.is_floating_point() or x1.ndim < 2 or p < 0:
+        return NotImplemented
+    diff = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()  # [..., P, R, M]
+    if p == 0:
+        return (diff != 0).sum(-1).to(x1.dtype)
+    if p == float("inf"):
+        return diff.amax(-1)
+    if p == 1:
+        return diff.sum(-1)
+    if p == 2:
+        return (diff * diff).sum(-1).sqrt()
+    return diff.pow(p).sum(-1).pow(1.0 / p)
+
+
 def scaled_dot_product_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -693,6 +715,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.scatter.value] = scatter_value
     table[aten.scatter_add.default] = scatter_add
     table[aten.index_put.default] = index_put
+    table[aten._cdist_forward.default] = cdist
     table[aten.sort.default] = sort
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention

@@ -183,7 +183,8 @@ LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
                                   reduction="batchmean")
                + F.smooth_l1_loss(x, x / 2) + F.l1_loss(x, -x) + F.huber_loss(x, x * 3)
                + F.binary_cross_entropy(x.sigmoid(), (x > 0).float())
-               + F.cosine_similarity(x, x.flip(-1), -1).sum(), (4, 16)),
+               + F.cosine_similarity(x, x.flip(-1), -1).sum()
+               + torch.cdist(x, x, p=1).sum(), (4, 16)),
     "indices": (lambda x: F.one_hot(x.argmax(-1), 16).float() + x.argmin(0)
                 + torch.take_along_dim(x, x.argmax(-1, keepdim=True), -1)
                 + torch.diff(x, dim=-1, append=x[:, :1]) + x.repeat_interleave(2, -1)[:, ::2]

@@ -237,6 +237,13 @@ def test_topk_ties_and_nan() -> None:
     assert all(len(set(row.tolist())) == 6 for row in indices)
 
 
+@pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 2.0, 3.0, float("inf")], ids=str)
+def test_cdist(p: float) -> None:
+    """The p-norm of every pair of rows' difference (p = 2 with more than 25 rows reaches
+    tileopt as PyTorch's matmul form)."""
+    check(lambda a, b: torch.cdist(a, b, p=p), lambda: (randn(2, 7, 5), randn(2, 30, 5)))
+
+
 def _set_rows(x: Any, rows: Any, values: Any) -> Any:
     y = x.clone()
     y[rows] = values  # a negative row counts from the end
