@@ -158,26 +158,22 @@ def _windows(x: torch.Tensor, kernel: Sequence[int], out: Sequence[int], stride:
     return columns.reshape(batch, channels * offsets, positions)
 
 
-def _depthwise(x: torch.Tensor, matrix: torch.Tensor, bias: torch.Tensor | None,
-               kernel: Sequence[int], stride: Sequence[int], padding: Sequence[int],
-               dilation: Sequence[int]) -> Any:
+def _depthwise(pool: _Pooling, matrix: torch.Tensor, bias: torch.Tensor | None) -> Any:
     """A convolution of one input channel per group (depthwise; ``matrix``: ``[C, OC/C,
-    KK]``) as a sum over the kernel's offsets of strided views of the padded input times
-    their weights (in f32 for f16 and bf16): one elementwise kernel that reads the input
-    where the windows' columns would be KK times its size."""
-    dtype = x.dtype
-    x = x.to(get_computation_dtype(dtype))
-    n = len(kernel)
-    pool = _Pooling(x, n, kernel, stride, padding, dilation, False)
+    KK]``) over ``pool``'s windows as a sum over the kernel's offsets of strided views of the
+    padded input times their weights (in f32 for f16 and bf16): one elementwise kernel that
+    reads the input where the windows' columns would be KK times its size."""
+    dtype = pool.x.dtype
+    compute = get_computation_dtype(dtype)
     channels, per_channel = matrix.shape[:2]
-    weights = matrix.to(x.dtype).reshape(channels, per_channel, -1, *([1] * n))
+    weights = matrix.to(compute).reshape(channels, per_channel, -1, *([1] * pool.n))
     total = None
     for k, (view, _) in enumerate(pool.views(pool.padded(0.0))):
-        term = view.unsqueeze(2) * weights[:, :, k]  # [N, C, OC/C, *out]
+        term = view.to(compute).unsqueeze(2) * weights[:, :, k]  # [N, C, OC/C, *out]
         total = term if total is None else total + term
-    y = total.reshape(x.shape[0], channels * per_channel, *pool.out)
+    y = total.reshape(pool.x.shape[0], channels * per_channel, *pool.out)
     if bias is not None:
-        y = y + bias.to(x.dtype).reshape(-1, *([1] * n))
+        y = y + bias.to(compute).reshape(-1, *([1] * pool.n))
     return y.to(dtype)
 
 
@@ -220,11 +216,11 @@ def convolution(
         columns = _windows(x, kernel, out, [1] * n, pad, dilation, stride)
     else:
         out_channels = weight.shape[0]
-        out = [(size + 2 * p - dl * (k - 1) - 1) // s + 1
-               for size, s, p, dl, k in zip(sizes, stride, padding, dilation, kernel, strict=True)]
+        pool = _Pooling(x, n, kernel, stride, padding, dilation, False)  # the same windows
+        out = pool.out
         matrix = weight.reshape(groups, out_channels // groups, -1)
         if channels == groups and offsets > 1:
-            return _depthwise(x, matrix, bias, kernel, stride, padding, dilation)
+            return _depthwise(pool, matrix, bias)
         if offsets == 1 and not any(padding):
             every = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)
             columns = x[every].reshape(batch, channels, math.prod(out))
@@ -318,6 +314,16 @@ class _Pooling:
             yield view, positions
 
 
+def _keep_greater(best: torch.Tensor, index: torch.Tensor, value: torch.Tensor,
+                  at: torch.Tensor, inside: torch.Tensor | None = None) -> Any:
+    """One step of PyTorch's max pooling: ``value`` and its index ``at`` replace ``best`` and
+    ``index`` where it is greater or NaN (and ``inside`` the window)."""
+    take = (value > best) | torch.isnan(value)
+    if inside is not None:
+        take = take & inside
+    return torch.where(take, value, best), torch.where(take, at, index)
+
+
 def max_pool(
     n: int, x: torch.Tensor, kernel_size: Sequence[int], stride: Sequence[int] = (),
     padding: Sequence[int] | int = 0, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
@@ -339,9 +345,7 @@ def max_pool(
         flat = torch.zeros_like(index)
         for d, position in enumerate(positions):
             flat = flat * pool.sizes[d] + position
-        take = (view > best) | torch.isnan(view)
-        best = torch.where(take, view, best)
-        index = torch.where(take, flat, index)
+        best, index = _keep_greater(best, index, view, flat)
     return best, index.expand(best.shape)
 
 
@@ -438,10 +442,7 @@ def adaptive_max_pool(n: int, x: torch.Tensor, output_size: Sequence[int]) -> An
             if best is None:  # the first offset is in every window
                 best, chosen = value, at
                 continue
-            take = (value > best) | torch.isnan(value)
-            if inside is not None:
-                take = take & inside
-            best, chosen = torch.where(take, value, best), torch.where(take, at, chosen)
+            best, chosen = _keep_greater(best, chosen, value, at, inside)
         values, index = best, chosen
     return values, index
 
