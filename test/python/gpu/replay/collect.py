@@ -810,15 +810,75 @@ def pipelined_kernels(c: Collector) -> None:
                {2: close(types.tf32_truncate(a).double() @ types.tf32_truncate(w).double().t(),
                          bound)})
 
-    for shape, warps, axis, op in red.CASES:
-        tag = f"mma_reduce_{shape[0]}x{shape[1]}_w{warps[0]}x{warps[1]}_axis{axis}_{op}"
-        kid = c.kernel(tag, lambda s=shape, w=warps, a=axis, o=op: red._kernel(s, w, a, o),
+    for shape, warps, block_n, axis, op in red.CASES:
+        tag = (f"mma_reduce_{shape[0]}x{shape[1]}_w{warps[0]}x{warps[1]}_n{block_n}_axis{axis}"
+               f"_{op}")
+        kid = c.kernel(tag, lambda s=shape, w=warps, n=block_n, a=axis, o=op:
+                       red._kernel(s, w, n, a, o),
                        "sm_80", num_warps=warps[0] * warps[1], start="tilegpu")
         # Rows of 16-byte multiples (the view's divisibility), read in part.
         x = torch.randint(-50, 50, (shape[0], max(shape[1], 4))).float()[:, :shape[1]]
         y = torch.full((shape[1 - axis],), float("nan"))
         c.case(tag, kid, (1,), [x, y],
                {1: exact(red.COMBINE[op][1](x, dim=axis))})
+
+
+def schedule_kernels(c: Collector) -> None:
+    """test_warp_specialize.py, test_persistent.py, test_stream_k.py: matmuls with a TMA
+    producer warpgroup (mbarrier handshakes, setmaxnreg), persistent programs that loop over
+    tiles, and stream-K programs whose split tiles add into a ``c`` of zeros (red.global.add);
+    odd shapes, programs fewer than, as many as and more than the tiles or k steps."""
+    import test_persistent as persistent
+    import test_stream_k as stream_k
+    import test_warp_specialize as ws
+
+    for bm, bn, bk, warps, stages, dtype in (
+            (64, 64, 32, 4, 2, "f16"), (64, 64, 32, 4, 3, "bf16"), (128, 128, 64, 4, 3, "f16"),
+            (128, 128, 64, 8, 4, "f16"), (64, 128, 64, 8, 3, "f16"),
+            (128, 256, 64, 8, 3, "f16")):
+        name = f"{bm}x{bn}x{bk}_w{warps}_s{stages}_{dtype}"
+        kid = c.kernel(f"ws_matmul_{name}",
+                       lambda bm=bm, bn=bn, bk=bk, d=dtype: kernels.matmul(
+                           d, block_m=bm, block_n=bn, block_k=bk),
+                       "sm_90a", num_warps=warps, num_stages=stages, warp_specialize=True,
+                       **ws.PROMISES)
+        matmul_cases(c, kid, f"ws_{name}", dtype, bm, bn,
+                     [(200, 304, 144), (70, 16, 48), (bm + 3, 2 * bk + 16, bn + 16),
+                      (70, 0, 48)])
+
+    def label(target: str, warps: int, stages: int, tile: tuple[int, int, int],
+              options: dict[str, Any]) -> str:
+        flags = "".join(f"_{k}" for k, v in sorted(options.items()) if v)
+        return f"{tile[0]}x{tile[1]}x{tile[2]}_w{warps}_s{stages}{flags}"
+
+    for target, warps, stages, tile, options in persistent.CONFIGS:
+        bm, bn, bk = tile
+        name = label(target, warps, stages, tile, options)
+        kid = c.kernel(f"persistent_matmul_{name}",
+                       lambda t=tile: kernels.persistent_matmul("f16", *t), target,
+                       num_warps=warps, num_stages=stages, **persistent.PROMISES, **options)
+        for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                                   (200, 304, 144, 3), (70, 0, 48, 2)]:
+            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+            cc = torch.full((m, n), float("nan"))
+            c.case(f"persistent_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
+                   kernels.persistent_matmul_grid(a.shape, b.shape, programs, bm, bn),
+                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+
+    for target, warps, stages, tile, options in stream_k.CONFIGS:
+        bm, bn, bk = tile
+        name = label(target, warps, stages, tile, options)
+        kid = c.kernel(f"stream_k_matmul_{name}",
+                       lambda t=tile: kernels.stream_k_matmul("f16", *t), target,
+                       num_warps=warps, num_stages=stages, **stream_k.PROMISES, **options)
+        for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                                   (5 * bm, 3 * bk + 16, 2 * bn - 16, 3), (70, 16, 48, 1),
+                                   (70, 0, 48, 2)]:
+            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+            cc = torch.zeros(m, n)  # split tiles add their parts into it
+            c.case(f"stream_k_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
+                   kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk),
+                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
 
 
 def benchmarks(c: Collector) -> None:
@@ -925,6 +985,23 @@ def benchmarks(c: Collector) -> None:
                     kernels.attention_grid((batch, seq, 64), bm),
                     [qkv, qkv, qkv, {"empty": [batch, seq, 64], "dtype": "float16"},
                      {"scalar": 0.125}], [3], "attention", flops=4 * batch * seq * seq * 64)
+    # LLaMA-7B's heads (d = 128, 32 heads of 2048 tokens): the blocks kernel formation might
+    # take there.
+    batch, seq = 32, 2048
+    qkv = {"randn": [batch, seq, 128], "dtype": "float16"}
+    for bm, bn, warps, stages in ((64, 64, 4, 3), (128, 64, 8, 3), (128, 64, 8, 2),
+                                  (64, 128, 4, 2), (128, 128, 8, 2), (64, 64, 4, 2)):
+        name = f"{bm}x{bn}w{warps}s{stages}"
+        kid = c.kernel(f"bench_attention_f16_d128_{name}",
+                       lambda bm=bm, bn=bn: kernels.attention("f16", head_dim=128, block_m=bm,
+                                                              block_n=bn),
+                       "sm_90a", num_warps=warps, num_stages=stages, **PROMISES,
+                       same_shapes=[("q", "o"), ("k", "v")])
+        c.benchmark(f"attention_f16-{batch}x{seq}x128-sm_90a-{name}", kid,
+                    kernels.attention_grid((batch, seq, 128), bm),
+                    [qkv, qkv, qkv, {"empty": [batch, seq, 128], "dtype": "float16"},
+                     {"scalar": 128 ** -0.5}], [3], "attention",
+                    flops=4 * batch * seq * seq * 128)
 
 
 GROUPS: dict[str, Callable[[Collector], None]] = {
@@ -935,6 +1012,7 @@ GROUPS: dict[str, Callable[[Collector], None]] = {
     "random": random_kernels,
     "handwritten": handwritten_kernels,
     "pipelined": pipelined_kernels,
+    "schedules": schedule_kernels,
     "bench": benchmarks,
 }
 
