@@ -156,6 +156,11 @@ class Config:
                 + (" persistent" if self.persistent else "")
                 + (" stream-K" if self.stream_k else ""))
 
+    def powers_of_two(self) -> bool:
+        """Whether every block is a power of two: blocks of three times one are
+        ``kernels.matmul``'s alone (one schedule), and Triton takes none."""
+        return all(b & (b - 1) == 0 for b in (self.block_m, self.block_n, self.block_k))
+
     def grouped(self, group_m: int | None) -> Config:
         return Config(self.block_m, self.block_n, self.block_k, self.num_warps,
                       self.num_stages, group_m)
@@ -197,6 +202,15 @@ CONFIGS = [
     # specialisation since 2026-11-28), half the accumulator a thread of 4 warps'.
     Config(64, 128, 64, 8, 3),
     Config(64, 256, 64, 8, 3),
+    # Blocks of 192 (or 96): two tiles each, a dot per pair of parts sharing their copies
+    # (kernels.matmul). They fill 132 SMs where powers of two leave a last wave nearly empty:
+    # GPT-2's QKV at 2048 tokens is 11 x 12 blocks of 192 x 192 (288 of 128 x 128), its MLP
+    # down projection 32 x 4 of 64 x 192 or 16 x 8 of 128 x 96 (96 of 128 x 128).
+    Config(192, 192, 64, 8, 3),
+    Config(128, 192, 64, 8, 3),
+    Config(192, 128, 64, 8, 4),
+    Config(64, 192, 64, 4, 4),
+    Config(128, 96, 64, 4, 4),
 ]
 QUICK_CONFIGS = [Config(128, 256, 64, 8, 3), Config(128, 128, 64, 4, 4),
                  Config(64, 64, 32, 4, 3)]
@@ -207,10 +221,12 @@ GROUP_M = 8
 def with_groups(configs: Sequence[Config]) -> list[Config]:
     """``configs`` in each schedule: a program a tile down the columns, grouped
     (``GROUP_M``), persistent and stream-K (tileopt only: Triton's kernel here is its
-    tutorial's; stream-K where the results are f32, ``--out-dtype f32``)."""
+    tutorial's; stream-K where the results are f32, ``--out-dtype f32``); blocks of three
+    times a power of two in the first two only (``kernels.matmul``'s)."""
     return [v for c in configs
-            for v in (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule(),
-                      c.stream_k_schedule())]
+            for v in ((c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule(),
+                       c.stream_k_schedule()) if c.powers_of_two()
+                      else (c.grouped(None), c.grouped(GROUP_M)))]
 
 
 def resident_programs(metadata: Any, props: Any) -> int:
@@ -560,7 +576,8 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
 
     out = []
     for config in configs:
-        if config.persistent or config.stream_k:  # the tutorial's kernel has one schedule
+        # the tutorial's kernel has one schedule, and blocks of powers of two (tl.arange)
+        if config.persistent or config.stream_k or not config.powers_of_two():
             continue
         c = torch.empty(shape.m, shape.n, device="cuda", dtype=out_dtype)
         grid = (math.ceil(shape.m / config.block_m), math.ceil(shape.n / config.block_n))

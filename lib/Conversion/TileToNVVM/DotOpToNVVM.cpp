@@ -38,6 +38,20 @@ StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
   return {rows, cols * elemBytes, false, swizzle};
 }
 
+unsigned borrowedOperands(DotOp dot) {
+  auto mask = dot->getAttrOfType<IntegerAttr>(kBorrowedOperandsAttr);
+  return mask ? mask.getInt() : 0;
+}
+
+void setBorrowedOperands(DotOp dot, unsigned mask) {
+  if (mask)
+    dot->setAttr(
+        kBorrowedOperandsAttr,
+        IntegerAttr::get(IntegerType::get(dot.getContext(), 32), mask));
+  else
+    dot->removeAttr(kBorrowedOperandsAttr);
+}
+
 Value stagedOperandOffset(OpBuilder &b, Location loc, DotOp dot,
                           unsigned operand, bool wgmma, Value row, Value col) {
   auto type = cast<RankedTensorType>(dot->getOperand(operand).getType());
@@ -158,12 +172,32 @@ struct DotLowering : TilePattern<DotOp> {
       ScratchPlacement place = state.placements.lookup(op);
       HoistedLhs hoist{place.lhsOffset, !place.lhsUnread,
                        !slot || state.tmaDots.contains(op), place.lhsStaged};
+      // Operands that another dot's copy staged: in its slot of the ring.
+      SmallVector<BorrowedOperand, 2> borrowed(2);
+      for (unsigned operand = 0; operand < 2; ++operand) {
+        if (!(borrowedOperands(op) & (1u << operand)))
+          continue;
+        auto load = op->getOperand(operand).getDefiningOp<LoadOp>();
+        DotOp owner = state.asyncCopies.lookup(load).dot;
+        ScratchPlacement area = state.placements.lookup(owner);
+        Value ownerSlot = state.dotSlots.lookup(owner);
+        if (!slot || !ownerSlot)
+          return op.emitOpError("internal error: a borrowed operand outside "
+                                "a software pipeline");
+        borrowed[operand] = {
+            owner, arith::AddIOp::create(
+                       rewriter, loc, i32Const(rewriter, loc, area.offset),
+                       arith::MulIOp::create(
+                           rewriter, loc, rewriter.getRemappedValue(ownerSlot),
+                           i32Const(rewriter, loc, area.slotBytes), kNoWrap),
+                       kNoWrap)};
+      }
       if (usesWgmma(op, state)) {
-        if (failed(lowerWgmmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
-                                 adaptor.getAcc(), mma, ks, rewriter,
-                                 vectorType(op.getAcc().getType()),
-                                 state.asyncOperands.lookup(op), bool(slot),
-                                 state.overlappedDots.contains(op), hoist)))
+        if (failed(lowerWgmmaDot(
+                op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(), mma,
+                ks, rewriter, vectorType(op.getAcc().getType()),
+                state.asyncOperands.lookup(op), bool(slot),
+                state.overlappedDots.contains(op), hoist, borrowed)))
           return failure();
         // A warp-specialised consumer tells the producer which slot its
         // finished dots left.
@@ -180,10 +214,10 @@ struct DotLowering : TilePattern<DotOp> {
         }
         return success();
       }
-      return lowerMmaDot(op, adaptor.getLhs(), adaptor.getRhs(),
-                         adaptor.getAcc(), mma, ks, rewriter,
-                         vectorType(op.getAcc().getType()),
-                         state.asyncOperands.lookup(op), bool(slot), hoist);
+      return lowerMmaDot(
+          op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(), mma, ks,
+          rewriter, vectorType(op.getAcc().getType()),
+          state.asyncOperands.lookup(op), bool(slot), hoist, borrowed);
     }
     RankedTensorType lhsType = op.getLhs().getType();
     RankedTensorType rhsType = op.getRhs().getType();

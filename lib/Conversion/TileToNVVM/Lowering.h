@@ -733,6 +733,24 @@ StagedOperand stagedOperand(tile::DotOp dot, unsigned operand, bool wgmma);
 /// mma.sync dot in its staging area (each in mmaOffset's layout).
 int64_t mmaOperandOffset(tile::DotOp dot, unsigned operand);
 
+/// A load that several dots of a loop body read as the same operand (the
+/// parts of a 192-wide block share their rows of a and columns of b) is
+/// copied once, into the staging area of the first of them, its owner
+/// (AsyncCopy::dot): the others read it there and stage only the operands
+/// they own. kBorrowedOperandsAttr on a dot is the mask of its operands so
+/// read (bit 0: lhs, bit 1: rhs); only software pipelines do it, whose rings
+/// are live for the whole loop (planAsyncCopies).
+constexpr llvm::StringLiteral kBorrowedOperandsAttr = "tile.borrowed_operands";
+unsigned borrowedOperands(tile::DotOp dot);
+void setBorrowedOperands(tile::DotOp dot, unsigned mask);
+
+/// Where a dot reads an operand it borrows: `owner`'s staging area, which
+/// starts `scratch` (i32) bytes into shared memory. A null owner: its own.
+struct BorrowedOperand {
+  tile::DotOp owner;
+  mlir::Value scratch;
+};
+
 /// Where element (row, col) of operand `operand` of a tensor-core dot goes in
 /// its staging area (a byte offset into shared memory): wgmma's swizzled
 /// layout or mma.sync's (mmaOffset).
@@ -808,19 +826,19 @@ mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
                                   unsigned asyncOperands, bool pipelined,
-                                  bool overlapped, const HoistedLhs &hoist);
+                                  bool overlapped, const HoistedLhs &hoist,
+                                  llvm::ArrayRef<BorrowedOperand> borrowed);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments
 /// loaded with ldmatrix (B transposed), mma.sync per 16x8 block and k16
 /// step. The accumulator registers are in the mma layout's order. A hoisted
 /// lhs (lhsHoisted) goes where `hoist` says.
-mlir::LogicalResult lowerMmaDot(tile::DotOp op, mlir::Value lhs,
-                                mlir::Value rhs, mlir::Value accVec,
-                                tile::MmaLayoutAttr mma, KernelState &ks,
-                                mlir::ConversionPatternRewriter &rewriter,
-                                mlir::VectorType accVecType,
-                                unsigned asyncOperands, bool pipelined,
-                                const HoistedLhs &hoist);
+mlir::LogicalResult
+lowerMmaDot(tile::DotOp op, mlir::Value lhs, mlir::Value rhs,
+            mlir::Value accVec, tile::MmaLayoutAttr mma, KernelState &ks,
+            mlir::ConversionPatternRewriter &rewriter,
+            mlir::VectorType accVecType, unsigned asyncOperands, bool pipelined,
+            const HoistedLhs &hoist, llvm::ArrayRef<BorrowedOperand> borrowed);
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops (ElementwiseOpToNVVM.cpp)

@@ -38,7 +38,8 @@ Value mmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot))
+  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot) ||
+      (borrowedOperands(dot) & 1))
     return 0;
   RankedTensorType lhs = dot.getLhs().getType();
   return llvm::alignTo(
@@ -91,7 +92,8 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                           MmaLayoutAttr mma, KernelState &ks,
                           ConversionPatternRewriter &rewriter,
                           VectorType accVecType, unsigned asyncOperands,
-                          bool pipelined, const HoistedLhs &hoist) {
+                          bool pipelined, const HoistedLhs &hoist,
+                          ArrayRef<BorrowedOperand> borrowed) {
   Location loc = op.getLoc();
   RankedTensorType lhsType = op.getLhs().getType();
   RankedTensorType rhsType = op.getRhs().getType();
@@ -112,12 +114,6 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                                          /*wgmma=*/false, operand ? rhs : lhs);
                        }))
     barrier(rewriter, loc);
-  // Shared-memory address of element (row, col) of the lhs or rhs.
-  auto operandPtr = [&](unsigned operand, Value row, Value col) {
-    return sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
-                     stagedOperandOffset(rewriter, loc, op, operand,
-                                         /*wgmma=*/false, row, col));
-  };
   // A lane's ldmatrix rows differ from its first one by whole swizzle
   // periods of rows and by chunks that XOR into its own swizzled chunk: each
   // address is the lane's byte offset (`laneOffset` of `operand` at (row,
@@ -126,15 +122,30 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // the operand's offset are multiples of 128 and leave the XOR alone; they
   // also keep the offset loop-variant in a pipeline, so that the compiler
   // XORs where it loads rather than keeping every address in a register.
+  // A hoisted lhs is outside the dot's staging area, and a borrowed operand
+  // in its owner's (laid out as the owner's).
   Value scratch = ks.scratchBase ? ks.scratchBase : i32Const(rewriter, loc, 0);
   Value lhsScratch = hoisted ? i32Const(rewriter, loc, hoist.offset) : scratch;
+  Value rhsScratch = scratch;
+  if (borrowed[0].owner)
+    lhsScratch = borrowed[0].scratch;
+  if (borrowed[1].owner)
+    rhsScratch = borrowed[1].scratch;
   auto laneOffset = [&](unsigned operand, Value row, Value col) -> Value {
-    return arith::AddIOp::create(rewriter, loc, operand ? scratch : lhsScratch,
-                                 stagedOperandOffset(rewriter, loc, op, operand,
-                                                     /*wgmma=*/false, row, col),
-                                 kNoWrap);
+    DotOp stager = borrowed[operand].owner ? borrowed[operand].owner : op;
+    return arith::AddIOp::create(
+        rewriter, loc, operand ? rhsScratch : lhsScratch,
+        stagedOperandOffset(rewriter, loc, stager, operand, /*wgmma=*/false,
+                            row, col),
+        kNoWrap);
   };
   Value symbol = LLVM::AddressOfOp::create(rewriter, loc, ks.sharedMemory);
+  // Shared-memory address of element (row, col) of the lhs or rhs.
+  auto operandPtr = [&](unsigned operand, Value row, Value col) -> Value {
+    return LLVM::GEPOp::create(rewriter, loc, symbol.getType(),
+                               rewriter.getI8Type(), symbol,
+                               ValueRange{laneOffset(operand, row, col)});
+  };
   auto swizzledPtr = [&](Value offset, int64_t xorBytes, int64_t addBytes) {
     if (xorBytes & 127)
       offset = arith::XOrIOp::create(rewriter, loc, offset,

@@ -45,12 +45,15 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
+    // A borrowed rhs lies in its owner's area: this one ends at its own.
+    bool ownRhs = !(borrowedOperands(dot) & 2);
     if (usesWgmma(dot, state)) {
       StagedOperand b = stagedOperand(dot, 1, /*wgmma=*/true);
-      return wgmmaOperandOffset(dot, 1) + wgmmaOperandBytes(b.rows, b.rowBytes);
+      return wgmmaOperandOffset(dot, 1) +
+             (ownRhs ? wgmmaOperandBytes(b.rows, b.rowBytes) : 0);
     }
     if (isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())))
-      return mmaOperandOffset(dot, 1) + bytesOf(r, 0);
+      return mmaOperandOffset(dot, 1) + (ownRhs ? bytesOf(r, 0) : 0);
     int64_t pad = smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }
@@ -138,6 +141,38 @@ std::optional<CopyCandidate> operandLoad(DotOp dot, unsigned operand) {
   return CopyCandidate{load, operand, false, false, permute, reshape};
 }
 
+/// The load that a dot's `operand` comes straight from where several dots
+/// of a loop's body read it as that operand (and nothing else reads it),
+/// each from a staging area laid out alike, and the first of those dots,
+/// which owns its copy (kBorrowedOperandsAttr).
+std::optional<std::pair<LoadOp, DotOp>>
+sharedOperandLoad(DotOp dot, unsigned operand, const LoweringState &state) {
+  auto load = dot->getOperand(operand).getDefiningOp<LoadOp>();
+  if (!load || load->hasOneUse() || load->getBlock() != dot->getBlock() ||
+      !isa<scf::ForOp>(load->getParentOp()))
+    return std::nullopt;
+  bool wgmma = usesWgmma(dot, state);
+  StagedOperand staged = stagedOperand(dot, operand, wgmma);
+  DotOp owner;
+  for (OpOperand &use : load->getUses()) {
+    auto user = dyn_cast<DotOp>(use.getOwner());
+    if (!user || use.getOperandNumber() != operand ||
+        user->getBlock() != dot->getBlock() ||
+        !isa_and_present<MmaLayoutAttr>(getLayout(user.getAcc().getType())) ||
+        usesWgmma(user, state) != wgmma ||
+        (operand == 0 && (lhsInRegisters(user) || lhsHoisted(user))))
+      return std::nullopt;
+    StagedOperand other = stagedOperand(user, operand, wgmma);
+    if (other.rows != staged.rows || other.rowBytes != staged.rowBytes ||
+        other.transposed != staged.transposed ||
+        other.swizzle != staged.swizzle)
+      return std::nullopt;
+    if (!owner || user->isBeforeInBlock(owner))
+      owner = user;
+  }
+  return std::pair(load, owner);
+}
+
 } // namespace
 
 void planAsyncCopies(KernelOp kernel, LoweringState &state) {
@@ -150,8 +185,24 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
     // The operands' loads that may copy: with cp.async, or only with TMA
     // (in a TMA pipeline, else demotePipelineOnlyCopies takes them back).
     SmallVector<CopyCandidate> candidates;
+    unsigned borrowed = 0;
     for (unsigned operand = 0; operand < 2; ++operand) {
       std::optional<CopyCandidate> candidate = operandLoad(dot, operand);
+      // A load that several dots read: the first copies it (by cp.async,
+      // so that it stays a copy wherever the loop is pipelined), the others
+      // borrow what it copied.
+      bool shared = false;
+      if (auto load = sharedOperandLoad(dot, operand, state)) {
+        if (load->second != dot) {
+          auto copy = state.asyncCopies.find(load->first);
+          if (copy != state.asyncCopies.end() &&
+              copy->second.dot == load->second)
+            borrowed |= 1u << operand;
+          continue;
+        }
+        shared = true;
+        candidate = CopyCandidate{load->first, operand, false, true, {}, {}};
+      }
       if (!candidate)
         continue;
       LoadOp load = candidate->load;
@@ -170,7 +221,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       int64_t unitDims = load.getResult().getType().getRank() - 2;
       if (isAsyncCopyable(load, state.accesses[load], dim + unitDims))
         candidates.push_back(*candidate);
-      else if (!candidate->permute && !candidate->reshape &&
+      else if (!shared && !candidate->permute && !candidate->reshape &&
                isTmaCopyable(load, AsyncCopy{dot, operand}, state))
         candidates.push_back({load, operand, true, false, {}, {}});
     }
@@ -195,7 +246,11 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       if (clobbered && !isa<scf::ForOp>(c.load->getParentOp()))
         continue;
       copies.push_back(c);
-      copies.back().ringOnly = clobbered;
+      copies.back().ringOnly |= clobbered;
+    }
+    if (borrowed) {
+      setBorrowedOperands(dot, borrowed);
+      state.asyncOperands[dot] |= borrowed;
     }
     if (copies.empty())
       return;
@@ -215,7 +270,7 @@ void planAsyncCopies(KernelOp kernel, LoweringState &state) {
       async.barrier = i == 0;
       mask |= 1u << async.operand;
     }
-    state.asyncOperands[dot] = mask;
+    state.asyncOperands[dot] |= mask;
   });
 }
 
@@ -230,10 +285,18 @@ void demotePipelineOnlyCopies(KernelOp kernel,
         !((it->second.tmaOnly && !tmaLoads.contains(load)) ||
           (it->second.ringOnly && !pipelinedLoads.contains(load))))
       return;
-    DotOp dot = it->second.dot;
-    state.asyncOperands[dot] &= ~(1u << it->second.operand);
+    unsigned bit = 1u << it->second.operand;
+    state.asyncOperands[it->second.dot] &= ~bit;
+    dots.insert(it->second.dot);
     state.asyncCopies.erase(it);
-    dots.insert(dot);
+    // The dots that borrowed the copy stage the operand themselves.
+    for (Operation *user : load->getUsers())
+      if (auto dot = dyn_cast<DotOp>(user);
+          dot && (borrowedOperands(dot) & bit)) {
+        setBorrowedOperands(dot, borrowedOperands(dot) & ~bit);
+        state.asyncOperands[dot] &= ~bit;
+        dots.insert(dot);
+      }
   });
   // The first copy left before each dot waits for the shared memory.
   for (Operation *dot : dots) {

@@ -342,8 +342,14 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
       pipelines.push_back({loop, {}, {}});
     LoopPipeline &p = pipelines[it->second];
     p.loads.push_back(load);
-    if (!llvm::is_contained(p.dots, copy->second.dot))
-      p.dots.push_back(copy->second.dot);
+    // Its dot, and those that borrow the copy (kBorrowedOperandsAttr).
+    SmallVector<DotOp> readers = {copy->second.dot};
+    for (Operation *user : load->getUsers())
+      if (auto dot = dyn_cast<DotOp>(user); dot && borrowedOperands(dot))
+        readers.push_back(dot);
+    for (DotOp dot : readers)
+      if (!llvm::is_contained(p.dots, dot))
+        p.dots.push_back(dot);
   });
   pipelines = llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
     return !writesLoadedMemory(p.loop, p.loads) &&

@@ -59,7 +59,8 @@ Value wgmmaOffset(OpBuilder &b, Location loc, Value row, Value col,
 }
 
 int64_t wgmmaOperandOffset(DotOp dot, unsigned operand) {
-  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot))
+  if (operand == 0 || lhsInRegisters(dot) || lhsHoisted(dot) ||
+      (borrowedOperands(dot) & 1))
     return 0;
   StagedOperand a = stagedOperand(dot, 0, /*wgmma=*/true);
   return llvm::alignTo(wgmmaOperandBytes(a.rows, a.rowBytes), 1024);
@@ -102,7 +103,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             ConversionPatternRewriter &rewriter,
                             VectorType accVecType, unsigned asyncOperands,
                             bool pipelined, bool overlapped,
-                            const HoistedLhs &hoist) {
+                            const HoistedLhs &hoist,
+                            ArrayRef<BorrowedOperand> borrowed) {
   Location loc = op.getLoc();
   OpBuilder &b = rewriter;
   RankedTensorType lhsType = op.getLhs().getType();
@@ -118,7 +120,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t aSwizzle = stagedOperand(op, 0, /*wgmma=*/true).swizzle,
           bSwizzle = bStaged.swizzle;
   // Swizzle atoms repeat every 8 rows: 1024 bytes at most.
-  int64_t bOffset = wgmmaOperandOffset(op, 1);
+  int64_t bOffset =
+      wgmmaOperandOffset(borrowed[1].owner ? borrowed[1].owner : op, 1);
   ks.sharedAlignment = std::max<int64_t>(ks.sharedAlignment, 1024);
 
   bool hoisted = lhsHoisted(op);
@@ -138,15 +141,23 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   Type i64 = b.getI64Type();
   Value base =
       LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), sharedBase(b, loc, ks));
-  // A hoisted lhs is outside the dot's (ring slot's) staging area.
-  Value lhsBase = base;
-  if (hoisted)
-    lhsBase = arith::AddIOp::create(
+  // A hoisted lhs is outside the dot's (ring slot's) staging area, and a
+  // borrowed operand in its owner's.
+  auto at = [&](Value offset) -> Value {
+    return arith::AddIOp::create(
         b, loc,
         LLVM::PtrToIntOp::create(
             b, loc, b.getI32Type(),
             LLVM::AddressOfOp::create(b, loc, ks.sharedMemory)),
-        c32(hoist.offset));
+        offset);
+  };
+  Value lhsBase = base, rhsBase = base;
+  if (hoisted)
+    lhsBase = at(c32(hoist.offset));
+  if (borrowed[0].owner)
+    lhsBase = at(borrowed[0].scratch);
+  if (borrowed[1].owner)
+    rhsBase = at(borrowed[1].scratch);
   // Descriptor: start address >> 4 (14 bits), leading and stride byte
   // offsets >> 4, swizzle mode in bits 62-63.
   auto descriptor = [&](Value byteOffset, int64_t leading, int64_t stride,
@@ -273,7 +284,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
             ? descriptor(arith::AddIOp::create(
                              b, loc, bColumnStart,
                              c32(bOffset + kMajorStart(kk, n, bSwizzle))),
-                         16, 8 * bSwizzle, bSwizzle, base)
+                         16, 8 * bSwizzle, bSwizzle, rhsBase)
             // N-major: the next atom of columns at the leading offset, the
             // next 8 rows at the stride; unswizzled (16-byte atoms), the
             // other way round.
@@ -281,7 +292,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                                                c32(bOffset + kk * bSwizzle)),
                          bSwizzle == 16 ? 8 * bSwizzle : k * bSwizzle,
                          bSwizzle == 16 ? k * bSwizzle : 8 * bSwizzle, bSwizzle,
-                         base);
+                         rhsBase);
     for (int64_t rm = 0; rm < repsM; ++rm) {
       SmallVector<Value> inputs;
       if (aRegisters) {

@@ -1331,6 +1331,65 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
   tile.return
 }
 
+// A load that two dots read as their lhs (the parts of a 64 x 128 block) is
+// copied once a stage, into the first dot's staging area, where the second
+// reads it (tile.borrowed_operands): a slot holds a, b0 (the first dot's)
+// and b1 (the second's), 3 x 4096 bytes, not 4 x 4096. mma.sync's ring has
+// two slots: 2 x (8192 + 4096). Each stage copies the three loads, and
+// nothing in the loop stages an operand from registers.
+// CHECK-LABEL: gpu.func @shared_lhs_k_loop
+// CHECK-SAME: tile.shared_bytes = 24576 : i64
+// CHECK-COUNT-6: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK-COUNT-6: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK-NEXT: nvvm.barrier0
+// CHECK-NOT: llvm.store
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-6: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.yield
+// On sm_90a each slot's areas are 1024-byte aligned (three slots of 8192 +
+// 4096), and each wgmma dot of a pipeline of two waits for its own MMA.
+// WGMMA-LABEL: gpu.func @shared_lhs_k_loop
+// WGMMA-SAME: tile.shared_bytes = 36864 : i64
+// WGMMA: scf.for
+// WGMMA-NOT: llvm.store
+// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA-NOT: llvm.store
+// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA: scf.yield
+// With TMA, one box a load (b0 and b1 share a map), three copies arriving on
+// each slot's mbarrier.
+// TMA-LABEL: gpu.func @shared_lhs_k_loop(
+// TMA-SAME: tile.shared_bytes = 36888 : i64, tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
+// TMA: mbarrier.init.shared::cta.b64 [$1], 3;
+// TMA: scf.for
+// TMA-COUNT-3: cp.async.bulk.tensor
+// TMA-NOT: cp.async.bulk.tensor
+// TMA: scf.yield
+tile.kernel @shared_lhs_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r:2 = scf.for %i = %c0 to %k step %c32 iter_args(%acc0 = %z, %acc1 = %z) -> (tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b0 = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %b1 = tile.load %x[%i, %c64] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d0 = tile.dot %a, %b0, %acc0 : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %d1 = tile.dot %a, %b1, %acc1 : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d0, %d1 : tensor<64x64xf32, #mma>, tensor<64x64xf32, #mma>
+  }
+  tile.store %r#0, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.store %r#1, %y[%c0, %c64] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
 // Without whole 16-byte runs (no tile.size_divisibility) cp.async cannot
 // copy the operands, but TMA can: its boxes read past the end as zeros.
 // CHECK-LABEL: gpu.func @tma_only_k_loop

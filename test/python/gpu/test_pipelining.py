@@ -8,6 +8,7 @@ waits and barriers keep each ring slot's copies and reads apart.
 
 from __future__ import annotations
 
+import random
 import re
 from typing import Any
 
@@ -341,3 +342,88 @@ def test_epilogue_reuses_the_rings_and_converts_in_slices() -> None:
     ptx = str(kern.asm["ptx"])
     assert ptx.count("bar.sync") >= 2 + 2 * 4  # the loop's two, two per slice
     _check(kern, 128, 128, 200, 80, 272, torch.float16)
+
+
+@pytest.mark.parametrize(
+    ("target", "bm", "bn", "bk", "warps", "stages", "tma"),
+    [
+        ("sm_80", 96, 192, 32, 4, 3, False),
+        ("sm_80", 192, 64, 32, 8, 4, False),
+        ("sm_90a", 192, 192, 64, 8, 3, True),
+        ("sm_90a", 128, 192, 64, 8, 3, False),
+        ("sm_90a", 64, 192, 64, 4, 4, True),
+        ("sm_90a", 48, 96, 32, 4, 2, False),  # 32 and 16 rows: mma.sync
+    ],
+)
+def test_split_blocks_copy_each_part_once(target: str, bm: int, bn: int, bk: int, warps: int,
+                                          stages: int, tma: bool) -> None:
+    """A block of three times a power of two is two tiles (192: 128 and 64) and a dot per pair
+    of parts (kernels.matmul). Each part of a and b is copied once a stage, into the staging
+    area of the first dot that reads it, where the other dots read it too: the rings hold
+    each part once a stage, not once per dot, and the kernel is pipelined."""
+    kb = kernels.matmul("f16", block_m=bm, block_n=bn, block_k=bk, out_dtype="f16")
+    kern = compile(kb, target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    assert ("cp.async.bulk.tensor" if tma else "cp.async.cg") in ptx
+    parts_m, parts_n = (2 if bm % 3 == 0 else 1), (2 if bn % 3 == 0 else 1)
+    # Less than if each dot staged both of its parts.
+    assert kern.metadata.shared_bytes < stages * (bm * parts_n + bn * parts_m) * bk * 2
+    if kern.metadata.registers is not None:
+        assert kern.metadata.spill_bytes == 0
+    torch.manual_seed(0)
+    for m, k, n in [(200, 304, 400), (bm + 3, 2 * bk + 16, bn + 16), (70, 16, 48)]:
+        _check(kern, bm, bn, m, k, n, torch.float16)
+
+
+def test_split_block_sizes_are_checked() -> None:
+    with pytest.raises(ValueError, match="power of two or three times one"):
+        kernels.matmul("f16", block_m=160)
+    with pytest.raises(ValueError, match="power of two or three times one"):
+        kernels.matmul("f16", block_n=24)
+    with pytest.raises(ValueError, match="block_k must be a power of two"):
+        kernels.matmul("f16", block_k=48)
+
+
+def _random_split_cases(seed: int, count: int) -> list[tuple[Any, ...]]:
+    """Blocks with a part of 192, 96 or 48 on either side, any target, warps, stages, copy,
+    dtype, epilogue, result and program order."""
+    rng = random.Random(seed)
+    cases = []
+    while len(cases) < count:
+        target = rng.choice(["sm_80", "sm_90a"])
+        bm, bn = rng.choice([(192, 64), (96, 128), (64, 192), (192, 192), (48, 96),
+                             (128, 96)])
+        bk = rng.choice([32, 64])
+        warps = rng.choice([4, 8])
+        stages = rng.choice([2, 3, 4])
+        if (bm + bn) * bk * 2 * stages > 160 * 1024:  # an A100's shared memory
+            continue
+        cases.append((target, bm, bn, bk, warps, stages, rng.random() < 0.5,
+                      rng.choice(["f16", "bf16"]), rng.choice([None, "bias_relu"]),
+                      rng.choice(["f32", "f16"]), rng.choice([None, 3])))
+    return cases
+
+
+@pytest.mark.parametrize("case", _random_split_cases(seed=5, count=8), ids=str)
+def test_random_split_blocks(case: tuple[Any, ...]) -> None:
+    target, bm, bn, bk, warps, stages, tma, dtype, epilogue, out_dtype, group_m = case
+    kb = kernels.matmul(dtype, block_m=bm, block_n=bn, block_k=bk, epilogue=epilogue,
+                        out_dtype=out_dtype, group_m=group_m)
+    kern = compile(kb, target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
+    torch_dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    rng = torch.Generator().manual_seed(bm * bn + stages)
+    for m, k, n in [(2 * bm + 5, 3 * bk + 16, bn + 48), (bm - 7, bk, 2 * bn)]:
+        a = torch.randn(m, k, generator=rng).to(torch_dtype)
+        b = torch.randn(k, n, generator=rng).to(torch_dtype)
+        bias = torch.randn(n, generator=rng)
+        out = torch.float32 if out_dtype == "f32" else torch.float16
+        c = torch.full((m, n), float("nan"), dtype=out)
+        args = [a, b, bias, c] if epilogue else [a, b, c]
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), *args)
+        want = a.double() @ b.double()
+        bound = matmul_bound(a, b)
+        if epilogue:
+            want = torch.relu(want + bias.double())
+        if out != torch.float32:
+            bound = bound + want.abs() * torch.finfo(out).eps
+        assert_close(c, want, atol=bound)

@@ -824,9 +824,10 @@ def pipelined_kernels(c: Collector) -> None:
 
 
 def schedule_kernels(c: Collector) -> None:
-    """test_warp_specialize.py, test_persistent.py, test_stream_k.py: matmuls with a TMA
-    producer warpgroup (mbarrier handshakes, setmaxnreg), persistent programs that loop over
-    tiles, and stream-K programs whose split tiles add into a ``c`` of zeros (red.global.add);
+    """test_warp_specialize.py, test_persistent.py, test_stream_k.py, test_pipelining.py:
+    matmuls with a TMA producer warpgroup (mbarrier handshakes, setmaxnreg), persistent
+    programs that loop over tiles, stream-K programs whose split tiles add into a ``c`` of
+    zeros (red.global.add), and blocks of 192 (96) whose dots read each part's one copy;
     odd shapes, programs fewer than, as many as and more than the tiles or k steps."""
     import test_persistent as persistent
     import test_stream_k as stream_k
@@ -845,6 +846,17 @@ def schedule_kernels(c: Collector) -> None:
         matmul_cases(c, kid, f"ws_{name}", dtype, bm, bn,
                      [(200, 304, 144), (70, 16, 48), (bm + 3, 2 * bk + 16, bn + 16),
                       (70, 0, 48)])
+
+    for target, bm, bn, bk, warps, stages, tma in (
+            ("sm_90a", 192, 192, 64, 8, 3, True), ("sm_90a", 128, 192, 64, 8, 3, False),
+            ("sm_90a", 128, 96, 64, 4, 4, True), ("sm_80", 96, 192, 32, 4, 3, False)):
+        name = f"{bm}x{bn}x{bk}_w{warps}_s{stages}_{'tma' if tma else 'cpasync'}_{target}"
+        kid = c.kernel(f"split_matmul_{name}",
+                       lambda bm=bm, bn=bn, bk=bk: kernels.matmul(
+                           "f16", block_m=bm, block_n=bn, block_k=bk),
+                       target, num_warps=warps, num_stages=stages, tma=tma, **ws.PROMISES)
+        matmul_cases(c, kid, f"split_{name}", "f16", bm, bn,
+                     [(200, 304, 208), (bm + 3, 2 * bk + 16, bn + 16)])
 
     def label(target: str, warps: int, stages: int, tile: tuple[int, int, int],
               options: dict[str, Any]) -> str:
