@@ -831,7 +831,6 @@ def schedule_kernels(c: Collector) -> None:
     odd shapes, programs fewer than, as many as and more than the tiles or k steps."""
     import test_persistent as persistent
     import test_stream_k as stream_k
-    import test_warp_specialize as ws
 
     for bm, bn, bk, warps, stages, dtype in (
             (64, 64, 32, 4, 2, "f16"), (64, 64, 32, 4, 3, "bf16"), (128, 128, 64, 4, 3, "f16"),
@@ -842,7 +841,7 @@ def schedule_kernels(c: Collector) -> None:
                        lambda bm=bm, bn=bn, bk=bk, d=dtype: kernels.matmul(
                            d, block_m=bm, block_n=bn, block_k=bk),
                        "sm_90a", num_warps=warps, num_stages=stages, warp_specialize=True,
-                       **ws.PROMISES)
+                       **PROMISES)
         matmul_cases(c, kid, f"ws_{name}", dtype, bm, bn,
                      [(200, 304, 144), (70, 16, 48), (bm + 3, 2 * bk + 16, bn + 16),
                       (70, 0, 48)])
@@ -854,7 +853,7 @@ def schedule_kernels(c: Collector) -> None:
         kid = c.kernel(f"split_matmul_{name}",
                        lambda bm=bm, bn=bn, bk=bk: kernels.matmul(
                            "f16", block_m=bm, block_n=bn, block_k=bk),
-                       target, num_warps=warps, num_stages=stages, tma=tma, **ws.PROMISES)
+                       target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES)
         matmul_cases(c, kid, f"split_{name}", "f16", bm, bn,
                      [(200, 304, 208), (bm + 3, 2 * bk + 16, bn + 16)])
 
@@ -863,34 +862,34 @@ def schedule_kernels(c: Collector) -> None:
         flags = "".join(f"_{k}" for k, v in sorted(options.items()) if v)
         return f"{tile[0]}x{tile[1]}x{tile[2]}_w{warps}_s{stages}{flags}"
 
-    for target, warps, stages, tile, options in persistent.CONFIGS:
-        bm, bn, bk = tile
-        name = label(target, warps, stages, tile, options)
-        kid = c.kernel(f"persistent_matmul_{name}",
-                       lambda t=tile: kernels.persistent_matmul("f16", *t), target,
-                       num_warps=warps, num_stages=stages, **persistent.PROMISES, **options)
-        for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
-                                   (200, 304, 144, 3), (70, 0, 48, 2)]:
-            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
-            cc = torch.full((m, n), float("nan"))
-            c.case(f"persistent_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
-                   kernels.persistent_matmul_grid(a.shape, b.shape, programs, bm, bn),
-                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
-
-    for target, warps, stages, tile, options in stream_k.CONFIGS:
-        bm, bn, bk = tile
-        name = label(target, warps, stages, tile, options)
-        kid = c.kernel(f"stream_k_matmul_{name}",
-                       lambda t=tile: kernels.stream_k_matmul("f16", *t), target,
-                       num_warps=warps, num_stages=stages, **stream_k.PROMISES, **options)
-        for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
-                                   (5 * bm, 3 * bk + 16, 2 * bn - 16, 3), (70, 16, 48, 1),
-                                   (70, 0, 48, 2)]:
-            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
-            cc = torch.zeros(m, n)  # split tiles add their parts into it
-            c.case(f"stream_k_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
-                   kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk),
-                   [a, b, cc], {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+    # (kind, configurations, kernel, grid, shapes with programs, c's values before the launch:
+    # stream-K's split tiles add their parts into zeros)
+    schedules = [
+        ("persistent", persistent.CONFIGS, kernels.persistent_matmul,
+         lambda a, b, p, bm, bn, bk: kernels.persistent_matmul_grid(a.shape, b.shape, p, bm,
+                                                                    bn),
+         lambda bm, bn, bk: [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4), (200, 304, 144, 3),
+                             (70, 0, 48, 2)], float("nan")),
+        ("stream_k", stream_k.CONFIGS, kernels.stream_k_matmul,
+         lambda a, b, p, bm, bn, bk: kernels.stream_k_matmul_grid(a.shape, b.shape, p, bm, bn,
+                                                                  bk),
+         lambda bm, bn, bk: [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                             (5 * bm, 3 * bk + 16, 2 * bn - 16, 3), (70, 16, 48, 1),
+                             (70, 0, 48, 2)], 0.0),
+    ]
+    for kind, configs, make, grid, shapes, start in schedules:
+        for target, warps, stages, tile, options in configs:
+            bm, bn, bk = tile
+            name = label(target, warps, stages, tile, options)
+            kid = c.kernel(f"{kind}_matmul_{name}", lambda make=make, t=tile: make("f16", *t),
+                           target, num_warps=warps, num_stages=stages, **PROMISES,
+                           **options)
+            for m, kk, n, programs in shapes(bm, bn, bk):
+                a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+                cc = torch.full((m, n), start)
+                c.case(f"{kind}_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
+                       grid(a, b, programs, bm, bn, bk), [a, b, cc],
+                       {2: close(a.double() @ b.double(), matmul_bound(a, b))})
 
 
 def benchmarks(c: Collector) -> None:
