@@ -197,7 +197,7 @@ struct DotLowering : TilePattern<DotOp> {
                 op, adaptor.getLhs(), adaptor.getRhs(), adaptor.getAcc(), mma,
                 ks, rewriter, vectorType(op.getAcc().getType()),
                 state.asyncOperands.lookup(op), bool(slot),
-                state.overlappedDots.contains(op), hoist, borrowed)))
+                state.overlappedDots.lookup(op), hoist, borrowed)))
           return failure();
         // A warp-specialised consumer tells the producer which slot its
         // finished dots left.

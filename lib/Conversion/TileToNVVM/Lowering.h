@@ -240,9 +240,10 @@ struct LoweringState {
   /// The ring slot (an index value of its loop) that each pipelined dot
   /// reads its operands from (pipelineLoop).
   llvm::DenseMap<mlir::Operation *, mlir::Value> dotSlots;
-  /// Pipelined wgmma dots whose MMA keeps running into the next iteration
-  /// (wgmma.wait_group 1; pipelineLoop).
-  llvm::DenseSet<mlir::Operation *> overlappedDots;
+  /// Pipelined wgmma dots whose MMA keeps running into the next iteration,
+  /// and the groups each leaves running (wgmma.wait_group N: its pipeline's
+  /// dots; pipelineLoop).
+  llvm::DenseMap<mlir::Operation *, unsigned> overlappedDots;
   /// Pipelined dots whose operands TMA copies (findPipelines), and each
   /// kernel's tensor maps, by kernel name.
   llvm::DenseSet<mlir::Operation *> tmaDots;
@@ -817,16 +818,16 @@ void stageHoistedLhs(mlir::ConversionPatternRewriter &rewriter,
 /// layout, then each warpgroup issues one wgmma.mma_async m64nNk16 per 64-row
 /// block and k16 step on descriptors of them, and waits for all. The
 /// accumulator fragment of m64nN is the mma layout's (each warp 16 rows,
-/// 8-column blocks in order), so the registers stay where they are. An
-/// `overlapped` dot (LoweringState::overlappedDots) waits only for the
-/// previous one (wgmma.wait_group 1).
+/// 8-column blocks in order), so the registers stay where they are. A dot
+/// that leaves `overlapped` groups running (LoweringState::overlappedDots)
+/// waits only until that many are (wgmma.wait_group `overlapped`).
 mlir::LogicalResult lowerWgmmaDot(tile::DotOp op, mlir::Value lhs,
                                   mlir::Value rhs, mlir::Value accVec,
                                   tile::MmaLayoutAttr mma, KernelState &ks,
                                   mlir::ConversionPatternRewriter &rewriter,
                                   mlir::VectorType accVecType,
                                   unsigned asyncOperands, bool pipelined,
-                                  bool overlapped, const HoistedLhs &hoist,
+                                  unsigned overlapped, const HoistedLhs &hoist,
                                   llvm::ArrayRef<BorrowedOperand> borrowed);
 
 /// tile.dot on tensor cores: operands staged in shared memory, fragments

@@ -22,13 +22,14 @@
 //             barrier (every warp is done with slot k);
 //             copy iteration k + stages - 1 into slot k; commit
 //
-// On sm_90a a lone wgmma dot that only accumulates into the loop's value
-// does not wait for its own MMA (wgmma.wait_group 1, as Triton's pipelined
-// wgmma): it runs while the next iteration waits, refills and issues.
-// The slot it reads is then free only after the next iteration's barrier,
-// so the copies run `stages - 2` iterations ahead (wait_group stages - 3,
-// refill slot k - 2), and after the loop a wgmma.wait_group 0 takes the
-// accumulators (waitForWgmmaResults).
+// On sm_90a wgmma dots that only accumulate into the loop's values (one
+// each) do not wait for their own MMAs (wgmma.wait_group 1 for a lone dot,
+// as Triton's pipelined wgmma; N for N dots): they run while the next
+// iteration waits, refills and issues. The slot they read is then free
+// only after the next iteration's barrier, so the copies run `stages - 2`
+// iterations ahead (wait_group stages - 3, refill slot k - 2), and after
+// the loop a wgmma.wait_group 0 takes the accumulators
+// (waitForWgmmaResults).
 //
 // With warp specialisation (warpSpecializeLoop), a TMA pipeline's copies
 // come from a producer warp instead, in a warpgroup after the kernel's warps:
@@ -218,15 +219,32 @@ std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
   return index;
 }
 
-/// The result of `p.loop` that its lone wgmma dot only accumulates into, if
-/// that dot may keep running into the next iteration (wgmma.wait_group 1).
-/// Not one that reads its lhs from registers: they would be reused early.
-std::optional<unsigned> pendingResult(const LoopPipeline &p,
-                                      const LoweringState &state) {
-  if (p.dots.size() != 1 || !usesWgmma(p.dots.front(), state) ||
-      lhsInRegisters(p.dots.front()))
+/// The most wgmma dots of one loop that keep running into its next
+/// iteration: with four (a 192 x 192 block's), ptxas (12.9, 13.5) serializes
+/// every wgmma of the loop (C7515, "non wgmma instructions defining accumulator
+/// registers"), which is slower than each dot waiting for its own.
+constexpr size_t kMaxPendingDots = 2;
+
+/// The results of `p.loop` that its wgmma dots only accumulate into, one
+/// each, if those dots may keep running into the next iteration: each waits
+/// only until as many groups as the dots are left (wgmma.wait_group
+/// p.dots.size()), which are this iteration's, so the slot the previous one
+/// read is free at the next iteration's barrier. Not where a dot reads its
+/// lhs from registers: they would be reused early.
+std::optional<SmallVector<int64_t>> pendingResults(const LoopPipeline &p,
+                                                   const LoweringState &state) {
+  if (p.dots.size() > kMaxPendingDots)
     return std::nullopt;
-  return accumulatedResult(p.loop, p.dots.front());
+  SmallVector<int64_t> results;
+  for (DotOp dot : p.dots) {
+    if (!usesWgmma(dot, state) || lhsInRegisters(dot))
+      return std::nullopt;
+    std::optional<unsigned> result = accumulatedResult(p.loop, dot);
+    if (!result || llvm::is_contained(results, *result))
+      return std::nullopt;
+    results.push_back(*result);
+  }
+  return results;
 }
 
 /// The index of the tensor map (one per view and box) that TMA copies of
@@ -434,9 +452,9 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   // A lone wgmma dot that only accumulates keeps running while the next
   // iteration starts (wgmma.wait_group 1): the slot it reads is free one
   // iteration later, so the copies run `lead` = stages - 2 iterations ahead.
-  std::optional<unsigned> pending;
+  std::optional<SmallVector<int64_t>> pending;
   if (stages >= 3)
-    pending = pendingResult(p, state);
+    pending = pendingResults(p, state);
   unsigned lead = stages - 1 - (pending ? 1 : 0);
   unsigned slots = p.slots(stages);
   IRRewriter b(loop.getContext());
@@ -505,8 +523,9 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   scf::ForOp grown = carryRingSlot(b, loop, slots, p.tma);
   loop = grown; // the prefetches below clone the new loop's body
   if (pending) {
-    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr({*pending}));
-    state.overlappedDots.insert(p.dots.front());
+    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr(*pending));
+    for (DotOp dot : p.dots)
+      state.overlappedDots[dot] = p.dots.size();
   }
   Value slot =
       grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - (p.tma ? 2 : 1)];
@@ -678,7 +697,9 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   // The consumers' loop waits for its slot's copies ("full" mbarrier) and,
   // after its dots, arrives on the slot's "empty" one; a lone wgmma dot
   // that keeps running into the next iteration leaves its slot then.
-  std::optional<unsigned> pending = pendingResult(p, state);
+  std::optional<SmallVector<int64_t>> pending;
+  if (p.dots.size() == 1)
+    pending = pendingResults(p, state);
   b.setInsertionPoint(loop);
   scf::ForOp grown = carryRingSlot(b, loop, slots, /*phase=*/true);
   Value slot = grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - 2];
@@ -698,8 +719,8 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   DotOp last = p.dots.back();
   SlotRelease release = {slot, Value(), p.dots.front()};
   if (pending) {
-    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr({*pending}));
-    state.overlappedDots.insert(last);
+    grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr(*pending));
+    state.overlappedDots[last] = 1;
     b.setInsertionPoint(last);
     Value previous = arith::SubIOp::create(b, loc, slot, slotConst(1));
     release.slot = arith::SelectOp::create(

@@ -102,7 +102,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
                             MmaLayoutAttr mma, KernelState &ks,
                             ConversionPatternRewriter &rewriter,
                             VectorType accVecType, unsigned asyncOperands,
-                            bool pipelined, bool overlapped,
+                            bool pipelined, unsigned overlapped,
                             const HoistedLhs &hoist,
                             ArrayRef<BorrowedOperand> borrowed) {
   Location loc = op.getLoc();
@@ -318,12 +318,14 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   }
   emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
   // The wait takes the accumulators in place, so nothing reads them early.
-  // An overlapped dot leaves its own group running: only the next dot (in
-  // the next iteration) or the wait after the loop reads its accumulators.
-  acc = emitInPlaceAsm(b, loc,
-                       overlapped ? "wgmma.wait_group.sync.aligned 1;"
-                                  : "wgmma.wait_group.sync.aligned 0;",
-                       acc, {});
+  // An overlapped dot leaves its own group running (and those of the other
+  // dots of its iteration: `overlapped` groups in all): only the next dot
+  // (in the next iteration) or the wait after the loop reads its
+  // accumulators.
+  acc = emitInPlaceAsm(
+      b, loc,
+      llvm::formatv("wgmma.wait_group.sync.aligned {0};", overlapped).str(),
+      acc, {});
   if (halfAcc)
     acc = unpackHalfPairs(b, loc, acc);
   if (int64_t(acc.size()) != accVecType.getNumElements())

@@ -1352,15 +1352,18 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 // CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.yield
 // On sm_90a each slot's areas are 1024-byte aligned (three slots of 8192 +
-// 4096), and each wgmma dot of a pipeline of two waits for its own MMA.
+// 4096), and the two wgmma dots keep running into the next iteration: each
+// waits until two groups are left (this iteration's), and after the loop
+// wait_group 0 takes each accumulator.
 // WGMMA-LABEL: gpu.func @shared_lhs_k_loop
 // WGMMA-SAME: tile.shared_bytes = 36864 : i64
 // WGMMA: scf.for
 // WGMMA-NOT: llvm.store
-// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA: wgmma.wait_group.sync.aligned 2;
 // WGMMA-NOT: llvm.store
-// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA: wgmma.wait_group.sync.aligned 2;
 // WGMMA: scf.yield
+// WGMMA-COUNT-2: wgmma.wait_group.sync.aligned 0;
 // With TMA, one box a load (b0 and b1 share a map), three copies arriving on
 // each slot's mbarrier.
 // TMA-LABEL: gpu.func @shared_lhs_k_loop(
@@ -2209,16 +2212,20 @@ tile.kernel @batched_kmajor(%x: memref<?x?x?xf16, strided<[?, ?, 1], offset: ?>>
 // Two wgmma dots in one pipelined loop: all four operands come by TMA, into
 // each dot's ring of 3 slots, and one mbarrier per slot, after both rings,
 // counts the four copies of an iteration (arrival count 4): the iteration
-// waits once, for all of them.
+// waits once, for all of them. Both dots keep running into the next
+// iteration (wgmma.wait_group 2), so the prologue copies one iteration.
 // TMA-LABEL: gpu.func @two_dot_tma
 // TMA-SAME: tile.shared_bytes = 49176 : i64, tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 1 : i64}, {box = array<i64: 64, 32>, swizzle = 64 : i64, view = 1 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
 // TMA: mbarrier.init.shared::cta.b64 [$1], 4;\0A@p mbarrier.init.shared::cta.b64 [$2], 4;\0A@p mbarrier.init.shared::cta.b64 [$3], 4;
-// TMA-COUNT-8: cp.async.bulk.tensor.2d
+// TMA-COUNT-4: cp.async.bulk.tensor.2d
+// TMA-NOT: cp.async.bulk.tensor.2d
 // TMA: scf.for
 // TMA: nvvm.barrier0
 // TMA-COUNT-4: cp.async.bulk.tensor.2d
 // TMA: mbarrier.try_wait.parity
 // TMA-NOT: mbarrier.try_wait.parity
+// TMA: wgmma.wait_group.sync.aligned 2;
+// TMA: wgmma.wait_group.sync.aligned 2;
 // TMA: scf.yield
 // TMA: mbarrier.inval
 tile.kernel @two_dot_tma(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %y: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}, %c: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64}) attributes {tile.num_warps = 4 : i32} {

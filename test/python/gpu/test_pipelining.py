@@ -368,6 +368,13 @@ def test_split_blocks_copy_each_part_once(target: str, bm: int, bn: int, bk: int
     parts_m, parts_n = (2 if bm % 3 == 0 else 1), (2 if bn % 3 == 0 else 1)
     # Less than if each dot staged both of its parts.
     assert kern.metadata.shared_bytes < stages * (bm * parts_n + bn * parts_m) * bk * 2
+    # Two wgmma dots keep running into the next iteration: each waits until two groups are
+    # left (this iteration's), and after the loop wait_group 0 takes each result. Four wait
+    # for their own (ptxas would serialize every wgmma of the loop).
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
+    if waits and stages >= 3:
+        dots = parts_m * parts_n
+        assert set(waits) == ({"0", str(dots)} if dots <= 2 else {"0"})
     if kern.metadata.registers is not None:
         assert kern.metadata.spill_bytes == 0
     torch.manual_seed(0)
