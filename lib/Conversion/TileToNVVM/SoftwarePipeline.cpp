@@ -449,9 +449,9 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   AddressSlice slice = *addressSlice(loop, p.loads);
   bool wgmma =
       llvm::any_of(p.dots, [&](DotOp dot) { return usesWgmma(dot, state); });
-  // A lone wgmma dot that only accumulates keeps running while the next
-  // iteration starts (wgmma.wait_group 1): the slot it reads is free one
-  // iteration later, so the copies run `lead` = stages - 2 iterations ahead.
+  // wgmma dots that only accumulate keep running while the next iteration
+  // starts (pendingResults): the slot they read is free one iteration later,
+  // so the copies run `lead` = stages - 2 iterations ahead.
   std::optional<SmallVector<int64_t>> pending;
   if (stages >= 3)
     pending = pendingResults(p, state);
