@@ -179,18 +179,13 @@ struct DotLowering : TilePattern<DotOp> {
           continue;
         auto load = op->getOperand(operand).getDefiningOp<LoadOp>();
         DotOp owner = state.asyncCopies.lookup(load).dot;
-        ScratchPlacement area = state.placements.lookup(owner);
         Value ownerSlot = state.dotSlots.lookup(owner);
         if (!slot || !ownerSlot)
           return op.emitOpError("internal error: a borrowed operand outside "
                                 "a software pipeline");
         borrowed[operand] = {
-            owner, arith::AddIOp::create(
-                       rewriter, loc, i32Const(rewriter, loc, area.offset),
-                       arith::MulIOp::create(
-                           rewriter, loc, rewriter.getRemappedValue(ownerSlot),
-                           i32Const(rewriter, loc, area.slotBytes), kNoWrap),
-                       kNoWrap)};
+            owner, scratchOffset(rewriter, loc, state.placements.lookup(owner),
+                                 rewriter.getRemappedValue(ownerSlot))};
       }
       if (usesWgmma(op, state)) {
         if (failed(lowerWgmmaDot(

@@ -309,6 +309,11 @@ void useScratch(mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
                 const LoweringState &state, mlir::Operation *op,
                 mlir::Value slot = {}, mlir::Operation *owner = nullptr);
 
+/// Where `place` starts in shared memory (an i32 byte offset), in ring slot
+/// `slot` (an i32) if given.
+mlir::Value scratchOffset(mlir::OpBuilder &b, mlir::Location loc,
+                          const ScratchPlacement &place, mlir::Value slot);
+
 /// The barrier before an op's first write to shared memory (every warp must
 /// be done reading what an earlier op left there); none for the kernel's
 /// first user of shared memory.
@@ -727,6 +732,10 @@ struct StagedOperand {
   int64_t rows, rowBytes;
   bool transposed;
   int64_t swizzle;
+  bool operator==(const StagedOperand &other) const {
+    return rows == other.rows && rowBytes == other.rowBytes &&
+           transposed == other.transposed && swizzle == other.swizzle;
+  }
 };
 StagedOperand stagedOperand(tile::DotOp dot, unsigned operand, bool wgmma);
 

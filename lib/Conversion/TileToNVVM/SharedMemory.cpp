@@ -162,10 +162,7 @@ sharedOperandLoad(DotOp dot, unsigned operand, const LoweringState &state) {
         usesWgmma(user, state) != wgmma ||
         (operand == 0 && (lhsInRegisters(user) || lhsHoisted(user))))
       return std::nullopt;
-    StagedOperand other = stagedOperand(user, operand, wgmma);
-    if (other.rows != staged.rows || other.rowBytes != staged.rowBytes ||
-        other.transposed != staged.transposed ||
-        other.swizzle != staged.swizzle)
+    if (!(stagedOperand(user, operand, wgmma) == staged))
       return std::nullopt;
     if (!owner || user->isBeforeInBlock(owner))
       owner = user;

@@ -46,19 +46,24 @@ Value sharedBase(OpBuilder &b, Location loc, KernelState &state) {
 void useScratch(OpBuilder &b, Location loc, KernelState &ks,
                 const LoweringState &state, Operation *op, Value slot,
                 Operation *owner) {
-  ScratchPlacement place = state.placements.lookup(owner ? owner : op);
   ks.usedBefore = !state.firstSharedUsers.contains(op);
   ks.scratchBase = Value();
-  if (!place.offset && !slot)
-    return;
+  ScratchPlacement place = state.placements.lookup(owner ? owner : op);
+  if (place.offset || slot)
+    ks.scratchBase = scratchOffset(b, loc, place, slot);
+}
+
+Value scratchOffset(OpBuilder &b, Location loc, const ScratchPlacement &place,
+                    Value slot) {
   Value base = i32Const(b, loc, place.offset);
-  if (slot) // an i32 ring index (pipelineLoop)
-    base = arith::AddIOp::create(
-        b, loc, base,
-        arith::MulIOp::create(b, loc, slot, i32Const(b, loc, place.slotBytes),
-                              kNoWrap),
-        kNoWrap);
-  ks.scratchBase = base;
+  if (!slot)
+    return base;
+  // an i32 ring index (pipelineLoop)
+  return arith::AddIOp::create(
+      b, loc, base,
+      arith::MulIOp::create(b, loc, slot, i32Const(b, loc, place.slotBytes),
+                            kNoWrap),
+      kNoWrap);
 }
 
 Value sharedPtr(OpBuilder &b, Location loc, KernelState &state, Type element,
