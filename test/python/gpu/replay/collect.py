@@ -976,43 +976,34 @@ def benchmarks(c: Collector) -> None:
                      {"randn": [batch, s, s], "dtype": "float16", "scale": 1 / 32},
                      empty(batch, s, s, dtype="float16")], [2], "batched_matmul",
                     flops=2 * batch * s ** 3)
-    batch, seq = 16, 4096
-    qkv = {"randn": [batch, seq, 64], "dtype": "float16"}
-    # On sm_90a keys and values come by TMA where its mbarriers cost no block per SM (not at
-    # 64 x 64 on 4 warps, 3 stages); "cp" variants keep cp.async (tma=False).
-    for target, bm, bn, warps, stages, tma in (
-            ("sm_90a", 64, 64, 4, 3, True), ("sm_90", 64, 64, 4, 3, True),
-            ("sm_90a", 128, 64, 8, 3, True), ("sm_90a", 128, 128, 8, 2, True),
-            ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 3, True),
-            ("sm_90a", 128, 64, 4, 3, True), ("sm_90a", 64, 64, 4, 3, False),
-            ("sm_90a", 128, 64, 8, 3, False)):
-        name = f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
-        kid = c.kernel(f"bench_attention_f16_{name}",
-                       lambda bm=bm, bn=bn: kernels.attention("f16", head_dim=64, block_m=bm,
-                                                              block_n=bn),
-                       target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES,
-                       same_shapes=[("q", "o"), ("k", "v")])
-        c.benchmark(f"attention_f16-{batch}x{seq}x64-{target}-{name}", kid,
-                    kernels.attention_grid((batch, seq, 64), bm),
-                    [qkv, qkv, qkv, {"empty": [batch, seq, 64], "dtype": "float16"},
-                     {"scalar": 0.125}], [3], "attention", flops=4 * batch * seq * seq * 64)
-    # LLaMA-7B's heads (d = 128, 32 heads of 2048 tokens): the blocks kernel formation might
-    # take there.
-    batch, seq = 32, 2048
-    qkv = {"randn": [batch, seq, 128], "dtype": "float16"}
-    for bm, bn, warps, stages in ((64, 64, 4, 3), (128, 64, 8, 3), (128, 64, 8, 2),
-                                  (64, 128, 4, 2), (128, 128, 8, 2), (64, 64, 4, 2)):
-        name = f"{bm}x{bn}w{warps}s{stages}"
-        kid = c.kernel(f"bench_attention_f16_d128_{name}",
-                       lambda bm=bm, bn=bn: kernels.attention("f16", head_dim=128, block_m=bm,
-                                                              block_n=bn),
-                       "sm_90a", num_warps=warps, num_stages=stages, **PROMISES,
-                       same_shapes=[("q", "o"), ("k", "v")])
-        c.benchmark(f"attention_f16-{batch}x{seq}x128-sm_90a-{name}", kid,
-                    kernels.attention_grid((batch, seq, 128), bm),
-                    [qkv, qkv, qkv, {"empty": [batch, seq, 128], "dtype": "float16"},
-                     {"scalar": 128 ** -0.5}], [3], "attention",
-                    flops=4 * batch * seq * seq * 128)
+    # (batch x heads, tokens, head dimension) and the configurations: long sequences of d 64;
+    # on sm_90a keys and values come by TMA where its mbarriers cost no block per SM (not at
+    # 64 x 64 on 4 warps, 3 stages); "cp" variants keep cp.async (tma=False). LLaMA-7B's heads
+    # (32 of 2048 tokens, d 128) with the blocks kernel formation might take there.
+    for (batch, seq, d), configs in (
+            ((16, 4096, 64), (
+                ("sm_90a", 64, 64, 4, 3, True), ("sm_90", 64, 64, 4, 3, True),
+                ("sm_90a", 128, 64, 8, 3, True), ("sm_90a", 128, 128, 8, 2, True),
+                ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 3, True),
+                ("sm_90a", 128, 64, 4, 3, True), ("sm_90a", 64, 64, 4, 3, False),
+                ("sm_90a", 128, 64, 8, 3, False))),
+            ((32, 2048, 128), (
+                ("sm_90a", 64, 64, 4, 3, True), ("sm_90a", 128, 64, 8, 3, True),
+                ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 2, True),
+                ("sm_90a", 128, 128, 8, 2, True), ("sm_90a", 64, 64, 4, 2, True)))):
+        qkv = {"randn": [batch, seq, d], "dtype": "float16"}
+        for target, bm, bn, warps, stages, tma in configs:
+            name = f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
+            kid = c.kernel(f"bench_attention_f16_{'' if d == 64 else f'd{d}_'}{name}",
+                           lambda bm=bm, bn=bn, d=d: kernels.attention(
+                               "f16", head_dim=d, block_m=bm, block_n=bn),
+                           target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES,
+                           same_shapes=[("q", "o"), ("k", "v")])
+            c.benchmark(f"attention_f16-{batch}x{seq}x{d}-{target}-{name}", kid,
+                        kernels.attention_grid((batch, seq, d), bm),
+                        [qkv, qkv, qkv, {"empty": [batch, seq, d], "dtype": "float16"},
+                         {"scalar": d ** -0.5}], [3], "attention",
+                        flops=4 * batch * seq * seq * d)
 
 
 GROUPS: dict[str, Callable[[Collector], None]] = {
