@@ -220,13 +220,9 @@ std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
 }
 
 /// The most wgmma dots of one loop that keep running into its next
-/// iteration: with four (a 192 x 192 block's), ptxas (12.9, 13.5) serializes
-/// every wgmma of the loop (C7515, "non wgmma instructions defining accumulator
-/// registers"), which is slower than each dot waiting for its own. The movs
-/// it objects to are LLVM's copies of the zero accumulators on the path that
-/// skips the loop (K = 0), which joins the one after it before the
-/// wgmma.wait_group 0 there: without them in the PTX, no C7515.
-constexpr size_t kMaxPendingDots = 2;
+/// iteration: wgmma.wait_group's count is at most 7 in SASS (ptxas makes a
+/// larger one 7, a longer wait than asked for).
+constexpr size_t kMaxPendingDots = 7;
 
 /// The results of `p.loop` that its wgmma dots only accumulate into, one
 /// each, if those dots may keep running into the next iteration: each waits

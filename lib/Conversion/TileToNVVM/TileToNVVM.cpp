@@ -750,14 +750,18 @@ struct ConvertTileToNVVM
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
-    module.walk([&](scf::ForOp loop) {
+    SmallVector<scf::ForOp> loops;
+    module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+    for (scf::ForOp loop : loops) {
       if (loop->hasAttr(kNarrowLoopAttr))
         narrowInductionVariable(loop);
-      if (loop->hasAttr(kWgmmaPendingAttr))
-        waitForWgmmaResults(loop);
+      // Before the wait, which moves the loop into a branch: the mbarriers
+      // are invalidated whether it runs or not.
       if (loop->hasAttr(kTmaMbarriersAttr))
         invalidateMbarriers(loop, state);
-    });
+      if (loop->hasAttr(kWgmmaPendingAttr))
+        waitForWgmmaResults(loop);
+    }
     SmallVector<scf::IfOp> splits;
     module.walk([&](scf::IfOp split) {
       if (split->hasAttr(kWarpSpecializedAttr))
@@ -769,7 +773,7 @@ struct ConvertTileToNVVM
       opaqueBranchConstants(branch);
       recomputeInBranch(branch);
     });
-    SmallVector<scf::ForOp> loops;
+    loops.clear();
     module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
     for (scf::ForOp loop : loops)
       scalarizeLoopCarriedVectors(loop);

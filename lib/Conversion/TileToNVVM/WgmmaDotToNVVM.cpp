@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -336,19 +338,54 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
 
 namespace {
 
-/// Replaces the uses of `registers` (a vector) after `b`'s insertion point
-/// for which `replace` holds by their values after wgmma.wait_group 0.
-void waitForRegisters(OpBuilder &b, Location loc, Value registers,
+/// Replaces the uses of `registers` (vectors) after `b`'s insertion point
+/// for which `replace` holds by their values after one wgmma.wait_group 0.
+void waitForRegisters(OpBuilder &b, Location loc, ValueRange registers,
                       function_ref<bool(OpOperand &)> replace) {
-  SmallVector<Value> acc = unpack(b, loc, registers);
+  SmallVector<Value> acc;
+  SmallVector<size_t> sizes;
+  for (Value vector : registers) {
+    SmallVector<Value> elements = unpack(b, loc, vector);
+    sizes.push_back(elements.size());
+    acc.append(elements);
+  }
   llvm::SmallPtrSet<Operation *, 32> reads;
   for (Value v : acc)
     reads.insert(v.getDefiningOp());
   acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
-  Value waited = pack(b, loc, cast<VectorType>(registers.getType()), acc);
-  registers.replaceUsesWithIf(waited, [&](OpOperand &use) {
-    return !reads.contains(use.getOwner()) && replace(use);
-  });
+  ArrayRef<Value> waited = acc;
+  for (auto [vector, size] : llvm::zip(registers, sizes)) {
+    Value packed = pack(b, loc, cast<VectorType>(vector.getType()),
+                        waited.take_front(size));
+    waited = waited.drop_front(size);
+    vector.replaceUsesWithIf(packed, [&](OpOperand &use) {
+      return !reads.contains(use.getOwner()) && replace(use);
+    });
+  }
+}
+
+/// Moves `loop` into an scf.if on whether it runs at all, whose other branch
+/// yields its inits, so that the code after it in the branch sees only its
+/// iterations' results. LLVM's copies of the inits on the path that skips
+/// the loop would otherwise join the wgmma results before the wait: ptxas
+/// then serializes every wgmma of the loop (C7515, "non wgmma instructions
+/// defining accumulator registers") once several dots are pending.
+void guardTrips(scf::ForOp loop) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  Value runs =
+      arith::CmpIOp::create(b, loc,
+                            loop.getUnsignedCmp() ? arith::CmpIPredicate::ult
+                                                  : arith::CmpIPredicate::slt,
+                            loop.getLowerBound(), loop.getUpperBound());
+  auto branch = scf::IfOp::create(b, loc, loop.getResultTypes(), runs,
+                                  /*withElseRegion=*/true);
+  loop->replaceAllUsesWith(branch);
+  b.setInsertionPointToStart(branch.thenBlock());
+  scf::YieldOp::create(b, loc, loop.getResults());
+  loop->moveBefore(branch.thenYield());
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, loop.getInitArgs());
 }
 
 } // namespace
@@ -359,42 +396,47 @@ void waitForWgmmaResults(scf::ForOp loop) {
   Location loc = loop.getLoc();
   Operation *yield = loop.getBody()->getTerminator();
   OpBuilder b(loop->getContext());
+  guardTrips(loop);
+  // After the loop, before anything reads its results.
+  b.setInsertionPointAfter(loop);
+  SmallVector<Value> results;
+  for (int64_t index : pending.asArrayRef())
+    results.push_back(loop.getResult(index));
+  waitForRegisters(b, loc, results, [](OpOperand &) { return true; });
+  // In a branch that reads a dot's result on its way to the next iteration
+  // (a persistent kernel's store of its tile): first in each of its regions
+  // that reads them other than to yield them.
+  llvm::MapVector<Region *, llvm::SetVector<Value>> readsInRegion;
   for (int64_t index : pending.asArrayRef()) {
-    // After the loop, before anything reads its result.
-    b.setInsertionPointAfter(loop);
-    waitForRegisters(b, loc, loop.getResult(index),
-                     [](OpOperand &) { return true; });
-    // In a branch that reads the dot's result on its way to the next
-    // iteration (a persistent kernel's store of its tile): first in each of
-    // its regions that reads it other than to yield it.
     auto branch = yield->getOperand(index).getDefiningOp<scf::IfOp>();
     if (!branch)
       continue;
     unsigned at = cast<OpResult>(yield->getOperand(index)).getResultNumber();
-    // The values that a region yields from before the branch (the dot's
-    // result, not the restart's zeros made in the branch).
-    llvm::SetVector<Value> outside;
-    for (Region &region : branch->getRegions())
-      if (!region.empty())
-        if (Value v = region.front().getTerminator()->getOperand(at);
-            !branch->isAncestor(v.getParentBlock()->getParentOp()))
-          outside.insert(v);
-    for (Value dot : outside) {
-      for (Region &region : branch->getRegions()) {
-        if (region.empty())
+    for (Region &region : branch->getRegions()) {
+      if (region.empty())
+        continue;
+      Operation *terminator = region.front().getTerminator();
+      // The values that a region yields from before the branch (the dot's
+      // result, not the restart's zeros made in the branch).
+      for (Region &from : branch->getRegions()) {
+        if (from.empty())
           continue;
-        Operation *terminator = region.front().getTerminator();
-        auto inRegion = [&](OpOperand &use) {
-          return region.isAncestor(use.getOwner()->getParentRegion());
-        };
-        if (llvm::none_of(dot.getUses(), [&](OpOperand &use) {
-              return inRegion(use) && use.getOwner() != terminator;
+        Value dot = from.front().getTerminator()->getOperand(at);
+        if (branch->isAncestor(dot.getParentBlock()->getParentOp()))
+          continue;
+        if (llvm::any_of(dot.getUses(), [&](OpOperand &use) {
+              return use.getOwner() != terminator &&
+                     region.isAncestor(use.getOwner()->getParentRegion());
             }))
-          continue;
-        b.setInsertionPointToStart(&region.front());
-        waitForRegisters(b, loc, dot, inRegion);
+          readsInRegion[&region].insert(dot);
       }
     }
+  }
+  for (auto &[region, dots] : readsInRegion) {
+    b.setInsertionPointToStart(&region->front());
+    waitForRegisters(b, loc, dots.getArrayRef(), [&](OpOperand &use) {
+      return region->isAncestor(use.getOwner()->getParentRegion());
+    });
   }
 }
 

@@ -1296,7 +1296,9 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // (two copies arrive on each) and issues every copy, a box per swizzle atom
 // into wgmma's layout, with the slot's byte count; each iteration refills
 // the free slot, then waits for its own slot's phase (the parity flips at
-// each wrap). After the loop the mbarriers are invalidated for reuse.
+// each wrap). After the loop (in the branch taken where it runs, which the
+// wait for the wgmma dot is in) the mbarriers are invalidated for reuse,
+// whether it ran or not.
 // TMA-LABEL: gpu.func @pipelined_k_loop(
 // TMA-SAME: %[[AMAP:[a-z0-9]+]]: !llvm.ptr, %[[BMAP:[a-z0-9]+]]: !llvm.ptr) kernel
 // TMA-SAME: tile.shared_bytes = 24600 : i64, tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
@@ -1312,9 +1314,10 @@ tile.kernel @gather(%x: memref<?x?xf32>, %y: memref<?xf32>, %r: memref<?xi32>) a
 // TMA: wgmma.mma_async
 // TMA: wgmma.wait_group.sync.aligned 1;
 // TMA: scf.yield
+// TMA: wgmma.wait_group.sync.aligned 0;
+// TMA: } else {
 // TMA: nvvm.barrier0
 // TMA: @p mbarrier.inval.shared::cta.b64 [$1];\0A@p mbarrier.inval.shared::cta.b64 [$2];\0A@p mbarrier.inval.shared::cta.b64 [$3];
-// TMA: wgmma.wait_group.sync.aligned 0;
 tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -1353,8 +1356,9 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 // CHECK: scf.yield
 // On sm_90a each slot's areas are 1024-byte aligned (three slots of 8192 +
 // 4096), and the two wgmma dots keep running into the next iteration: each
-// waits until two groups are left (this iteration's), and after the loop
-// wait_group 0 takes each accumulator.
+// waits until two groups are left (this iteration's). After the loop one
+// wait_group 0 takes both accumulators, in a branch taken only where the
+// loop runs: the other yields the zeros (guardTrips).
 // WGMMA-LABEL: gpu.func @shared_lhs_k_loop
 // WGMMA-SAME: tile.shared_bytes = 36864 : i64
 // WGMMA: scf.for
@@ -1363,7 +1367,11 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 // WGMMA-NOT: llvm.store
 // WGMMA: wgmma.wait_group.sync.aligned 2;
 // WGMMA: scf.yield
-// WGMMA-COUNT-2: wgmma.wait_group.sync.aligned 0;
+// WGMMA: wgmma.wait_group.sync.aligned 0;
+// WGMMA-NOT: wgmma.wait_group
+// WGMMA: } else {
+// WGMMA-NOT: wgmma.wait_group
+// WGMMA: gpu.return
 // With TMA, one box a load (b0 and b1 share a map), three copies arriving on
 // each slot's mbarrier.
 // TMA-LABEL: gpu.func @shared_lhs_k_loop(
@@ -2330,9 +2338,10 @@ tile.kernel @tma_costing_a_block(%x: memref<?x?xf16, strided<[?, 1], offset: ?>>
 // WS: @p mbarrier.arrive.shared::cta.b64 _, [$1];
 // WS-NOT: nvvm.barrier
 // WS: scf.yield
+// WS: wgmma.wait_group.sync.aligned 0;
+// WS: } else {
 // WS: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c128_i32
 // WS: mbarrier.inval
-// WS: wgmma.wait_group.sync.aligned 0;
 // WS-NOT: nvvm.barrier0
 // WS: } else {
 // WS: arith.cmpi ult, %[[TID]], %c160_i32 : i32
@@ -2377,6 +2386,8 @@ tile.kernel @warp_specialized(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 // WS-SAME: nvvm.maxnreg = 168 : i32
 // WS: scf.if %{{.*}} {
 // WS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "setmaxnreg.inc.sync.aligned.u32 232;"
+// WS: wgmma.wait_group.sync.aligned 0;
+// WS: } else {
 // WS: } else {
 // WS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "setmaxnreg.dec.sync.aligned.u32 40;"
 // WS: scf.for
