@@ -25,8 +25,8 @@ order and grouped, and tileopt also as :func:`tileopt.kernels.persistent_matmul`
 programs the GPU runs at once (``resident_programs``) and as
 :func:`tileopt.kernels.stream_k_matmul` on as many (f32 results: its launch zeroes ``c``
 first, in the time, and it adds the tiles that programs split; other results: with its
-workspace, then :func:`tileopt.kernels.stream_k_fixup`, both in the time), and keeps the
-fastest per shape;
+workspace, where the last program of each split tile sums its parts), and keeps the fastest
+per shape;
 configurations that do not compile (or need more shared memory than the GPU has) are skipped
 and counted. Every result is checked against ``a.float() @ b.float()`` before it is timed.
 
@@ -375,8 +375,8 @@ class TileoptMatmul:
         return ("tma", "ws", "cpasync") if self.target == "sm_90a" else ("cpasync",)
 
     def workspace(self, dtype: str, config: Config) -> bool:
-        """Whether ``config``'s stream-K sums split tiles through a workspace and
-        ``kernels.stream_k_fixup`` (results other than f32) rather than atomic adds."""
+        """Whether ``config``'s stream-K sums split tiles through a workspace (results other
+        than f32) rather than atomic adds."""
         return config.stream_k and self.out(dtype) != "f32"
 
     def out(self, dtype: str) -> str:
@@ -389,28 +389,23 @@ class TileoptMatmul:
         return tuple(name for name, size in (("a", shape.k), ("b", shape.n), ("c", shape.n))
                      if size % 16 == 0)
 
-    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str,
-                  fixup: bool = False) -> str:
+    def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
         tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
-        schedule = ("p" if config.persistent else "skfix" if fixup else "sk" if config.stream_k
+        schedule = ("p" if config.persistent else "sk" if config.stream_k
                     else f"g{config.group_m or 0}")
-        if fixup:  # one kernel whatever the first one copies with
-            copy = "any"
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
                 f"s{config.num_stages}-{schedule}-"
                 f"{copy}-div_{'_'.join(divisible) or 'none'}.json")
 
-    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str,
-               fixup: bool = False) -> Any:
-        """The compiled (or saved) kernel, or with ``fixup`` its stream-K's second kernel;
-        raises the compilation's error (remembered)."""
-        name = self.file_name(dtype, config, divisible, copy, fixup)
+    def kernel(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str) -> Any:
+        """The compiled (or saved) kernel; raises the compilation's error (remembered)."""
+        name = self.file_name(dtype, config, divisible, copy)
         key = ("file", name)
         if key in self.errors:
             raise RuntimeError(self.errors[key])
         if key not in self.kernels:
             try:
-                self.kernels[key] = self._make(dtype, config, divisible, copy, name, fixup)
+                self.kernels[key] = self._make(dtype, config, divisible, copy, name)
             except Exception as e:
                 lines = [re.sub(r'^error:\s*("[^"]*":\d+:\d+:\s*)?', "", x.strip())
                          for x in str(e).splitlines() if x.strip().startswith("error:")]
@@ -420,7 +415,7 @@ class TileoptMatmul:
         return self.kernels[key]
 
     def _make(self, dtype: str, config: Config, divisible: tuple[str, ...], copy: str,
-              name: str, fixup: bool) -> Any:
+              name: str) -> Any:
         if self.kernels_dir is not None:
             from tileopt.runtime.kernel import Kernel
 
@@ -435,10 +430,6 @@ class TileoptMatmul:
                  "block_k": config.block_k}
         out = {"out_dtype": self.out(dtype)}
         promises = {"aligned": True, "int32_indexing": True}
-        if fixup:
-            return tileopt.compile(kernels.stream_k_fixup(**out, **tiles), target=self.target,
-                                   num_warps=config.num_warps, **promises,
-                                   divisible_sizes=["c"] if "c" in divisible else [])
         workspace = self.workspace(dtype, config)
         return tileopt.compile(
             kernels.stream_k_matmul(dtype, **tiles, **out, workspace=True) if workspace
@@ -459,19 +450,16 @@ class TileoptMatmul:
             for config in configs:
                 for divisible in sorted(divisibles):
                     for copy in self.variants():
-                        for fixup in (False, True) if self.workspace(dtype, config) else (False,):
-                            name = self.file_name(dtype, config, divisible, copy, fixup)
-                            if (out / name).exists():  # the fix-up, saved with another copy
-                                continue
-                            try:
-                                kernel = self.kernel(dtype, config, divisible, copy, fixup)
-                            except RuntimeError as e:
-                                print(f"  {name}: does not compile: {e}", flush=True)
-                                continue
-                            kernel.save(out / name)
-                            md = kernel.metadata
-                            print(f"  {name}: {md.registers} registers, {md.shared_bytes} "
-                                  f"bytes of shared memory", flush=True)
+                        name = self.file_name(dtype, config, divisible, copy)
+                        try:
+                            kernel = self.kernel(dtype, config, divisible, copy)
+                        except RuntimeError as e:
+                            print(f"  {name}: does not compile: {e}", flush=True)
+                            continue
+                        kernel.save(out / name)
+                        md = kernel.metadata
+                        print(f"  {name}: {md.registers} registers, {md.shared_bytes} "
+                              f"bytes of shared memory", flush=True)
         errors = {key[1]: error for key, error in self.errors.items()}
         (out / "errors.json").write_text(json.dumps(errors, indent=1))
 
@@ -487,8 +475,6 @@ class TileoptMatmul:
                 workspace = self.workspace(dtype, config)
                 try:
                     kernel = self.kernel(dtype, config, self.divisible(shape), copy)
-                    fixup = (self.kernel(dtype, config, self.divisible(shape), copy, True)
-                             if workspace else None)
                 except RuntimeError as e:
                     failures.append(f"{label}: does not compile: {e}")
                     continue
@@ -504,17 +490,17 @@ class TileoptMatmul:
                     steps = grid[0] * grid[1] * max(math.ceil(shape.k / config.block_k), 1)
                     grid = (min(resident_programs(kernel.metadata, props), steps),)
 
-                if workspace:  # as kernels.stream_k_workspace_shape and stream_k_fixup_grid
+                if workspace:  # as kernels.stream_k_workspace_shape and stream_k_counts_shape
                     w = torch.empty(2 * grid[0] * config.block_m, config.block_n,
                                     device="cuda")
-                    rows = max(1, min(config.block_m, 2048 // config.block_n))  # a program's
-                    fix_grid = (math.ceil(shape.m / config.block_m) * (config.block_m // rows),
-                                math.ceil(shape.n / config.block_n))
+                    # Zeros, which every launch leaves zeros.
+                    counts = torch.zeros(math.ceil(shape.m / config.block_m)
+                                         * math.ceil(shape.n / config.block_n),
+                                         dtype=torch.int32, device="cuda")
 
-                    def launch(kernel: Any = kernel, fixup: Any = fixup, grid: Any = grid,
-                               c: Any = c, w: Any = w, fix_grid: Any = fix_grid) -> None:
-                        kernel.launch(grid, a, b, c, w, device="cuda")
-                        fixup.launch(fix_grid, w, c, shape.k, grid[0], device="cuda")
+                    def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c, w: Any = w,
+                               counts: Any = counts) -> None:
+                        kernel.launch(grid, a, b, c, w, counts, device="cuda")
                 else:
                     def launch(kernel: Any = kernel, grid: Any = grid, c: Any = c,
                                zeroed: bool = config.stream_k) -> None:

@@ -698,6 +698,34 @@ class KernelBuilder:
             value = self.splat(value, [])
         _verify(tile.StoreOp(value.value, view.value, self._offsets(view, offsets), add=add))
 
+    @_located
+    def atomic_add(self, view: Value, offsets: Sequence[Value | int], value: Value | int) -> Value:
+        """Adds ``value`` (i32) to the element of ``view`` (i32) at ``offsets``, once for the
+        program and atomically, and returns the element's value before the add.
+
+        It orders memory between programs as a lock does: what the program wrote before it
+        is visible to a program whose later add to the element returns this one's result,
+        in what that program reads after its add. So programs that share work can count
+        their parts of it and the last to add can read the others' results
+        (:func:`tileopt.kernels.stream_k_matmul`). ``memref.atomic_rmw addi`` in the IR; no
+        bounds check (as ``memref.load``).
+        """
+        view = self._view(view)
+        dtype = ir.MemRefType(view.type).element_type
+        if dtype != element_type("i32"):
+            raise BuilderError(f"atomic_add adds to i32 views only, got a view of {dtype}")
+        if not isinstance(value, Value):
+            if not _is_int(value):
+                raise BuilderError(f"atomic_add value must be an i32 scalar or an int, got "
+                                   f"{value!r}")
+            value = self.constant(value, "i32")
+        value = self._value(value, "atomic_add value")
+        if value.shape is not None or value.dtype != dtype:
+            raise BuilderError(f"atomic_add value must be an i32 scalar, got {value.type}")
+        kind = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(arith.AtomicRMWKind.addi))
+        return self._wrap(memref.atomic_rmw(kind, value.value, view.value,
+                                            self._offsets(view, offsets)))
+
     # -- making and reshaping tiles ----------------------------------------
 
     @_located

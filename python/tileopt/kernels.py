@@ -563,9 +563,13 @@ def stream_k_matmul(
       so ``c`` (f32 only) sums the parts: it **must hold zeros** when the kernel starts, and
       the sum's order varies from run to run;
     - with ``workspace``, is stored into one of the program's two slots of an f32 argument
-      ``w`` (:func:`stream_k_workspace_shape`), and :func:`stream_k_fixup`, launched next,
-      sums each split tile's parts in program order into ``c`` (any ``out_dtype``; ``c``
-      needs no zeros, and the result is the same on every run).
+      ``w`` (:func:`stream_k_workspace_shape`); after its loop the program adds its k
+      steps of each such tile to the tile's count in an i32 argument ``counts``
+      (:func:`stream_k_counts_shape`, **zeros** when the kernel starts, zeros again when
+      it ends) with ``k.atomic_add``. The program whose add completes the tile's steps,
+      the last to finish a part of it, sums the parts in program order into ``c`` (any
+      ``out_dtype``; the same result on every run, whatever order the programs finish in)
+      and sets the count back to zero: one launch, and no program waits for another.
 
     Grid: :func:`stream_k_matmul_grid`.
     """
@@ -576,16 +580,20 @@ def stream_k_matmul(
     if out_dtype != "f32" and not workspace:
         raise ValueError(f"out_dtype {out_dtype!r} needs workspace=True: the parts of a tile "
                          "added into c atomically would each be rounded")
-    kb = (_matmul_builder("stream_k_matmul_parts", dtype, None, out_dtype, w=_view("f32", 2))
+    kb = (_matmul_builder("stream_k_matmul_parts", dtype, None, out_dtype, w=_view("f32", 2),
+                          counts=_view("i32", 1))
           if workspace else _matmul_builder("stream_k_matmul", dtype, None, out_dtype))
     with kb as k:
         def i32(v: Value) -> Value:
             return k.cast(v, "i32")
 
-        program, programs = k.program_id(0), k.num_programs(0)
         grid_m, grid_n, k_steps = _tile_counts(k, _matmul_sizes(k), (block_m, block_n, block_k))
         steps = grid_m * grid_n * k_steps
-        first, last = program * steps / programs, (program + 1) * steps / programs
+        # Programs past the steps' count run none: every other runs at least one.
+        programs = k.minimum(k.num_programs(0), steps)
+        program = k.minimum(k.program_id(0), programs)
+        first = program * steps / programs
+        last = k.minimum(program + 1, programs) * steps / programs
         tile = first / k_steps
         zeros = k.full([block_m, block_n], 0.0, "f32")
         # The tile's position, its next k step, and the step this program began it at (0
@@ -626,7 +634,69 @@ def stream_k_matmul(
                 k.where(tile_done, 0, began),
                 flush.results[0],
             )
+        if workspace:
+            _finish_split_tiles(k, start[:3], loop.results[:4],
+                                (grid_m, k_steps, steps, programs), (block_m, block_n),
+                                out_dtype)
     return kb
+
+
+def _finish_split_tiles(k: KernelBuilder, begun: Sequence[Value], ended: Sequence[Value],
+                        counts: tuple[Value, Value, Value, Value], blocks: tuple[int, int],
+                        out_dtype: str) -> None:
+    """After a workspace stream-K program's loop, which began at tile position and step
+    ``begun`` and ended at position, step and first step ``ended`` (the loop's state, i32):
+    for each of its parts of split tiles (at most two: of its first tile, if it began
+    within it and finished it; of its last, if it ended within it), adds the part's k steps
+    to the tile's count; the program whose add completes the count sums the tile's parts
+    in program order into ``c`` (:func:`_sum_split_tile`) and zeroes the count. After the
+    loop, not in it, and from the loop's state: what the sum needs is not live in the
+    loop."""
+    grid_m, k_steps, _, _ = counts
+    steps_i32 = k.cast(k_steps, "i32")
+    grid_m_i32 = k.cast(grid_m, "i32")
+    tile_m0, tile_n0, step0 = begun
+    tile_m, tile_n, step, began = ended
+    first_tile = tile_n0 * grid_m_i32 + tile_m0
+    last_tile = tile_n * grid_m_i32 + tile_m
+    # The loop finished its first tile if it moved on from it.
+    finished_first = (step0 != 0) & (last_tile != first_tile)
+    with k.loop(0, 2) as parts_of_program:
+        second = parts_of_program.iv == 1
+        tile = k.where(second, last_tile, first_tile)
+        ran = k.where(second, step - began, steps_i32 - step0)
+        with k.if_(k.where(second, step != 0, finished_first)):
+            tile = k.cast(tile, "index")
+            before = k.atomic_add(k.args.counts, [tile], ran)
+            with k.if_(before + ran == steps_i32):
+                _sum_split_tile(k, tile, counts, blocks, out_dtype)
+                k.store(k.full([1], 0, "i32"), k.args.counts, [tile])
+
+
+def _sum_split_tile(k: KernelBuilder, tile: Value, counts: tuple[Value, Value, Value, Value],
+                    blocks: tuple[int, int], out_dtype: str) -> None:
+    """Sums the parts of split ``tile`` (tiles numbered down the columns) from the
+    workspace in program order into ``c``."""
+    grid_m, k_steps, steps, programs = counts
+    block_m, block_n = blocks
+    # The programs that ran steps of the tile (each runs one or more): the program that
+    # runs step s of all is the last p with p * steps // programs <= s. The first began the
+    # tile at step 0 (slot 1), each later one within it (slot 0).
+    first_step = tile * k_steps
+    first = ((first_step + 1) * programs - 1) / steps
+    last = ((first_step + k_steps) * programs - 1) / steps
+    tile_m, tile_n = tile - tile / grid_m * grid_m, tile / grid_m
+    rows = _fixup_rows(block_m, block_n)
+    with k.loop(0, block_m, rows) as slices:
+        row = slices.iv
+        total = k.load(k.args.w, [(2 * first + 1) * block_m + row, 0], [rows, block_n])
+        with k.loop(first + 1, last + 1, carried=[total]) as parts:
+            (total,) = parts.carried
+            part = k.load(k.args.w, [2 * parts.iv * block_m + row, 0], [rows, block_n])
+            parts.yield_(total + part)
+        (total,) = parts.results
+        k.store(total if out_dtype == "f32" else k.cast(total, out_dtype), k.args.c,
+                [tile_m * block_m + row, tile_n * block_n])
 
 
 def stream_k_workspace_shape(programs: int, block_m: int = 128,
@@ -637,70 +707,19 @@ def stream_k_workspace_shape(programs: int, block_m: int = 128,
     return (2 * programs * block_m, block_n)
 
 
-def stream_k_fixup(
-    out_dtype: str = "f32",
-    block_m: int = 128,
-    block_n: int = 128,
-    block_k: int = 64,
-) -> KernelBuilder:
-    """The second kernel of :func:`stream_k_matmul` with ``workspace``: sums the parts of
-    every tile split between programs, in program order, into ``c``.
-
-    Arguments: ``w`` (the workspace, f32), ``c`` (M x N, ``out_dtype``), ``size_k`` (K,
-    i64) and ``programs`` (i32: the first kernel's grid, which ``w`` was shaped for). Blocks
-    as the first kernel's. A program sums a slice of a tile's rows, 2048 elements (the parts
-    of a whole tile would take twice its accumulator's registers): it finds which programs
-    ran steps of its
-    tile (the first of them ran its first steps, from the slot for a part ended within the
-    tile; each later one began within it); a tile that one program ran whole is left as
-    that program stored it. Grid: :func:`stream_k_fixup_grid`.
-    """
-    _check_out_dtype(out_dtype)
-    _check_pow2(block_m=block_m, block_n=block_n, block_k=block_k)
-    kb = KernelBuilder("stream_k_fixup", w=_view("f32", 2), c=_view(out_dtype, 2),
-                       size_k=Scalar("i64"), programs=Scalar("i32"))
-    rows = _fixup_rows(block_m, block_n)
-    with kb as k:
-        slices = block_m // rows
-        tile_m, tile_n = k.program_id(0) / slices, k.program_id(1)
-        row = (k.program_id(0) - tile_m * slices) * rows  # within the tile
-        sizes = k.size(k.args.c, 0), k.size(k.args.c, 1), k.cast(k.args.size_k, "index")
-        grid_m, grid_n, k_steps = _tile_counts(k, sizes, (block_m, block_n, block_k))
-        steps = grid_m * grid_n * k_steps
-        programs = k.cast(k.args.programs, "index")
-        first_step = (tile_n * grid_m + tile_m) * k_steps
-        # The program that runs step s of all: the last p with p * steps // programs <= s.
-        first = ((first_step + 1) * programs - 1) / steps
-        last = ((first_step + k_steps) * programs - 1) / steps
-        with k.if_(first != last):
-            acc0 = k.load(k.args.w, [(2 * first + 1) * block_m + row, 0], [rows, block_n])
-            with k.loop(first + 1, last + 1, carried=[acc0]) as parts:
-                (acc,) = parts.carried
-                # On more programs than steps some run none (and store no part).
-                p = parts.iv
-                with k.if_(p * steps / programs != (p + 1) * steps / programs,
-                           carried=[acc]) as ran:
-                    part = k.load(k.args.w, [2 * p * block_m + row, 0], [rows, block_n])
-                    ran.yield_(acc + part)
-                parts.yield_(ran.results[0])
-            (acc,) = parts.results
-            k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c,
-                    [tile_m * block_m + row, tile_n * block_n])
-    return kb
+def stream_k_counts_shape(shape_c: Sequence[int], block_m: int = 128,
+                          block_n: int = 128) -> tuple[int]:
+    """The shape of the i32 ``counts`` of :func:`stream_k_matmul` with ``workspace``: one
+    count a tile of ``c``, rounded up to a multiple of 16 (so that ``divisible_sizes=True``
+    holds for it too)."""
+    grid_m, grid_n = matmul_grid(shape_c, shape_c, block_m, block_n)
+    return (cdiv(grid_m * grid_n, 16) * 16,)
 
 
 def _fixup_rows(block_m: int, block_n: int) -> int:
-    """The rows of a tile that a :func:`stream_k_fixup` program sums: 2048 elements or
-    fewer (16 a thread on 4 warps)."""
+    """The rows of a split tile that :func:`stream_k_matmul`'s last program sums at a time:
+    2048 elements or fewer (16 a thread on 4 warps)."""
     return max(1, min(block_m, 2048 // block_n))
-
-
-def stream_k_fixup_grid(shape_c: Sequence[int], block_m: int = 128,
-                        block_n: int = 128) -> tuple[int, int]:
-    """The grid of :func:`stream_k_fixup`: a program for each slice of rows of each tile
-    of ``c``."""
-    grid_m, grid_n = matmul_grid(shape_c, shape_c, block_m, block_n)
-    return (grid_m * (block_m // _fixup_rows(block_m, block_n)), grid_n)
 
 
 def stream_k_matmul_grid(
@@ -894,8 +913,7 @@ __all__ = [
     "softmax",
     "softmax_grid",
     "softmax_online",
-    "stream_k_fixup",
-    "stream_k_fixup_grid",
+    "stream_k_counts_shape",
     "stream_k_matmul",
     "stream_k_matmul_grid",
     "stream_k_workspace_shape",

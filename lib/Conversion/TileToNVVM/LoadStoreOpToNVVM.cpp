@@ -4,7 +4,7 @@
 // where the view is aligned (proven before conversion or checked at run
 // time), scalar ones at the view's end; the analysis before conversion
 // that proves alignment, bounds and 32-bit indices. Also memref.dim,
-// memref.load and memref.store of views in kernels.
+// memref.load, memref.store and memref.atomic_rmw of views in kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1180,10 +1180,32 @@ struct DimLowering : TilePattern<memref::DimOp> {
   }
 };
 
-/// memref.load and memref.store of one element of a view: its address from
-/// the view's pointer and strides, with no bounds check (as upstream's
-/// semantics: out of bounds is undefined). i1 is a byte in memory, as in
-/// tile.load and tile.store (upstream's lowering asserts on i1).
+/// The address of element `indices` of a view (its converted `values`)
+/// from its pointer and strides, with no bounds check (as upstream's
+/// semantics: out of bounds is undefined); failure unless the memref is a
+/// view argument.
+FailureOr<Value> elementPtr(Operation *op, OpBuilder &b, ValueRange values,
+                            MemRefType type, ArrayRef<ValueRange> indices) {
+  Location loc = op->getLoc();
+  if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
+    return op->emitOpError("in a tile.kernel must access a view argument");
+  View view = unpackView(b, loc, values, type);
+  Value offset = i64Const(b, loc, 0);
+  for (auto [index, stride] : llvm::zip(indices, view.strides)) {
+    Value i = arith::IndexCastOp::create(b, loc, b.getI64Type(), index.front());
+    offset = arith::AddIOp::create(b, loc, offset,
+                                   arith::MulIOp::create(b, loc, i, stride));
+  }
+  return LLVM::GEPOp::create(b, loc,
+                             LLVM::LLVMPointerType::get(b.getContext(), 1),
+                             storageType(b, type.getElementType()), view.ptr,
+                             ValueRange{offset})
+      .getResult();
+}
+
+/// memref.load and memref.store of one element of a view (elementPtr). i1
+/// is a byte in memory, as in tile.load and tile.store (upstream's lowering
+/// asserts on i1).
 template <typename Op> struct ElementAccessLowering : TilePattern<Op> {
   using TilePattern<Op>::TilePattern;
   LogicalResult
@@ -1191,32 +1213,63 @@ template <typename Op> struct ElementAccessLowering : TilePattern<Op> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MemRefType type = op.getMemRefType();
-    ValueRange values = adaptor.getMemref();
-    if (!isViewType(type) || values.size() != size_t(1 + 2 * type.getRank()))
-      return op.emitOpError("in a tile.kernel must access a view argument");
-    View view = unpackView(rewriter, loc, values, type);
-    Value offset = i64Const(rewriter, loc, 0);
-    for (auto [index, stride] : llvm::zip(adaptor.getIndices(), view.strides)) {
-      Value i = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(),
-                                           index.front());
-      offset = arith::AddIOp::create(
-          rewriter, loc, offset,
-          arith::MulIOp::create(rewriter, loc, i, stride));
-    }
+    FailureOr<Value> ptr = elementPtr(op, rewriter, adaptor.getMemref(), type,
+                                      adaptor.getIndices());
+    if (failed(ptr))
+      return failure();
     Type element = type.getElementType();
-    Value ptr = LLVM::GEPOp::create(
-        rewriter, loc, LLVM::LLVMPointerType::get(rewriter.getContext(), 1),
-        storageType(rewriter, element), view.ptr, ValueRange{offset});
     if constexpr (std::is_same_v<Op, memref::LoadOp>) {
       Value loaded = LLVM::LoadOp::create(rewriter, loc,
-                                          storageType(rewriter, element), ptr);
+                                          storageType(rewriter, element), *ptr);
       rewriter.replaceOp(op, fromStorage(rewriter, loc, loaded, element));
     } else {
       LLVM::StoreOp::create(
           rewriter, loc, toStorage(rewriter, loc, adaptor.getValue().front()),
-          ptr);
+          *ptr);
       rewriter.eraseOp(op);
     }
+    return success();
+  }
+};
+
+/// memref.atomic_rmw addi of one i32 element of a view, which the program
+/// does once, as a lock would (docs/tile-dialect.md): a barrier (every
+/// thread's writes before it are done), then its first thread adds between
+/// two device-scope fences (membar.gl: whatever the program wrote before is
+/// visible to a program that sees the add, and what it reads after sees
+/// what programs wrote before their adds) and leaves the old value in
+/// shared memory, which every thread reads after a second barrier.
+struct AtomicLowering : TilePattern<memref::AtomicRMWOp> {
+  using TilePattern::TilePattern;
+  LogicalResult
+  matchAndRewrite(memref::AtomicRMWOp op, OneToNOpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    if (op.getKind() != arith::AtomicRMWKind::addi ||
+        !op.getValue().getType().isInteger(32)) // runOnOperation reports it
+      return rewriter.notifyMatchFailure(op, "not an i32 addi");
+    FailureOr<Value> ptr = elementPtr(op, rewriter, adaptor.getMemref(),
+                                      op.getMemRefType(), adaptor.getIndices());
+    if (failed(ptr))
+      return failure();
+    KernelState &ks = state.get(op);
+    useScratch(rewriter, loc, ks, state, op);
+    Type i32 = rewriter.getI32Type();
+    Value slot = sharedPtr(rewriter, loc, ks, i32, i32Const(rewriter, loc, 0));
+    barrier(rewriter, loc);
+    Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                        ks.tid, i32Const(rewriter, loc, 0));
+    scf::IfOp::create(rewriter, loc, first, [&](OpBuilder &b, Location) {
+      Value old = emitAsm(b, loc, i32, {*ptr, adaptor.getValue().front()},
+                          "membar.gl;\n\tatom.global.add.u32 $0, [$1], $2;\n\t"
+                          "membar.gl;",
+                          "=r,l,r", /*sideEffects=*/true)
+                      .front();
+      LLVM::StoreOp::create(b, loc, old, slot);
+      scf::YieldOp::create(b, loc);
+    });
+    barrier(rewriter, loc);
+    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(op, i32, slot);
     return success();
   }
 };
@@ -1539,9 +1592,9 @@ void populateLoadStoreOpToNVVMPatterns(TileTypeConverter &converter,
                                        RewritePatternSet &patterns,
                                        LoweringState &state) {
   patterns.add<DimLowering, ElementAccessLowering<memref::LoadOp>,
-               ElementAccessLowering<memref::StoreOp>, LoadLowering,
-               StoreLowering, GatherLowering>(converter, patterns.getContext(),
-                                              state);
+               ElementAccessLowering<memref::StoreOp>, AtomicLowering,
+               LoadLowering, StoreLowering, GatherLowering>(
+      converter, patterns.getContext(), state);
 }
 
 } // namespace tileopt::nvvm

@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 using namespace mlir;
 using namespace tileopt::tile;
 
@@ -57,6 +59,9 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     int64_t pad = smemPad(l.getElementType());
     return llvm::alignTo(bytesOf(l, pad), 16) + bytesOf(r, pad);
   }
+  // The old value, from the thread that adds to every thread.
+  if (isa<memref::AtomicRMWOp>(op) && op->getParentOfType<KernelOp>())
+    return 4;
   if (auto reduce = dyn_cast<ReduceOp>(op)) {
     auto in = cast<RankedTensorType>(reduce.getOperands()[0].getType());
     if (!isa_and_present<BlockedLayoutAttr, MmaLayoutAttr>(in.getEncoding()))

@@ -53,6 +53,7 @@
 #include "Lowering.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -165,8 +166,9 @@ SmallVector<Value> initialState(scf::ForOp loop, const AddressSlice &slice) {
 
 /// Whether `loop`'s body may write memory that `loads` read: a prefetched
 /// load would then read it before the iterations that write it ran. Stores
-/// through other view arguments are not ordered against the loads
-/// (docs/kernel-abi.md), as a persistent matmul's of its output tiles.
+/// and atomic adds through other view arguments are not ordered against the
+/// loads (docs/kernel-abi.md), as a persistent matmul's of its output tiles
+/// or a stream-K matmul's of its parts and counters.
 bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
   auto argument = [](Value view) -> Value {
     auto arg = dyn_cast<BlockArgument>(viewRoot(view));
@@ -186,9 +188,13 @@ bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
             op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
             !mightHaveEffect<MemoryEffects::Write>(op))
           return WalkResult::advance();
-        auto store = dyn_cast<StoreOp>(op);
-        return store && !readByLoads(store.getView()) ? WalkResult::advance()
-                                                      : WalkResult::interrupt();
+        Value written;
+        if (auto store = dyn_cast<StoreOp>(op))
+          written = store.getView();
+        else if (isa<memref::StoreOp, memref::AtomicRMWOp>(op))
+          written = op->getOperand(1);
+        return written && !readByLoads(written) ? WalkResult::advance()
+                                                : WalkResult::interrupt();
       })
       .wasInterrupted();
 }

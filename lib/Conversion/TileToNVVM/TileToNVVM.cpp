@@ -494,11 +494,22 @@ struct ConvertTileToNVVM
     if (failed(verifyDimIndices(module)))
       return signalPassFailure();
 
-    // Every tile must have a layout; sizes are read from constant dimensions.
+    // Every tile must have a layout; sizes are read from constant dimensions;
+    // a program's atomic adds to an i32 (AtomicLowering).
     WalkResult missing = module.walk([&](Operation *op) -> WalkResult {
       if (auto dim = dyn_cast<memref::DimOp>(op);
           dim && !dim.getConstantIndex() && op->getParentOfType<KernelOp>()) {
         op->emitOpError("needs a constant dimension index in a tile.kernel");
+        return WalkResult::interrupt();
+      }
+      if (auto atomic = dyn_cast<memref::AtomicRMWOp>(op);
+          atomic && op->getParentOfType<KernelOp>() &&
+          (atomic.getKind() != arith::AtomicRMWKind::addi ||
+           !atomic.getValue().getType().isInteger(32))) {
+        op->emitOpError(
+            "in a tile.kernel adds to i32 elements only (addi), got ")
+            << arith::stringifyAtomicRMWKind(atomic.getKind()) << " of "
+            << atomic.getValue().getType();
         return WalkResult::interrupt();
       }
       for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
@@ -728,11 +739,11 @@ struct ConvertTileToNVVM
     target.addIllegalDialect<TileDialect>();
     target.addLegalDialect<memref::MemRefDialect>();
     target.addIllegalOp<memref::DimOp>();
-    target.addDynamicallyLegalOp<memref::LoadOp, memref::StoreOp>(
-        [](Operation *op) {
-          return !op->getParentOfType<KernelOp>() &&
-                 !op->getParentOfType<gpu::GPUFuncOp>();
-        });
+    target.addDynamicallyLegalOp<memref::LoadOp, memref::StoreOp,
+                                 memref::AtomicRMWOp>([](Operation *op) {
+      return !op->getParentOfType<KernelOp>() &&
+             !op->getParentOfType<gpu::GPUFuncOp>();
+    });
     auto legalTypes = [&](Operation *op) {
       return converter.isLegal(op) && !isApproxDivision(op);
     };

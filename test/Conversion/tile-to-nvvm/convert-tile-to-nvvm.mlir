@@ -1124,6 +1124,39 @@ tile.kernel @element_access(%x: memref<?xi1, strided<[?], offset: ?>>, %y: memre
 
 // -----
 
+// memref.atomic_rmw addi: the program adds once. A barrier, then the first
+// thread adds between two device-scope fences and leaves the old value in
+// shared memory, which every thread reads after a second barrier.
+// CHECK-LABEL: gpu.func @program_atomic
+// CHECK-SAME: tile.shared_bytes = 4 : i64
+// CHECK: %[[OLD:.*]] = llvm.getelementptr %{{.*}} : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i32
+// CHECK: nvvm.barrier0
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32
+// CHECK: scf.if %[[FIRST]] {
+// CHECK: %[[ADDED:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "membar.gl;\0A\09atom.global.add.u32 $0, [$1], $2;\0A\09membar.gl;", "=r,l,r"
+// CHECK: llvm.store %[[ADDED]], %[[OLD]] : i32, !llvm.ptr<3>
+// CHECK: }
+// CHECK: nvvm.barrier0
+// CHECK: llvm.load %[[OLD]] : !llvm.ptr<3> -> i32
+tile.kernel @program_atomic(%x: memref<?xi32, strided<[?], offset: ?>>, %y: memref<?xi32, strided<[?], offset: ?>>, %i: index) attributes {tile.num_warps = 4 : i32} {
+  %one = arith.constant 1 : i32
+  %old = memref.atomic_rmw addi %one, %x[%i] : (i32, memref<?xi32, strided<[?], offset: ?>>) -> i32
+  memref.store %old, %y[%i] : memref<?xi32, strided<[?], offset: ?>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @program_atomic_max(%x: memref<?xi32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i32
+  // expected-error @+1 {{'memref.atomic_rmw' op in a tile.kernel adds to i32 elements only (addi), got maxs of 'i32'}}
+  %old = memref.atomic_rmw maxs %one, %x[%c0] : (i32, memref<?xi32>) -> i32
+  tile.return
+}
+
+// -----
+
 tile.kernel @dynamic_dim(%x: memref<?x?xf32>, %d: index) {
   // expected-error @+1 {{'memref.dim' op needs a constant dimension index in a tile.kernel}}
   %n = memref.dim %x, %d : memref<?x?xf32>

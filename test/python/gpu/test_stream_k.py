@@ -1,8 +1,9 @@
-"""Stores that add (``k.store(..., add=True)``: ``red.global.add`` of every element) and the
-stream-K matmul built on them (``kernels.stream_k_matmul``): every program runs an equal share
-of all tiles' k steps, stores the tiles it ran whole and adds its part of the others into a
-``c`` of zeros. Run in the PTX emulator against PyTorch, with its out-of-bounds and
-shared-memory race checks on.
+"""Stores that add (``k.store(..., add=True)``: ``red.global.add`` of every element), a
+program's atomic add (``k.atomic_add``) and the stream-K matmul built on them
+(``kernels.stream_k_matmul``): every program runs an equal share of all tiles' k steps, stores
+the tiles it ran whole and adds its part of the others into a ``c`` of zeros, or with a
+workspace leaves its parts there for the last program of each tile to sum. Run in the PTX
+emulator against PyTorch, with its out-of-bounds and shared-memory race checks on.
 """
 
 from __future__ import annotations
@@ -146,16 +147,22 @@ def test_f32_adds_one_element_an_instruction_on_ptx_80() -> None:
 
 @pytest.mark.parametrize(("target", "warps", "stages", "tile"), [
     ("sm_80", 4, 4, (128, 128, 64)),
+    ("sm_80", 8, 4, (128, 128, 64)),
     ("sm_90a", 4, 4, (128, 128, 64)),
     ("sm_90a", 8, 3, (128, 256, 64)),
 ])
+@pytest.mark.parametrize("workspace", [False, True])
 def test_large_stream_k_tiles_compile_without_spills(target: str, warps: int, stages: int,
-                                                     tile: tuple[int, int, int]) -> None:
+                                                     tile: tuple[int, int, int],
+                                                     workspace: bool) -> None:
     """The tile's store and its add are the two sides of one condition, so the accumulator
     is not kept live through the store for an add after it (which spilled 52 bytes at 255
-    registers when the add had a condition of its own)."""
-    kern = compile(kernels.stream_k_matmul("f16", *tile), target, num_warps=warps,
-                   num_stages=stages, **PROMISES)
+    registers when the add had a condition of its own). With a workspace the split tiles
+    are summed after the loop (in it, 128 x 128 x 64 on 8 warps, sm_80, spilled 32
+    bytes)."""
+    kern = compile(kernels.stream_k_matmul("f16", *tile, out_dtype="f16" if workspace else
+                                           "f32", workspace=workspace),
+                   target, num_warps=warps, num_stages=stages, **PROMISES)
     if kern.metadata.registers is None:
         pytest.skip("ptxas is not available to count registers")
     assert kern.metadata.spill_bytes == 0
@@ -178,18 +185,22 @@ def test_stream_k_grid() -> None:
 ])
 def test_stream_k_with_workspace_matches_torch(target: str, out_dtype: str,
                                                options: dict[str, Any]) -> None:
-    """With a workspace, split tiles' parts go to their programs' slots and a second kernel
-    sums them in program order into c: any c dtype, c need not hold zeros (NaN here), and
-    two runs give the same bits."""
+    """With a workspace, split tiles' parts go to their programs' slots and each program
+    counts its k steps of the tile (k.atomic_add); the one that completes the count sums the
+    parts in program order into c, in the same launch: any c dtype, c need not hold zeros
+    (NaN here), the counts are zeros again after it, and the bits are the same whichever
+    program finishes last (the emulator runs the programs all at once, or one after
+    another)."""
     bm, bn, bk = 64, 64, 32
-    parts = compile(kernels.stream_k_matmul("f16", bm, bn, bk, out_dtype, workspace=True),
-                    target, num_warps=4, num_stages=3, **PROMISES, **options)
-    fixup = compile(kernels.stream_k_fixup(out_dtype, bm, bn, bk), target, num_warps=4,
-                    **PROMISES)
-    assert "red.global.add" not in str(parts.asm["ptx"])
-    for kern in (parts, fixup):
-        assert kern.metadata.registers is None or kern.metadata.spill_bytes == 0
+    kern = compile(kernels.stream_k_matmul("f16", bm, bn, bk, out_dtype, workspace=True),
+                   target, num_warps=4, num_stages=3, **PROMISES, **options)
+    ptx = str(kern.asm["ptx"])
+    assert "red.global.add" not in ptx and "atom.global.add.u32" in ptx
+    # The k loop is still a software pipeline.
+    assert "cp.async.bulk.tensor" in ptx if options.get("tma") else "cp.async.cg" in ptx
+    assert kern.metadata.registers is None or kern.metadata.spill_bytes == 0
     dtype = getattr(torch, {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}[out_dtype])
+    bits = torch.int16 if dtype != torch.float32 else torch.int32
     torch.manual_seed(0)
     for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
                               (5 * bm, 3 * bk + 16, 2 * bn - 16, 3), (bm, 7 * bk, bn, 5),
@@ -198,21 +209,50 @@ def test_stream_k_with_workspace_matches_torch(target: str, out_dtype: str,
         grid = kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk)
         if programs == 7:  # more programs than the 4 steps: some between the parts run none
             grid = (programs,)
+        counts = torch.zeros(kernels.stream_k_counts_shape((m, n), bm, bn), dtype=torch.int32)
         results = []
-        for _ in range(2):
+        for order in ({}, {"max_threads_per_chunk": 128}):
             c = torch.full((m, n), float("nan"), dtype=dtype)
             w = torch.full(kernels.stream_k_workspace_shape(grid[0], bm, bn), float("nan"))
-            parts.launch(grid, a, b, c, w)
-            fixup.launch(kernels.stream_k_fixup_grid(c.shape, bm, bn), w, c, k, grid[0])
+            kern.launch(grid, a, b, c, w, counts, **order)
+            assert not counts.any()
             results.append(c)
         want = a.double() @ b.double()
         bound = matmul_bound(a, b) + (0 if out_dtype == "f32" else
                                       want.abs() * torch.finfo(dtype).eps)
         assert_close(results[0], want, atol=bound)
-        assert torch.equal(results[0].view(torch.int16 if dtype != torch.float32 else
-                                           torch.int32),
-                           results[1].view(torch.int16 if dtype != torch.float32 else
-                                           torch.int32))
+        assert torch.equal(results[0].view(bits), results[1].view(bits))
+
+
+def test_atomic_add_counts_once_a_program() -> None:
+    """k.atomic_add adds once for the whole program (not once a thread) and every thread
+    gets the value before its add: the programs' old values are 0, 3, 6, ... in some
+    order."""
+    kb = KernelBuilder("tickets", counter=View("i32", 1), out=View("i32", 1))
+    with kb as k:
+        before = k.atomic_add(k.args.counter, [1], 3)
+        k.store(k.splat(before, [128]), k.args.out, [k.program_id(0) * 128])
+    kern = compile(kb, "sm_80", num_warps=4)
+    counter, out = torch.tensor([5, 7, 9], dtype=torch.int32), torch.zeros(9 * 128,
+                                                                           dtype=torch.int32)
+    kern.launch((9,), counter, out)
+    assert counter.tolist() == [5, 7 + 27, 9]
+    tickets = out.view(9, 128)
+    assert (tickets == tickets[:, :1]).all()  # one value a program, in all its threads
+    assert sorted(tickets[:, 0].tolist()) == [7 + 3 * i for i in range(9)]
+
+
+def test_atomic_add_arguments_are_checked() -> None:
+    kb = KernelBuilder("bad", f=View("f32", 1), i=View("i32", 2))
+    with kb as k:
+        with pytest.raises(BuilderError, match="adds to i32 views only"):
+            k.atomic_add(k.args.f, [0], 1)
+        with pytest.raises(BuilderError, match="offsets must be 2 ints"):
+            k.atomic_add(k.args.i, [0], 1)
+        with pytest.raises(BuilderError, match="must be an i32 scalar"):
+            k.atomic_add(k.args.i, [0, 0], k.constant(1, "i64"))
+        with pytest.raises(BuilderError, match="must be an i32 scalar or an int"):
+            k.atomic_add(k.args.i, [0, 0], 1.5)  # type: ignore[arg-type]
 
 
 def test_stream_k_options_are_checked() -> None:
@@ -223,4 +263,5 @@ def test_stream_k_options_are_checked() -> None:
     with pytest.raises(ValueError, match="programs must be a positive integer"):
         kernels.stream_k_workspace_shape(0)
     assert kernels.stream_k_workspace_shape(3, 64, 32) == (384, 32)
-    assert kernels.stream_k_fixup_grid((200, 100), 64, 64) == (4 * 2, 2)  # 32-row slices
+    assert kernels.stream_k_counts_shape((200, 100), 64, 64) == (16,)  # 4 x 2 tiles
+    assert kernels.stream_k_counts_shape((2000, 100), 64, 64) == (64,)  # 32 x 2
