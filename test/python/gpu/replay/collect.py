@@ -827,7 +827,8 @@ def schedule_kernels(c: Collector) -> None:
     """test_warp_specialize.py, test_persistent.py, test_stream_k.py, test_pipelining.py:
     matmuls with a TMA producer warpgroup (mbarrier handshakes, setmaxnreg), persistent
     programs that loop over tiles, stream-K programs whose split tiles add into a ``c`` of
-    zeros (red.global.add), and blocks of 192 (96) whose dots read each part's one copy;
+    zeros (red.global.add) or are summed by their last program (a workspace and atomic
+    counts), and blocks of 192 (96) whose dots read each part's one copy;
     odd shapes, programs fewer than, as many as and more than the tiles or k steps."""
     import test_persistent as persistent
     import test_stream_k as stream_k
@@ -890,6 +891,33 @@ def schedule_kernels(c: Collector) -> None:
                 c.case(f"{kind}_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid,
                        grid(a, b, programs, bm, bn, bk), [a, b, cc],
                        {2: close(a.double() @ b.double(), matmul_bound(a, b))})
+
+    # Stream-K with a workspace, f16 results: the last program of each split tile sums its
+    # parts after an atomic count (its fences order the parts between SMs, which the
+    # emulator, running programs together or one by one, cannot test); the counts end at
+    # zero. Twenty programs at once on the last shape.
+    for target, warps, stages, tile, options in (
+            ("sm_80", 4, 3, (64, 64, 32), {}), ("sm_90a", 4, 3, (64, 64, 32), {"tma": True}),
+            ("sm_90a", 8, 4, (128, 128, 64), {"tma": True})):
+        bm, bn, bk = tile
+        name = label(target, warps, stages, tile, options)
+        kid = c.kernel(f"stream_k_workspace_matmul_{name}",
+                       lambda t=tile: kernels.stream_k_matmul("f16", *t, out_dtype="f16",
+                                                              workspace=True),
+                       target, num_warps=warps, num_stages=stages, **PROMISES, **options)
+        for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
+                                   (200, 304, 144, 3), (384, 1024, 384, 20)]:
+            a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
+            grid = kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk)
+            counts = torch.zeros(kernels.stream_k_counts_shape((m, n), bm, bn),
+                                 dtype=torch.int32)
+            want = a.double() @ b.double()
+            c.case(f"stream_k_workspace_{name}_{target}-{m}x{kk}x{n}-p{programs}", kid, grid,
+                   [a, b, torch.full((m, n), float("nan")).half(),
+                    torch.full(kernels.stream_k_workspace_shape(grid[0], bm, bn),
+                               float("nan")), counts],
+                   {2: close(want, matmul_bound(a, b) + want.abs() * 2.0**-11),
+                    4: exact(counts)})
 
 
 def benchmarks(c: Collector) -> None:
