@@ -642,7 +642,7 @@ def stream_k_matmul(
 
 
 def _finish_split_tiles(k: KernelBuilder, begun: Sequence[Value], ended: Sequence[Value],
-                        counts: tuple[Value, Value, Value, Value], blocks: tuple[int, int],
+                        schedule: tuple[Value, Value, Value, Value], blocks: tuple[int, int],
                         out_dtype: str) -> None:
     """After a workspace stream-K program's loop, which began at tile position and step
     ``begun`` and ended at position, step and first step ``ended`` (the loop's state, i32):
@@ -651,8 +651,9 @@ def _finish_split_tiles(k: KernelBuilder, begun: Sequence[Value], ended: Sequenc
     to the tile's count; the program whose add completes the count sums the tile's parts
     in program order into ``c`` (:func:`_sum_split_tile`) and zeroes the count. After the
     loop, not in it, and from the loop's state: what the sum needs is not live in the
-    loop."""
-    grid_m, k_steps, _, _ = counts
+    loop. ``schedule``: the tiles along M, k steps a tile, all steps, programs that run
+    steps."""
+    grid_m, k_steps, _, _ = schedule
     steps_i32 = k.cast(k_steps, "i32")
     grid_m_i32 = k.cast(grid_m, "i32")
     tile_m0, tile_n0, step0 = begun
@@ -669,15 +670,16 @@ def _finish_split_tiles(k: KernelBuilder, begun: Sequence[Value], ended: Sequenc
             tile = k.cast(tile, "index")
             before = k.atomic_add(k.args.counts, [tile], ran)
             with k.if_(before + ran == steps_i32):
-                _sum_split_tile(k, tile, counts, blocks, out_dtype)
+                _sum_split_tile(k, tile, schedule, blocks, out_dtype)
                 k.store(k.full([1], 0, "i32"), k.args.counts, [tile])
 
 
-def _sum_split_tile(k: KernelBuilder, tile: Value, counts: tuple[Value, Value, Value, Value],
-                    blocks: tuple[int, int], out_dtype: str) -> None:
+def _sum_split_tile(k: KernelBuilder, tile: Value,
+                    schedule: tuple[Value, Value, Value, Value], blocks: tuple[int, int],
+                    out_dtype: str) -> None:
     """Sums the parts of split ``tile`` (tiles numbered down the columns) from the
     workspace in program order into ``c``."""
-    grid_m, k_steps, steps, programs = counts
+    grid_m, k_steps, steps, programs = schedule
     block_m, block_n = blocks
     # The programs that ran steps of the tile (each runs one or more): the program that
     # runs step s of all is the last p with p * steps // programs <= s. The first began the

@@ -191,8 +191,10 @@ bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
         Value written;
         if (auto store = dyn_cast<StoreOp>(op))
           written = store.getView();
-        else if (isa<memref::StoreOp, memref::AtomicRMWOp>(op))
-          written = op->getOperand(1);
+        else if (auto element = dyn_cast<memref::StoreOp>(op))
+          written = element.getMemref();
+        else if (auto atomic = dyn_cast<memref::AtomicRMWOp>(op))
+          written = atomic.getMemref();
         return written && !readByLoads(written) ? WalkResult::advance()
                                                 : WalkResult::interrupt();
       })
