@@ -702,11 +702,10 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   }
 
   // The consumers' loop waits for its slot's copies ("full" mbarrier) and,
-  // after its dots, arrives on the slot's "empty" one; a lone wgmma dot
-  // that keeps running into the next iteration leaves its slot then.
-  std::optional<SmallVector<int64_t>> pending;
-  if (p.dots.size() == 1)
-    pending = pendingResults(p, state);
+  // after its dots, arrives on the slot's "empty" one; wgmma dots that keep
+  // running into the next iteration (pendingResults) leave their slot one
+  // iteration later.
+  std::optional<SmallVector<int64_t>> pending = pendingResults(p, state);
   b.setInsertionPoint(loop);
   scf::ForOp grown = carryRingSlot(b, loop, slots, /*phase=*/true);
   Value slot = grown.getRegionIterArgs()[grown.getNumRegionIterArgs() - 2];
@@ -727,7 +726,8 @@ scf::ForOp warpSpecializeLoop(const LoopPipeline &p, unsigned stages,
   SlotRelease release = {slot, Value(), p.dots.front()};
   if (pending) {
     grown->setAttr(kWgmmaPendingAttr, b.getDenseI64ArrayAttr(*pending));
-    state.overlappedDots[last] = 1;
+    for (DotOp dot : p.dots)
+      state.overlappedDots[dot] = p.dots.size();
     b.setInsertionPoint(last);
     Value previous = arith::SubIOp::create(b, loc, slot, slotConst(1));
     release.slot = arith::SelectOp::create(

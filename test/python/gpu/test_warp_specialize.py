@@ -20,6 +20,7 @@ import torch
 from test_kernels import assert_close, matmul_bound
 from tileopt import kernels
 from tileopt.compiler import compile
+from tileopt.compiler.tools import find_ptxas, run_ptxas
 from tileopt.errors import OptionError
 
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
@@ -89,6 +90,31 @@ def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stag
     # multiples of the tile.
     for m, k, n in [(200, 304, 144), (70, 16, 48), (bm + 3, 2 * bk + 16, bn + 16), (70, 0, 48)]:
         a, b = torch.randn(m, k).to(td), torch.randn(k, n).to(td)
+        c = torch.full((m, n), float("nan"))
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+@pytest.mark.parametrize(("bm", "bn", "warps", "stages"),
+                         [(192, 192, 8, 3), (128, 192, 8, 3), (64, 192, 4, 4)])
+def test_split_blocks_keep_their_dots_running(bm: int, bn: int, warps: int,
+                                              stages: int) -> None:
+    """A block of 192 is two tiles a dimension and a dot per pair of parts (kernels.matmul).
+    The consumers' dots all keep running into the next iteration, as without a producer
+    warp: each waits until as many groups as the dots are left, one wait_group 0 after the
+    loop takes their results, and ptxas keeps every wgmma asynchronous (no C7515)."""
+    kern = _matmul(bm, bn, 64, warps, stages, warp_specialize=True)
+    ptx = str(kern.asm["ptx"])
+    dots = (2 if bm % 3 == 0 else 1) * (2 if bn % 3 == 0 else 1)
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx) == [str(dots)] * dots + ["0"]
+    if find_ptxas() is not None:
+        _, log = run_ptxas(ptx, "sm_90a", cubin=False)
+        assert "Potential Performance Loss" not in log, log
+    if kern.metadata.registers is not None:
+        assert kern.metadata.spill_bytes == 0
+    torch.manual_seed(0)
+    for m, k, n in [(200, 304, 208), (bm + 3, 2 * 64 + 16, bn + 16), (70, 0, 48)]:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
         c = torch.full((m, n), float("nan"))
         kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
