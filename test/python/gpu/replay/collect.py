@@ -895,7 +895,7 @@ def schedule_kernels(c: Collector) -> None:
     # Stream-K with a workspace, f16 results: the last program of each split tile sums its
     # parts after an atomic count (its fences order the parts between SMs, which the
     # emulator, running programs together or one by one, cannot test); the counts end at
-    # zero. Twenty programs at once on the last shape.
+    # zero. Sixteen programs at once on the last shape.
     for target, warps, stages, tile, options in (
             ("sm_80", 4, 3, (64, 64, 32), {}), ("sm_90a", 4, 3, (64, 64, 32), {"tma": True}),
             ("sm_90a", 8, 4, (128, 128, 64), {"tma": True})):
@@ -906,7 +906,7 @@ def schedule_kernels(c: Collector) -> None:
                                                               workspace=True),
                        target, num_warps=warps, num_stages=stages, **PROMISES, **options)
         for m, kk, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4),
-                                   (200, 304, 144, 3), (384, 1024, 384, 20)]:
+                                   (200, 304, 144, 3), (256, 512, 192, 16)]:
             a, b = torch.randn(m, kk).half(), torch.randn(kk, n).half()
             grid = kernels.stream_k_matmul_grid(a.shape, b.shape, programs, bm, bn, bk)
             counts = torch.zeros(kernels.stream_k_counts_shape((m, n), bm, bn),
