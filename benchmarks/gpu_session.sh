@@ -41,6 +41,13 @@ pack() {
     tar -C .gpu/work -cf - "$part" | xz -6 -T0 >"$PACK/$part.tar.xz" || exit 1
   done
   du -ch "$PACK"/* | sed 's/^/  /'
+  # The run tool carries at most 64 MiB: the pack and the working tree together.
+  local bytes
+  bytes=$(($(du -cb "$PACK"/* | tail -1 | cut -f1) + $(git ls-files -z | du -cb --files0-from=- | tail -1 | cut -f1)))
+  if ((bytes > 64 * 1024 * 1024)); then
+    echo "the pack and the working tree are $((bytes / 1048576)) MiB, more than the 64 MiB a run carries: collect fewer replay groups (REPLAY_GROUPS)" >&2
+    exit 1
+  fi
 }
 
 # step NAME SECONDS COMMAND...: runs COMMAND with a time limit, its output into $OUT/NAME.log.
