@@ -158,7 +158,8 @@ class Config:
 
     def powers_of_two(self) -> bool:
         """Whether every block is a power of two: blocks of three times one are
-        ``kernels.matmul``'s alone (one schedule), and Triton takes none."""
+        ``kernels.matmul``'s and ``kernels.persistent_matmul``'s alone, and Triton takes
+        none."""
         return all(b & (b - 1) == 0 for b in (self.block_m, self.block_n, self.block_k))
 
     def grouped(self, group_m: int | None) -> Config:
@@ -222,11 +223,12 @@ def with_groups(configs: Sequence[Config]) -> list[Config]:
     """``configs`` in each schedule: a program a tile down the columns, grouped
     (``GROUP_M``), persistent and stream-K (tileopt only: Triton's kernel here is its
     tutorial's; stream-K where the results are f32, ``--out-dtype f32``); blocks of three
-    times a power of two in the first two only (``kernels.matmul``'s)."""
+    times a power of two in all but stream-K (``kernels.matmul``'s and
+    ``kernels.persistent_matmul``'s)."""
     return [v for c in configs
             for v in ((c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule(),
                        c.stream_k_schedule()) if c.powers_of_two()
-                      else (c.grouped(None), c.grouped(GROUP_M)))]
+                      else (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule()))]
 
 
 def resident_programs(metadata: Any, props: Any) -> int:

@@ -492,9 +492,12 @@ def persistent_matmul(
     the tile's position and k offset are carried from step to step, and after a tile's last
     k step the accumulator is stored and restarts at zero. So a pipelined loop
     (``num_stages``) copies the next tile's first operands while this one's epilogue runs,
-    and no SM idles in a last wave of whole tiles.
+    and no SM idles in a last wave of whole tiles. Blocks of three times a power of two
+    are parts as in :func:`matmul` (192 x 192 on 132 programs: cuBLAS's schedule for GPT-2's
+    QKV projection).
     """
-    _check_matmul(dtype, epilogue, block_m=block_m, block_n=block_n, block_k=block_k)
+    _check_matmul(dtype, epilogue, split=True, block_m=block_m, block_n=block_n,
+                  block_k=block_k)
     _check_out_dtype(out_dtype)
     kb = _matmul_builder("persistent_matmul", dtype, epilogue, out_dtype)
     with kb as k:
@@ -509,16 +512,25 @@ def persistent_matmul(
         tiles = (grid_m * grid_n - program + (programs - 1)) / programs  # this program's
         # Tile t + P is (m + dm, n + dn), with a carry from m into n.
         dm, dn = programs % grid_m, programs / grid_m
-        zeros = k.full([block_m, block_n], 0.0, "f32")
-        start = [program % grid_m, program / grid_m, k.index(0), zeros]
+        parts_m, parts_n = _parts("block_m", block_m), _parts("block_n", block_n)
+        zeros = [k.full([pm, pn], 0.0, "f32") for pm in parts_m for pn in parts_n]
+        start = [program % grid_m, program / grid_m, k.index(0), *zeros]
         with k.loop(0, k.cast(tiles, "index") * k_steps, carried=start) as loop:
-            tile_m, tile_n, kk, acc = loop.carried
-            m, n, acc, kk = _k_step(k, tile_m, tile_n, kk, acc, block_m, block_n, block_k)
+            tile_m, tile_n, kk, *accs = loop.carried
+            rows = _part_starts(k.cast(tile_m, "index") * block_m, parts_m)
+            cols = _part_starts(k.cast(tile_n, "index") * block_n, parts_n)
+            a = [k.load(k.args.a, [r, kk], [pm, block_k]) for r, pm in rows]
+            b = [k.load(k.args.b, [kk, c], [block_k, pn]) for c, pn in cols]
+            accs = [k.dot(ai, bj, acc) for (ai, bj), acc in
+                    zip(itertools.product(a, b), accs, strict=True)]
+            kk = kk + block_k
             last = kk == k_end
-            # After its tile's last k step the accumulator is stored and restarts at zero.
-            with k.if_(last, carried=[acc]) as done:
-                _store_matmul_tile(k, acc, m, n, epilogue, out_dtype)
-                done.yield_(zeros)
+            # After its tile's last k step the accumulators are stored and restart at zero.
+            with k.if_(last, carried=accs) as done:
+                for ((r, _), (c, _)), acc in zip(itertools.product(rows, cols), accs,
+                                                 strict=True):
+                    _store_matmul_tile(k, acc, r, c, epilogue, out_dtype)
+                done.yield_(*zeros)
             next_m = tile_m + dm
             wrap = next_m >= grid_m
             next_m = k.where(wrap, next_m - grid_m, next_m)
@@ -527,7 +539,7 @@ def persistent_matmul(
                 k.where(last, next_m, tile_m),
                 k.where(last, next_n, tile_n),
                 k.where(last, k.index(0), kk),
-                done.results[0],
+                *done.results,
             )
     return kb
 

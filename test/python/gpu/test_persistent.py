@@ -20,6 +20,7 @@ from test_kernels import assert_close, matmul_bound
 from tileopt import kernels
 from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import compile
+from tileopt.compiler.tools import find_ptxas, run_ptxas
 
 PROMISES = {"aligned": True, "divisible_sizes": True, "int32_indexing": True}
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -62,6 +63,40 @@ def test_persistent_matmul_matches_torch(target: str, warps: int, stages: int,
         grid = kernels.persistent_matmul_grid(a.shape, b.shape, programs, bm, bn)
         assert grid == (min(programs, max(-(-m // bm), 1) * -(-n // bn)),)
         kern.launch(grid, a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+@pytest.mark.parametrize(("target", "warps", "stages", "tile", "options"), [
+    ("sm_90a", 8, 3, (192, 192, 64), {"tma": True}),
+    ("sm_90a", 8, 3, (128, 192, 64), {"tma": False}),
+    ("sm_90a", 8, 3, (192, 192, 64), {"tma": True, "warp_specialize": True}),
+    ("sm_80", 4, 3, (96, 192, 32), {}),
+], ids=str)
+def test_persistent_split_blocks(target: str, warps: int, stages: int,
+                                 tile: tuple[int, int, int], options: dict[str, bool]) -> None:
+    """Blocks of three times a power of two are parts, as kernels.matmul's (192: 128 and
+    64), a dot per pair of parts; on sm_90a those dots keep running into the next k step
+    (each waits until as many groups as the dots are left) and the branch that stores a
+    finished tile waits for all of them at once, and ptxas keeps the wgmma asynchronous."""
+    kern = _compile(target, warps, stages, tile, **options)
+    ptx = str(kern.asm["ptx"])
+    bm, bn, bk = tile
+    dots = (2 if bm % 3 == 0 else 1) * (2 if bn % 3 == 0 else 1)
+    if target == "sm_90a":
+        waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
+        assert sorted(set(waits)) == ["0", str(dots)] and waits.count(str(dots)) == dots
+        if find_ptxas() is not None:
+            _, log = run_ptxas(ptx, target, cubin=False)
+            assert "Potential Performance Loss" not in log, log
+    if kern.metadata.registers is not None:
+        assert kern.metadata.spill_bytes == 0
+    torch.manual_seed(0)
+    for m, k, n, programs in [(2 * bm + 3, 5 * bk + 16, 2 * bn + 16, 4), (200, 304, 144, 3),
+                              (70, 0, 48, 2)]:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+        c = torch.full((m, n), float("nan"))
+        kern.launch(kernels.persistent_matmul_grid(a.shape, b.shape, programs, bm, bn),
+                    a, b, c)
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
