@@ -412,13 +412,8 @@ def matmul(
         cols = _part_starts(n, _parts("block_n", block_n))
         zeros = [k.full([pm, pn], 0.0, "f32") for _, pm in rows for _, pn in cols]
         with k.loop(0, size_k, block_k, carried=zeros) as loop:
-            a = [k.load(k.args.a, [r, loop.iv], [pm, block_k]) for r, pm in rows]
-            b = [k.load(k.args.b, [loop.iv, c], [block_k, pn]) for c, pn in cols]
-            loop.yield_(*(k.dot(ai, bj, acc) for (ai, bj), acc in
-                          zip(itertools.product(a, b), loop.carried, strict=True)))
-        for ((r, _), (c, _)), acc in zip(itertools.product(rows, cols), loop.results,
-                                         strict=True):
-            _store_matmul_tile(k, acc, r, c, epilogue, out_dtype)
+            loop.yield_(*_parts_k_step(k, rows, cols, loop.iv, loop.carried, block_k))
+        _store_parts(k, loop.results, rows, cols, epilogue, out_dtype)
     return kb
 
 
@@ -426,6 +421,26 @@ def _part_starts(start: Value, parts: Sequence[int]) -> list[tuple[Value, int]]:
     """Each of a block's ``parts`` with its first index: the block's ``start``, then
     ``start`` plus the parts before it."""
     return [(start + sum(parts[:i]) if i else start, p) for i, p in enumerate(parts)]
+
+
+def _parts_k_step(k: KernelBuilder, rows: Sequence[tuple[Value, int]],
+                  cols: Sequence[tuple[Value, int]], kk: Value, accs: Sequence[Value],
+                  block_k: int) -> list[Value]:
+    """One k step from k offset ``kk`` of a block whose parts are ``rows`` and ``cols``
+    (:func:`_part_starts`): each part of ``a`` and of ``b`` loaded once, a dot per pair of
+    parts; the accumulators after it, in ``accs``' order (rows, then columns)."""
+    a = [k.load(k.args.a, [r, kk], [pm, block_k]) for r, pm in rows]
+    b = [k.load(k.args.b, [kk, c], [block_k, pn]) for c, pn in cols]
+    return [k.dot(ai, bj, acc)
+            for (ai, bj), acc in zip(itertools.product(a, b), accs, strict=True)]
+
+
+def _store_parts(k: KernelBuilder, accs: Sequence[Value], rows: Sequence[tuple[Value, int]],
+                 cols: Sequence[tuple[Value, int]], epilogue: str | None,
+                 out_dtype: str) -> None:
+    """Stores the accumulators of a block's parts (:func:`_parts_k_step`)."""
+    for ((r, _), (c, _)), acc in zip(itertools.product(rows, cols), accs, strict=True):
+        _store_matmul_tile(k, acc, r, c, epilogue, out_dtype)
 
 
 def _matmul_builder(name: str, dtype: str, epilogue: str | None,
@@ -519,17 +534,12 @@ def persistent_matmul(
             tile_m, tile_n, kk, *accs = loop.carried
             rows = _part_starts(k.cast(tile_m, "index") * block_m, parts_m)
             cols = _part_starts(k.cast(tile_n, "index") * block_n, parts_n)
-            a = [k.load(k.args.a, [r, kk], [pm, block_k]) for r, pm in rows]
-            b = [k.load(k.args.b, [kk, c], [block_k, pn]) for c, pn in cols]
-            accs = [k.dot(ai, bj, acc) for (ai, bj), acc in
-                    zip(itertools.product(a, b), accs, strict=True)]
+            accs = _parts_k_step(k, rows, cols, kk, accs, block_k)
             kk = kk + block_k
             last = kk == k_end
             # After its tile's last k step the accumulators are stored and restart at zero.
             with k.if_(last, carried=accs) as done:
-                for ((r, _), (c, _)), acc in zip(itertools.product(rows, cols), accs,
-                                                 strict=True):
-                    _store_matmul_tile(k, acc, r, c, epilogue, out_dtype)
+                _store_parts(k, accs, rows, cols, epilogue, out_dtype)
                 done.yield_(*zeros)
             next_m = tile_m + dm
             wrap = next_m >= grid_m

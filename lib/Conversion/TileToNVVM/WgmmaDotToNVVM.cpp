@@ -412,24 +412,24 @@ void waitForWgmmaResults(scf::ForOp loop) {
     if (!branch)
       continue;
     unsigned at = cast<OpResult>(yield->getOperand(index)).getResultNumber();
+    // The values that its regions yield there from before it (the dot's
+    // result, not the restart's zeros made in the branch).
+    SmallVector<Value> outside;
+    for (Region &from : branch->getRegions())
+      if (!from.empty())
+        if (Value v = from.front().getTerminator()->getOperand(at);
+            !branch->isAncestor(v.getParentBlock()->getParentOp()))
+          outside.push_back(v);
     for (Region &region : branch->getRegions()) {
       if (region.empty())
         continue;
       Operation *terminator = region.front().getTerminator();
-      // The values that a region yields from before the branch (the dot's
-      // result, not the restart's zeros made in the branch).
-      for (Region &from : branch->getRegions()) {
-        if (from.empty())
-          continue;
-        Value dot = from.front().getTerminator()->getOperand(at);
-        if (branch->isAncestor(dot.getParentBlock()->getParentOp()))
-          continue;
+      for (Value dot : outside)
         if (llvm::any_of(dot.getUses(), [&](OpOperand &use) {
               return use.getOwner() != terminator &&
                      region.isAncestor(use.getOwner()->getParentRegion());
             }))
           readsInRegion[&region].insert(dot);
-      }
     }
   }
   for (auto &[region, dots] : readsInRegion) {

@@ -20,6 +20,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from tileopt import kernels
+from tileopt.compiler.tools import find_ptxas, run_ptxas
 from tileopt.runtime.abi import ArgumentError
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -225,6 +226,15 @@ def matmul_bound(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     exact reference: ``K`` roundings of at most ``eps/2 * (|a| @ |b|)`` each (first order)."""
     k = a.shape[-1]
     return (k + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
+
+
+def assert_wgmma_stays_async(ptx: str, target: str) -> None:
+    """ptxas (where installed) gives no performance notice for ``ptx``: no C7515, "wgmma.mma_async
+    instructions are serialized", which it gives where something other than a wgmma writes the
+    accumulators of a wgmma still running."""
+    if find_ptxas() is not None:
+        _, log = run_ptxas(ptx, target, cubin=False)
+        assert "Potential Performance Loss" not in log, log
 
 
 MATMUL_SHAPES = [(70, 100, 90), (64, 64, 64), (33, 17, 129), (1, 300, 1)]
