@@ -829,6 +829,7 @@ def attention(
     block_m: int = 64,
     block_n: int = 64,
     causal: bool = False,
+    overlap: bool = False,
 ) -> KernelBuilder:
     """Scaled dot-product attention, ``o = softmax(q k^T * scale) v``, flash-attention style.
 
@@ -844,6 +845,13 @@ def attention(
     (the last one; with ``causal``, where key ``j`` is seen by query ``i`` only when
     ``j <= i``, those on the diagonal) are masked, in a loop of their own; the keys stop at
     the block's last query. Grid: :func:`attention_grid`.
+
+    ``overlap``: the loop over the whole blocks runs one product behind (flash attention 3's
+    overlap within a warpgroup): an iteration issues the scores of its block, then ``p v`` of
+    the block before, and the softmax of its scores runs while that product does. On sm_90a
+    (wgmma, which runs asynchronously) that hides the softmax behind the tensor cores, for
+    more registers (``p`` of the block before stays live) and a copy of the first block's
+    softmax and of the last ``p v`` outside the loop; mma.sync gains nothing from it.
     """
     _check_dtype(dtype, MATMUL_DTYPES)
     _check_pow2(head_dim=head_dim, block_m=block_m, block_n=block_n)
@@ -868,10 +876,9 @@ def attention(
         m0 = k.full([block_m, 1], float("-inf"), "f32")
         l0 = k.full([block_m, 1], 0.0, "f32")
 
-        def block(carried: Sequence[Value], start: Value, masked: bool) -> list[Value]:
-            """The online softmax's step over keys ``start ...``; ``masked``: past the
-            end (and, if causal, after a row's query) a key's score is -inf."""
-            acc, m, l_ = carried
+        def scores(start: Value, masked: bool) -> Value:
+            """``q k^T`` of keys ``start ...`` in base 2; ``masked``: past the end (and,
+            if causal, after a row's query) a key's score is -inf."""
             key = k.reshape(k.load(k.args.k, [batch, start, 0], [1, block_n, head_dim]),
                             [block_n, head_dim])
             s = k.dot(q, k.trans(key), k.full([block_m, block_n], 0.0, "f32")) * scale
@@ -881,14 +888,27 @@ def attention(
                 if causal:
                     seen = seen & (cols <= rows)
                 s = k.where(seen, s, float("-inf"))
+            return s
+
+        def softmax(s: Value, m: Value) -> tuple[Value, Value, Value]:
+            """The online softmax's new row maximum, ``p`` and the old sums' factor."""
             m_new = k.maximum(m, k.max(s, axis=1, keepdims=True))
-            p = k.exp2(s - m_new, ftz=True)
-            alpha = k.exp2(m - m_new, ftz=True)
-            value = k.reshape(k.load(k.args.v, [batch, start, 0], [1, block_n, head_dim]),
-                              [block_n, head_dim])
+            return m_new, k.exp2(s - m_new, ftz=True), k.exp2(m - m_new, ftz=True)
+
+        def values(start: Value) -> Value:
+            return k.reshape(k.load(k.args.v, [batch, start, 0], [1, block_n, head_dim]),
+                             [block_n, head_dim])
+
+        def rounded(p: Value) -> Value:
+            return k.cast(p, dtype) if dtype != "f32" else p
+
+        def block(carried: Sequence[Value], start: Value, masked: bool) -> list[Value]:
+            """The online softmax's step over keys ``start ...``."""
+            acc, m, l_ = carried
+            m_new, p, alpha = softmax(scores(start, masked), m)
+            value = values(start)
             l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
-            acc = k.dot(k.cast(p, dtype) if dtype != "f32" else p, value, acc * alpha)
-            return [acc, m_new, l_]
+            return [k.dot(rounded(p), value, acc * alpha), m_new, l_]
 
         # The blocks of keys every row of the program sees whole need no mask (as flash
         # attention's): all but the last of a non-causal row, those left of the diagonal of
@@ -900,9 +920,31 @@ def attention(
             whole = k.minimum(whole, (first + 1) // block_n * block_n)
         with k.loop(whole, stop, block_n, carried=[acc0, m0, l0]) as tail:
             tail.yield_(*block(tail.carried, tail.iv, masked=True))
-        with k.loop(0, whole, block_n, carried=tail.results) as loop:
-            loop.yield_(*block(loop.carried, loop.iv, masked=False))
-        acc, m, l_ = loop.results
+        if not overlap:
+            with k.loop(0, whole, block_n, carried=tail.results) as loop:
+                loop.yield_(*block(loop.carried, loop.iv, masked=False))
+            acc, m, l_ = loop.results
+        else:
+            # The whole blocks one product apart: iteration j issues block j's scores, then
+            # block j-1's p v, then runs block j's softmax, which the waits for the two
+            # products (where their results are first used) leave running beside p v.
+            acc, m, l_ = tail.results
+            p0 = k.full([block_m, block_n], 0.0, dtype)
+            with k.if_(whole > 0, carried=[acc, m, l_, p0]) as head:
+                m_new, p, alpha = softmax(scores(k.index(0), masked=False), m)
+                l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
+                head.yield_(acc * alpha, m_new, l_, rounded(p))
+            with k.loop(block_n, whole, block_n, carried=head.results) as loop:
+                acc, m, l_, p_last = loop.carried
+                s = scores(loop.iv, masked=False)
+                acc = k.dot(p_last, values(loop.iv - block_n), acc)
+                m_new, p, alpha = softmax(s, m)
+                l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
+                loop.yield_(acc * alpha, m_new, l_, rounded(p))
+            acc, m, l_, p_last = loop.results
+            with k.if_(whole > 0, carried=[acc]) as last:
+                last.yield_(k.dot(p_last, values(whole - block_n), acc))
+            (acc,) = last.results
         out = k.fdiv(acc, l_, ieee_rounding=False)
         out = k.cast(out, dtype) if dtype != "f32" else out
         k.store(k.reshape(out, [1, block_m, head_dim]), k.args.o, [batch, first, 0])

@@ -102,9 +102,18 @@ SmallVector<Value> registerLhsFragment(OpBuilder &b, Location loc,
 }
 
 bool lhsHoisted(DotOp dot) {
+  if (auto recorded = dot->getAttrOfType<BoolAttr>(kLhsHoistedAttr))
+    return recorded.getValue();
   auto loop = dyn_cast<scf::ForOp>(dot->getParentOp());
   return loop && isa<MmaLayoutAttr>(getLayout(dot.getAcc().getType())) &&
          !lhsInRegisters(dot) && loop.isDefinedOutsideOfLoop(dot.getLhs());
+}
+
+void recordHoistedLhs(ModuleOp module) {
+  module.walk([](DotOp dot) {
+    dot->setAttr(kLhsHoistedAttr,
+                 BoolAttr::get(dot->getContext(), lhsHoisted(dot)));
+  });
 }
 
 int64_t hoistedLhsBytes(DotOp dot, bool wgmma) {

@@ -804,6 +804,12 @@ registerLhsFragment(mlir::OpBuilder &b, mlir::Location loc,
 /// (planSharedMemory): its iterations only read it.
 bool lhsHoisted(tile::DotOp dot);
 
+/// lhsHoisted's answer, recorded on each dot before conversion
+/// (recordHoistedLhs): the conversion replaces loop bodies' arguments before
+/// the dots that read them, and a dot's lhs may be such an argument.
+constexpr llvm::StringLiteral kLhsHoistedAttr = "tile.lhs_hoisted";
+void recordHoistedLhs(mlir::ModuleOp module);
+
 /// The bytes a hoisted lhs (lhsHoisted) takes.
 int64_t hoistedLhsBytes(tile::DotOp dot, bool wgmma);
 
@@ -1029,6 +1035,14 @@ constexpr llvm::StringLiteral kWgmmaPendingAttr = "tile.wgmma_pending";
 /// Waits (wgmma.wait_group 0) for the wgmma dots still writing `loop`'s
 /// results listed in kWgmmaPendingAttr, before anything reads them.
 void waitForWgmmaResults(mlir::scf::ForOp loop);
+
+/// Moves each dot's `wgmma.wait_group 0` down its block to the first op that
+/// must see the dot's results (with the pure ops that read them), past the
+/// independent arithmetic and other dots' wgmma issues, counting the groups
+/// those commit into the wait's N (Triton waits for a dot where its result
+/// is first used too). Flash attention's softmax then runs while the next
+/// product's wgmma does.
+void deferWgmmaWaits(mlir::Operation *root);
 
 //===----------------------------------------------------------------------===//
 // TMA copies (TmaToNVVM.cpp)

@@ -758,6 +758,7 @@ struct ConvertTileToNVVM
     populateDotOpToNVVMPatterns(converter, patterns, state);
     scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns,
                                                          target);
+    recordHoistedLhs(module);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
 
@@ -780,6 +781,7 @@ struct ConvertTileToNVVM
     });
     for (scf::IfOp split : splits)
       finishWarpSpecialization(split, state);
+    deferWgmmaWaits(module);
     module.walk([&](scf::IfOp branch) {
       opaqueBranchConstants(branch);
       recomputeInBranch(branch);

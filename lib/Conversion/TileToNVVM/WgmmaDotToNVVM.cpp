@@ -8,6 +8,8 @@
 
 #include "Lowering.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -280,6 +282,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     return byte / swizzle * rows * swizzle + byte % swizzle;
   };
   emitPtx(b, loc, "wgmma.fence.sync.aligned;");
+  // A's registers, read until the wgmma is retired.
+  SmallVector<Value> aFragments;
   for (int64_t kk = 0; kk < k; kk += getMmaK(op)) {
     Value bDesc =
         bKMajor
@@ -299,6 +303,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       SmallVector<Value> inputs;
       if (aRegisters) {
         inputs = registerLhsFragment(b, loc, aValues, k, rm, kk);
+        aFragments.append(inputs);
       } else {
         Value row =
             arith::AddIOp::create(b, loc, groupRow, c32(rm * kMmaM * wm));
@@ -319,15 +324,17 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     }
   }
   emitPtx(b, loc, "wgmma.commit_group.sync.aligned;");
-  // The wait takes the accumulators in place, so nothing reads them early.
-  // An overlapped dot leaves its own group running (and those of the other
-  // dots of its iteration: `overlapped` groups in all): only the next dot
-  // (in the next iteration) or the wait after the loop reads its
-  // accumulators.
+  // The wait takes the accumulators in place, so nothing reads them early,
+  // and A's registers, so that nothing reuses them while the wgmma reads
+  // them (deferWgmmaWaits may move the wait past other code; ptxas would
+  // serialize the wgmma, C7513). An overlapped dot leaves its own group
+  // running (and those of the other dots of its iteration: `overlapped`
+  // groups in all): only the next dot (in the next iteration) or the wait
+  // after the loop reads its accumulators.
   acc = emitInPlaceAsm(
       b, loc,
       llvm::formatv("wgmma.wait_group.sync.aligned {0};", overlapped).str(),
-      acc, {});
+      acc, aFragments);
   if (halfAcc)
     acc = unpackHalfPairs(b, loc, acc);
   if (int64_t(acc.size()) != accVecType.getNumElements())
@@ -438,6 +445,107 @@ void waitForWgmmaResults(scf::ForOp loop) {
       return region->isAncestor(use.getOwner()->getParentRegion());
     });
   }
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kWaitAll = "wgmma.wait_group.sync.aligned 0;";
+
+bool isAsm(Operation *op, StringRef prefix) {
+  auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
+  return inlineAsm && inlineAsm.getAsmString().starts_with(prefix);
+}
+
+/// An op that only computes registers from registers: pure arithmetic, a
+/// shuffle, asm without side effects, or the math intrinsics the lowering
+/// calls (ex2.approx, div.full).
+bool registersOnly(Operation *op) {
+  if (op->getNumRegions() != 0)
+    return false;
+  if (auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op))
+    return !inlineAsm.getHasSideEffects();
+  if (auto intrinsic = dyn_cast<LLVM::CallIntrinsicOp>(op))
+    return intrinsic.getIntrin().starts_with("llvm.nvvm.ex2.approx") ||
+           intrinsic.getIntrin().starts_with("llvm.nvvm.div.full");
+  return isMemoryEffectFree(op) || isa<NVVM::ShflOp>(op);
+}
+
+/// An op a wait and its readers may move below: one that only computes
+/// registers, or another dot's wgmma issue.
+bool waitMayPass(Operation *op) {
+  return registersOnly(op) || isAsm(op, "wgmma.fence") ||
+         isAsm(op, "wgmma.mma_async") || isAsm(op, "wgmma.commit_group");
+}
+
+/// Moves `wait` (the `wgmma.wait_group 0` right after a dot's commit) and the
+/// movable ops that read it, directly or not, below the ops after it that it
+/// may pass, up to the first one that must come after it; its N becomes the
+/// number of commit groups it passed. It never passes a wgmma.fence whose
+/// wgmma reads what the wait gives (registers written before a wgmma's fence
+/// must stay there).
+void deferWait(LLVM::InlineAsmOp wait) {
+  llvm::SetVector<Operation *> group;
+  group.insert(wait);
+  auto readsGroup = [&](Operation *op) {
+    return llvm::any_of(op->getOperands(), [&](Value v) {
+      return v.getDefiningOp() && group.contains(v.getDefiningOp());
+    });
+  };
+  // Where the last wgmma.fence passed was: the op before it (the wait when
+  // none), the groups committed and the readers found by then.
+  Operation *after = nullptr, *beforeFence = nullptr;
+  unsigned commits = 0, commitsBeforeFence = 0;
+  size_t groupBeforeFence = 0;
+  for (Operation *op = wait->getNextNode(); op; op = op->getNextNode()) {
+    if (readsGroup(op)) {
+      if (registersOnly(op)) {
+        group.insert(op);
+        continue;
+      }
+      // Back above the fence; the readers found past it stay where they are.
+      if (isAsm(op, "wgmma.mma_async") && beforeFence) {
+        after = beforeFence == wait ? nullptr : beforeFence;
+        commits = commitsBeforeFence;
+        group.set_subtract(SmallVector<Operation *>(
+            group.begin() + groupBeforeFence, group.end()));
+      }
+      break;
+    }
+    if (!waitMayPass(op))
+      break;
+    if (isAsm(op, "wgmma.fence")) {
+      beforeFence = after ? after : wait.getOperation();
+      commitsBeforeFence = commits;
+      groupBeforeFence = group.size();
+    }
+    if (isAsm(op, "wgmma.commit_group"))
+      ++commits;
+    after = op;
+  }
+  if (!after)
+    return;
+  Operation *at = after;
+  for (Operation *op : group) {
+    op->moveAfter(at);
+    at = op;
+  }
+  wait.setAsmString(
+      llvm::formatv("wgmma.wait_group.sync.aligned {0};", commits).str());
+}
+
+} // namespace
+
+void deferWgmmaWaits(Operation *root) {
+  SmallVector<LLVM::InlineAsmOp> waits;
+  root->walk([&](LLVM::InlineAsmOp op) {
+    Operation *previous = op->getPrevNode();
+    if (op.getAsmString() == kWaitAll && previous &&
+        isAsm(previous, "wgmma.commit_group"))
+      waits.push_back(op);
+  });
+  // Last first: a later dot's wait moves out of the way of an earlier one's.
+  for (LLVM::InlineAsmOp wait : llvm::reverse(waits))
+    deferWait(wait);
 }
 
 } // namespace tileopt::nvvm

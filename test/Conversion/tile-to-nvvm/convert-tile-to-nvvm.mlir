@@ -2503,3 +2503,88 @@ tile.kernel @adds_need_ptx81(%y: memref<?xf32>, %s: f32) {
 tile.kernel @many_views_need_ptx81(%v0: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v1: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v2: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v3: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v4: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v5: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v6: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v7: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v8: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v9: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v10: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v11: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v12: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v13: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v14: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v15: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v16: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v17: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v18: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v19: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v20: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v21: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v22: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v23: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v24: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v25: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v26: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v27: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v28: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v29: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v30: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v31: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v32: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v33: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v34: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v35: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v36: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v37: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v38: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v39: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v40: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v41: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v42: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v43: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v44: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v45: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v46: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v47: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v48: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v49: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v50: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v51: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v52: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v53: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v54: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v55: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v56: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v57: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v58: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v59: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v60: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>, %v61: memref<?x?x?x?xf32, strided<[?, ?, ?, 1], offset: ?>>) {
   tile.return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#t = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// Flash attention's two products one block apart: an iteration issues
+// q k_i^T, then p_{i-1} v_{i-1} (p carried in the scores' layout, wgmma's A
+// from registers). The wait for the scores moves below the second product's
+// commit (wait_group 1: that product keeps running) and takes with it what
+// reads the scores (the softmax's exponentials); the second product's wait
+// goes last, before the yield that carries its result. The wait holds A's
+// registers too, so that nothing reuses them while the wgmma reads them.
+// On sm_80 (mma.sync) nothing waits.
+// CHECK-LABEL: gpu.func @dots_wait_where_used
+// CHECK-NOT: wgmma
+// WGMMA-LABEL: gpu.func @dots_wait_where_used
+// WGMMA: scf.for
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, $32, $33, 0, 1, 1, 0, 0;
+// WGMMA: wgmma.commit_group.sync.aligned;
+// WGMMA-NOT: wgmma.wait_group
+// WGMMA: wgmma.fence.sync.aligned;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, {$32, $33, $34, $35}, $36, 1, 1, 1, 1;
+// WGMMA: wgmma.commit_group.sync.aligned;
+// WGMMA-NOT: wgmma
+// WGMMA: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 1;", "=f,{{.*}},=f,0,1,
+// WGMMA: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// WGMMA: llvm.inline_asm has_side_effects asm_dialect = att "wgmma.wait_group.sync.aligned 0;", "=f,{{.*}},=f,r,r,r,r,r,r,r,r,r,r,r,r,r,r,r,r,0,1,
+// WGMMA-NOT: llvm.call_intrinsic
+// WGMMA: scf.yield
+tile.kernel @dots_wait_where_used(%q: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %k: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %o: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %p0 = arith.constant dense<0.0> : tensor<64x64xf16, #mma>
+  %n = memref.dim %k, %c0 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %a = tile.load %q[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+  %r:2 = scf.for %i = %c64 to %n step %c64 iter_args(%acc = %z, %p = %p0) -> (tensor<64x64xf32, #mma>, tensor<64x64xf16, #mma>) {
+    %key = tile.load %k[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %kt = tile.permute %key {permutation = array<i64: 1, 0>} : tensor<64x64xf16, #a> -> tensor<64x64xf16, #t>
+    %s = tile.dot %a, %kt, %z : tensor<64x64xf16, #a>, tensor<64x64xf16, #t> -> tensor<64x64xf32, #mma>
+    %j = arith.subi %i, %c64 : index
+    %v = tile.load %k[%j, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %pv = tile.dot %p, %v, %acc : tensor<64x64xf16, #mma>, tensor<64x64xf16, #a> -> tensor<64x64xf32, #mma>
+    %e = math.exp2 %s fastmath<afn> : tensor<64x64xf32, #mma>
+    %pn = arith.truncf %e : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+    scf.yield %pv, %pn : tensor<64x64xf32, #mma>, tensor<64x64xf16, #mma>
+  }
+  tile.store %r#0, %o[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A dot whose lhs is the loop's carried tile, staged from registers each
+// iteration. The conversion replaces the loop body's arguments before the
+// dot: whether its lhs is loop-invariant (staged once, before the loop) was
+// recorded before (it crashed the conversion).
+// CHECK-LABEL: gpu.func @dot_of_carried_lhs
+// CHECK: scf.for
+// CHECK: llvm.store
+// CHECK: nvvm.barrier0
+// CHECK: mma.sync
+// WGMMA-LABEL: gpu.func @dot_of_carried_lhs
+// WGMMA: scf.for
+// WGMMA: llvm.store
+// WGMMA: wgmma.mma_async
+tile.kernel @dot_of_carried_lhs(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %o: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %h0 = arith.constant dense<0.0> : tensor<64x64xf16, #a>
+  %n = memref.dim %x, %c0 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %r:2 = scf.for %i = %c0 to %n step %c64 iter_args(%acc = %z, %h = %h0) -> (tensor<64x64xf32, #mma>, tensor<64x64xf16, #a>) {
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %d = tile.dot %h, %b, %acc : tensor<64x64xf16, #a>, tensor<64x64xf16, #a> -> tensor<64x64xf32, #mma>
+    scf.yield %d, %b : tensor<64x64xf32, #mma>, tensor<64x64xf16, #a>
+  }
+  tile.store %r#0, %o[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}

@@ -16,7 +16,7 @@ import pytest
 import torch
 from test_kernels import ROUND, assert_close, assert_wgmma_stays_async, matmul_bound
 from tileopt import kernels
-from tileopt.builder import KernelBuilder
+from tileopt.builder import KernelBuilder, View
 from tileopt.compiler import compile
 from tileopt.errors import CompilationError, OptionError
 
@@ -85,11 +85,11 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
 
 
 def _check_attention(kern: Any, batch: int, m: int, n: int, d: int = 64,
-                     causal: bool = False) -> None:
-    """kernels.attention (64-row blocks) on random f16 q, k, v against torch."""
+                     causal: bool = False, block_m: int = 64) -> None:
+    """kernels.attention (``block_m``-row blocks) on random f16 q, k, v against torch."""
     q, k, v = (torch.randn(batch, rows, d).half() for rows in (m, n, n))
     o = torch.full((batch, m, d), float("nan")).half()
-    kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
+    kern.launch(kernels.attention_grid(q.shape, block_m), q, k, v, o, 0.125)
     want = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double(), v.double(), scale=0.125, is_causal=causal)
     # As test_kernels.test_attention: p is rounded to f16 before its product.
@@ -117,6 +117,67 @@ def test_attention_prefetches_keys_and_values(target: str, stages: int) -> None:
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == waits
     for batch, m, n in [(2, 130, 96), (1, 64, 200)]:
         _check_attention(kern, batch, m, n)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("target", "tma"), [("sm_90a", True), ("sm_90a", False),
+                                             ("sm_80", False)])
+def test_attention_overlaps_the_softmax_with_the_values_product(
+    target: str, tma: bool, causal: bool
+) -> None:
+    """``kernels.attention(overlap=True)``: the loop over the whole blocks issues block j's
+    scores, then block j-1's p v. On sm_90a the wait for the scores moves below p v's commit
+    (``wgmma.wait_group 1``: p v keeps running) with the softmax that reads them, and p v's
+    wait (``wait_group 0``) comes after the softmax's exponentials; ptxas keeps every wgmma
+    asynchronous (the wait holds p's registers, which the wgmma reads). The emulator, which
+    gives a wgmma's accumulators only at the wait that retires it, runs it against torch on
+    every target, with the first and last blocks outside the loop (one block of keys, none
+    whole, many)."""
+    kb = kernels.attention("f16", head_dim=64, block_m=64, block_n=64, causal=causal,
+                           overlap=True)
+    kern = compile(kb, target, num_warps=4, num_stages=2, tma=tma, **PROMISES)
+    ptx = str(kern.asm["ptx"])
+    if target == "sm_90a":
+        assert ptx.count("wgmma.wait_group.sync.aligned 1;") == 1
+        after = ptx.split("wgmma.wait_group.sync.aligned 1;")[1]
+        softmax = after[:after.index("wgmma.wait_group.sync.aligned 0;")]
+        # 64 x 64 scores over 128 threads: 32 exponentials a thread, and alpha's.
+        assert softmax.count("ex2.approx.ftz.f32") >= 32
+        assert_wgmma_stays_async(ptx, target)
+    torch.manual_seed(7)
+    shapes = ([(2, 130, 130), (1, 64, 64), (1, 200, 200), (1, 16, 16)] if causal else
+              [(2, 130, 200), (1, 64, 64), (1, 70, 16), (1, 200, 130)])
+    for batch, m, n in shapes:
+        _check_attention(kern, batch, m, n, causal=causal)
+
+
+@pytest.mark.parametrize(("target", "tma"), [("sm_90a", True), ("sm_90a", False),
+                                             ("sm_80", False)])
+@pytest.mark.parametrize("stages", [1, 3])
+def test_dot_of_the_loops_carried_lhs(target: str, tma: bool, stages: int) -> None:
+    """A dot whose lhs is a tile the loop carries (the block it loaded in the iteration
+    before) stages it each iteration. Its lowering asks whether that lhs is loop-invariant
+    after the loop body's arguments were replaced (it crashed the compiler)."""
+    kb = KernelBuilder("carried_lhs", x=View("f16", 2, contiguous=True),
+                       o=View("f32", 2, contiguous=True))
+    with kb as k:
+        acc0 = k.full([64, 64], 0.0, "f32")
+        with k.loop(0, k.size(k.args.x, 0), 64,
+                    carried=[acc0, k.full([64, 64], 0.0, "f16")]) as loop:
+            acc, previous = loop.carried
+            block = k.load(k.args.x, [loop.iv, 0], [64, 64])
+            loop.yield_(k.dot(previous, block, acc), block)
+        k.store(loop.results[0], k.args.o, [0, 0])
+    kern = compile(kb, target, num_warps=4, num_stages=stages, tma=tma, **PROMISES)
+    torch.manual_seed(8)
+    for n in (64, 256, 200):
+        x, o = torch.randn(n, 64).half(), torch.full((64, 64), float("nan"))
+        kern.launch((1,), x, o)
+        # sum_i x_{i-1} x_i: one matmul of the blocks side by side and stacked.
+        blocks = list(torch.nn.functional.pad(x, (0, 0, 0, -n % 64)).split(64))
+        a = torch.cat([torch.zeros(64, 64).half(), *blocks[:-1]], dim=1)
+        b = torch.cat(blocks, dim=0)
+        assert_close(o, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
 @pytest.mark.parametrize("causal", [False, True])
