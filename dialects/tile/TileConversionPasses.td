@@ -193,6 +193,11 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
            "mbarrier per ring slot that the consumer warps arrive on once "
            "their dots are done with it; the block has 32 x (num_warps + 4) "
            "threads">,
+    Option<"maxRegisters", "max-registers", "unsigned", /*default=*/"0",
+           "registers per thread that ptxas may give each kernel (its "
+           "`.maxnreg`, as Triton's maxnreg; 0: ptxas's choice, up to 255); "
+           "a warp-specialised kernel then keeps that count in every "
+           "warpgroup (no setmaxnreg)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

@@ -62,7 +62,7 @@ def backend(
               adds its specialisations to (what was compiled, the kernels compiled and taken
               from the cache, what ran in PyTorch and why); ``print(report)`` shows it;
             - ``num_warps``, ``num_stages``, ``tma``, ``warp_specialize``, ``opt_level``,
-              ``fp_fusion``: passed to every kernel's compilation, as
+              ``fp_fusion``, ``maxnreg``: passed to every kernel's compilation, as
               ``tileopt.compile``'s (unset: its defaults).
         mode: ``torch.compile``'s mode; tileopt has one way of compiling and ignores it.
 

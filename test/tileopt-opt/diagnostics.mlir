@@ -9,6 +9,7 @@
 // RUN: not tileopt-opt %t/ok.mlir --pass-pipeline='builtin.module(func.func(canonicalize' 2>&1 | FileCheck %s --check-prefix=PIPELINE-SYNTAX
 // RUN: not tileopt-opt %t/generic.mlir 2>&1 | FileCheck %s --check-prefix=GENERIC
 // RUN: tileopt-opt %t/ok.mlir --canonicalize --cse | FileCheck %s --check-prefix=OK
+// RUN: not tileopt-opt %t/ok.mlir --convert-tile-to-nvvm="max-registers=8" 2>&1 | FileCheck %s --check-prefix=MAX-REGISTERS
 // RUN: not tileopt-opt %t/index-array.mlir 2>&1 | FileCheck %s --check-prefix=INDEX-ARRAY
 // RUN: not tileopt-opt %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
 
@@ -57,3 +58,4 @@ tile.kernel @k(%x: memref<?xf32>) {
 // PIPELINE: no-such-pass
 // PIPELINE-SYNTAX: error
 // OK: tile.kernel @k
+// MAX-REGISTERS: error: max-registers must be 0 (ptxas's choice) or 24 to 255, got 8

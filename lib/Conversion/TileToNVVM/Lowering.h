@@ -253,6 +253,8 @@ struct LoweringState {
   /// mbarriers per slot ("full", then "empty"); the kernels that have one
   /// (a block of 32 x (num_warps + 4) threads); the consumers' releases.
   bool warpSpecialize = false;
+  /// The pass's `max-registers` (each kernel's .maxnreg; 0: none).
+  unsigned maxRegisters = 0;
   llvm::DenseSet<mlir::Operation *> specializedDots;
   llvm::StringSet<> specializedKernels;
   llvm::DenseMap<mlir::Operation *, SlotRelease> slotReleases;

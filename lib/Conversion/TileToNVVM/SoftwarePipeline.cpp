@@ -806,7 +806,8 @@ void finishWarpSpecialization(scf::IfOp split, LoweringState &state) {
                             NVVM::BarrierReductionAttr(), Value());
     op.erase();
   });
-  rebalanceRegisters(func, split, consumers);
+  if (!state.maxRegisters) // a cap the user chose holds for every warp
+    rebalanceRegisters(func, split, consumers);
 }
 
 } // namespace tileopt::nvvm

@@ -563,6 +563,15 @@ struct ConvertTileToNVVM
     // add one element an instruction.
     state.vectorAdds = vectorAdds && ptxVersion(*ptx) >= 81;
     state.warpSpecialize = warpSpecialize;
+    // ptxas takes 24 to 255 registers a thread (it raises fewer to 24 and
+    // ignores more).
+    if (maxRegisters && (maxRegisters < 24 || maxRegisters > 255)) {
+      module.emitError("max-registers must be 0 (ptxas's choice) or 24 to "
+                       "255, got ")
+          << maxRegisters.getValue();
+      return signalPassFailure();
+    }
+    state.maxRegisters = maxRegisters;
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
@@ -797,6 +806,9 @@ struct ConvertTileToNVVM
     // tile.dynamic_shared_bytes.
     for (auto &[func, ks] : state.kernels) {
       auto gpuFunc = cast<gpu::GPUFuncOp>(func);
+      if (state.maxRegisters)
+        gpuFunc->setAttr(NVVM::NVVMDialect::getMaxnregAttrName(),
+                         builder.getI32IntegerAttr(state.maxRegisters));
       int64_t bytes = sharedBytes.lookup(gpuFunc.getName());
       gpuFunc->setAttr("tile.shared_bytes", builder.getI64IntegerAttr(bytes));
       if (bytes == 0) {

@@ -1478,7 +1478,7 @@ BACKEND_OPTIONS: dict[str, Any] = {"target": DEFAULT_TARGET, "device": None,
 #: ``tileopt.compile``'s kernel options that the backend also takes and passes to every
 #: kernel it compiles (unset: ``tileopt.compile``'s defaults).
 BACKEND_KERNEL_OPTIONS = ("num_warps", "num_stages", "tma", "warp_specialize", "opt_level",
-                          "fp_fusion")
+                          "fp_fusion", "maxnreg")
 
 
 def check_backend_options(options: Mapping[str, Any]) -> dict[str, Any]:

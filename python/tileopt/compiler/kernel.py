@@ -341,6 +341,7 @@ def compile(
     num_stages: int | None = None,
     tma: bool = True,
     warp_specialize: bool = False,
+    maxnreg: int | None = None,
     dynamic_shared_bytes: int | None = None,
     tensor_maps: Sequence[TensorMapParam] | None = None,
 ) -> Any:
@@ -399,12 +400,13 @@ def compile(
             like a KernelBuilder's arguments. At "tile"/"tilegpu" it is derived from the
             ``tile.kernel`` signature (names from the builder or ``arg<i>``).
         opt_level, ptx_version, libdevice, assembler, fp_fusion, num_stages, tma,
-            warp_specialize: see :class:`tileopt.compiler.nvidia.Options`
+            warp_specialize, maxnreg: see :class:`tileopt.compiler.nvidia.Options`
             (``fp_fusion=False`` keeps every float multiply and add separately rounded;
             ``num_stages`` (default 3) is the depth of the software pipeline of loops that
             feed tensor-core dots; ``tma=False`` keeps sm_90a's pipelines on cp.async
             instead of TMA; ``warp_specialize=True`` gives sm_90a's TMA pipelines a producer
-            warp, in one more warpgroup of the block).
+            warp, in one more warpgroup of the block; ``maxnreg`` caps the registers per
+            thread, from tile IR only).
         dynamic_shared_bytes: with ``start="ptx"``, the dynamic shared memory its launches
             pass, for PTX that declares an ``.extern .shared`` array (PTX does not record the
             size). From the other stages the lowering records it.
@@ -467,6 +469,7 @@ def compile(
                 ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),
                 ("libdevice", libdevice), ("assembler", assembler), ("fp_fusion", fp_fusion),
                 ("num_stages", num_stages), ("tma", tma), ("warp_specialize", warp_specialize),
+                ("maxnreg", maxnreg),
             ) if value != {"opt_level": 3, "assembler": "auto", "fp_fusion": True,
                            "tma": True, "warp_specialize": False}.get(name)
         }
@@ -494,7 +497,11 @@ def compile(
         target = "sm_90"
     options = nvidia.Options(target, 4 if num_warps is None else num_warps, opt_level,
                              ptx_version, libdevice, assembler, fp_fusion,
-                             3 if num_stages is None else num_stages, tma, warp_specialize)
+                             3 if num_stages is None else num_stages, tma, warp_specialize,
+                             maxnreg)
+    if maxnreg is not None and start not in ("tile", "tilegpu"):
+        raise OptionError(f"maxnreg= is applied by the tile lowering; start={start!r} has "
+                          f"passed it (set .maxnreg in the PTX instead)")
     if dynamic_shared_bytes is not None:
         nvidia.check_int("dynamic_shared_bytes", dynamic_shared_bytes, range(0, 1 << 20),
                          "a byte count below 1 MiB")

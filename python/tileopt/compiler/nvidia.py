@@ -68,7 +68,8 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     ),
     "llvm": (
         "convert-tile-to-nvvm{chip={target} features={features} fp-fusion={fp_fusion} "
-        "num-stages={num_stages} tma={tma} warp-specialize={warp_specialize}}",
+        "num-stages={num_stages} tma={tma} warp-specialize={warp_specialize} "
+        "max-registers={max_registers}}",
     ),
 }
 
@@ -170,6 +171,11 @@ class Options:
             consumer warps wait for them and run the dots, with no barrier across the block
             in the loop, as Triton's ``warp_specialize`` and CUTLASS's kernels do. Kernels
             it does not apply to compile as without it.
+        maxnreg: the registers per thread that ptxas may give the kernel (24..255, its
+            ``.maxnreg``, as Triton's ``maxnreg``), or None for ptxas's choice: fewer
+            registers let more blocks share an SM, at the price of spills where the code
+            needs more. A warp-specialised kernel keeps that count in every warpgroup (its
+            producer gives none to the consumers). Applies to kernels lowered from tile IR.
     """
 
     target: str = "sm_90"
@@ -182,6 +188,7 @@ class Options:
     num_stages: int = 3
     tma: bool = True
     warp_specialize: bool = False
+    maxnreg: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str) or not re.fullmatch(r"sm_\d{2,3}[af]?", self.target):
@@ -232,6 +239,9 @@ class Options:
         if not isinstance(self.warp_specialize, bool):
             raise OptionError(
                 f"warp_specialize must be True or False, got {self.warp_specialize!r}")
+        if self.maxnreg is not None:
+            set_("maxnreg", check_int("maxnreg", self.maxnreg, range(24, 256),
+                                      "24..255 (registers per thread), or None"))
 
     def pass_options(self) -> dict[str, Any]:
         """The values substituted into :data:`PIPELINES`."""
@@ -241,7 +251,8 @@ class Options:
         return {"target": self.target, "features": features, "num_warps": self.num_warps,
                 "fp_fusion": str(self.fp_fusion).lower(), "num_stages": self.num_stages,
                 "tma": str(self.tma).lower(),
-                "warp_specialize": str(self.warp_specialize).lower()}
+                "warp_specialize": str(self.warp_specialize).lower(),
+                "max_registers": self.maxnreg or 0}
 
     def nvvm_target(self, features: str | None = None, link_libdevice: bool = True) -> str:
         """The ``#nvvm.target`` attribute the ptx stage serializes with.

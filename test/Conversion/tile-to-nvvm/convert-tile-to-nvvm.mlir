@@ -3,6 +3,7 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a tma=false" | FileCheck %s --check-prefix=WGMMA
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a" | FileCheck %s --check-prefix=TMA
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a warp-specialize=true" | FileCheck %s --check-prefix=WS
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --convert-tile-to-nvvm="chip=sm_90a max-registers=96" | FileCheck %s --check-prefix=MAXREG
 
 #row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
@@ -289,6 +290,9 @@ tile.kernel @mma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
 // WGMMA: wgmma.commit_group.sync.aligned;
 // WGMMA: wgmma.wait_group.sync.aligned 0;
 // WGMMA-NOT: mma.sync
+// With max-registers, every kernel declares it (.maxnreg in PTX).
+// MAXREG-LABEL: gpu.func @wgmma_dot
+// MAXREG-SAME: nvvm.maxnreg = 96 : i32
 tile.kernel @wgmma_dot(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0, %c0] : memref<?x?xf16> -> tensor<64x32xf16, #a>

@@ -64,6 +64,11 @@ def double(block: int = 64) -> KernelBuilder:
                                                     r"not a file"),
         ({"libdevice": 5}, r"libdevice must be the path of libdevice\.10\.bc"),
         ({"fp_fusion": "yes"}, r"fp_fusion must be True or False"),
+        ({"maxnreg": 16}, r"maxnreg must be 24\.\.255 \(registers per thread\), or None, got 16"),
+        ({"maxnreg": 256}, r"maxnreg must be 24\.\.255"),
+        ({"maxnreg": True}, r"maxnreg must be an int"),
+        ({"maxnreg": 64, "start": "llvm"}, r"maxnreg= is applied by the tile lowering; "
+                                           r"start='llvm' has passed it"),
         ({"kernel": 5}, r"kernel= takes the kernel's name"),
         ({"kernel": "nope"}, r"no kernel 'nope' in the module; kernels: double"),
         ({"start": None}, r"start must be one of 'tile', 'tilegpu', 'llvm', 'ptx', got None"),

@@ -273,8 +273,9 @@ def test_options_are_checked() -> None:
 
 
 def test_kernel_options_reach_every_kernel() -> None:
-    cg, _ = compiled(BiasModel(), torch.randn(4, N), num_warps=2)
+    cg, _ = compiled(BiasModel(), torch.randn(4, N), num_warps=2, maxnreg=32)
     assert {k.metadata.num_warps for k in cg.kernels} == {2}
+    assert all(".maxnreg 32" in str(k.asm["ptx"]) for k in cg.kernels)
 
 
 def test_device_cuda_without_a_driver_is_a_device_error() -> None:

@@ -29,7 +29,9 @@ def test_stage_table_reads_in_order() -> None:
     )
     llvm = nvidia.pipeline_text(nvidia.PIPELINES["llvm"], opts)
     assert llvm == ("builtin.module(convert-tile-to-nvvm{chip=sm_80 features= fp-fusion=true "
-                    "num-stages=3 tma=true warp-specialize=false})")
+                    "num-stages=3 tma=true warp-specialize=false max-registers=0})")
+    capped = nvidia.pipeline_text(nvidia.PIPELINES["llvm"], nvidia.Options(maxnreg=128))
+    assert capped.endswith(" max-registers=128})")
     # An explicit PTX version reaches the lowering, which picks instructions by it.
     pinned = nvidia.pipeline_text(nvidia.PIPELINES["llvm"],
                                   nvidia.Options(target="sm_90a", ptx_version=80))

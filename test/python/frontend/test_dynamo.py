@@ -297,6 +297,8 @@ def test_kernel_options_reach_every_kernel(monkeypatch: Any) -> None:
         tileopt.dynamo.backend(gm, [randn(3)], num_stages=9)
     with pytest.raises(tileopt.OptionError, match="warp_specialize must be True or False"):
         tileopt.dynamo.backend(gm, [randn(3)], warp_specialize="yes")
+    with pytest.raises(tileopt.OptionError, match=r"maxnreg must be 24\.\.255"):
+        tileopt.dynamo.backend(gm, [randn(3)], maxnreg=300)
     seen: list[dict[str, Any]] = []
     real = fallback.compile_graph
 

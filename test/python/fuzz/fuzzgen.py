@@ -45,6 +45,7 @@ MATH_EPS = {"f16": 2.0**-9, "bf16": 2.0**-6, "f32": 2.0**-19, "f64": 2.0**-48}
 TINY = {"f16": 6.2e-5, "bf16": 1.2e-38, "f32": 1.2e-38, "f64": 2.3e-308}
 FMAX = {"f16": 65504.0, "bf16": 3.38e38, "f32": 3.4e38, "f64": 1.79e308}
 TARGETS = ("sm_80", "sm_90", "sm_90a")
+DOT_SIZES = (1, 2, 8, 16, 16, 32, 64)
 # Features to leave out while hunting for other bugs (fuzzrun --avoid): "negative-offsets",
 # "rank0" (0-d tiles and views), "layout-rank" (layouts of the wrong rank).
 AVOID: set[str] = set(filter(None, os.environ.get("TILEOPT_FUZZ_AVOID", "").split(",")))
@@ -850,14 +851,26 @@ class Gen:
         self.emit(lines, run)
         self.add(name, rty)
 
-    def dot(self, lin: str) -> None:
+    def dot(self, lin: str, given: tuple[int, str, Ty] | None = None) -> Ty:
+        """A tile.dot of random shapes and types; its type. With ``given`` = (i, name, type),
+        operand i (0: lhs, 1: rhs) is that value and the result has its shape (a loop's
+        carried tile, which the result may replace)."""
         d = self.rng.choice(["f16", "bf16", "f32", "f16", "f32"])
-        m, n, k = (self.rng.choice([1, 2, 8, 16, 16, 32, 64]) for _ in range(3))
+        m, n, k = (self.rng.choice(DOT_SIZES) for _ in range(3))
+        if given:
+            d = given[2].dtype
+            if given[0] == 0:
+                (m, k), n = given[2].shape, given[2].shape[1]
+            else:
+                (k, n), m = given[2].shape, given[2].shape[0]
         acc_d = "f16" if d == "f16" and self.rng.random() < 0.25 else "f32"
         tf32 = d == "f32" and self.rng.random() < 0.4
         src = [(m, k), (k, n)]
         ops = []
-        for s in src:
+        for i, s in enumerate(src):
+            if given and i == given[0]:
+                ops.append(given[1])
+                continue
             got = self.pick(lambda t, s=s: t.shape == s and t.dtype == d)
             ops.append(got[0] if got and self.rng.random() < 0.5 else self.load(lin, s, d))
         acc = self.like(Ty((m, n), acc_d))
@@ -878,6 +891,7 @@ class Gen:
         self.emit(f"{name} = tile.dot {ops[0]}, {ops[1]}, {acc}{prec} : "
                   f"{self.t(Ty((m, k), d))}, {self.t(Ty((k, n), d))} -> {self.t(rty)}", run)
         self.add(name, rty)
+        return rty
 
     def loop(self, lin: str, depth: int) -> None:
         got = self.pick(lambda t: t.shape is not None)
@@ -933,6 +947,11 @@ class Gen:
             self.emit(f"{name} = tile.load {vw.name}[{', '.join(offs)}] : {vw.vtype} -> "
                       f"{self.t(ty)}", run_load)
             self.add(name, ty)
+        if (ty.dtype in ("f16", "bf16", "f32") and len(ty.shape) == 2
+                and all(s in DOT_SIZES for s in ty.shape) and self.rng.random() < 0.4):
+            # a dot of the carried tile (its lhs or its rhs), whose result may replace it
+            rty = self.dot(lin, (self.rng.randrange(2), carried, ty))
+            self.cast(self.pool[-1][0], rty, ty.dtype)
         for _ in range(self.rng.randint(1, 4)):
             self.random_op(lin, depth + 1)
         cands = [p for p in self.pool[len(outer_pool):] if p[1] == ty]

@@ -151,6 +151,21 @@ def test_attention_overlaps_the_softmax_with_the_values_product(
         _check_attention(kern, batch, m, n, causal=causal)
 
 
+def test_maxnreg_keeps_three_attention_blocks_an_sm() -> None:
+    """The overlapped attention at d 128 (64 x 64 blocks, 4 warps, 2 stages, 73,744 bytes of
+    shared memory: three blocks an H100 SM) takes more than 168 registers a thread, which
+    would leave two; ``maxnreg=168`` (the kernel's ``.maxnreg``) keeps three, and the
+    kernel still matches torch."""
+    kb = kernels.attention("f16", head_dim=128, block_m=64, block_n=64, overlap=True)
+    free = compile(kb, "sm_90a", num_warps=4, num_stages=2, **PROMISES)
+    kern = compile(kb, "sm_90a", num_warps=4, num_stages=2, maxnreg=168, **PROMISES)
+    assert ".maxnreg 168" in str(kern.asm["ptx"]) and ".maxnreg" not in str(free.asm["ptx"])
+    if kern.metadata.registers is not None:
+        assert free.metadata.registers > 168 >= kern.metadata.registers
+    torch.manual_seed(9)
+    _check_attention(kern, 1, 70, 200, d=128)
+
+
 @pytest.mark.parametrize(("target", "tma"), [("sm_90a", True), ("sm_90a", False),
                                              ("sm_80", False)])
 @pytest.mark.parametrize("stages", [1, 3])

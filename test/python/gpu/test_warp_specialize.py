@@ -94,6 +94,21 @@ def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stag
         assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
 
 
+def test_maxnreg_caps_every_warpgroup() -> None:
+    """With ``maxnreg`` the kernel declares it and its warpgroups keep it: the producer gives
+    none of its registers to the consumers (no setmaxnreg), which ptxas fits in the cap."""
+    kern = _matmul(128, 128, 64, 8, 3, warp_specialize=True, maxnreg=200)
+    ptx = str(kern.asm["ptx"])
+    assert ".maxnreg 200" in ptx and "setmaxnreg" not in ptx
+    if kern.metadata.registers is not None:
+        assert kern.metadata.registers <= 200
+    torch.manual_seed(3)
+    a, b = torch.randn(200, 304).half(), torch.randn(304, 144).half()
+    c = torch.full((200, 144), float("nan"))
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, 128, 128), a, b, c)
+    assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
 @pytest.mark.parametrize(("bm", "bn", "warps", "stages"),
                          [(192, 192, 8, 3), (128, 192, 8, 3), (64, 192, 4, 4)])
 def test_split_blocks_keep_their_dots_running(bm: int, bn: int, warps: int,

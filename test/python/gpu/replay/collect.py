@@ -734,11 +734,12 @@ def pipelined_kernels(c: Collector) -> None:
     for target in ("sm_80", "sm_90a"):
         grouped = {**PROMISES, "divisible_sizes": {"q": (1, 1, 16), "k": (1, 16, 16),
                                                    "v": (1, 16, 16), "o": (1, 1, 16)}}
-        for stages, promises, tag in ((1, PROMISES, "s1"), (3, PROMISES, "s3"),
-                                      (3, grouped, "s3_grouped")):
+        for stages, promises, tag, overlap in (
+                (1, PROMISES, "s1", False), (3, PROMISES, "s3", False),
+                (3, grouped, "s3_grouped", False), (2, PROMISES, "s2_overlap", True)):
             kid = c.kernel(f"attention_f16_64x64_{tag}",
-                           lambda: kernels.attention("f16", head_dim=64, block_m=64,
-                                                     block_n=64),
+                           lambda overlap=overlap: kernels.attention(
+                               "f16", head_dim=64, block_m=64, block_n=64, overlap=overlap),
                            target, num_warps=4, num_stages=stages, **promises)
             shapes = [(2, 70, 80), (1, 64, 144)] if tag.endswith("grouped") else \
                 [(2, 130, 96), (1, 64, 200)]
@@ -1007,24 +1008,29 @@ def benchmarks(c: Collector) -> None:
     # (batch x heads, tokens, head dimension) and the configurations: long sequences of d 64;
     # on sm_90a keys and values come by TMA where its mbarriers cost no block per SM (not at
     # 64 x 64 on 4 warps, 3 stages); "cp" variants keep cp.async (tma=False). LLaMA-7B's heads
-    # (32 of 2048 tokens, d 128) with the blocks kernel formation might take there.
+    # (32 of 2048 tokens, d 128) with the blocks kernel formation might take there. "ov":
+    # kernels.attention(overlap=True), the softmax beside the previous block's p v.
     for (batch, seq, d), configs in (
             ((16, 4096, 64), (
-                ("sm_90a", 64, 64, 4, 3, True), ("sm_90", 64, 64, 4, 3, True),
-                ("sm_90a", 128, 64, 8, 3, True), ("sm_90a", 128, 128, 8, 2, True),
-                ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 3, True),
-                ("sm_90a", 128, 64, 4, 3, True), ("sm_90a", 64, 64, 4, 3, False),
-                ("sm_90a", 128, 64, 8, 3, False))),
+                ("sm_90a", 64, 64, 4, 3, True, False), ("sm_90", 64, 64, 4, 3, True, False),
+                ("sm_90a", 128, 64, 8, 3, True, False), ("sm_90a", 128, 128, 8, 2, True, False),
+                ("sm_90a", 128, 64, 8, 2, True, False), ("sm_90a", 64, 128, 4, 3, True, False),
+                ("sm_90a", 128, 64, 4, 3, True, False), ("sm_90a", 64, 64, 4, 3, False, False),
+                ("sm_90a", 128, 64, 8, 3, False, False), ("sm_90a", 128, 64, 4, 3, True, True),
+                ("sm_90a", 128, 64, 8, 2, True, True), ("sm_90a", 64, 64, 4, 3, False, True))),
             ((32, 2048, 128), (
-                ("sm_90a", 64, 64, 4, 3, True), ("sm_90a", 128, 64, 8, 3, True),
-                ("sm_90a", 128, 64, 8, 2, True), ("sm_90a", 64, 128, 4, 2, True),
-                ("sm_90a", 128, 128, 8, 2, True), ("sm_90a", 64, 64, 4, 2, True)))):
+                ("sm_90a", 64, 64, 4, 3, True, False), ("sm_90a", 128, 64, 8, 3, True, False),
+                ("sm_90a", 128, 64, 8, 2, True, False), ("sm_90a", 64, 128, 4, 2, True, False),
+                ("sm_90a", 128, 128, 8, 2, True, False), ("sm_90a", 64, 64, 4, 2, True, False),
+                ("sm_90a", 64, 64, 4, 2, True, True), ("sm_90a", 128, 128, 8, 2, True, True),
+                ("sm_90a", 128, 64, 8, 2, True, True)))):
         qkv = {"randn": [batch, seq, d], "dtype": "float16"}
-        for target, bm, bn, warps, stages, tma in configs:
-            name = f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
+        for target, bm, bn, warps, stages, tma, overlap in configs:
+            name = (f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
+                    + ("ov" if overlap else ""))
             kid = c.kernel(f"bench_attention_f16_{'' if d == 64 else f'd{d}_'}{name}",
-                           lambda bm=bm, bn=bn, d=d: kernels.attention(
-                               "f16", head_dim=d, block_m=bm, block_n=bn),
+                           lambda bm=bm, bn=bn, d=d, overlap=overlap: kernels.attention(
+                               "f16", head_dim=d, block_m=bm, block_n=bn, overlap=overlap),
                            target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES,
                            same_shapes=[("q", "o"), ("k", "v")])
             c.benchmark(f"attention_f16-{batch}x{seq}x{d}-{target}-{name}", kid,
