@@ -895,6 +895,10 @@ def attention(
             m_new = k.maximum(m, k.max(s, axis=1, keepdims=True))
             return m_new, k.exp2(s - m_new, ftz=True), k.exp2(m - m_new, ftz=True)
 
+        def summed(l_: Value, alpha: Value, p: Value) -> Value:
+            """The row sums rescaled to the new maximum, plus ``p``'s."""
+            return l_ * alpha + k.sum(p, axis=1, keepdims=True)
+
         def values(start: Value) -> Value:
             return k.reshape(k.load(k.args.v, [batch, start, 0], [1, block_n, head_dim]),
                              [block_n, head_dim])
@@ -907,7 +911,7 @@ def attention(
             acc, m, l_ = carried
             m_new, p, alpha = softmax(scores(start, masked), m)
             value = values(start)
-            l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
+            l_ = summed(l_, alpha, p)
             return [k.dot(rounded(p), value, acc * alpha), m_new, l_]
 
         # The blocks of keys every row of the program sees whole need no mask (as flash
@@ -932,14 +936,14 @@ def attention(
             p0 = k.full([block_m, block_n], 0.0, dtype)
             with k.if_(whole > 0, carried=[acc, m, l_, p0]) as head:
                 m_new, p, alpha = softmax(scores(k.index(0), masked=False), m)
-                l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
+                l_ = summed(l_, alpha, p)
                 head.yield_(acc * alpha, m_new, l_, rounded(p))
             with k.loop(block_n, whole, block_n, carried=head.results) as loop:
                 acc, m, l_, p_last = loop.carried
                 s = scores(loop.iv, masked=False)
                 acc = k.dot(p_last, values(loop.iv - block_n), acc)
                 m_new, p, alpha = softmax(s, m)
-                l_ = l_ * alpha + k.sum(p, axis=1, keepdims=True)
+                l_ = summed(l_, alpha, p)
                 loop.yield_(acc * alpha, m_new, l_, rounded(p))
             acc, m, l_, p_last = loop.results
             with k.if_(whole > 0, carried=[acc]) as last:

@@ -1009,7 +1009,8 @@ def benchmarks(c: Collector) -> None:
     # on sm_90a keys and values come by TMA where its mbarriers cost no block per SM (not at
     # 64 x 64 on 4 warps, 3 stages); "cp" variants keep cp.async (tma=False). LLaMA-7B's heads
     # (32 of 2048 tokens, d 128) with the blocks kernel formation might take there. "ov":
-    # kernels.attention(overlap=True), the softmax beside the previous block's p v.
+    # kernels.attention(overlap=True), the softmax beside the previous block's p v; "r128":
+    # with maxnreg=128 (four blocks an SM, as without overlap; 159 registers leave three).
     for (batch, seq, d), configs in (
             ((16, 4096, 64), (
                 ("sm_90a", 64, 64, 4, 3, True, False), ("sm_90", 64, 64, 4, 3, True, False),
@@ -1017,7 +1018,8 @@ def benchmarks(c: Collector) -> None:
                 ("sm_90a", 128, 64, 8, 2, True, False), ("sm_90a", 64, 128, 4, 3, True, False),
                 ("sm_90a", 128, 64, 4, 3, True, False), ("sm_90a", 64, 64, 4, 3, False, False),
                 ("sm_90a", 128, 64, 8, 3, False, False), ("sm_90a", 128, 64, 4, 3, True, True),
-                ("sm_90a", 128, 64, 8, 2, True, True), ("sm_90a", 64, 64, 4, 3, False, True))),
+                ("sm_90a", 128, 64, 8, 2, True, True), ("sm_90a", 64, 64, 4, 3, False, True),
+                ("sm_90a", 64, 64, 4, 3, False, True, 128))),
             ((32, 2048, 128), (
                 ("sm_90a", 64, 64, 4, 3, True, False), ("sm_90a", 128, 64, 8, 3, True, False),
                 ("sm_90a", 128, 64, 8, 2, True, False), ("sm_90a", 64, 128, 4, 2, True, False),
@@ -1025,14 +1027,15 @@ def benchmarks(c: Collector) -> None:
                 ("sm_90a", 64, 64, 4, 2, True, True), ("sm_90a", 128, 128, 8, 2, True, True),
                 ("sm_90a", 128, 64, 8, 2, True, True)))):
         qkv = {"randn": [batch, seq, d], "dtype": "float16"}
-        for target, bm, bn, warps, stages, tma, overlap in configs:
+        for target, bm, bn, warps, stages, tma, overlap, *cap in configs:
             name = (f"{bm}x{bn}w{warps}s{stages}" + ("" if tma else "cp")
-                    + ("ov" if overlap else ""))
+                    + ("ov" if overlap else "") + "".join(f"r{r}" for r in cap))
             kid = c.kernel(f"bench_attention_f16_{'' if d == 64 else f'd{d}_'}{name}",
                            lambda bm=bm, bn=bn, d=d, overlap=overlap: kernels.attention(
                                "f16", head_dim=d, block_m=bm, block_n=bn, overlap=overlap),
                            target, num_warps=warps, num_stages=stages, tma=tma, **PROMISES,
-                           same_shapes=[("q", "o"), ("k", "v")])
+                           same_shapes=[("q", "o"), ("k", "v")],
+                           **({"maxnreg": cap[0]} if cap else {}))
             c.benchmark(f"attention_f16-{batch}x{seq}x{d}-{target}-{name}", kid,
                         kernels.attention_grid((batch, seq, d), bm),
                         [qkv, qkv, qkv, {"empty": [batch, seq, d], "dtype": "float16"},
