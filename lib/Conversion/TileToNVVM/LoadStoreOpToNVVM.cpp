@@ -718,7 +718,8 @@ RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
 template <typename AttrT> AttrT kernelArgAttr(Value view, StringRef name) {
   auto arg = dyn_cast<BlockArgument>(view);
   auto kernel =
-      arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : nullptr;
+      arg ? dyn_cast_if_present<KernelOp>(arg.getOwner()->getParentOp())
+          : nullptr;
   return kernel ? kernel.getArgAttrOfType<AttrT>(arg.getArgNumber(), name)
                 : AttrT();
 }
@@ -754,7 +755,7 @@ bool knownNonNegative(Value value, unsigned depth = 0) {
   if (auto constant = getConstantIntValue(value))
     return *constant >= 0;
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    auto loop = dyn_cast_if_present<scf::ForOp>(arg.getOwner()->getParentOp());
     return loop && arg == loop.getInductionVar() &&
            knownNonNegative(loop.getLowerBound(), depth + 1);
   }
@@ -812,7 +813,7 @@ bool sameShape(Value a, Value b) {
     return true;
   auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
   if (!argA || !argB || argA.getOwner() != argB.getOwner() ||
-      !isa<KernelOp>(argA.getOwner()->getParentOp()))
+      !isa_and_present<KernelOp>(argA.getOwner()->getParentOp()))
     return false;
   auto shapeOf = [](BlockArgument arg) -> int64_t {
     auto attr =
@@ -832,7 +833,8 @@ bool sameShape(Value a, Value b) {
 bool provenInBounds(Value offset, Value view, int64_t dim, int64_t extent) {
   auto arg = dyn_cast<BlockArgument>(offset);
   auto loop =
-      arg ? dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()) : nullptr;
+      arg ? dyn_cast_if_present<scf::ForOp>(arg.getOwner()->getParentOp())
+          : nullptr;
   if (!loop || arg != loop.getInductionVar())
     return false;
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
@@ -926,7 +928,7 @@ int64_t divisorOf(Value value, unsigned depth,
   if (auto constant = getConstantIntValue(value))
     return powerOfTwoDivisor(*constant);
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto loop = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    auto loop = dyn_cast_if_present<scf::ForOp>(arg.getOwner()->getParentOp());
     if (!loop)
       return 1;
     if (arg == loop.getInductionVar())
@@ -1118,7 +1120,7 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
   if (!llvm::is_contained(facts.inBounds, true))
     facts.inBounds.clear();
   auto arg = dyn_cast<BlockArgument>(view);
-  if (arg && isa<KernelOp>(arg.getOwner()->getParentOp())) {
+  if (arg && isa_and_present<KernelOp>(arg.getOwner()->getParentOp())) {
     if (auto shapeOf = kernelArgAttr<IntegerAttr>(
             view, KernelOp::getSameShapeAsAttrName()))
       facts.sameShapeAs = shapeOf.getInt();

@@ -172,7 +172,9 @@ SmallVector<Value> initialState(scf::ForOp loop, const AddressSlice &slice) {
 bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
   auto argument = [](Value view) -> Value {
     auto arg = dyn_cast<BlockArgument>(viewRoot(view));
-    return arg && isa<KernelOp>(arg.getOwner()->getParentOp()) ? arg : Value();
+    return arg && isa_and_present<KernelOp>(arg.getOwner()->getParentOp())
+               ? arg
+               : Value();
   };
   auto readByLoads = [&](Value view) {
     Value root = argument(view);

@@ -29,7 +29,7 @@ constexpr int64_t kMaxBox = 256;
 /// The kernel argument a load reads, if its view is one.
 BlockArgument kernelArgument(LoadOp load) {
   auto arg = dyn_cast<BlockArgument>(load.getView());
-  if (!arg || !isa<KernelOp>(arg.getOwner()->getParentOp()))
+  if (!arg || !isa_and_present<KernelOp>(arg.getOwner()->getParentOp()))
     return {};
   return arg;
 }

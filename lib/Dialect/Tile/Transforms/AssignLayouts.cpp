@@ -38,7 +38,7 @@ bool isTile(Value value) { return isa<RankedTensorType>(value.getType()); }
 /// its body yields (assignFor).
 bool isCheapProducer(Value value, unsigned depth = 0) {
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    auto forOp = dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp());
+    auto forOp = dyn_cast_if_present<scf::ForOp>(arg.getOwner()->getParentOp());
     if (!forOp || depth > 8 || arg.getArgNumber() == 0)
       return false;
     return isCheapProducer(forOp.getInitArgs()[arg.getArgNumber() - 1],

@@ -38,7 +38,7 @@ namespace {
 
 /// Whether kernel argument `arg` promises 32-bit indices.
 bool promisesNarrowIndices(BlockArgument arg) {
-  auto kernel = dyn_cast<KernelOp>(arg.getOwner()->getParentOp());
+  auto kernel = dyn_cast_if_present<KernelOp>(arg.getOwner()->getParentOp());
   if (!kernel || !arg.getOwner()->isEntryBlock())
     return false;
   auto bits = kernel.getArgAttrOfType<IntegerAttr>(
