@@ -127,6 +127,20 @@ def test_tile_limits_are_diagnostics() -> None:
             tileopt.compile(kb, num_warps=warps)
 
 
+def test_a_merged_constant_too_large_points_at_a_use() -> None:
+    """Canonicalization merges equal constants made on different lines into one with no
+    location: the register diagnostic then points at the line of a use."""
+    kb = KernelBuilder("big", y=View("f32", 2))
+    with kb as k:
+        a, b = k.full([128, 128], 1.0, "f32"), k.full([128, 128], 1.0, "f32")
+        k.store(a, k.args.y, [0, 0])
+        k.store(b, k.args.y, [128, 0])
+    with pytest.raises(tileopt.CompilationError,
+                       match=r"needs at least 512 32-bit registers(.|\n)*"
+                             r"test_edge_kernels\.py\":\d+:\d+\): used here"):
+        tileopt.compile(kb, num_warps=1)
+
+
 def copy_kernel() -> KernelBuilder:
     """y[:1024] = x[:1024], one tile."""
     kb = KernelBuilder("copy", x=View("f32", 1), y=View("f32", 1))

@@ -219,16 +219,24 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
   int64_t perThread = llvm::divideCeil(words, threads);
   if (perThread <= kMaxRegistersPerThread)
     return success();
-  return op->emitOpError() << what << " is a tile of "
-                           << tensor.getNumElements() << " "
-                           << tensor.getElementType() << " elements ("
-                           << shapeStr(tensor.getShape())
-                           << ") that needs at least " << perThread
-                           << " 32-bit registers per thread on " << numWarps
-                           << " warp(s) (" << threads
-                           << " threads), more than the "
-                           << kMaxRegistersPerThread
-                           << " a thread has; use smaller tiles or more warps";
+  InFlightDiagnostic diag =
+      op->emitOpError() << what << " is a tile of " << tensor.getNumElements()
+                        << " " << tensor.getElementType() << " elements ("
+                        << shapeStr(tensor.getShape())
+                        << ") that needs at least " << perThread
+                        << " 32-bit registers per thread on " << numWarps
+                        << " warp(s) (" << threads
+                        << " threads), more than the " << kMaxRegistersPerThread
+                        << " a thread has; use smaller tiles or more warps";
+  // Constants that canonicalization merged have no location of their own:
+  // point at the source line of a use.
+  if (isa<UnknownLoc>(op->getLoc()))
+    for (Operation *user : op->getUsers())
+      if (!isa<UnknownLoc>(user->getLoc())) {
+        diag.attachNote(user->getLoc()) << "used here";
+        break;
+      }
+  return diag;
 }
 
 /// Checks what the body's ops can only get wrong together: every tile is
