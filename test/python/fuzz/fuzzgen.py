@@ -1295,6 +1295,8 @@ def gen_valid(seed: int, index: int, rng: random.Random, kind: str = "valid") ->
     _promises(g, rng, opts)
     if opts["target"] == "sm_90a" and rng.random() < 0.3:  # a producer warp for TMA pipelines
         opts["warp_specialize"] = True
+    if rng.random() < 0.1:  # a register cap that ptxas meets with spills where it must
+        opts["maxnreg"] = rng.choice([24, 32, 64, 128, 255])
     p = Program(seed, index, kind, _kernel_text(g), g.args, grid_t, opts, "ok", run=not huge)
     if not huge:
         p.expected = _evaluate(g, grid_t)
