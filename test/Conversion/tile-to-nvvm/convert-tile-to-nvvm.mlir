@@ -2592,3 +2592,42 @@ tile.kernel @dot_of_carried_lhs(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> 
   tile.store %r#0, %o[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
   tile.return
 }
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+#t = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [8, 4], warpsPerCTA = [1, 4], order = [0, 1]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// A product of the scores' softmax (p in registers, wgmma's A): the scores'
+// wait cannot move below the second product's wgmma.fence, since registers
+// that a wgmma reads are written before its fence; it stays a wait 0, and
+// the softmax runs between it and the fence.
+// WGMMA-LABEL: gpu.func @dot_of_dot_waits_before_its_fence
+// WGMMA: scf.for
+// WGMMA: wgmma.commit_group.sync.aligned;
+// WGMMA-NOT: wgmma.fence
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// WGMMA: arith.truncf
+// WGMMA: wgmma.fence.sync.aligned;
+// WGMMA: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, {$32, $33, $34, $35}, $36,
+tile.kernel @dot_of_dot_waits_before_its_fence(%q: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %k: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %o: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %n = memref.dim %k, %c0 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %a = tile.load %q[%c0, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+  %r = scf.for %i = %c0 to %n step %c64 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %key = tile.load %k[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %kt = tile.permute %key {permutation = array<i64: 1, 0>} : tensor<64x64xf16, #a> -> tensor<64x64xf16, #t>
+    %s = tile.dot %a, %kt, %z : tensor<64x64xf16, #a>, tensor<64x64xf16, #t> -> tensor<64x64xf32, #mma>
+    %e = math.exp2 %s fastmath<afn> : tensor<64x64xf32, #mma>
+    %p = arith.truncf %e : tensor<64x64xf32, #mma> to tensor<64x64xf16, #mma>
+    %v = tile.load %k[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x64xf16, #a>
+    %pv = tile.dot %p, %v, %acc : tensor<64x64xf16, #mma>, tensor<64x64xf16, #a> -> tensor<64x64xf32, #mma>
+    scf.yield %pv : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %o[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
