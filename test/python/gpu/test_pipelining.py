@@ -85,11 +85,11 @@ def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
 
 
 def _check_attention(kern: Any, batch: int, m: int, n: int, d: int = 64,
-                     causal: bool = False, block_m: int = 64) -> None:
-    """kernels.attention (``block_m``-row blocks) on random f16 q, k, v against torch."""
+                     causal: bool = False) -> None:
+    """kernels.attention (64-row blocks) on random f16 q, k, v against torch."""
     q, k, v = (torch.randn(batch, rows, d).half() for rows in (m, n, n))
     o = torch.full((batch, m, d), float("nan")).half()
-    kern.launch(kernels.attention_grid(q.shape, block_m), q, k, v, o, 0.125)
+    kern.launch(kernels.attention_grid(q.shape, 64), q, k, v, o, 0.125)
     want = torch.nn.functional.scaled_dot_product_attention(
         q.double(), k.double(), v.double(), scale=0.125, is_causal=causal)
     # As test_kernels.test_attention: p is rounded to f16 before its product.
