@@ -17,7 +17,8 @@ extern "C" {
 
 /// Adds the upstream dialects, extensions, translations and the tile dialect
 /// to `registry`.
-MLIR_CAPI_EXPORTED void tileoptRegisterAllDialects(MlirDialectRegistry registry);
+MLIR_CAPI_EXPORTED void
+tileoptRegisterAllDialects(MlirDialectRegistry registry);
 
 /// Registers the upstream passes and tileopt's passes, once per process.
 MLIR_CAPI_EXPORTED void tileoptRegisterAllPasses(void);
@@ -25,8 +26,8 @@ MLIR_CAPI_EXPORTED void tileoptRegisterAllPasses(void);
 /// Looks in `source` for IR that upstream MLIR's parser aborts on
 /// (tileopt/SourceChecks.h): returns the byte offset of the first such
 /// construct and sets `*message` (a static string), or returns -1.
-MLIR_CAPI_EXPORTED intptr_t tileoptFindUnsupportedSyntax(MlirStringRef source,
-                                                         MlirStringRef *message);
+MLIR_CAPI_EXPORTED intptr_t
+tileoptFindUnsupportedSyntax(MlirStringRef source, MlirStringRef *message);
 
 #ifdef __cplusplus
 }

@@ -20,17 +20,21 @@ NB_MODULE(_site_initialize_0, m) {
   m.doc() = "Registers tileopt's dialects and passes";
   m.def(
       "register_dialects",
-      [](MlirDialectRegistry registry) { tileoptRegisterAllDialects(registry); },
+      [](MlirDialectRegistry registry) {
+        tileoptRegisterAllDialects(registry);
+      },
       "Adds tileopt's and upstream dialects to a registry.");
   m.def(
       "find_unsupported_syntax",
-      [](const std::string &source) -> std::optional<std::pair<intptr_t, std::string>> {
+      [](const std::string &source)
+          -> std::optional<std::pair<intptr_t, std::string>> {
         MlirStringRef message;
         intptr_t offset = tileoptFindUnsupportedSyntax(
             mlirStringRefCreate(source.data(), source.size()), &message);
         if (offset < 0)
           return std::nullopt;
-        return std::make_pair(offset, std::string(message.data, message.length));
+        return std::make_pair(offset,
+                              std::string(message.data, message.length));
       },
       "(byte offset, message) of the first construct in the IR text that "
       "upstream MLIR's parser aborts on, or None.");

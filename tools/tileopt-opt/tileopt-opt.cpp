@@ -24,7 +24,8 @@ int main(int argc, char **argv) {
   tileopt::registerAllDialects(registry);
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "tileopt pass driver\n", registry);
-  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
   if (config.shouldShowDialects() || config.shouldListPasses())
     return mlir::asMainReturnCode(mlir::MlirOptMain(
         llvm::outs(), llvm::MemoryBuffer::getMemBuffer(""), registry, config));
