@@ -8,6 +8,8 @@ that the pure-Python parts (the emulator) work without the native build.
 
 from __future__ import annotations
 
+import importlib
+
 from tileopt.errors import (
     ArgumentError,
     BuilderError,
@@ -61,6 +63,16 @@ def __getattr__(name: str) -> object:
                 f"them with `make build`"
             ) from e
         return fallback.explain
+    if name in _SUBMODULES:
+        # `import tileopt` then `tileopt.kernels.matmul(...)`, as `import torch` allows
+        # `torch.nn`: a subpackage loads on its first use (its own ImportError if it needs
+        # what is not installed).
+        return importlib.import_module(f"tileopt.{name}")
     raise AttributeError(f"module 'tileopt' has no attribute {name!r}")
+
+
+#: The subpackages that ``tileopt.<name>`` imports on first use.
+_SUBMODULES = ("builder", "compiler", "dynamo", "emulator", "errors", "frontend", "kernels",
+               "runtime", "testing")
 
 __version__ = "0.1.0"

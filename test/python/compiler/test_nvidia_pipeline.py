@@ -373,6 +373,21 @@ def test_import_tileopt_stays_light() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_subpackages_load_on_first_use() -> None:
+    """``import tileopt`` then ``tileopt.kernels``, ``tileopt.dynamo``, ... (as ``torch.nn``
+    after ``import torch``), each imported only when first used."""
+    code = (
+        "import sys, tileopt\n"
+        "assert 'tileopt.kernels' not in sys.modules and 'tileopt.dynamo' not in sys.modules\n"
+        "assert tileopt.kernels.matmul.__module__ == 'tileopt.kernels'\n"
+        "assert callable(tileopt.dynamo.backend) and tileopt.emulator.load_ptx\n"
+        "try:\n    tileopt.nope\nexcept AttributeError as e:\n"
+        "    assert \"no attribute 'nope'\" in str(e)\n"
+        "else:\n    raise AssertionError('tileopt.nope exists')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_ptx_instruction_count() -> None:
     ptx = (".visible .entry k(\n.param .u64 k_param_0\n)\n{\n\t.reg .b32 %r<3>;\n"
            "\t// a comment\n\tmov.u32 %r1, %tid.x;\n$L__BB0_1:\n\t@%p1 bra $L__BB0_1;\n"
