@@ -934,7 +934,8 @@ def attention(
             # products (where their results are first used) leave running beside p v.
             acc, m, l_ = tail.results
             p0 = k.full([block_m, block_n], 0.0, dtype)
-            with k.if_(whole > 0, carried=[acc, m, l_, p0]) as head:
+            any_whole = whole > 0
+            with k.if_(any_whole, carried=[acc, m, l_, p0]) as head:
                 m_new, p, alpha = softmax(scores(k.index(0), masked=False), m)
                 l_ = summed(l_, alpha, p)
                 head.yield_(acc * alpha, m_new, l_, rounded(p))
@@ -946,7 +947,7 @@ def attention(
                 l_ = summed(l_, alpha, p)
                 loop.yield_(acc * alpha, m_new, l_, rounded(p))
             acc, m, l_, p_last = loop.results
-            with k.if_(whole > 0, carried=[acc]) as last:
+            with k.if_(any_whole, carried=[acc]) as last:
                 last.yield_(k.dot(p_last, values(whole - block_n), acc))
             (acc,) = last.results
         out = k.fdiv(acc, l_, ieee_rounding=False)

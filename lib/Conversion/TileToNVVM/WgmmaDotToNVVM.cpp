@@ -39,6 +39,15 @@ int64_t wgmmaSwizzleMode(int64_t swizzle) {
 
 } // namespace
 
+namespace {
+
+/// The wait until at most `pending` wgmma commit groups are still running.
+std::string wgmmaWait(int64_t pending) {
+  return llvm::formatv("wgmma.wait_group.sync.aligned {0};", pending).str();
+}
+
+} // namespace
+
 int64_t wgmmaOperandBytes(int64_t rows, int64_t rowBytes) {
   return llvm::alignTo(rows, 8) * rowBytes;
 }
@@ -331,10 +340,7 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // running (and those of the other dots of its iteration: `overlapped`
   // groups in all): only the next dot (in the next iteration) or the wait
   // after the loop reads its accumulators.
-  acc = emitInPlaceAsm(
-      b, loc,
-      llvm::formatv("wgmma.wait_group.sync.aligned {0};", overlapped).str(),
-      acc, aFragments);
+  acc = emitInPlaceAsm(b, loc, wgmmaWait(overlapped), acc, aFragments);
   if (halfAcc)
     acc = unpackHalfPairs(b, loc, acc);
   if (int64_t(acc.size()) != accVecType.getNumElements())
@@ -359,7 +365,7 @@ void waitForRegisters(OpBuilder &b, Location loc, ValueRange registers,
   llvm::SmallPtrSet<Operation *, 32> reads;
   for (Value v : acc)
     reads.insert(v.getDefiningOp());
-  acc = emitInPlaceAsm(b, loc, "wgmma.wait_group.sync.aligned 0;", acc, {});
+  acc = emitInPlaceAsm(b, loc, wgmmaWait(0), acc, {});
   ArrayRef<Value> waited = acc;
   for (auto [vector, size] : llvm::zip(registers, sizes)) {
     Value packed = pack(b, loc, cast<VectorType>(vector.getType()),
@@ -449,8 +455,6 @@ void waitForWgmmaResults(scf::ForOp loop) {
 
 namespace {
 
-constexpr llvm::StringLiteral kWaitAll = "wgmma.wait_group.sync.aligned 0;";
-
 bool isAsm(Operation *op, StringRef prefix) {
   auto inlineAsm = dyn_cast<LLVM::InlineAsmOp>(op);
   return inlineAsm && inlineAsm.getAsmString().starts_with(prefix);
@@ -529,17 +533,17 @@ void deferWait(LLVM::InlineAsmOp wait) {
     op->moveAfter(at);
     at = op;
   }
-  wait.setAsmString(
-      llvm::formatv("wgmma.wait_group.sync.aligned {0};", commits).str());
+  wait.setAsmString(wgmmaWait(commits));
 }
 
 } // namespace
 
 void deferWgmmaWaits(Operation *root) {
   SmallVector<LLVM::InlineAsmOp> waits;
+  std::string waitAll = wgmmaWait(0);
   root->walk([&](LLVM::InlineAsmOp op) {
     Operation *previous = op->getPrevNode();
-    if (op.getAsmString() == kWaitAll && previous &&
+    if (op.getAsmString() == waitAll && previous &&
         isAsm(previous, "wgmma.commit_group"))
       waits.push_back(op);
   });
