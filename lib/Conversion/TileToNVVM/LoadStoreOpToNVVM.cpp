@@ -332,6 +332,18 @@ public:
     return cached(b, r, ptrCache, [&] { return emitPointer(b, r); });
   }
 
+  /// The elements of the run of `count` from register `r` along `d` that
+  /// lie before the view's end there (i32): `count` unless the run straddles
+  /// it. Only for a run whose first element is in bounds.
+  Value inBoundsCount(OpBuilder &b, unsigned r, int64_t d, unsigned count) {
+    Value left = arith::SubIOp::create(b, loc, view.sizes[d], index(b, r, d));
+    left = arith::MinUIOp::create(b, loc, left,
+                                  intConst(b, loc, view.indexType, count));
+    if (left.getType() == b.getI32Type())
+      return left;
+    return arith::TruncIOp::create(b, loc, b.getI32Type(), left);
+  }
+
 private:
   static Type ptrType(OpBuilder &b) {
     return LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -1347,18 +1359,25 @@ struct LoadLowering : TilePattern<LoadOp> {
       TileCoords coords = emitCoords(rewriter, loc, tile, ks);
       SmallVector<Run> runs =
           access.checkedRuns(tile.getShape(), plan.dim, elems, /*whole=*/true);
-      // The copy's size: 0 (zero fill) out of bounds. The checks that every
-      // run shares choose a size once; each run's own then choose it or 0.
+      // The copy's size: 0 (zero fill) out of bounds. Where every run is all
+      // in or all out (its start and the view's size are multiples of its
+      // length), the checks that every run shares choose a size once and each
+      // run's own then choose it or 0; elsewhere a run whose first element is
+      // in bounds copies the elements before the view's end and zero-fills
+      // the rest.
+      bool whole = facts.wholeRuns || to.elementWise;
       Value shared = access.sharedInBounds(rewriter);
       if (to.enabled)
         shared = shared
                      ? arith::AndIOp::create(rewriter, loc, shared, to.enabled)
                      : to.enabled;
+      auto orZero = [&](Value ok, Value size) {
+        return ok ? arith::SelectOp::create(rewriter, loc, ok, size,
+                                            i32Const(rewriter, loc, 0))
+                  : size;
+      };
       Value sharedSize =
-          shared ? arith::SelectOp::create(rewriter, loc, shared,
-                                           i32Const(rewriter, loc, bytes),
-                                           i32Const(rewriter, loc, 0))
-                 : i32Const(rewriter, loc, bytes);
+          whole ? orZero(shared, i32Const(rewriter, loc, bytes)) : Value();
       for (Run run : runs) {
         if (run.count * bits != bytes * 8)
           return op.emitOpError("internal error: cp.async run is not ")
@@ -1370,11 +1389,14 @@ struct LoadLowering : TilePattern<LoadOp> {
             sharedPtr(rewriter, loc, ks, rewriter.getI8Type(),
                       stagedOperandOffset(rewriter, loc, to.dot, to.operand,
                                           usesWgmma(to.dot, state), row, col));
-        // A run is all in or all out (its start is a multiple of its size).
         Value size = sharedSize;
-        if (Value own = access.ownInBounds(rewriter, run.first))
-          size = arith::SelectOp::create(rewriter, loc, own, sharedSize,
-                                         i32Const(rewriter, loc, 0));
+        if (!whole)
+          size = orZero(shared, arith::MulIOp::create(
+                                    rewriter, loc,
+                                    access.inBoundsCount(rewriter, run.first,
+                                                         plan.dim, elems),
+                                    i32Const(rewriter, loc, bits / 8)));
+        size = orZero(access.ownInBounds(rewriter, run.first), size);
         // .cg (L2 only) takes 16 bytes alone.
         NVVM::CpAsyncOp::create(rewriter, loc, dst,
                                 access.pointer(rewriter, run.first), bytes,

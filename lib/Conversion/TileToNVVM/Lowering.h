@@ -887,9 +887,10 @@ int64_t scratchBytes(mlir::Operation *op, const LoweringState &state);
 /// copies from global memory straight into the dot's staging area with
 /// cp.async (as Triton does): no registers hold them on the way and one
 /// instruction moves 16 bytes. The load must be the operand's only producer
-/// in the dot's block, proven aligned with whole 16-byte runs along the rows
-/// (no scalar tail or fallback), padded with zeros (cp.async zero-fills what
-/// it skips), and no op between it and the dot may use shared memory (it
+/// in the dot's block, proven aligned with 16-byte runs along the rows (no
+/// fallback; a run across the view's end copies the bytes before it),
+/// padded with zeros (cp.async zero-fills what it skips), and no op between
+/// it and the dot may use shared memory (it
 /// would overwrite the staging area) unless a software pipeline's ring keeps
 /// the two apart (AsyncCopy::ringOnly).
 void planAsyncCopies(tile::KernelOp kernel, LoweringState &state);
@@ -916,8 +917,8 @@ void demotePipelineOnlyCopies(
 bool hasZeroPadding(tile::LoadOp load);
 
 /// Whether a load with `facts` can copy its tile into a dot's staging area
-/// with 16-byte cp.async: aligned whole 16-byte runs along dimension `dim`
-/// (the one the staging area holds contiguously), zero padding.
+/// with 16-byte cp.async: aligned 16-byte runs along dimension `dim` (the
+/// one the staging area holds contiguously), zero padding.
 bool isAsyncCopyable(tile::LoadOp load, const AccessFacts &facts,
                      int64_t dim = 1);
 

@@ -91,8 +91,7 @@ bool hasZeroPadding(LoadOp load) {
 
 bool isAsyncCopyable(LoadOp load, const AccessFacts &facts, int64_t dim) {
   RankedTensorType tile = load.getResult().getType();
-  return facts.aligned && facts.wholeRuns && !facts.fallback &&
-         facts.plan.dim == dim &&
+  return facts.aligned && !facts.fallback && facts.plan.dim == dim &&
          facts.plan.elems * storageBits(tile.getElementType()) == 128 &&
          hasZeroPadding(load);
 }

@@ -1438,22 +1438,33 @@ tile.kernel @shared_lhs_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
   tile.return
 }
 
-// Without whole 16-byte runs (no tile.size_divisibility) cp.async cannot
-// copy the operands, but TMA can: its boxes read past the end as zeros.
-// CHECK-LABEL: gpu.func @tma_only_k_loop
-// CHECK-NOT: nvvm.cp.async
-// CHECK: gpu.return
-// WGMMA-LABEL: gpu.func @tma_only_k_loop
-// WGMMA-NOT: nvvm.cp.async
+// Without whole 16-byte runs (no tile.size_divisibility) a run may straddle
+// the view's end: its cp.async copies the elements before the end (at most
+// the run's 8, 2 bytes each) and zero-fills the rest, so the loop is still
+// pipelined. TMA's boxes read past the end as zeros.
+// CHECK-LABEL: gpu.func @straddling_k_loop
+// CHECK: %[[LEFT:.*]] = arith.subi %arg2, %{{.*}} : i64
+// CHECK: %[[INSIDE:.*]] = arith.minui %[[LEFT]], %c8_i64{{.*}} : i64
+// CHECK: %[[ELEMS:.*]] = arith.trunci %[[INSIDE]] : i64 to i32
+// CHECK: %[[BYTES:.*]] = arith.muli %[[ELEMS]], %c2_i32{{.*}} : i32
+// CHECK: %[[SIZE:.*]] = arith.select %{{.*}}, %[[BYTES]], %c0_i32{{.*}} : i32
+// CHECK: %[[OWN:.*]] = arith.select %{{.*}}, %[[SIZE]], %c0_i32{{.*}} : i32
+// CHECK: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg, %[[OWN]]
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// WGMMA-LABEL: gpu.func @straddling_k_loop
 // WGMMA-NOT: tile.tensor_maps
-// WGMMA: gpu.return
-// TMA-LABEL: gpu.func @tma_only_k_loop
+// WGMMA: arith.minui %{{.*}}, %c8_i64{{.*}} : i64
+// WGMMA: nvvm.cp.async.shared.global
+// WGMMA: scf.for
+// WGMMA: nvvm.cp.async.wait.group 0
+// TMA-LABEL: gpu.func @straddling_k_loop
 // TMA-SAME: tile.tensor_maps = [{box = array<i64: 64, 32>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 32, 64>, swizzle = 128 : i64, view = 0 : i64}]
 // TMA-COUNT-2: cp.async.bulk.tensor
 // TMA: scf.for
 // TMA-COUNT-2: cp.async.bulk.tensor
 // TMA: mbarrier.try_wait.parity
-tile.kernel @tma_only_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16}, %y: memref<?x?xf32>) {
+tile.kernel @straddling_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16}, %y: memref<?x?xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
@@ -1992,29 +2003,33 @@ tile.kernel @mma_column_mask(%x: memref<?x?xf32> {tile.divisibility = 16, tile.s
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
 
 // A dot in a loop whose lhs comes from before the loop stages it once, before
-// the loop, into shared memory the loop keeps (4 KiB, after which B's 4 KiB
-// staging area goes): the iterations store only B. Nothing read shared
-// memory before, so no barrier comes first (HoistedLhs). wgmma fences the
-// async proxy after the staging.
-// CHECK: llvm.mlir.global internal @dot_hoisted_lhs_smem() {{.*}} : !llvm.array<8192 x i8>
+// the loop, into shared memory the loop keeps (4 KiB, after which B's ring of
+// two 4 KiB slots goes): the iterations store nothing, B comes by cp.async.
+// Nothing read shared memory before, so no barrier comes first (HoistedLhs);
+// the loop's first barrier orders the staging before the dots. wgmma fences
+// the async proxy after the staging.
+// CHECK: llvm.mlir.global internal @dot_hoisted_lhs_smem() {{.*}} : !llvm.array<12288 x i8>
 // CHECK-LABEL: gpu.func @dot_hoisted_lhs
 // CHECK-NOT: nvvm.barrier0
 // CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
-// CHECK-NEXT: nvvm.barrier0
+// CHECK-NOT: nvvm.barrier0
 // CHECK: scf.for
 // CHECK: nvvm.barrier0
-// CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
 // CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
 // CHECK: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<row>
+// CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
+// CHECK: nvvm.cp.async.shared.global
+// CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
 // CHECK: scf.yield
 // WGMMA-LABEL: gpu.func @dot_hoisted_lhs
 // WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
 // WGMMA-NEXT: fence.proxy.async.shared::cta;
-// WGMMA-NEXT: nvvm.barrier0
 // WGMMA: scf.for
-// WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
+// WGMMA: nvvm.barrier0
 // WGMMA-NOT: llvm.store {{.*}} !llvm.ptr<3>
 // WGMMA: wgmma.mma_async
+// WGMMA-NOT: llvm.store {{.*}} !llvm.ptr<3>
+// WGMMA: scf.yield
 tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: memref<?x?xf32> {tile.divisibility = 16}, %n: index) {
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
@@ -2037,12 +2052,11 @@ tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: m
 
 // Two sibling loops whose dots read one hoisted lhs (attention's loops over
 // the masked and the whole blocks read one q): the first loop's staging
-// stays where the second would put it, so the lhs is stored once; the
-// second loop stores only B. A store to shared memory between two such
-// loops (the third) makes the next one stage its lhs again.
+// stays where the second would put it, so the lhs is stored once (B comes
+// by cp.async). A store to shared memory between two such loops (the
+// third) makes the next one stage its lhs again.
 // CHECK-LABEL: gpu.func @sibling_loops_share_hoisted_lhs
 // CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
-// CHECK-NEXT: nvvm.barrier0
 // CHECK: scf.for {{.*}} -> (f32,
 // CHECK: scf.yield {{.*}} : f32, f32,
 // CHECK-NOT: llvm.store {{.*}} !llvm.ptr<3>
@@ -2051,7 +2065,6 @@ tile.kernel @dot_hoisted_lhs(%x: memref<?x?xf16> {tile.divisibility = 16}, %y: m
 // CHECK: llvm.store {{.*}} : {{.*}}f32{{.*}}, !llvm.ptr<3>
 // CHECK: nvvm.barrier0
 // CHECK-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>
-// CHECK-NEXT: nvvm.barrier0
 // CHECK: scf.for {{.*}} -> (f32,
 // WGMMA-LABEL: gpu.func @sibling_loops_share_hoisted_lhs
 // WGMMA-COUNT-2: llvm.store {{.*}} : vector<8xf16>, !llvm.ptr<3>

@@ -64,6 +64,37 @@ def test_pipelined_matmul_matches_torch(target: str, stages: int) -> None:
         _check(kern, 64, 64, m, k, n)
 
 
+def _tight(rows: int, cols: int, dtype: torch.dtype, fill: float | None = None) -> torch.Tensor:
+    """A ``rows x cols`` view whose rows start 16 bytes apart or a multiple of that (as
+    ``aligned=True`` promises) and whose storage ends at its last element: a 16-byte copy of
+    the last row's last run reads past the storage unless it stops at the view's end."""
+    stride = -(-cols * dtype.itemsize // 16) * 16 // dtype.itemsize
+    storage = torch.randn((rows - 1) * stride + cols).to(dtype)
+    if fill is not None:
+        storage.fill_(fill)
+    return storage.as_strided((rows, cols), (stride, 1))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_pipeline_copies_runs_that_straddle_the_end(target: str) -> None:
+    """Without ``divisible_sizes`` a row's last 16-byte run may straddle the view's end: its
+    cp.async copies the elements before the end and zero-fills the rest, so aligned views of
+    any size still copy asynchronously and the K loop is still pipelined."""
+    kb = kernels.matmul("f16", block_m=64, block_n=64, block_k=32)
+    kern = compile(kb, target, num_warps=4, num_stages=3, tma=False, aligned=True,
+                   int32_indexing=True)
+    ptx = str(kern.asm["ptx"])
+    ahead = 2 - (target == "sm_90a")
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {str(ahead - 1), "0"}
+    assert kern.metadata.shared_bytes == (3 if target == "sm_90a" else 2) * 8192
+    # K and N from under one run to several blocks, none a multiple of 8.
+    for m, k, n in [(70, 45, 33), (130, 203, 129), (64, 7, 65)]:
+        a, b = _tight(m, k, torch.float16), _tight(k, n, torch.float16)
+        c = _tight(m, n, torch.float32, fill=float("nan"))
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, 64, 64), a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("stages", [1, 3])
 def test_batched_matmul_copies_and_pipelines(target: str, stages: int) -> None:
