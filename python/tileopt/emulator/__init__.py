@@ -38,6 +38,7 @@ passed. ``python -m tileopt.emulator kernel.ptx`` lists a module's kernels.
 from __future__ import annotations
 
 from tileopt.emulator.errors import (
+    DeviceAssertError,
     EmulatorError,
     GlobalRaceError,
     LaunchError,
@@ -50,6 +51,7 @@ from tileopt.emulator.module import Module, Pointer, load_ptx
 from tileopt.emulator.stats import LaunchStats
 
 __all__ = [
+    "DeviceAssertError",
     "EmulatorError",
     "LaunchError",
     "LaunchStats",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tileopt.errors import EmulatorError
 
 __all__ = [
+    "DeviceAssertError",
     "EmulatorError",
     "GlobalRaceError",
     "LaunchError",
@@ -13,6 +14,11 @@ __all__ = [
     "SharedRaceError",
     "UnsupportedInstructionError",
 ]
+
+
+class DeviceAssertError(EmulatorError):
+    """A thread of the kernel failed a device-side assertion (``assert`` in CUDA C++, Triton's
+    ``tl.device_assert``): the message names the assertion, its source line and the thread."""
 
 
 class PTXLoadError(EmulatorError):

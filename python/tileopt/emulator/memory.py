@@ -130,7 +130,25 @@ class GlobalMemory:
         ok = (j >= 0) & (off + size <= self.ends[jj])
         if ok.all():
             return None
+        if size == 4:
+            # The 4-byte word that a buffer's first or last element shares with bytes outside
+            # it: sub-word atomics (LLVM's compare-and-swap loop on the enclosing word, as
+            # for bf16 atomics before sm_90) read and write it whole, which a GPU allows (its
+            # allocations are whole words); the bytes outside must keep their value
+            # (outside_words_changed, after the launch).
+            k = np.searchsorted(self.starts, off + 3, "right") - 1
+            kk = np.maximum(k, 0)
+            ok |= ((off & 3) == 0) & (k >= 0) & (off < self.ends[kk])
+            if ok.all():
+                return None
         return ~ok
+
+    def outside_words_changed(self, buffer: Buffer) -> int:
+        """Bytes that share a 4-byte word with the buffer's first or last byte, outside it,
+        and that the launch changed (0 unless a kernel wrote past the buffer within them)."""
+        before = self.mem.u8[buffer.start & ~3 : buffer.start]
+        after = self.mem.u8[buffer.end : -(-buffer.end // 4) * 4]
+        return int(np.count_nonzero(before)) + int(np.count_nonzero(after))
 
 
 def warp_sectors(tids: np.ndarray, byte_addr: np.ndarray, size: int) -> tuple[int, int]:

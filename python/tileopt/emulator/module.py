@@ -10,7 +10,7 @@ import numpy as np
 
 from tileopt.emulator import numeric as nm
 from tileopt.emulator import tma
-from tileopt.emulator.errors import LaunchError
+from tileopt.emulator.errors import LaunchError, MemoryAccessError
 from tileopt.emulator.machine import State, run_chunk
 from tileopt.emulator.memory import (
     BUFFER_ALIGN,
@@ -139,11 +139,28 @@ def _is_dense(a) -> bool:
 
 
 def _buffer_bytes(a) -> np.ndarray:
-    """A contiguous uint8 copy of the buffer's elements (in index order)."""
+    """A contiguous uint8 copy of a dense buffer's bytes."""
     if isinstance(a, np.ndarray):
         return np.ascontiguousarray(a).reshape(-1).view(np.uint8).copy()
     t = a.detach().reshape(-1).contiguous()
     return t.view(_torch().uint8).numpy().copy() if t.numel() else np.zeros(0, np.uint8)
+
+
+def _dense_span(a) -> tuple[object, int]:
+    """For a non-contiguous array: a dense 1-D array over the host memory it reaches (its
+    lowest to its highest element's bytes, in the same storage) and the byte offset of its
+    first element in it."""
+    lo, hi = _host_span(a)
+    if isinstance(a, np.ndarray):
+        # A 1-element view of the element at the lowest address, widened over the span.
+        corner = a[tuple(slice(n - 1, n) if st < 0 else slice(0, 1)
+                         for n, st in zip(a.shape, a.strides, strict=True))]
+        span = np.lib.stride_tricks.as_strided(
+            corner.reshape(-1).view(np.uint8), shape=(hi - lo,), strides=(1,),
+            writeable=a.flags.writeable)
+        return span, a.__array_interface__["data"][0] - lo
+    # torch strides are never negative: the first element is the lowest
+    return a.detach().as_strided(((hi - lo) // a.element_size(),), (1,)), 0
 
 
 def _writable(a) -> bool:
@@ -184,8 +201,7 @@ class _Region:
     Arguments that are views of one storage (slices of one array, torch views of one tensor)
     share one region laid out as on the host, so a write through one is seen through the
     others and nothing stale is written back. ``phase`` is the offset of the region's first
-    byte from the start of its host allocation modulo :data:`BUFFER_ALIGN` (0 for the packed
-    copy of a non-contiguous array).
+    byte from the start of its host allocation modulo :data:`BUFFER_ALIGN`.
     """
 
     phase: int
@@ -217,8 +233,7 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
     offset of the argument's first byte in it). The tensor of a TensorMap argument is a
     buffer like the others."""
     dense: list[tuple[int, int, int, Param, object]] = []
-    packed: list[_Region] = []
-    spans: dict[int, tuple[int, int]] = {}
+    firsts: dict[int, int] = {}  # a non-contiguous array's first element, into its span
     for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
         if isinstance(a, Pointer):
             a = a.buffer
@@ -238,25 +253,12 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
         if not _is_buffer(a):
             continue
         _check_buffer(i, p, a)
-        lo, hi = spans[i] = _host_span(a)
-        if _is_dense(a):
-            dense.append((lo, hi, i, p, a))
-        else:
-            data = _buffer_bytes(a)
-            packed.append(_Region(0, data, [_Member(i, p, a, 0, data.size)]))
-    # A non-contiguous array is packed into a copy: refuse it when it shares memory.
-    for r in packed:
-        m = r.members[0]
-        lo, hi = spans[m.index]
-        for j, (olo, ohi) in spans.items():
-            if j != m.index and lo < ohi and olo < hi:
-                raise LaunchError(
-                    f"{_describe_buffer(m.index, m.param, m.array)} is not contiguous and "
-                    f"shares memory with argument {j} ({fn.params[j].name}): the emulator "
-                    f"packs a non-contiguous array into a copy of its own, so writes through "
-                    f"one would be lost to the other; pass contiguous arrays or "
-                    f"tileopt.emulator.Pointer into one buffer"
-                )
+        lo, hi = _host_span(a)
+        if not _is_dense(a):
+            # The pointer is its first element's address, as a GPU kernel gets it (the
+            # kernel indexes it with its own strides): it stands for the memory it reaches.
+            a, firsts[i] = _dense_span(a)
+        dense.append((lo, hi, i, p, a))
     # Dense buffers whose host bytes overlap share one region laid out as on the host.
     groups: list[list[tuple[int, int, int, Param, object]]] = []
     for item in sorted(dense, key=lambda d: (d[0], d[1])):
@@ -275,8 +277,8 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
             members.append(_Member(i, p, a, glo - lo, ghi - glo))
         phase = (lo - _allocation_start(group[0][4])) % BUFFER_ALIGN
         regions.append(_Region(phase, data, members))
-    regions += packed
-    return regions, {m.index: (r, m.rel) for r in regions for m in r.members}
+    return regions, {m.index: (r, m.rel + firsts.get(m.index, 0)) for r in regions
+                     for m in r.members}
 
 
 def _check_writes(name: str, region: _Region, new: np.ndarray) -> np.ndarray | None:
@@ -448,12 +450,13 @@ class Module:
                 ``CUtensorMap`` by value, as Triton and nvcc pass it) or for a pointer
                 parameter (the map in global memory); the map's tensor becomes a buffer of
                 the launch (written back after it, shared with the other arguments it overlaps).
-                Contiguous arrays whose memory overlaps (views of one storage) share one
-                emulated buffer laid out as on the host; every allocation starts 256-byte
-                aligned and a view keeps its byte offset into its allocation (torch storage,
-                owning numpy array) modulo 256, so alignment-dependent paths run as on a GPU. A
-                non-contiguous array is packed into a contiguous copy of its own (and must not
-                share memory with another argument).
+                A pointer parameter gets the address of the array's first element, as a GPU
+                kernel does: a non-contiguous array (a transpose, a strided slice) stands for
+                the host memory it reaches, which the kernel indexes with its own strides.
+                Arrays whose memory overlaps (views of one storage) share one emulated buffer
+                laid out as on the host; every allocation starts 256-byte aligned and a view
+                keeps its byte offset into its allocation (torch storage, owning numpy array)
+                modulo 256, so alignment-dependent paths run as on a GPU.
             shared_bytes: dynamic shared memory (extern .shared) in bytes.
             max_threads_per_chunk: CTAs are executed in chunks of about this many threads
                 (all CTAs of a chunk at once); bounds memory use.
@@ -631,6 +634,15 @@ class Module:
         stats.instructions_by_class = by_class
         stats.global_load_unique_sectors = int(np.count_nonzero(gm.loaded))
         stats.global_store_unique_sectors = int(np.count_nonzero(gm.stored))
+        for r in regions:  # (module variables lie side by side: no bytes outside them)
+            assert r.buffer is not None
+            b = r.buffer
+            if changed := gm.outside_words_changed(b):
+                raise MemoryAccessError(
+                    f"kernel {name} changed {changed} byte(s) outside {b.describe()}, in the "
+                    f"4-byte word it shares with its first or last element (a sub-word access "
+                    f"to the whole word must leave the bytes outside the buffer as they were)"
+                )
         # ---- write back
         for v, goff, data in self._globals:
             data[:] = gm.mem.u8[goff : goff + v.size].tobytes()

@@ -18,6 +18,7 @@ from tileopt.emulator.memory import (
     SHARED_WINDOW,
     WINDOW_SIZE,
     synchronised,
+    thread_ids,
 )
 from tileopt.emulator.parser import Imm, Instruction, Pair, Paren, Reg, Sink, Sym, Vec
 from tileopt.emulator.program import BAR, BRA, BRX, CALL, EXIT, PLAIN, RET, TRAP, Op
@@ -643,14 +644,20 @@ def h_minmax(cx, ins):
     t = one_type(cx, types)
     is_min = base == "min"
     if is_float(t):
-        if "xorsign" in mods or "abs" in mods:
-            raise cx.unsupported()
+        # .xorsign.abs (sm_86+; Triton's symmetric tl.clamp): the min/max of the magnitudes,
+        # with the XOR of the inputs' signs unless the result is NaN. The two go together.
+        xorsign = "xorsign" in mods
+        if xorsign != ("abs" in mods):
+            raise cx.unsupported(".xorsign and .abs go together")
         if "NaN" in mods:
             f = np.minimum if is_min else np.maximum
         else:
             f = np.fmin if is_min else np.fmax
 
         def fz(x, y):
+            if xorsign:
+                negative = np.signbit(x) ^ np.signbit(y)
+                x, y = np.abs(x), np.abs(y)
             r = f(x, y)
             # -0.0 is less than +0.0
             z = (x == 0) & (y == 0)
@@ -659,9 +666,11 @@ def h_minmax(cx, ins):
                 sy = np.signbit(y)
                 neg = (sx | sy) if is_min else (sx & sy)
                 r = np.where(z, np.where(neg, -0.0, 0.0).astype(np.asarray(r).dtype), r)
+            if xorsign:
+                r = np.where(np.isnan(r), r, np.copysign(r, np.where(negative, -1.0, 1.0)))
             return r
 
-        return float_op(cx, ins, t, mods, 2, fz, fz), "fp"
+        return float_op(cx, ins, t, mods, 2, fz, fz, allowed={"xorsign", "abs"}), "fp"
     check_mods(cx, mods, {"relu"})
     nops(cx, ins, 3)
     a, b = (cx.reader(o, t) for o in ins.operands[1:])
@@ -1774,6 +1783,41 @@ def h_trap(cx, ins):
     return Op(TRAP, ins, "branch")
 
 
+def _library_call(cx, ins, fname: str, args, rets) -> list[Op]:
+    """A call of one of CUDA's device functions that the emulator provides (devicelib): the
+    function reads the caller's .param arguments (little-endian integers) and writes its
+    return value into the caller's .param."""
+    from tileopt.emulator import devicelib
+
+    sizes, ret_size = devicelib.SIGNATURES[fname]
+    if len(args) != len(sizes) or len(rets) != (1 if ret_size else 0):
+        raise cx.error(f"call of {fname} with the wrong number of arguments")
+
+    def param(o, size: int) -> int:
+        sym = cx.func_syms[cx.cur_fn.name].get(o.name) if isinstance(o, Sym) else None
+        if sym is None or sym.space != "tparam" or sym.size < size:
+            raise cx.unsupported(f"{fname}'s arguments must be .param variables of {size} bytes")
+        return sym.addr
+
+    srcs = [param(o, n) for o, n in zip(args, sizes, strict=True)]
+    ret = param(rets[0], ret_size) if ret_size else None
+    fn = devicelib.FUNCTIONS[fname]
+
+    def run(st, idx):
+        params = []
+        for addr, n in zip(srcs, sizes, strict=True):
+            raw = st.tparam_read(idx, [(addr, None, n)])[0]  # (bytes, threads)
+            params.append(sum(raw[k].astype(np.uint64) << np.uint64(8 * k) for k in range(n)))
+        result = fn(st, ins, thread_ids(st, idx), params)
+        if ret is not None:
+            data = np.asarray(result, "<u4").view(np.uint8).reshape(-1, 4).T
+            st.tparam_write(idx, [(None, ret, 4)], [data])
+
+    # Two ops, as every call compiles to (the second is where a callee would return).
+    return [Op(PLAIN, ins, "branch", fn=run),
+            Op(PLAIN, ins, "branch", fn=lambda st, idx: None, counted=False)]
+
+
 @handler("call")
 def h_call(cx, ins):
     _, _, mods = split(ins)
@@ -1789,6 +1833,10 @@ def h_call(cx, ins):
     if ops:
         raise cx.unsupported("call with a prototype")
     callee = cx.module.functions[fname]
+    from tileopt.emulator import devicelib  # (it reads memory through memops, which imports ops)
+
+    if not callee.defined and fname in devicelib.FUNCTIONS:
+        return _library_call(cx, ins, fname, args, rets)
     if len(args) != len(callee.params) or len(rets) != len(callee.rets):
         raise cx.error(f"call of {fname} with the wrong number of arguments")
 

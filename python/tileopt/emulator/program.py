@@ -163,6 +163,8 @@ class Compiler:
     # ------------------------------------------------------------ layout
 
     def _collect_functions(self) -> list[Function]:
+        from tileopt.emulator import devicelib
+
         order = [self.kernel]
         seen = {self.kernel.name}
         i = 0
@@ -176,6 +178,8 @@ class Compiler:
                         self.cur_fn, self.cur_ins = f, ins
                         raise self.unsupported("indirect call")
                     g = self.module.functions.get(callee)
+                    if g is not None and not g.defined and callee in devicelib.SIGNATURES:
+                        continue  # provided by the emulator (devicelib)
                     if g is None or not g.defined:
                         self.cur_fn, self.cur_ins = f, ins
                         raise self.unsupported(f"call of external function {callee!r}")

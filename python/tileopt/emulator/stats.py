@@ -42,6 +42,8 @@ class LaunchStats:
     shared_uninitialized_reads: int = 0
     barriers: int = 0
     wall_time: float = 0.0
+    #: what the kernel's threads printed (vprintf: CUDA's printf, Triton's tl.device_print)
+    printed: list[str] = field(default_factory=list)
 
     @property
     def global_load_efficiency(self) -> float:

@@ -261,6 +261,39 @@ def test_float_min_max_nan() -> None:
     assert np.isnan(mnn[0]) and np.isnan(mnn[1]) and mnn[5] == -3
 
 
+def test_float_min_max_xorsign_abs() -> None:
+    """.xorsign.abs (Triton's symmetric tl.clamp on sm_90): the min/max of the magnitudes with
+    the XOR of the signs, NaN left as it is; f32, f16x2 and bf16."""
+    nan = np.float32(np.nan)
+    a = np.array([5, 5, -5, -5, 1, -0.0, nan, 2, nan, -np.inf] * 4, np.float32)
+    b = np.array([3, -3, 3, -3, -7, 2, -4, nan, nan, 2.5] * 4, np.float32)
+
+    def want(f, nan_wins: bool) -> np.ndarray:
+        r = f(np.abs(a), np.abs(b))
+        if nan_wins:
+            r = np.where(np.isnan(a) | np.isnan(b), np.nan, r)
+        return np.where(np.isnan(r), r, np.copysign(r, np.where(np.signbit(a) ^ np.signbit(b),
+                                                                 -1.0, 1.0))).astype(np.float32)
+
+    for op, f in (("min", np.fmin), ("max", np.fmax)):
+        for nan_mod in ("", ".NaN"):
+            got = elementwise(f"{op}{nan_mod}.xorsign.abs.f32 %o, %i0, %i1;",
+                              [("f32", a), ("f32", b)], "f32")
+            np.testing.assert_array_equal(got, want(f, bool(nan_mod)))
+    ha, hb = a.astype(np.float16), b.astype(np.float16)
+    got = elementwise("min.xorsign.abs.f16x2 %o, %i0, %i1;",
+                      [("b32", ha.view(np.uint32)), ("b32", hb.view(np.uint32))], "b32")
+    np.testing.assert_array_equal(got.view(np.float16), want(np.fmin, False).astype(np.float16))
+    torch = pytest.importorskip("torch")
+    ta, tb = (torch.from_numpy(v).to(torch.bfloat16) for v in (a, b))
+    bits = [t.view(torch.int16).numpy().view(np.uint16) for t in (ta, tb)]
+    got = elementwise("max.xorsign.abs.bf16 %o, %i0, %i1;", [("b16", bits[0]), ("b16", bits[1])],
+                      "b16")
+    a, b = ta.float().numpy(), tb.float().numpy()
+    got = torch.from_numpy(got.view(np.int16)).view(torch.bfloat16).float().numpy()
+    np.testing.assert_array_equal(got, want(np.fmax, False))  # (NaNs of any payload equal)
+
+
 @pytest.mark.parametrize(
     "cmp,fn",
     [

@@ -72,19 +72,88 @@ def test_misaligned_global_access() -> None:
         )
 
 
-def test_write_back_non_contiguous_numpy_and_torch() -> None:
+def test_non_contiguous_arrays_pass_their_first_elements_address() -> None:
+    """As on a GPU, the kernel gets the address of a strided view's first element and indexes
+    the memory from there itself (the copy here is contiguous); what it writes there reaches
+    the host memory under the view, including elements between the view's own."""
     mod = emu.load_ptx(COPY)
     base = np.zeros((10, 4), np.float32)
-    view = base[:, 1]  # strided: the kernel sees a contiguous copy, written back into the view
+    view = base[:, 1]  # strided: elements 1, 5, 9, ... of base
     src = np.arange(10, dtype=np.float32)
     mod.launch("copy", grid=1, block=32, args=[view, src, 0, 10])
-    np.testing.assert_array_equal(base[:, 1], src)
-    assert (base[:, [0, 2, 3]] == 0).all()
+    want = np.zeros(40, np.float32)
+    want[1:11] = src
+    np.testing.assert_array_equal(base.reshape(-1), want)
     torch = pytest.importorskip("torch")
-    t = torch.zeros(4, 10).t()  # non-contiguous
+    storage = torch.zeros(4, 10)
+    t = storage.t()  # non-contiguous, its first element storage[0, 0]
     s = torch.arange(40, dtype=torch.float32).reshape(10, 4)
     mod.launch("copy", grid=1, block=64, args=[t, s, 0, 40])
-    assert torch.equal(t.contiguous().reshape(-1), s.reshape(-1))
+    assert torch.equal(storage.reshape(-1), s.reshape(-1))
+    # A view whose first element is not its lowest address (numpy's negative strides).
+    backwards = np.zeros(8, np.float32)
+    mod.launch("copy", grid=1, block=32, args=[backwards[::-2], src, 3, 1])
+    np.testing.assert_array_equal(backwards, [0, 0, 0, 0, 0, 0, 0, 3])
+
+
+SET_HALF = (
+    HEAD
+    + """.visible .entry set_half(.param .u64 p, .param .u32 i, .param .u32 v, .param .u32 keep)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<16>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra END;
+  ld.param.u64 %rd1, [p];
+  ld.param.u32 %r2, [i];
+  mul.wide.u32 %rd2, %r2, 2;
+  add.s64 %rd3, %rd1, %rd2;
+  and.b64 %rd4, %rd3, -4;
+  cvt.u32.u64 %r3, %rd3;
+  and.b32 %r4, %r3, 3;
+  shl.b32 %r5, %r4, 3;
+  mov.b32 %r6, 65535;
+  shl.b32 %r7, %r6, %r5;
+  ld.param.u32 %r8, [keep];
+  and.b32 %r7, %r7, %r8;
+  not.b32 %r9, %r7;
+  ld.param.u32 %r10, [v];
+  shl.b32 %r11, %r10, %r5;
+  ld.relaxed.gpu.global.b32 %r12, [%rd4];
+LOOP:
+  and.b32 %r13, %r12, %r9;
+  or.b32 %r14, %r13, %r11;
+  atom.relaxed.gpu.global.cas.b32 %r15, [%rd4], %r12, %r14;
+  setp.ne.u32 %p1, %r15, %r12;
+  mov.b32 %r12, %r15;
+  @%p1 bra LOOP;
+END:
+  ret;
+}
+"""
+)
+
+
+def test_sub_word_atomic_on_the_word_a_buffer_shares() -> None:
+    """LLVM's compare-and-swap loop for a 16-bit atomic (bf16 before sm_90) reads and swaps the
+    4-byte word around the element, which reaches outside an array whose last element ends, or
+    whose first begins, in the middle of a word: allowed, as a GPU does, while the bytes outside
+    keep their value; a kernel that changes them is an error."""
+    mod = emu.load_ptx(SET_HALF)
+    a = np.zeros(5, np.float16)  # its last element shares a word with 2 bytes past its end
+    mod.launch("set_half", grid=1, block=32, args=[a, 4, 0x3C00, 0xFFFFFFFF])
+    np.testing.assert_array_equal(a, [0, 0, 0, 0, 1])
+    base = np.zeros(8, np.float16)
+    view = base[1:5]  # its first element shares a word with the byte before it
+    mod.launch("set_half", grid=1, block=32, args=[view, 0, 0x4000, 0xFFFFFFFF])
+    np.testing.assert_array_equal(base, [0, 2, 0, 0, 0, 0, 0, 0])
+    # keep=0: the swap writes the whole word, the half outside the array too
+    with pytest.raises(emu.MemoryAccessError, match=r"changed 2 byte\(s\) outside argument 0"):
+        mod.launch("set_half", grid=1, block=32, args=[a, 4, 0x3C013C00, 0])
+    with pytest.raises(emu.MemoryAccessError, match="Out-of-bounds"):  # a word wholly outside
+        mod.launch("set_half", grid=1, block=32, args=[a, 6, 0x3C00, 0xFFFFFFFF])
 
 
 def test_same_array_twice_aliases() -> None:

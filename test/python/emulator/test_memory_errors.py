@@ -396,35 +396,37 @@ def test_trap_aborts_the_launch(load_kernels: Loader, arch: str) -> None:
     _assert_names_thread(msg, (1, 0, 0), (13, 0, 0))
 
 
-@pytest.mark.parametrize(
-    "src,callee", [("device_assert.cu", "__assertfail"), ("device_printf.cu", "vprintf")]
-)
-def test_extern_device_runtime_calls(
-    compile_kernel: Callable[..., str], src: str, callee: str
-) -> None:
-    """assert()/printf call extern functions: either supported, or refused at load time by name.
+def test_device_printf_prints(compile_kernel: Callable[..., str],
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    """printf calls the extern vprintf: the emulator formats each calling thread's line from
+    the format string and the argument buffer (an int, a double promoted from the literal)."""
+    ptx = compile_kernel("device_printf.cu", "sm_80")
+    assert ".extern .func" in ptx and "vprintf" in ptx
+    out = np.zeros(64, dtype=np.int32)
+    stats = emu.load_ptx(ptx).launch("with_printf", grid=(2, 1, 1), block=(32, 1, 1),
+                                     args=[out])
+    assert out.sum() == 64
+    lines = ["block 0 says 1.500000\n", "block 1 says 1.500000\n"]
+    assert stats.printed == lines
+    assert capsys.readouterr().out == "".join(lines)
 
-    Never a silent wrong result: a failing assert must abort the launch.
-    """
-    ptx = compile_kernel(src, "sm_80")
-    assert ".extern .func" in ptx and callee in ptx
-    try:
-        mod = emu.load_ptx(ptx)
-    except emu.UnsupportedInstructionError as e:
-        assert callee in str(e) and re.search(r"line\D{0,3}\d+", str(e)), str(e)
-        return
-    if callee == "vprintf":
-        out = np.zeros(64, dtype=np.int32)
-        mod.launch("with_printf", grid=(2, 1, 1), block=(32, 1, 1), args=[out])
-        assert out.sum() == 64
-        return
+
+def test_device_assert_aborts_the_launch(compile_kernel: Callable[..., str]) -> None:
+    """assert calls the extern __assertfail: a failing one stops the launch with an error that
+    names the assertion, its source line and the thread; a passing one does nothing."""
+    ptx = compile_kernel("device_assert.cu", "sm_80")
+    assert ".extern .func" in ptx and "__assertfail" in ptx
+    mod = emu.load_ptx(ptx)
     x = np.arange(64, dtype=np.int32)
     out = np.zeros(64, dtype=np.int32)
     mod.launch("with_assert", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])
     np.testing.assert_array_equal(out, x)
-    x[7] = -3
-    with pytest.raises(EmulatorError):
+    x[39] = -3
+    with pytest.raises(emu.DeviceAssertError) as info:
         mod.launch("with_assert", grid=(2, 1, 1), block=(32, 1, 1), args=[x, out])
+    msg = str(info.value)
+    assert re.search(r"`x\[i\] >= 0` failed at \S+\.cu:6 in void with_assert", msg), msg
+    _assert_names_thread(msg, (1, 0, 0), (7, 0, 0))
 
 
 def test_shared_overrun_through_pointer_in_callee(load_kernels: Loader, arch: str) -> None:
