@@ -31,6 +31,12 @@ succeed the launch stops with a deadlock error naming the wait. Tensor maps are 
 :class:`tileopt.runtime.tma.TensorMap` arguments (by value or behind a pointer) or built on
 the device with ``tensormap.replace``.
 
+Thread-block clusters (the kernel's ``.reqnctapercluster`` or ``launch(..., cluster=...)``)
+run whole in one chunk: ``%cluster_*`` registers and ``barrier.cluster`` work across their
+CTAs (distributed shared memory and multicast copies are refused). Device-side ``printf``
+(``vprintf``) prints each calling thread's line, and a failed ``assert`` (``__assertfail``)
+stops the launch with :class:`DeviceAssertError` (:mod:`tileopt.emulator.devicelib`).
+
 Pure Python + numpy: no GPU, no native tileopt build, and torch only when tensors are
 passed. ``python -m tileopt.emulator kernel.ptx`` lists a module's kernels.
 """

@@ -51,6 +51,8 @@ class State:
         stats: LaunchStats,
         max_steps: int = 10**8,
         shared_checks: str = "raise",
+        cluster: tuple[int, int, int] = (1, 1, 1),
+        explicit_cluster: bool = False,
     ) -> None:
         self.kernel_name = kernel_name
         self.grid = grid
@@ -95,6 +97,18 @@ class State:
         self._cur_pc = 0
         self.max_steps = max_steps
         self.tid_linear = self.arange % self.tpc
+        # Thread-block clusters (whole ones in a chunk): each thread's cluster, numbered from
+        # 0 in the chunk, and its barrier.cluster.arrive count.
+        self.cluster = cluster
+        self.explicit_cluster = explicit_cluster
+        c = cta_first + self.arange // self.tpc
+        gx, gy, _ = grid
+        cx, cy, cz = cluster
+        cid = ((c % gx) // cx + ((c // gx) % gy) // cy * (gx // cx)
+               + (c // (gx * gy)) // cz * (gx // cx) * (gy // cy))
+        self.cluster_of = cid - (int(cid.min()) if T else 0)
+        self.nclusters = int(self.cluster_of.max()) + 1 if T else 0
+        self.cluster_arrivals = np.zeros(T, np.int64)
         self.live = self.tid_linear < self.tpc_real
         self.alive = self.live.copy()
         self.copies = None  # asynchronous copies in flight (tileopt.emulator.asynccopy)
@@ -233,15 +247,27 @@ class State:
             )
         if base == "%ntid":
             return np.uint32({"x": bx, "y": by, "z": bz}[comp])
-        if base in ("%ctaid", "%clusterid"):
+        cx, cy, cz = self.cluster
+        if base in ("%ctaid", "%clusterid", "%cluster_ctaid", "%cluster_ctarank"):
             c = self.cta_first + self.arange // self.tpc
-            return {"x": c % gx, "y": (c // gx) % gy, "z": c // (gx * gy)}[comp].astype(np.uint32)
-        if base in ("%nctaid", "%nclusterid"):
+            x, y, z = c % gx, (c // gx) % gy, c // (gx * gy)
+            if base == "%cluster_ctarank":
+                return (x % cx + (y % cy) * cx + (z % cz) * cx * cy).astype(np.uint32)
+            v, n = {"x": (x, cx), "y": (y, cy), "z": (z, cz)}[comp]
+            v = v // n if base == "%clusterid" else v % n if base == "%cluster_ctaid" else v
+            return v.astype(np.uint32)
+        if base == "%nctaid":
             return np.uint32({"x": gx, "y": gy, "z": gz}[comp])
-        if base in ("%cluster_ctaid", "%cluster_ctarank", "%gridid", "%is_explicit_cluster"):
+        if base == "%nclusterid":
+            return np.uint32({"x": gx // cx, "y": gy // cy, "z": gz // cz}[comp])
+        if base == "%cluster_nctaid":
+            return np.uint32({"x": cx, "y": cy, "z": cz}[comp])
+        if base == "%cluster_nctarank":
+            return np.uint32(cx * cy * cz)
+        if base == "%is_explicit_cluster":
+            return np.uint32(self.explicit_cluster)
+        if base == "%gridid":
             return np.uint32(0)
-        if base in ("%cluster_nctaid", "%cluster_nctarank"):
-            return np.uint32(1)
         lane = (tl & 31).astype(np.uint64)
         if base == "%laneid":
             return lane.astype(np.uint32)
@@ -653,6 +679,12 @@ class State:
         if not absent.any():
             return None
         T = self.T
+        if op.sync == 3:  # barrier.cluster.wait: every live thread of the cluster arrived
+            arrivals = self.cluster_arrivals
+            low = np.full(self.nclusters, np.iinfo(np.int64).max, np.int64)
+            np.minimum.at(low, self.cluster_of[alive], arrivals[alive])
+            blocked = mask & (low[self.cluster_of] < arrivals)
+            return blocked if blocked.any() else None
         if op.sync == 2:
             present = mask.reshape(self.ncta, self.tpc).sum(axis=1)
             arrived = self.bar_arrived.get(op.aux2)

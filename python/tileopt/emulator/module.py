@@ -436,6 +436,7 @@ class Module:
         max_steps: int = 10**8,
         shared_checks: str = "raise",
         global_checks: str = "raise",
+        cluster=None,
     ) -> LaunchStats:
         """Run kernel *name* over *grid* x *block* threads.
 
@@ -465,6 +466,12 @@ class Module:
                 bar.sync between a write and another warp's read or write of the same word)
                 raises :class:`SharedRaceError`; "count": only count races and reads of
                 uninitialised shared memory in the stats; "off": no checks (a little faster).
+            cluster: the thread-block cluster's shape (an int or 1-3-tuple of CTAs), as
+                ``cudaLaunchKernelEx``'s cluster dimension attribute gives it; by default the
+                kernel's ``.reqnctapercluster`` (nvcc's ``__cluster_dims__``, Triton's
+                ``num_ctas``), else clusters of one CTA. The grid must be a multiple of it.
+                ``%cluster_*`` registers and ``barrier.cluster`` work across a cluster's CTAs;
+                distributed shared memory (``mapa``) and multicast copies are refused.
             global_checks: the same for global memory within a CTA: "raise" (default): a plain
                 load of bytes another warp of the CTA stored, or a plain store that changes
                 them, with no barrier in between raises :class:`GlobalRaceError`
@@ -509,6 +516,7 @@ class Module:
                     )
         if grid[1] > 65535 or grid[2] > 65535 or grid[0] > 2**31 - 1:
             raise LaunchError(f"grid {grid} exceeds CUDA's limits")
+        cluster_dims, explicit = _cluster_shape(fn, name, grid, cluster)
         lay = ck.layout
         dyn_off = (
             (lay.shared_static + lay.dyn_shared_align - 1)
@@ -603,6 +611,10 @@ class Module:
         tpc = (nthreads + 31) // 32 * 32
         ncta_total = grid[0] * grid[1] * grid[2]
         per_chunk = max(1, max_threads_per_chunk // tpc)
+        # A chunk holds whole clusters (its CTAs run together: barrier.cluster waits for all).
+        cx, cy, cz = cluster_dims
+        unit = cx if cy == cz == 1 else grid[0] * cy if cz == 1 else grid[0] * grid[1] * cz
+        per_chunk = max(unit, per_chunk // unit * unit)
         for first in range(0, ncta_total, per_chunk):
             n = min(per_chunk, ncta_total - first)
             st = State(
@@ -622,6 +634,8 @@ class Module:
                 stats=stats,
                 max_steps=max_steps,
                 shared_checks=shared_checks,
+                cluster=cluster_dims,
+                explicit_cluster=explicit,
             )
             run_chunk(st, ck.ops, counts_w, counts_t)
         # ---- counters
@@ -659,6 +673,32 @@ class Module:
                     _write_back(m.array, new[m.rel : m.rel + m.size].copy())
         stats.wall_time = time.perf_counter() - t0
         return stats
+
+
+def _cluster_shape(fn: Function, name: str, grid: tuple[int, int, int],
+                   given) -> tuple[tuple[int, int, int], bool]:
+    """The launch's cluster shape (``given``, or the kernel's ``.reqnctapercluster``, or one
+    CTA) and whether the kernel runs in explicit clusters; LaunchError where CUDA would refuse
+    the launch."""
+    declared = fn.directives.get("reqnctapercluster")
+    shape = _dim3(declared, "cluster") if declared else None
+    if given is not None:
+        given = _dim3(given, "cluster")
+        if shape is not None and given != shape:
+            raise LaunchError(f"kernel {name} requires clusters of {shape} CTAs "
+                              f"(.reqnctapercluster), got cluster={given}")
+        shape = given
+    explicit = shape is not None or "explicitcluster" in fn.directives
+    shape = shape or (1, 1, 1)
+    size = shape[0] * shape[1] * shape[2]
+    most = fn.directives.get("maxclusterrank")
+    limit = int(most[0]) if most else 16
+    if size > limit:
+        raise LaunchError(f"kernel {name}: a cluster of {shape} has {size} CTAs; at most {limit}"
+                          + (" (.maxclusterrank)" if most else ""))
+    if any(g % c for g, c in zip(grid, shape, strict=True)):
+        raise LaunchError(f"kernel {name}: grid {grid} is not a multiple of its cluster {shape}")
+    return shape, explicit
 
 
 def _encode_map(m, address: int) -> bytes:

@@ -1899,6 +1899,27 @@ def h_bar(cx, ins):
     if base == "bar" and mods and mods[0] == "warp":
         check_mods(cx, mods, {"warp", "sync"})
         return (lambda st, idx: None), "sync"
+    if base == "barrier" and "cluster" in mods:
+        # barrier.cluster.arrive counts the thread in; .wait waits until every live thread of
+        # its cluster arrived as often as it did (machine.State._blocked).
+        check_mods(cx, mods, {"cluster", "arrive", "wait", "relaxed", "release", "acquire",
+                              "aligned"})
+        if ("arrive" in mods) == ("wait" in mods) or ins.operands:
+            raise cx.error("barrier.cluster takes .arrive or .wait and no operands")
+        if "wait" in mods:
+
+            def passed(st, idx):  # orders each CTA's accesses too, as bar.sync does
+                ctas = np.unique(thread_ids(st, idx) // st.tpc)
+                st.gepoch[ctas] += 1
+                if st.shadow is not None:
+                    st.shadow.barrier(ctas)
+
+            return Op(PLAIN, ins, "sync", fn=passed, sync=3)
+
+        def arrive(st, idx):
+            st.cluster_arrivals[thread_ids(st, idx)] += 1
+
+        return Op(PLAIN, ins, "sync", fn=arrive)
     mods_set = set(mods) - {"aligned", "cta"}
     kind = "sync"
     if "arrive" in mods_set:

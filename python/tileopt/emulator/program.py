@@ -53,7 +53,9 @@ class Op:
     targets: tuple = ()  # brx.idx targets
     counted: bool = True
     aux: object = None
-    sync: int = 0  # 1: waits for the lanes of its warp (membermask), 2: waits for the CTA (barrier)
+    # 1: waits for the lanes of its warp (membermask), 2: for the CTA (barrier), 3: for the
+    # cluster (barrier.cluster.wait)
+    sync: int = 0
     member: object = None  # membermask reader of warp-synchronous ops (None: all lanes)
     count_rd: object = None  # thread count of bar.sync a, b
     spin_loop: bool = False  # backward branch of a loop that polls memory (may spin-wait)
