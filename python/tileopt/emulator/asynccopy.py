@@ -32,6 +32,7 @@ those bytes, by any thread, is a shared-memory race (``SharedRaceError``), also 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +81,8 @@ class _BulkStore:
     data: np.ndarray  # their values (unsigned, esize bytes)
     esize: int
     reading: bool = True
+    # cp.reduce.async.bulk: (old, data) -> what is written, raw values (None: a plain store)
+    reduce: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -154,8 +157,10 @@ def _cp_before(st, tid: int, seq: int) -> None:
 @handler("cp")
 def h_cp(cx, ins):
     base, types, mods = split(ins)
-    if mods[:1] == ["reduce"]:
-        raise cx.unsupported("cp.reduce.async.bulk (bulk reductions)")
+    if mods[:3] == ["reduce", "async", "bulk"]:
+        from tileopt.emulator.tma import compile_bulk_reduce
+
+        return compile_bulk_reduce(cx, ins, mods[3:], types)
     if not mods or mods[0] != "async":
         raise cx.unsupported()
     rest = mods[1:]
@@ -393,20 +398,26 @@ def bulk_store(
     goff: np.ndarray,
     data: np.ndarray,
     esize: int,
+    reduce: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """A bulk copy from shared memory (16-byte chunks at chunk-flat offsets *src*, read now)
     to global memory (elements of *esize* bytes at global offsets *goff*, written when its
-    bulk group completes)."""
+    bulk group completes; with *reduce*, combined with what global memory holds then, as
+    ``cp.reduce.async.bulk`` does)."""
     ac = copies(st)
     if st.shadow is not None:
         tids = np.full(src.shape[0], tid, np.int64)
         st.shadow.async_begin(st, ins, tids, src, src_addr, 16, False)
-    ac.bulk.append(_BulkStore(tid, int(ac.bulk_open[tid]), src, goff, data, esize))
+    ac.bulk.append(_BulkStore(tid, int(ac.bulk_open[tid]), src, goff, data, esize,
+                              reduce=reduce))
 
 
 def _bulk_write(st, op: _BulkStore) -> None:
     if op.goff.size:
-        st.gm.mem.write(op.goff, op.esize, op.data)
+        data = op.data
+        if op.reduce is not None:
+            data = op.reduce(st.gm.mem.read(op.goff, op.esize), data)
+        st.gm.mem.write(op.goff, op.esize, data)
 
 
 def bulk_wait(st, tids: np.ndarray, keep_n: int, read_only: bool) -> None:

@@ -26,7 +26,13 @@ CTA's, through ``mapa``, is refused):
   tensor map on the device, as Triton's ``tl.make_tensor_descriptor`` does.
   ``fence.proxy.tensormap::generic`` and ``prefetch.tensormap`` are no-ops.
 
-Refused at load time: im2col modes, multicast, bulk reductions (``cp.reduce.async.bulk``) and
+* ``cp.reduce.async.bulk.tensor.{1..5}d.global.shared::cta.{add,min,max,inc,dec,and,or,xor}
+  {.tile}.bulk_group [tensorMap, {c0, ...}], [src]`` and ``cp.reduce.async.bulk.global
+  .shared::cta.bulk_group.{op}{.noftz}.type [dst], [src], size``: the stores above, each
+  element combined with what global memory holds when the bulk group completes (the map's
+  element type, or the instruction's), as Triton's descriptor ``atomic_add/min/max`` do.
+
+Refused at load time: im2col modes, multicast, bulk reductions into shared memory and
 shared-to-shared (cluster) bulk copies. Refused at run time: interleaved maps, swizzle modes
 other than none/32B/64B/128B.
 
@@ -52,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tileopt.emulator import numeric as nm
 from tileopt.emulator.asynccopy import bar_transfer, bulk_store, bulk_wait, copies
 from tileopt.emulator.errors import EmulatorError
 from tileopt.emulator.memops import addr_reader, read_elems, resolve, write_elems
@@ -470,6 +477,51 @@ def compile_bulk(cx, ins, rest: list[str], types: list[str]):
     return _compile_plain(cx, ins, rest)
 
 
+_REDUCE_OPS = ("add", "min", "max", "inc", "dec", "and", "or", "xor")
+
+
+def _reducer(cx, op: str, t: str):
+    """``(old, data) -> new`` on raw values of PTX type *t* for bulk reduction *op*, or None
+    where the PTX ISA has no such reduction."""
+    from tileopt.emulator.errors import UnsupportedInstructionError
+    from tileopt.emulator.memops import _atom_fn
+
+    integer = t in ("u32", "s32", "u64", "s64")
+    if (op in ("inc", "dec") and t != "u32") or (op in ("and", "or", "xor") and not integer):
+        return None
+    try:
+        f = _atom_fn(cx, op, t)
+    except UnsupportedInstructionError:
+        return None
+    typed, raw = nm.np_dtype(t), _UINT[nm.np_dtype(t).itemsize]
+
+    def reduce(old: np.ndarray, data: np.ndarray) -> np.ndarray:
+        new = np.asarray(f(old.view(typed), data.view(typed))).astype(typed)
+        return new.view(raw)
+
+    return reduce
+
+
+def compile_bulk_reduce(cx, ins, mods: list[str], types: list[str]):
+    """cp.reduce.async.bulk{.tensor}.* (the part of the opcode after ``bulk``): a bulk store
+    that combines each element with what global memory holds (add, min, max, inc, dec, and,
+    or, xor), of the tensor map's element type or the instruction's."""
+    ops_found = [m for m in mods if m in _REDUCE_OPS]
+    if len(ops_found) != 1:
+        raise cx.error("cp.reduce.async.bulk takes one of " + ", ".join(_REDUCE_OPS))
+    op = ops_found[0]
+    rest = [m for m in mods if m not in (op, "noftz")]
+    if rest[:1] == ["tensor"]:
+        reducers = {}
+        for t in ("u32", "s32", "u64", "s64", "f16", "bf16", "f32", "f64"):
+            if (r := _reducer(cx, op, t)) is not None:
+                reducers[t] = r
+        return _compile_tensor(cx, ins, rest[1:], reduce=(op, reducers))
+    if len(types) != 1 or (r := _reducer(cx, op, types[0])) is None:
+        raise cx.unsupported(f"bulk reduction .{op} of {'.'.join(types) or 'no type'}")
+    return _compile_plain(cx, ins, rest, reduce=(r, nm.np_dtype(types[0]).itemsize))
+
+
 def _direction(cx, mods):
     """'load' (global -> shared, mbarrier) or 'store' (shared -> global, bulk group)."""
     sp = [m for m in mods if m in ("shared::cluster", "shared::cta", "global")]
@@ -484,7 +536,8 @@ def _direction(cx, mods):
     raise cx.unsupported("bulk copies other than global <-> shared")
 
 
-def _compile_tensor(cx, ins, mods):
+def _compile_tensor(cx, ins, mods, reduce=None):
+    """A bulk tensor copy; with ``reduce`` ((op, {element type: reducer})), a reduction."""
     if not mods or not mods[0].endswith("d") or mods[0][:-1] not in "12345":
         raise cx.unsupported()
     rank = int(mods[0][:-1])
@@ -503,6 +556,8 @@ def _compile_tensor(cx, ins, mods):
         },
     )
     direction = _direction(cx, mods[1:])
+    if reduce is not None and direction != "store":
+        raise cx.unsupported("bulk reductions into shared memory")
     ops_ = list(ins.operands)
     if "L2::cache_hint" in mods and ops_:
         ops_ = ops_[:-1]
@@ -553,12 +608,21 @@ def _compile_tensor(cx, ins, mods):
             g_in = goff[ok]
             _check_global(st, ins, tid, g_in, e, info.describe())
             _count_global(st, g_in, e, True)
-            bulk_store(st, ins, tid, flat, saddr, g_in, vals[ok].copy(), e)
+            combine = None
+            if reduce is not None:
+                op, reducers = reduce
+                combine = reducers.get(info.elemtype)
+                if combine is None:
+                    raise _err(st, ins, tid, f"a bulk reduction .{op} of {info.elemtype} "
+                                             f"elements (the PTX ISA has none)")
+                _count_global(st, g_in, e, False)
+            bulk_store(st, ins, tid, flat, saddr, g_in, vals[ok].copy(), e, combine)
 
     return store, "cp.async"
 
 
-def _compile_plain(cx, ins, mods):
+def _compile_plain(cx, ins, mods, reduce=None):
+    """A plain bulk copy; with ``reduce`` ((reducer, element bytes)), a reduction."""
     check_mods(
         cx,
         mods,
@@ -572,6 +636,8 @@ def _compile_plain(cx, ins, mods):
         },
     )
     direction = _direction(cx, mods)
+    if reduce is not None and direction != "store":
+        raise cx.unsupported("bulk reductions into shared memory")
     ops_ = list(ins.operands)
     if "L2::cache_hint" in mods and ops_:
         ops_ = ops_[:-1]
@@ -602,8 +668,14 @@ def _compile_plain(cx, ins, mods):
             else:
                 flat, saddr = _shared_chunks(st, ins, tid, src, size, 0, 16)
                 vals = st.shared.u8[flat[:, None] + np.arange(16)[None, :]].reshape(-1)
-                _count_global(st, goff, 8, True)
-                bulk_store(st, ins, tid, flat, saddr, goff, vals.view(np.uint64).copy(), 8)
+                e, combine = 8, None
+                if reduce is not None:  # element by element
+                    combine, e = reduce
+                    goff = gaddr - GLOBAL_BASE + np.arange(size // e, dtype=np.int64) * e
+                    _count_global(st, goff, e, False)
+                _count_global(st, goff, e, True)
+                bulk_store(st, ins, tid, flat, saddr, goff, vals.view(_UINT[e]).copy(), e,
+                           combine)
 
     return run, "cp.async"
 

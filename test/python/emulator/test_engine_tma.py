@@ -390,6 +390,63 @@ DONE:
     assert stats.shared_races == 0
 
 
+REDUCTIONS = [
+    ("add", np.float32, lambda old, new: old + new),
+    ("add", np.float16, lambda old, new: (old.astype(np.float64) + new).astype(np.float16)),
+    ("min", np.int32, np.minimum),
+    ("max", np.float32, np.fmax),
+    ("xor", np.uint32, np.bitwise_xor),
+    ("inc", np.uint32, lambda old, new: np.where(old >= new, 0, old + 1).astype(np.uint32)),
+]
+
+
+@pytest.mark.parametrize("op,dtype,combine", REDUCTIONS,
+                         ids=[f"{op}-{np.dtype(d).name}" for op, d, _ in REDUCTIONS])
+def test_tma_reduction_combines_with_global_memory(op, dtype, combine) -> None:
+    """cp.reduce.async.bulk.tensor (Triton's descriptor atomic_add/min/max): the box's elements
+    inside the tensor combine with what it holds, in the map's element type."""
+    rng = np.random.default_rng(11)
+    shape, box, coords = (30, 40), (16, 16), (30, -3)
+    values = (rng.standard_normal(shape) * 50 if np.dtype(dtype).kind == "f"
+              else rng.integers(-60 if dtype == np.int32 else 0, 60, shape))
+    target = values.astype(dtype)
+    before = target.copy()
+    tm = TensorMap.from_tensor(target, box, swizzle=Swizzle.NONE)
+    src = (rng.standard_normal(16 * 16) * 50 if np.dtype(dtype).kind == "f"
+           else rng.integers(-60 if dtype == np.int32 else 1, 60, 16 * 16)).astype(dtype)
+    stored, inside = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    model_store(tm, coords, src.view(np.uint8), stored)
+    model_store(tm, coords, np.ones(16 * 16, dtype).view(np.uint8), inside)
+    mask = inside != 0
+    expect = before.copy()
+    expect[mask] = combine(before[mask], stored[mask])
+    ptx = store_kernel(tm.rank).replace(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.bulk_group")
+    emu.load_ptx(ptx).launch("tma_store", grid=1, block=THREADS,
+                             args=[tm, src, tm.box_bytes, *coords])
+    np.testing.assert_array_equal(target, expect)
+    assert mask.any() and (~mask).any()
+
+
+def test_bulk_reduction_of_a_type_it_lacks_is_refused() -> None:
+    """inc of f32 elements has no PTX bulk reduction: refused when the map's type is known (at
+    the copy), or at load time for a plain bulk reduction of that type."""
+    target = np.zeros((8, 16), np.float32)
+    tm = TensorMap.from_tensor(target, (8, 16))
+    ptx = store_kernel(2).replace(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group",
+        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.bulk_group")
+    with pytest.raises(emu.EmulatorError, match=r"bulk reduction \.inc of f32"):
+        emu.load_ptx(ptx).launch("tma_store", grid=1, block=THREADS,
+                                 args=[tm, np.zeros(128, np.float32), 512, 0, 0])
+    plain = ptx.replace(
+        "cp.reduce.async.bulk.tensor.2d.global.shared::cta.inc.bulk_group [%rd2, {%r20, %r21}]",
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.inc.f32 [%rd2]")
+    with pytest.raises(emu.UnsupportedInstructionError, match=r"bulk reduction \.inc of f32"):
+        emu.load_ptx(plain)
+
+
 # ---------------------------------------------------------------- tensor maps on the device
 
 
