@@ -228,4 +228,27 @@ def MarkTensorMapParams : Pass<"mark-tensor-map-params", "::mlir::ModuleOp"> {
   ];
 }
 
+def CheckNVPTXInput : Pass<"check-nvptx-input", "::mlir::ModuleOp"> {
+  let summary = "reject LLVM-dialect IR that LLVM's NVPTX back end aborts or "
+                "hangs on";
+  let description = [{
+    The last check before `gpu-module-to-binary` translates a `gpu.module` to
+    LLVM IR and runs the NVPTX back end in-process, where malformed input that
+    the LLVM dialect's verifiers accept ends in an assertion, a fatal error or
+    a code generator that never finishes. This pass names the op instead:
+
+    - a pointer in an address space NVPTX has no state space for (it knows
+      0 generic, 1 global, 3 shared, 4 constant, 5 local, 7 shared::cluster
+      and 101 kernel parameters);
+    - a vector of more than 4096 lanes (no per-thread value is that large;
+      NVPTX's legalization of one takes hours);
+    - an `llvm.bitcast` between types of different sizes;
+    - an `llvm.inline_asm` whose text names an operand (`$N`) past its
+      constraints' outputs and inputs.
+
+    IR that tileopt's own lowering emits passes it unchanged; it guards the
+    `start="llvm"` entry point and hand-written modules.
+  }];
+}
+
 #endif // TILEOPT_DIALECT_TILE_TILECONVERSIONPASSES_TD

@@ -12,6 +12,7 @@
 // RUN: not tileopt-opt %t/ok.mlir --convert-tile-to-nvvm="max-registers=8" 2>&1 | FileCheck %s --check-prefix=MAX-REGISTERS
 // RUN: not tileopt-opt %t/index-array.mlir 2>&1 | FileCheck %s --check-prefix=INDEX-ARRAY
 // RUN: not tileopt-opt %t/missing.mlir 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not tileopt-opt %t/huge-vector.mlir 2>&1 | FileCheck %s --check-prefix=HUGE-VECTOR
 
 //--- syntax.mlir
 tile.kernel @k(%x: memref<?xf32>) {
@@ -41,6 +42,15 @@ tile.kernel @k(%s: f32) {
   "tile.return"() : () -> ()
 }) {function_type = (f32, f32) -> (), sym_name = "k"} : () -> ()
 // GENERIC: generic.mlir:1:1: error: 'tile.kernel' op entry block must have 2 arguments to match function signature
+
+//--- huge-vector.mlir
+// The LLVM dialect counts an i1 vector's lanes in 32 bits (VectorType::get
+// asserts on the 0 that 2^32 becomes): refused before parsing.
+llvm.func @f(%a: vector<4294967296xf32>) {
+  %c = llvm.fcmp "olt" %a, %a : vector<4294967296xf32>
+  llvm.return
+}
+// HUGE-VECTOR: huge-vector.mlir:3:18: error: vectors of 2^32 or more lanes abort MLIR 22's LLVM dialect
 
 //--- index-array.mlir
 // MLIR 22's parser asserts on index-typed dense arrays: refused before parsing.

@@ -65,6 +65,7 @@ void buildTileToNVVM(OpPassManager &pm, const TileToNVVMOptions &options) {
   pm.addPass(tileopt::createMarkTensorMapParams());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(tileopt::createCheckNVPTXInput());
 }
 
 void buildTileToPTX(OpPassManager &pm, const TileToNVVMOptions &options) {

@@ -575,12 +575,38 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels)
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
+    // An mma accumulator (a layout given with the IR) needs a dot that
+    // tensor cores compute: 16-bit or tf32 inputs in whole m16 n8 k blocks.
     // mma.sync interleaves warp columns 8 apart: contiguous ones (blockN)
     // are wgmma's.
     WalkResult unfit = module.walk([&](DotOp dot) -> WalkResult {
       auto mma = dyn_cast<MmaLayoutAttr>(getLayout(dot.getAcc().getType()));
-      if (!mma || mma.getWarpsN() == 1 || mma.getBlockN() == kMmaN ||
-          usesWgmma(dot, state))
+      if (!mma)
+        return WalkResult::advance();
+      int64_t mmaK = getMmaK(dot);
+      int64_t m = dot.getLhs().getType().getDimSize(0);
+      int64_t k = dot.getLhs().getType().getDimSize(1);
+      int64_t n = dot.getRhs().getType().getDimSize(1);
+      if (getSmVersion(chip) < 80 || !mmaK || m % kMmaM || n % kMmaN ||
+          k % mmaK) {
+        dot.emitOpError("has an mma accumulator layout, but ")
+            << chip << " has no tensor-core dot of " << m << "x" << k << " by "
+            << k << "x" << n << " " << dot.getLhs().getType().getElementType()
+            << " (it needs sm_80 or newer, f16/bf16 inputs or f32 with "
+               "input_precision = tf32, and M, N, K multiples of "
+            << kMmaM << ", " << kMmaN << ", " << (mmaK ? mmaK : 16)
+            << "); give the accumulator a blocked layout";
+        return WalkResult::interrupt();
+      }
+      unsigned wm = mma.getWarpsM(), wn = mma.getWarpsN();
+      if (m % (kMmaM * wm) || n % (kMmaN * wn)) {
+        dot.emitOpError("has an mma accumulator layout of ")
+            << wm << "x" << wn << " warps, whose " << kMmaM * wm << "x"
+            << kMmaN * wn << " blocks do not tile its " << m << "x" << n
+            << " accumulator; give it fewer warps along the short side";
+        return WalkResult::interrupt();
+      }
+      if (wn == 1 || mma.getBlockN() == kMmaN || usesWgmma(dot, state))
         return WalkResult::advance();
       dot.emitOpError("has an accumulator layout with blockN = ")
           << mma.getBlockN() << " that " << chip

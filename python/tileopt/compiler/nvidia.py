@@ -82,6 +82,7 @@ UPSTREAM_TO_LLVM: tuple[str, ...] = (
     "mark-tensor-map-params",
     "convert-nvvm-to-llvm",
     "reconcile-unrealized-casts",
+    "check-nvptx-input",
 )
 
 #: The upstream pass that serializes a ``gpu.module`` with an ``#nvvm.target``; ``isa`` = PTX.

@@ -1057,6 +1057,39 @@ tile.kernel @unfit_block_n(%a: memref<?x?xf16>, %b: memref<?x?xf16>, %c: memref<
 
 // -----
 
+#mma = #tile.mma<warpsPerCTA = [1, 1]>
+
+// An mma accumulator that given IR puts on a dot no tensor core computes:
+// an N of 1, f32 inputs without tf32 (their k would be 0).
+tile.kernel @mma_accumulator_of_one_column(%a: memref<?x?xf32>, %b: memref<?x?xf32>) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32, #mma>
+  %y = tile.load %b[%c0, %c0] : memref<?x?xf32> -> tensor<64x1xf32, #mma>
+  // expected-error @+1 {{'tile.dot' op has an mma accumulator layout, but}}
+  %d = tile.dot %x, %y, %y : tensor<64x64xf32, #mma>, tensor<64x1xf32, #mma> -> tensor<64x1xf32, #mma>
+  tile.store %d, %b[%c0, %c0] : tensor<64x1xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+#b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// Warps past the tile: 4 warps of 16 rows for a 16-row accumulator.
+tile.kernel @mma_warps_past_the_tile(%a: memref<?x?xf16>, %c: memref<?x?xf32>) attributes {tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<16x16xf16, #b>
+  %y = tile.load %a[%c0, %c0] : memref<?x?xf16> -> tensor<16x8xf16, #b>
+  %z = arith.constant dense<0.0> : tensor<16x8xf32, #mma>
+  // expected-error @+1 {{'tile.dot' op has an mma accumulator layout of 4x1 warps, whose 64x8 blocks do not tile its 16x8 accumulator}}
+  %d = tile.dot %x, %y, %z : tensor<16x16xf16, #b>, tensor<16x8xf16, #b> -> tensor<16x8xf32, #mma>
+  tile.store %d, %c[%c0, %c0] : tensor<16x8xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // Views promised to have the shape of argument #0 check their bounds with

@@ -663,7 +663,7 @@ tile.kernel @k(%s: f32) {
 // -----
 
 tile.kernel @k(%s: f32) {
-  // expected-error @+1 {{expected a power of two of at least 8 as blockN, got 24}}
+  // expected-error @+1 {{expected a power of two in [8, 1048576] as blockN, got 24}}
   %t = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 24>>
   tile.return
 }
@@ -671,8 +671,34 @@ tile.kernel @k(%s: f32) {
 // -----
 
 tile.kernel @k(%s: f32) {
-  // expected-error @+1 {{expected a power of two of at least 8 as blockN, got 4}}
+  // expected-error @+1 {{expected a power of two in [8, 1048576] as blockN, got 4}}
   %t = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 4>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected warpsPerCTA to multiply to at most 32, got 64}}
+  %t = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [8, 8]>>
+  tile.return
+}
+
+// -----
+
+// Huge entries saturate the product instead of wrapping it to 0 (a division
+// by zero later).
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected warpsPerCTA to multiply to at most 32, got 1099511627776}}
+  %t = tile.splat %s : f32 -> tensor<4x256xf32, #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [2147483648, 2147483648], order = [1, 0]>>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{expected sizePerThread to multiply to at most 1048576, got 2147483648}}
+  %t = tile.splat %s : f32 -> tensor<256xf32, #tile.blocked<sizePerThread = [2147483648], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>>
   tile.return
 }
 

@@ -312,3 +312,82 @@ def test_mlir_errors_cut_long_notes() -> None:
     assert len(text) < DIAGNOSTIC_LIMIT + 300
     assert text.endswith(f"({len(note.message) - DIAGNOSTIC_LIMIT:,} characters more)")
     assert mlir_error_text(ValueError("plain")) == "plain"
+
+
+# ---------------------------------------------------------------------------------------------
+# IR that crashed or hung the compiler (found by mutating IR text): a located diagnostic now
+
+
+def _llvm_kernel(body: str, globals_: str = "") -> str:
+    """A start="llvm" module: one kernel of the LLVM dialect taking (p, n)."""
+    return (
+        "module attributes {gpu.container_module} {\n  gpu.module @tileopt_kernels {\n"
+        f"{globals_}    llvm.func @k(%p: !llvm.ptr<1>, %n: i64) attributes "
+        f"{{gpu.kernel, nvvm.kernel}} {{\n{body}      llvm.return\n    }}\n  }}\n}}\n"
+    )
+
+
+_MMA_ONE_COLUMN = """#mma = #tile.mma<warpsPerCTA = [1, 1]>
+tile.kernel @k(%a: memref<?x?xf32>, %b: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %x = tile.load %a[%c0, %c0] : memref<?x?xf32> -> tensor<64x64xf32>
+  %y = tile.load %b[%c0, %c0] : memref<?x?xf32> -> tensor<64x1xf32, #mma>
+  %d = tile.dot %x, %y, %y : tensor<64x64xf32>, tensor<64x1xf32, #mma>
+    -> tensor<64x1xf32, #mma>
+  tile.store %d, %b[%c0, %c0] : tensor<64x1xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+"""
+_MMA_F32_OPERANDS = """#mma = #tile.mma<warpsPerCTA = [1, 1]>
+tile.kernel @k(%x: memref<?x?xf32>, %y: memref<?x?xf32>) attributes {tile.num_warps = 1} {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf32> -> tensor<16x8xf32, #mma>
+  %b = tile.load %y[%c0, %c0] : memref<?x?xf32> -> tensor<8x8xf32, #mma>
+  %c = tile.load %y[%c0, %c0] : memref<?x?xf32> -> tensor<16x8xf32, #mma>
+  %d = tile.dot %a, %b, %c : tensor<16x8xf32, #mma>, tensor<8x8xf32, #mma> -> tensor<16x8xf32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<16x8xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+"""
+_HUGE_LAYOUT = """#l = #tile.blocked<sizePerThread = [{size}], threadsPerWarp = [32],
+  warpsPerCTA = [{warps}], order = [0]>
+tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
+  %t = tile.splat %s : f32 -> tensor<256xf32, #l>
+  tile.return
+}}
+"""
+
+
+@pytest.mark.parametrize(("text", "start", "message"), [
+    (_MMA_ONE_COLUMN, "tile", "has an mma accumulator layout, but sm_90 has no tensor-core dot"),
+    (_MMA_F32_OPERANDS, "tilegpu", "has an mma accumulator layout, but"),
+    (_HUGE_LAYOUT.format(size=1, warps=2147483648), "tilegpu",
+     "expected warpsPerCTA to multiply to at most 32"),
+    (_HUGE_LAYOUT.format(size=2147483648, warps=4), "tilegpu",
+     "expected sizePerThread to multiply to at most 1048576"),
+    (_llvm_kernel('      %v = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, '
+                  '$33;", "=r,l" %p : (!llvm.ptr<1>) -> i32\n'), "llvm",
+     "names operand $33 in its text"),
+    (_llvm_kernel("      %c = llvm.load %p : !llvm.ptr<1> -> vector<1024xbf16>\n"
+                  "      %b = llvm.bitcast %c : vector<1024xbf16> to vector<1xi32>\n"
+                  "      llvm.store %b, %p : vector<1xi32>, !llvm.ptr<1>\n"), "llvm",
+     "a bitcast keeps the size"),
+    (_llvm_kernel("      %q = llvm.addrspacecast %p : !llvm.ptr<1> to !llvm.ptr<4294967295>\n"
+                  "      %x = llvm.load %q : !llvm.ptr<4294967295> -> i32\n"
+                  "      llvm.store %x, %p : i32, !llvm.ptr<1>\n"),
+     "llvm", "address space 4294967295, which NVPTX has no state space for"),
+    (_llvm_kernel("      %u = llvm.load %p : !llvm.ptr<1> -> vector<2147483648xi8>\n"
+                  "      %e = llvm.extractelement %u[%n : i64] : vector<2147483648xi8>\n"
+                  "      llvm.store %e, %p : i8, !llvm.ptr<1>\n"), "llvm",
+     "a vector of 2147483648 lanes"),
+    (_llvm_kernel("", "    llvm.mlir.global internal @g() {addr_space = 2 : i32} : "
+                      "!llvm.array<16 x i8>\n"), "llvm", "address space 2"),
+    (_llvm_kernel("      %u = llvm.mlir.poison : vector<4294967296xf32>\n"), "llvm",
+     "vectors of 2^32 or more lanes"),
+], ids=["mma-one-column", "mma-f32-operands", "warps-overflow", "elements-per-thread",
+        "inline-asm-operand", "bitcast-size", "address-space-huge", "vector-lanes",
+        "global-address-space", "vector-lanes-parse"])
+def test_ir_that_crashed_the_compiler_gets_a_diagnostic(text: str, start: str,
+                                                        message: str) -> None:
+    with pytest.raises(CompilationError, match=re.escape(message)):
+        compile(text, "sm_90", start=start, num_warps=4 if start != "tilegpu" else None)

@@ -9,10 +9,13 @@
 using namespace mlir;
 using namespace tileopt::tile;
 
+/// The product of `values`, saturated at 2^40 (far above any limit a layout
+/// has, and no overflow however many huge entries it multiplies).
 static int64_t product(ArrayRef<unsigned> values) {
+  constexpr int64_t kSaturated = int64_t(1) << 40;
   int64_t result = 1;
   for (unsigned v : values)
-    result *= v;
+    result = v && result > kSaturated / v ? kSaturated : result * v;
   return result;
 }
 
@@ -35,6 +38,13 @@ LogicalResult BlockedLayoutAttr::verify(
   if (product(threadsPerWarp) != kWarpSize)
     return emitError() << "expected threadsPerWarp to multiply to " << kWarpSize
                        << ", got " << product(threadsPerWarp);
+  if (product(warpsPerCTA) > kMaxLayoutWarps)
+    return emitError() << "expected warpsPerCTA to multiply to at most "
+                       << kMaxLayoutWarps << ", got " << product(warpsPerCTA);
+  if (product(sizePerThread) > kMaxElementsPerThread)
+    return emitError() << "expected sizePerThread to multiply to at most "
+                       << kMaxElementsPerThread << ", got "
+                       << product(sizePerThread);
   llvm::SmallVector<bool> seen(rank, false);
   for (unsigned d : order) {
     if (d >= rank || seen[d])
@@ -126,9 +136,14 @@ MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   for (unsigned w : warpsPerCTA)
     if (w == 0 || !llvm::isPowerOf2_32(w))
       return emitError() << "expected powers of two in warpsPerCTA, got " << w;
-  if (blockN < kMmaN || !llvm::isPowerOf2_32(blockN))
-    return emitError() << "expected a power of two of at least " << kMmaN
-                       << " as blockN, got " << blockN;
+  if (product(warpsPerCTA) > kMaxLayoutWarps)
+    return emitError() << "expected warpsPerCTA to multiply to at most "
+                       << kMaxLayoutWarps << ", got " << product(warpsPerCTA);
+  if (blockN < kMmaN || !llvm::isPowerOf2_32(blockN) ||
+      blockN > kMaxElementsPerThread)
+    return emitError() << "expected a power of two in [" << kMmaN << ", "
+                       << kMaxElementsPerThread << "] as blockN, got "
+                       << blockN;
   return success();
 }
 

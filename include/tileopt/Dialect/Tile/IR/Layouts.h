@@ -15,6 +15,11 @@
 namespace tileopt::tile {
 
 constexpr unsigned kWarpSize = 32;
+/// The most warps a layout spreads a tile over (a CTA's 1024 threads).
+constexpr int64_t kMaxLayoutWarps = 32;
+/// The most elements a layout gives one thread in one repetition (Triton's
+/// limit on a tile's elements): beyond it, register lists only exhaust memory.
+constexpr int64_t kMaxElementsPerThread = int64_t(1) << 20;
 
 /// The layout (encoding) of a tile type, or null.
 mlir::Attribute getLayout(mlir::Type type);
