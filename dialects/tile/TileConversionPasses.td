@@ -239,7 +239,8 @@ def CheckNVPTXInput : Pass<"check-nvptx-input", "::mlir::ModuleOp"> {
 
     - a pointer in an address space NVPTX has no state space for (it knows
       0 generic, 1 global, 3 shared, 4 constant, 5 local, 7 shared::cluster
-      and 101 kernel parameters);
+      and 101 kernel parameters), or a variable in one that holds none (7,
+      101);
     - a vector of more than 4096 lanes (no per-thread value is that large;
       NVPTX's legalization of one takes hours);
     - an `llvm.bitcast` between types of different sizes;
@@ -247,7 +248,9 @@ def CheckNVPTXInput : Pass<"check-nvptx-input", "::mlir::ModuleOp"> {
       constraints' outputs and inputs.
 
     IR that tileopt's own lowering emits passes it unchanged; it guards the
-    `start="llvm"` entry point and hand-written modules.
+    `start="llvm"` entry point and hand-written modules (whose code generation
+    `tileopt.compile` also runs in a child process, for what this pass does
+    not know).
   }];
 }
 

@@ -26,8 +26,10 @@ using namespace mlir;
 namespace {
 
 /// Address spaces with an NVPTX state space: generic, global, shared,
-/// constant, local, shared::cluster, kernel parameters.
+/// constant, local, shared::cluster, kernel parameters; the first five can
+/// hold a module's variables.
 constexpr unsigned kAddressSpaces[] = {0, 1, 3, 4, 5, 7, 101};
+constexpr unsigned kVariableAddressSpaces[] = {0, 1, 3, 4, 5};
 
 /// The most lanes of a vector: no per-thread value comes near it.
 constexpr int64_t kMaxVectorLanes = 4096;
@@ -119,10 +121,10 @@ struct CheckNVPTXInput : tileopt::impl::CheckNVPTXInputBase<CheckNVPTXInput> {
         return fail(why);
     }
     if (auto global = dyn_cast<LLVM::GlobalOp>(op);
-        global && !llvm::is_contained(kAddressSpaces, global.getAddrSpace()))
+        global &&
+        !llvm::is_contained(kVariableAddressSpaces, global.getAddrSpace()))
       return fail("address space " + std::to_string(global.getAddrSpace()) +
-                  ", which NVPTX has no state space for (0, 1, 3, 4, 5, 7, "
-                  "101)");
+                  ", which holds no NVPTX module variable (0, 1, 3, 4, 5)");
     if (auto cast = dyn_cast<LLVM::BitcastOp>(op)) {
       Type from = cast.getArg().getType(), to = cast.getType();
       llvm::TypeSize fromBits = LLVM::getPrimitiveTypeSizeInBits(from);

@@ -575,8 +575,10 @@ def compile(
             nvidia.add_stages(stages, options, name)
             if start == "tilegpu":  # given with its layouts: nothing to run for it
                 stages["tilegpu"] = lambda src: src
-            elif start == "llvm":  # given in GPU/LLVM dialects: only the upstream passes
+            elif start == "llvm":  # given in GPU/LLVM dialects: only the upstream passes,
+                # and LLVM's code generation in a child process (it may abort on given IR)
                 stages["llvm"] = lambda src: nvidia.make_llvm(src, options, lower_tile=False)
+                stages["ptx"] = lambda src: nvidia.make_ptx_isolated(src, options, name)
             src: Any = mod
             for stage in nvidia.STAGES[nvidia.STAGES.index(start):nvidia.STAGES.index("cubin")]:
                 t = time.perf_counter()

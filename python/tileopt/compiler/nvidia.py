@@ -35,7 +35,11 @@ import functools
 import numbers
 import operator
 import os
+import pickle
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -43,7 +47,7 @@ from typing import Any
 
 from tileopt import ir, passmanager
 from tileopt.compiler import tools
-from tileopt.errors import CompilationError, OptionError, mlir_error_text
+from tileopt.errors import CompilationError, OptionError, TileoptError, mlir_error_text
 from tileopt.runtime.abi import (
     TENSOR_MAP_BITS,
     ArgumentError,
@@ -820,6 +824,50 @@ def make_ptx(module: ir.Module, options: Options, kernel: str) -> str:
                 if re.search(rf"\.entry\s+{re.escape(kernel)}\s*\(", text):
                     return text
     raise CompilationError(f"stage ptx: gpu-module-to-binary produced no PTX for {kernel}")
+
+
+#: Seconds LLVM's code generation of a module given at stage "llvm" may take (make_ptx_isolated).
+ISOLATED_PTX_SECONDS = 120
+
+
+def make_ptx_isolated(module: ir.Module, options: Options, kernel: str) -> str:
+    """:func:`make_ptx` in a child process, for a module given at stage "llvm": LLVM's
+    translation and NVPTX back end run in-process and abort it (assertions, fatal errors) or
+    never finish on some IR that the LLVM dialect's verifiers and ``check-nvptx-input``
+    accept. The child's death or time-out becomes a CompilationError quoting what LLVM said."""
+    text = module.operation.get_asm(enable_debug_info=True)
+    command = [sys.executable, "-c", "from tileopt.compiler.nvidia import _make_ptx_child; "
+               "_make_ptx_child()"]
+    try:
+        child = subprocess.run(command, input=pickle.dumps((text, options, kernel)),
+                               capture_output=True, timeout=ISOLATED_PTX_SECONDS, check=False)
+    except subprocess.TimeoutExpired:
+        raise CompilationError(
+            f"stage ptx: LLVM's NVPTX code generation of kernel {kernel} did not finish in "
+            f"{ISOLATED_PTX_SECONDS} s") from None
+    if child.returncode == 0:
+        ok, value = pickle.loads(child.stdout)
+        if ok:
+            return value
+        raise CompilationError(value)
+    said = child.stderr.decode(errors="replace").strip().splitlines()
+    how = (f"signal {signal.Signals(-child.returncode).name}" if child.returncode < 0
+           else f"exit status {child.returncode}")
+    raise CompilationError(
+        f"stage ptx: LLVM's NVPTX back end failed on kernel {kernel} ({how}); it said:\n"
+        + "\n".join(f"  {line}" for line in said[-8:]))
+
+
+def _make_ptx_child() -> None:
+    """make_ptx_isolated's child: (module text, Options, kernel) in on stdin, (True, PTX) or
+    (False, the CompilationError's message) out on stdout."""
+    text, options, kernel = pickle.loads(sys.stdin.buffer.read())
+    try:
+        with ir.Context(), ir.Location.unknown():
+            result = (True, make_ptx(ir.Module.parse(text), options, kernel))
+    except TileoptError as e:
+        result = (False, str(e))
+    sys.stdout.buffer.write(pickle.dumps(result))
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,14 @@ llvm.func @no_state_space(%p: !llvm.ptr<1>) -> i32 {
 
 // -----
 
-// expected-error @+1 {{'llvm.mlir.global' op has address space 2, which NVPTX has no state space for}}
+// expected-error @+1 {{'llvm.mlir.global' op has address space 2, which holds no NVPTX module variable (0, 1, 3, 4, 5)}}
 llvm.mlir.global internal @two() {addr_space = 2 : i32, alignment = 16 : i64} : !llvm.array<64 x i8>
+
+// -----
+
+// Shared::cluster pointers exist (mapa's), variables there do not.
+// expected-error @+1 {{'llvm.mlir.global' op has address space 7, which holds no NVPTX module variable}}
+llvm.mlir.global external @seven() {addr_space = 7 : i32} : i32
 
 // -----
 

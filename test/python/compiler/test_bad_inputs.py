@@ -382,11 +382,17 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
      "a vector of 2147483648 lanes"),
     (_llvm_kernel("", "    llvm.mlir.global internal @g() {addr_space = 2 : i32} : "
                       "!llvm.array<16 x i8>\n"), "llvm", "address space 2"),
+    # what check-nvptx-input does not know: LLVM's own abort, in the child process
+    (_llvm_kernel('      %v = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, '
+                  '$x;", "=r,l" %p : (!llvm.ptr<1>) -> i32\n'
+                  "      llvm.store %v, %p : i32, !llvm.ptr<1>\n"), "llvm",
+     "LLVM's NVPTX back end failed on kernel k (signal SIGABRT); it said:\n  LLVM ERROR: Bad $ "
+     "operand number in inline asm string"),
     (_llvm_kernel("      %u = llvm.mlir.poison : vector<4294967296xf32>\n"), "llvm",
      "vectors of 2^32 or more lanes"),
 ], ids=["mma-one-column", "mma-f32-operands", "warps-overflow", "elements-per-thread",
         "inline-asm-operand", "bitcast-size", "address-space-huge", "vector-lanes",
-        "global-address-space", "vector-lanes-parse"])
+        "global-address-space", "llvm-abort-in-a-child", "vector-lanes-parse"])
 def test_ir_that_crashed_the_compiler_gets_a_diagnostic(text: str, start: str,
                                                         message: str) -> None:
     with pytest.raises(CompilationError, match=re.escape(message)):
