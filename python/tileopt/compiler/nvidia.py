@@ -731,9 +731,33 @@ def check_ptx_abi(
 # the stages
 
 
+def check_dim_indices(module: ir.Module) -> None:
+    """CompilationError for a ``memref.dim`` whose constant index is outside its memref's
+    rank anywhere in the module: canonicalization folds it with an assertion in upstream MLIR
+    (the tile.kernel verifier checks kernels; this checks host functions too)."""
+    bad: list[str] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == "memref.dim" and len(op.operands) == 2:
+            owner = op.operands[1].owner  # an op (view), or a block for an argument
+            owner = getattr(owner, "operation", owner)
+            if isinstance(owner, ir.Operation) and owner.name == "arith.constant":
+                index = ir.IntegerAttr(owner.attributes["value"]).value
+                rank = ir.ShapedType(op.operands[0].type).rank
+                if not 0 <= index < rank:
+                    bad.append(f"'memref.dim' at {op.location}: index {index} is out of range "
+                               f"for a memref of rank {rank}")
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if bad:
+        raise CompilationError("stage tile: " + "; ".join(bad[:5]))
+
+
 def make_tile(module: ir.Module, options: Options) -> ir.Module:
     """Stage "tile": verify, canonicalize, narrow integer tiles, canonicalize, CSE."""
     module.operation.verify()
+    check_dim_indices(module)
     run_passes(module, "tile", PIPELINES["tile"], options)
     return module
 

@@ -360,6 +360,10 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
 
 @pytest.mark.parametrize(("text", "start", "message"), [
     (_MMA_ONE_COLUMN, "tile", "has an mma accumulator layout, but sm_90 has no tensor-core dot"),
+    ("tile.kernel @k(%x: memref<?xf32>) {\n  tile.return\n}\n"
+     "func.func @host(%x: memref<?xf32>) -> index {\n  %c = arith.constant -1 : index\n"
+     "  %d = memref.dim %x, %c : memref<?xf32>\n  return %d : index\n}\n", "tile",
+     "'memref.dim' at loc(\"-\":6:8): index -1 is out of range for a memref of rank 1"),
     (_MMA_F32_OPERANDS, "tilegpu", "has an mma accumulator layout, but"),
     (_HUGE_LAYOUT.format(size=1, warps=2147483648), "tilegpu",
      "expected warpsPerCTA to multiply to at most 32"),
@@ -390,7 +394,8 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
      "operand number in inline asm string"),
     (_llvm_kernel("      %u = llvm.mlir.poison : vector<4294967296xf32>\n"), "llvm",
      "vectors of 2^32 or more lanes"),
-], ids=["mma-one-column", "mma-f32-operands", "warps-overflow", "elements-per-thread",
+], ids=["mma-one-column", "host-dim-index", "mma-f32-operands", "warps-overflow",
+        "elements-per-thread",
         "inline-asm-operand", "bitcast-size", "address-space-huge", "vector-lanes",
         "global-address-space", "llvm-abort-in-a-child", "vector-lanes-parse"])
 def test_ir_that_crashed_the_compiler_gets_a_diagnostic(text: str, start: str,
