@@ -232,7 +232,7 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
     """The regions of a launch's buffer arguments and, per argument index, (region, byte
     offset of the argument's first byte in it). The tensor of a TensorMap argument is a
     buffer like the others."""
-    dense: list[tuple[int, int, int, Param, object]] = []
+    spans: list[tuple[int, int, int, Param, object]] = []  # (lo, hi, index, param, dense array)
     firsts: dict[int, int] = {}  # a non-contiguous array's first element, into its span
     for i, (p, a) in enumerate(zip(fn.params, args, strict=True)):
         if isinstance(a, Pointer):
@@ -258,10 +258,10 @@ def _regions(fn: Function, args: list) -> tuple[list[_Region], dict[int, tuple[_
             # The pointer is its first element's address, as a GPU kernel gets it (the
             # kernel indexes it with its own strides): it stands for the memory it reaches.
             a, firsts[i] = _dense_span(a)
-        dense.append((lo, hi, i, p, a))
-    # Dense buffers whose host bytes overlap share one region laid out as on the host.
+        spans.append((lo, hi, i, p, a))
+    # Buffers whose host bytes overlap share one region laid out as on the host.
     groups: list[list[tuple[int, int, int, Param, object]]] = []
-    for item in sorted(dense, key=lambda d: (d[0], d[1])):
+    for item in sorted(spans, key=lambda d: (d[0], d[1])):
         if groups and item[0] < max(g[1] for g in groups[-1]) and item[0] < item[1]:
             groups[-1].append(item)
         else:

@@ -1783,12 +1783,10 @@ def h_trap(cx, ins):
     return Op(TRAP, ins, "branch")
 
 
-def _library_call(cx, ins, fname: str, args, rets) -> list[Op]:
-    """A call of one of CUDA's device functions that the emulator provides (devicelib): the
-    function reads the caller's .param arguments (little-endian integers) and writes its
+def _library_call(cx, ins, fname: str, args, rets, devicelib) -> list[Op]:
+    """A call of one of CUDA's device functions that the emulator provides (``devicelib``):
+    the function reads the caller's .param arguments (little-endian integers) and writes its
     return value into the caller's .param."""
-    from tileopt.emulator import devicelib
-
     sizes, ret_size = devicelib.SIGNATURES[fname]
     if len(args) != len(sizes) or len(rets) != (1 if ret_size else 0):
         raise cx.error(f"call of {fname} with the wrong number of arguments")
@@ -1836,7 +1834,7 @@ def h_call(cx, ins):
     from tileopt.emulator import devicelib  # (it reads memory through memops, which imports ops)
 
     if not callee.defined and fname in devicelib.FUNCTIONS:
-        return _library_call(cx, ins, fname, args, rets)
+        return _library_call(cx, ins, fname, args, rets, devicelib)
     if len(args) != len(callee.params) or len(rets) != len(callee.rets):
         raise cx.error(f"call of {fname} with the wrong number of arguments")
 
