@@ -731,11 +731,44 @@ tile.kernel @k(%s: f32) {
 
 // -----
 
-// A tile that cannot fit the registers of its warps even spread evenly.
+// A tile whose layout gives a thread more elements than it has registers.
 #one = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 tile.kernel @k(%s: f32) {
-  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 16384 'f32' elements (16384) that needs at least 512 32-bit registers per thread on 1 warp(s) (32 threads), more than the 255 a thread has; use smaller tiles or more warps}}
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 16384 'f32' elements (16384) whose layout #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]> gives each thread 512 of them (512 32-bit registers, replicas included), more than the 255 registers a thread has; use smaller tiles, more warps or a layout that repeats the tile less}}
   %t = tile.splat %s : f32 -> tensor<16384xf32, #one>
+  tile.return
+}
+
+// -----
+
+// Replicas count: 16 rows of lanes on a one-row tile repeat it 16 times, so
+// each thread holds 2048 of its 4096 elements, not 4096 / 32 (compiling it
+// took minutes).
+#rows16 = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 1], order = [1, 0]>
+tile.kernel @k(%s: f16) {
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 4096 'f16' elements (1x4096) whose layout #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [16, 2], warpsPerCTA = [1, 1], order = [1, 0]> gives each thread 2048 of them}}
+  %t = tile.splat %s : f16 -> tensor<1x4096xf16, #rows16>
+  tile.return
+}
+
+// -----
+
+// A thread's elements wider than the tile repeat it (the lowering would
+// enumerate 2^20 registers).
+#wide = #tile.blocked<sizePerThread = [1048576], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{gives each thread 1048576 of them (1048576 32-bit registers, replicas included)}}
+  %t = tile.splat %s : f32 -> tensor<512xf32, #wide>
+  tile.return
+}
+
+// -----
+
+// The same for an mma layout's blocks wider than the tile.
+#m = #tile.mma<warpsPerCTA = [2, 2], blockN = 1048576>
+tile.kernel @k(%s: f32) {
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 8192 'f32' elements (2x4096) whose layout #tile.mma<warpsPerCTA = [2, 2], blockN = 1048576> gives each thread 524288 of them}}
+  %t = tile.splat %s : f32 -> tensor<2x4096xf32, #m>
   tile.return
 }
 

@@ -5,6 +5,9 @@
 // Layout aliases (@mma_layouts).
 // CHECK-DAG: #[[MMA:.*]] = #tile.mma<warpsPerCTA = [2, 2]>
 // CHECK-DAG: #[[WIDE:.*]] = #tile.mma<warpsPerCTA = [4, 2], blockN = 64>
+// Layout aliases (@slice_of_wide_rows).
+// CHECK-DAG: #[[ROWS512:.*]] = #tile.blocked<sizePerThread = [1, 512], threadsPerWarp = [32, 1], warpsPerCTA = [1, 1], order = [1, 0]>
+// CHECK-DAG: #[[ROWSUMS:.*]] = #tile.slice<dim = 1, parent = #[[ROWS512]]>
 
 // CHECK-LABEL: tile.kernel @grid
 tile.kernel @grid(%n: i32) {
@@ -155,5 +158,15 @@ tile.kernel @mma_layouts(%s: f32) {
   %a = tile.splat %s : f32 -> tensor<64x64xf32, #tile.mma<warpsPerCTA = [2, 2], blockN = 8>>
   // CHECK: tile.splat %{{.*}} : f32 -> tensor<64x128xf32, #[[WIDE]]>
   %b = tile.splat %s : f32 -> tensor<64x128xf32, #tile.mma<warpsPerCTA = [4, 2], blockN = 64>>
+  tile.return
+}
+
+// A slice keeps one register per element its parent's registers wrap onto:
+// 512 of the parent's per row, one of the slice's (the register check counts
+// the slice's).
+// CHECK-LABEL: tile.kernel @slice_of_wide_rows
+tile.kernel @slice_of_wide_rows(%s: f32) {
+  // CHECK: tile.splat %{{.*}} : f32 -> tensor<32xf32, #[[ROWSUMS]]>
+  %a = tile.splat %s : f32 -> tensor<32xf32, #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 512], threadsPerWarp = [32, 1], warpsPerCTA = [1, 1], order = [1, 0]>>>
   tile.return
 }

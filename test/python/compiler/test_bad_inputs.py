@@ -357,6 +357,15 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
 }}
 """
 
+# 16 rows of lanes on a one-row tile: each thread holds 2048 of its elements, not 4096 / 32.
+_REPLICATED_ROWS = """#l = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [16, 2],
+  warpsPerCTA = [1, 1], order = [1, 0]>
+tile.kernel @k(%s: f16) attributes {tile.num_warps = 1 : i32} {
+  %t = tile.splat %s : f16 -> tensor<1x4096xf16, #l>
+  tile.return
+}
+"""
+
 
 @pytest.mark.parametrize(("text", "start", "message"), [
     (_MMA_ONE_COLUMN, "tile", "has an mma accumulator layout, but sm_90 has no tensor-core dot"),
@@ -369,6 +378,11 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
      "expected warpsPerCTA to multiply to at most 32"),
     (_HUGE_LAYOUT.format(size=2147483648, warps=4), "tilegpu",
      "expected sizePerThread to multiply to at most 1048576"),
+    # a layout that repeats a tile in every thread (compiles that ran for minutes)
+    (_HUGE_LAYOUT.format(size=65536, warps=4), "tilegpu",
+     "gives each thread 65536 of them (65536 32-bit registers, replicas included)"),
+    (_REPLICATED_ROWS, "tilegpu",
+     "a tile of 4096 'f16' elements (1x4096) whose layout"),
     (_llvm_kernel('      %v = llvm.inline_asm has_side_effects asm_dialect = att "mov.b32 $0, '
                   '$33;", "=r,l" %p : (!llvm.ptr<1>) -> i32\n'), "llvm",
      "names operand $33 in its text"),
@@ -395,7 +409,7 @@ tile.kernel @k(%s: f32) attributes {{tile.num_warps = 4 : i32}} {{
     (_llvm_kernel("      %u = llvm.mlir.poison : vector<4294967296xf32>\n"), "llvm",
      "vectors of 2^32 or more lanes"),
 ], ids=["mma-one-column", "host-dim-index", "mma-f32-operands", "warps-overflow",
-        "elements-per-thread",
+        "elements-per-thread", "replicated-elements", "replicated-rows",
         "inline-asm-operand", "bitcast-size", "address-space-huge", "vector-lanes",
         "global-address-space", "llvm-abort-in-a-child", "vector-lanes-parse"])
 def test_ir_that_crashed_the_compiler_gets_a_diagnostic(text: str, start: str,

@@ -11,11 +11,16 @@ using namespace tileopt::tile;
 
 /// The product of `values`, saturated at 2^40 (far above any limit a layout
 /// has, and no overflow however many huge entries it multiplies).
+static constexpr int64_t kSaturated = int64_t(1) << 40;
+
+static int64_t saturatingMul(int64_t a, int64_t b) {
+  return b && a > kSaturated / b ? kSaturated : a * b;
+}
+
 static int64_t product(ArrayRef<unsigned> values) {
-  constexpr int64_t kSaturated = int64_t(1) << 40;
   int64_t result = 1;
   for (unsigned v : values)
-    result = v && result > kSaturated / v ? kSaturated : result * v;
+    result = saturatingMul(result, v);
   return result;
 }
 
@@ -322,6 +327,36 @@ tileopt::tile::getRegisterOffsets(Attribute layout, ArrayRef<int64_t> shape) {
 int64_t tileopt::tile::getElemsPerThread(Attribute layout,
                                          ArrayRef<int64_t> shape) {
   return getRegisterOffsets(layout, shape).size();
+}
+
+int64_t tileopt::tile::getElemsPerThreadBound(Attribute layout,
+                                              ArrayRef<int64_t> shape) {
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout)) {
+    int64_t total = 1;
+    for (unsigned d = 0; d < blocked.getRank(); ++d) {
+      int64_t spt = blocked.getSizePerThread()[d];
+      int64_t ctaTile =
+          saturatingMul(saturatingMul(spt, blocked.getThreadsPerWarp()[d]),
+                        blocked.getWarpsPerCTA()[d]);
+      int64_t reps = std::max<int64_t>(1, llvm::divideCeil(shape[d], ctaTile));
+      total = saturatingMul(total, saturatingMul(reps, spt));
+    }
+    return total;
+  }
+  if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
+    // getMmaOffsets before merging the offsets that wrap.
+    int64_t rows = shape.drop_back().back(), cols = shape.back();
+    int64_t repsM = std::max<int64_t>(1, rows / (kMmaM * mma.getWarpsM()));
+    int64_t blocksN = std::max<int64_t>(
+        1, cols / saturatingMul(mma.getBlockN(), mma.getWarpsN()));
+    return saturatingMul(
+        saturatingMul(repsM, blocksN),
+        saturatingMul(4, llvm::divideCeil(mma.getBlockN(), kMmaN)));
+  }
+  auto slice = cast<SliceLayoutAttr>(layout);
+  SmallVector<int64_t> parentShape(shape);
+  parentShape.insert(parentShape.begin() + slice.getDim(), 1);
+  return getElemsPerThreadBound(slice.getParent(), parentShape);
 }
 
 Attribute tileopt::tile::permuteLayout(Attribute layout,

@@ -213,21 +213,53 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
     return success();
   // Each element takes at least one 32-bit register (narrow integers are
   // not packed; f64 and i64 take two).
-  int64_t threads = int64_t(kWarpSize) * numWarps;
-  int64_t words = tensor.getNumElements() *
-                  llvm::divideCeil(tensor.getElementTypeBitWidth(), 32);
-  int64_t perThread = llvm::divideCeil(words, threads);
-  if (perThread <= kMaxRegistersPerThread)
+  int64_t wordsPerElement =
+      llvm::divideCeil(tensor.getElementTypeBitWidth(), 32);
+  std::optional<InFlightDiagnostic> tooLarge =
+      [&]() -> std::optional<InFlightDiagnostic> {
+    Attribute layout = tensor.getEncoding();
+    if (!isLayout(layout)) {
+      int64_t threads = int64_t(kWarpSize) * numWarps;
+      int64_t perThread =
+          llvm::divideCeil(tensor.getNumElements() * wordsPerElement, threads);
+      if (perThread <= kMaxRegistersPerThread)
+        return std::nullopt;
+      return op->emitOpError()
+             << what << " is a tile of " << tensor.getNumElements() << " "
+             << tensor.getElementType() << " elements ("
+             << shapeStr(tensor.getShape()) << ") that needs at least "
+             << perThread << " 32-bit registers per thread on " << numWarps
+             << " warp(s) (" << threads << " threads), more than the "
+             << kMaxRegistersPerThread
+             << " a thread has; use smaller tiles or more warps";
+    }
+    // What the layout gives a thread, replicas included (a layout wider
+    // than its tile repeats elements in every thread it spreads them to).
+    // The bound is a few multiplications; the exact count enumerates
+    // registers, so only for layouts that are not absurd.
+    constexpr int64_t kMaxEnumerated = int64_t(1) << 14;
+    int64_t elems = getElemsPerThreadBound(layout, tensor.getShape());
+    if (elems * wordsPerElement <= kMaxRegistersPerThread)
+      return std::nullopt;
+    if (elems <= kMaxEnumerated) {
+      elems = getElemsPerThread(layout, tensor.getShape());
+      if (elems * wordsPerElement <= kMaxRegistersPerThread)
+        return std::nullopt;
+    }
+    return op->emitOpError()
+           << what << " is a tile of " << tensor.getNumElements() << " "
+           << tensor.getElementType() << " elements ("
+           << shapeStr(tensor.getShape()) << ") whose layout " << layout
+           << " gives each thread " << elems << " of them ("
+           << elems * wordsPerElement
+           << " 32-bit registers, replicas included), more than the "
+           << kMaxRegistersPerThread
+           << " registers a thread has; use smaller tiles, more warps or a "
+              "layout that repeats the tile less";
+  }();
+  if (!tooLarge)
     return success();
-  InFlightDiagnostic diag =
-      op->emitOpError() << what << " is a tile of " << tensor.getNumElements()
-                        << " " << tensor.getElementType() << " elements ("
-                        << shapeStr(tensor.getShape())
-                        << ") that needs at least " << perThread
-                        << " 32-bit registers per thread on " << numWarps
-                        << " warp(s) (" << threads
-                        << " threads), more than the " << kMaxRegistersPerThread
-                        << " a thread has; use smaller tiles or more warps";
+  InFlightDiagnostic &diag = *tooLarge;
   // Constants that canonicalization merged have no location of their own:
   // point at the source line of a use.
   if (isa<UnknownLoc>(op->getLoc()))

@@ -65,6 +65,12 @@ getRegisterOffsets(mlir::Attribute layout, llvm::ArrayRef<int64_t> shape);
 int64_t getElemsPerThread(mlir::Attribute layout,
                           llvm::ArrayRef<int64_t> shape);
 
+/// An upper bound on getElemsPerThread in a few multiplications (saturating
+/// at 2^40): the registers before the ones that wrap onto the same element
+/// merge. Exact for blocked layouts, which keep replicated registers.
+int64_t getElemsPerThreadBound(mlir::Attribute layout,
+                               llvm::ArrayRef<int64_t> shape);
+
 /// The layout at the root of a chain of slices (blocked or mma).
 mlir::Attribute getRootLayout(mlir::Attribute layout);
 

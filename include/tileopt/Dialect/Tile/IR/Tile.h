@@ -50,9 +50,10 @@ mlir::DenseI64ArrayAttr composePermutations(mlir::OpBuilder &builder,
 constexpr int64_t kMaxRegistersPerThread = 255;
 
 /// Fails with a diagnostic on `op` when a tile of `type` (its `what`, e.g.
-/// "result #0") cannot fit the registers of `numWarps` warps even spread
-/// evenly over every thread, one or more registers an element: its
-/// compilation would only spill, for minutes.
+/// "result #0") cannot fit a thread's registers, one or more an element: as
+/// its layout gives them to each thread (replicas included) or, before
+/// layouts, even spread evenly over `numWarps` warps. Its compilation would
+/// only spill, for minutes.
 llvm::LogicalResult verifyTileFitsRegisters(mlir::Operation *op,
                                             mlir::Type type, unsigned numWarps,
                                             const llvm::Twine &what);
