@@ -333,9 +333,15 @@ def h_addsub(cx, ins):
     t = one_type(cx, types)
     sub = base == "sub"
     if is_float(t):
-        if sub:
-            return float_op(cx, ins, t, mods, 2, np.subtract, np.subtract), "fp"
-        return float_op(cx, ins, t, mods, 2, np.add, np.add), "fp"
+        f = np.subtract if sub else np.add
+        if t == "f32" and any(m in ("rz", "rm", "rp") for m in mods):
+            # Directed rounding of a float64 sum rounded to nearest loses the bits below
+            # float64's ulp (1 + 1e-30 toward zero is 1 - 2^-24); rounded to odd it keeps
+            # them. (To nearest, rounding twice through float64 is exact.)
+            def f(x, y):
+                return fma_to_odd(x, 1.0, np.negative(y) if sub else y)
+
+        return float_op(cx, ins, t, mods, 2, f, f), "fp"
     check_mods(cx, mods, {"sat", "cc"})
     nops(cx, ins, 3)
     a, b = (cx.reader(o, t) for o in ins.operands[1:])
@@ -372,9 +378,15 @@ def _carry_op(cx, t, a, b, c, wr, sub, use_cin, set_cc=True):
         y = np.asarray(b(st, idx)).astype(ut)
         cin = st.regs[cc][idx].astype(ut) if use_cin else ut.type(0)
         if sub:
-            d = x - y - cin
-            borrow = (x < y) | ((x == y) & (cin != 0)) if use_cin else (x < y)
-            carry = borrow
+            # The hardware subtracts as x + ~y + 1 (sub.cc) or x + ~y + CF (subc): CF is
+            # the carry of that sum, 1 where nothing was borrowed (nvcc's 128-bit division
+            # reads it with addc), not the borrow that PTX's description names.
+            if use_cin:
+                d = x - y - (ut.type(1) - cin)
+                carry = (x > y) | ((x == y) & (cin != 0))
+            else:
+                d = x - y
+                carry = x >= y
         else:
             s1 = x + y
             d = s1 + cin

@@ -725,6 +725,10 @@ def parse_ptx(text: str) -> Module:
         # statements
         if s.startswith("."):
             words = s.split()
+            if words[0].count(".") > 1:
+                # ptxas reads `.reg.b16 x;` (cuda_fp16.h's inline asm) as `.reg .b16 x;`
+                words[:1] = ["." + part for part in words[0][1:].split(".")]
+                s = " ".join(words)
             head = words[0][1:]
             if head in ("version", "target", "address_size") and len(words) < 2:
                 raise PTXLoadError(f"line {line}: .{head} needs a value: {s!r}")

@@ -30,6 +30,41 @@ def _participants(st, idx):
     return part
 
 
+_LANE_BITS = np.uint64(1) << np.arange(32, dtype=np.uint64)
+
+
+def _mask_reader(cx, ins, operand):
+    """The reader of a .sync instruction's membermask (operand ``operand``), or None when it
+    has none (the legacy forms, which combine every executing thread of the warp)."""
+    return cx.reader(ins.operands[operand], "b32") if len(ins.operands) > operand else None
+
+
+def _groups(st, idx, mask):
+    """The lanes each thread of ``idx`` combines with, as an (N, 32) bool array: those of its
+    warp that execute the instruction and that its membermask names. Lanes of one warp may
+    name different groups in one converged instruction (cooperative groups' tiled and labeled
+    partitions), each getting its own group's result."""
+    tids = thread_ids(st, idx)
+    part = _participants(st, idx).reshape(-1, 32)[tids >> 5]
+    if mask is None:
+        return part
+    named = (np.asarray(mask(st, idx)).astype(np.uint64)[..., None] & _LANE_BITS) != 0
+    return part & named
+
+
+def _lane_mask(lanes):
+    """(N, 32) bool lanes as N 32-bit masks."""
+    return (lanes.astype(np.uint64) * _LANE_BITS).sum(axis=-1).astype(np.uint32)
+
+
+def _warp_values(st, idx, values, dtype):
+    """Every thread's ``values`` (0 for those outside ``idx``), by (warp, lane), and each
+    thread of ``idx``'s row of its warp's."""
+    full = np.zeros(st.T, dtype)
+    full[idx] = values
+    return full.reshape(-1, 32)[thread_ids(st, idx) >> 5]
+
+
 # ---------------------------------------------------------------- shfl
 
 
@@ -99,25 +134,21 @@ def h_vote(cx, ins):
     if len(ins.operands) not in (2, 3):
         raise cx.error("vote expects 2 or 3 operands")
     ra = cx.reader(ins.operands[1], "pred")
+    mask = _mask_reader(cx, ins, 2)
     wr = cx.writer(ins.operands[0], "b32" if kind == "ballot" else "pred")
-    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
 
     def run(st, idx):
-        tids = thread_ids(st, idx)
-        part = _participants(st, idx).reshape(-1, 32)
-        v = np.zeros(st.T, bool)
-        v[idx] = ra(st, idx)
-        v = v.reshape(-1, 32)
-        w = tids >> 5
+        group = _groups(st, idx, mask)
+        true = _warp_values(st, idx, ra(st, idx), bool) & group
         if kind == "ballot":
-            res = (v.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
+            res = _lane_mask(true)
         elif kind == "any":
-            res = v.any(axis=1)
+            res = true.any(axis=1)
         elif kind == "all":
-            res = (v | ~part).all(axis=1)
+            res = (true == group).all(axis=1)
         else:
-            res = (v | ~part).all(axis=1) | ~v.any(axis=1)
-        wr(st, idx, res[w])
+            res = (true == group).all(axis=1) | ~true.any(axis=1)
+        wr(st, idx, res)
 
     return run, "alu"
 
@@ -125,13 +156,9 @@ def h_vote(cx, ins):
 @handler("activemask")
 def h_activemask(cx, ins):
     wr = cx.writer(ins.operands[0], "b32")
-    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
 
     def run(st, idx):
-        tids = thread_ids(st, idx)
-        part = _participants(st, idx).reshape(-1, 32)
-        res = (part.astype(np.uint64) * weights).sum(axis=1).astype(np.uint32)
-        wr(st, idx, res[tids >> 5])
+        wr(st, idx, _lane_mask(_groups(st, idx, None)))
 
     return run, "alu"
 
@@ -151,26 +178,20 @@ def h_match(cx, ins):
     else:
         wd, wp = cx.writer(dst, "b32"), None
     ra = cx.reader(ins.operands[1], t)
-    weights = np.uint64(1) << np.arange(32, dtype=np.uint64)
+    mask = _mask_reader(cx, ins, 2)
+    dt = nm.np_dtype(t)
 
     def run(st, idx):
-        tids = thread_ids(st, idx)
-        warps = np.unique(tids >> 5)
-        part = _participants(st, idx).reshape(-1, 32)[warps]
-        a = _full(ra, st).reshape(-1, 32)[warps]
-        eq = (a[:, :, None] == a[:, None, :]) & part[:, None, :]
-        masks = (eq.astype(np.uint64) * weights[None, None, :]).sum(axis=2)  # (W, 32)
-        pm = (part.astype(np.uint64) * weights).sum(axis=1)
-        wi = np.searchsorted(warps, tids >> 5)
-        lane = tids & 31
+        group = _groups(st, idx, mask)
+        own = np.broadcast_to(np.asarray(ra(st, idx), dt), thread_ids(st, idx).shape)
+        same = (_warp_values(st, idx, own, dt) == own[:, None]) & group
         if kind == "any":
-            wd(st, idx, masks[wi, lane].astype(np.uint32))
+            wd(st, idx, _lane_mask(same))
             return
-        alleq = (masks == pm[:, None]) | ~part
-        ok = alleq.all(axis=1)
-        wd(st, idx, np.where(ok[wi], pm[wi], 0).astype(np.uint32))
+        ok = (same == group).all(axis=1)
+        wd(st, idx, np.where(ok, _lane_mask(group), 0).astype(np.uint32))
         if wp is not None:
-            wp(st, idx, ok[wi])
+            wp(st, idx, ok)
 
     return run, "alu"
 
@@ -185,37 +206,28 @@ def h_redux(cx, ins):
     t = types[0]
     op = ops_[0]
     ra = cx.reader(ins.operands[1], t)
+    mask = _mask_reader(cx, ins, 2)
     wr = cx.writer(ins.operands[0], t)
     dt = nm.np_dtype(t)
 
     def run(st, idx):
-        tids = thread_ids(st, idx)
-        part = _participants(st, idx).reshape(-1, 32)
-        a = np.zeros(st.T, dt)
-        a[idx] = ra(st, idx)
-        a = a.reshape(-1, 32)
+        group = _groups(st, idx, mask)
+        a = _warp_values(st, idx, ra(st, idx), dt)
         if op == "add":
-            r = (
-                np.where(part, a, 0).astype(np.uint64).sum(axis=1).astype(np.uint32).view(dt)
-                if t != "s32"
-                else np.where(part, a, 0)
-                .astype(np.int64)
-                .sum(axis=1)
-                .astype(np.uint64)
-                .astype(np.uint32)
-                .view(dt)
-            )
+            wide = np.int64 if t == "s32" else np.uint64
+            r = np.where(group, a, 0).astype(wide).sum(axis=1).astype(np.uint64)
+            r = r.astype(np.uint32).view(dt)
         elif op == "min":
-            r = np.where(part, a, np.iinfo(dt).max).min(axis=1)
+            r = np.where(group, a, np.iinfo(dt).max).min(axis=1)
         elif op == "max":
-            r = np.where(part, a, np.iinfo(dt).min).max(axis=1)
+            r = np.where(group, a, np.iinfo(dt).min).max(axis=1)
         elif op == "and":
-            r = np.bitwise_and.reduce(np.where(part, a, dt.type(np.iinfo(dt).max)), axis=1)
+            r = np.bitwise_and.reduce(np.where(group, a, dt.type(np.iinfo(dt).max)), axis=1)
         elif op == "or":
-            r = np.bitwise_or.reduce(np.where(part, a, 0).astype(dt), axis=1)
+            r = np.bitwise_or.reduce(np.where(group, a, 0).astype(dt), axis=1)
         else:
-            r = np.bitwise_xor.reduce(np.where(part, a, 0).astype(dt), axis=1)
-        wr(st, idx, np.asarray(r, dt)[tids >> 5])
+            r = np.bitwise_xor.reduce(np.where(group, a, 0).astype(dt), axis=1)
+        wr(st, idx, np.asarray(r, dt))
 
     return run, "alu"
 

@@ -157,6 +157,20 @@ def test_add_carry_chain_64bit() -> None:
     assert np.array_equal(elementwise(body, [("u64", x), ("u64", y)], "u64"), x - y)
 
 
+def test_carry_flag_is_the_carry_of_a_plus_not_b_after_a_subtraction() -> None:
+    # As on the hardware (and as nvcc's 128-bit division reads it): sub.cc leaves CF = 1 where
+    # nothing was borrowed, and subc subtracts 1 - CF; after add.cc, CF is the carry.
+    x = np.array([5, 3, 7, 0, 2**32 - 1, 0] * 4, np.uint32)
+    y = np.array([3, 5, 7, 1, 2**32 - 1, 0] * 4, np.uint32)
+    flag = elementwise("sub.cc.u32 %r1, %i0, %i1;\n    addc.u32 %o, 0, 0;",
+                       [("u32", x), ("u32", y)], "u32")
+    np.testing.assert_array_equal(flag, (x >= y).astype(np.uint32))
+    after_add = elementwise("add.cc.u32 %r1, %i0, %i1;\n    subc.u32 %o, 5, 0;",
+                            [("u32", x), ("u32", y)], "u32")
+    carry = (x.astype(np.uint64) + y) >> np.uint64(32)
+    np.testing.assert_array_equal(after_add, (4 + carry).astype(np.uint32))
+
+
 def test_shifts_clamp() -> None:
     x = np.array([0x80000001, 0xFFFFFFFF, 12345, 7] * 8, np.uint32)
     s = np.array([0, 1, 31, 32, 33, 100, 4, 16] * 4, np.uint32)

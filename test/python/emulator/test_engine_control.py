@@ -35,6 +35,12 @@ def test_parser_accepts_directives_comments_and_debug_sections() -> None:
   mov.u64 %rd4, table;
   add.s64 %rd4, %rd4, %rd3;
   ld.global.u32 %r3, [%rd4];          // table[tid & 3]
+  {                                   // cuda_fp16.h's inline asm glues .reg and its type
+  .reg.b16 lo, hi;
+  mov.b32 {lo, hi}, %r3;
+  mov.b32 %r4, {hi, lo};
+  shr.u32 %r3, %r4, 16;
+  }
   ld.const.f32 %f1, [scale];
   cvt.rn.f32.u32 %f2, %r3;
   mul.f32 %f2, %f2, %f1;

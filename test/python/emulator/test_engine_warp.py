@@ -115,6 +115,44 @@ def test_match_any_and_redux() -> None:
     np.testing.assert_array_equal(got, np.repeat(VAL.reshape(2, 32).max(1), 32))
 
 
+# Each lane names its own 8-lane group as the membermask (%r4), in a converged warp: what
+# cooperative groups' tiled_partition<8> and labeled partitions emit.
+_GROUP_MASK = """and.b32 %r3, %r1, 24;
+  mov.u32 %r4, 255;
+  shl.b32 %r4, %r4, %r3;"""
+
+
+def _group_ref(values: np.ndarray, reduce) -> np.ndarray:
+    """``reduce`` of each 8-lane group's ``values``, for every lane."""
+    return np.repeat([reduce(g) for g in values.reshape(-1, 8)], 8)
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    # ballot of lanes 1 mod 3: each group's bits only
+    ("rem.u32 %r5, %r1, 3;\n  setp.eq.u32 %p1, %r5, 1;\n"
+     "  vote.sync.ballot.b32 %r9, %p1, %r4;",
+     _group_ref(np.arange(64), lambda g: sum(1 << (t % 32) for t in g if t % 3 == 1))),
+    # all / any / uni of "lane < 12": group 1 is mixed, group 0 all, the others none
+    ("setp.lt.u32 %p1, %r1, 12;\n  vote.sync.all.pred %p2, %p1, %r4;\n"
+     "  vote.sync.any.pred %p3, %p1, %r4;\n  vote.sync.uni.pred %p4, %p1, %r4;\n"
+     "  selp.u32 %r6, 1, 0, %p2;\n  selp.u32 %r7, 2, 0, %p3;\n  selp.u32 %r8, 4, 0, %p4;\n"
+     "  add.u32 %r9, %r6, %r7;\n  add.u32 %r9, %r9, %r8;",
+     _group_ref(np.arange(64), lambda g: (1 | 2 | 4) if g[0] == 0
+                else 2 if g[0] == 8 else 4)),
+    ("redux.sync.add.u32 %r9, %r2, %r4;", _group_ref(VAL, sum)),
+    ("redux.sync.min.u32 %r9, %r2, %r4;", _group_ref(VAL, min)),
+    # match.any of lane % 4: 8 lanes of the warp, of which each group has 2
+    ("and.b32 %r5, %r1, 3;\n  match.any.sync.b32 %r9, %r5, %r4;",
+     np.array([(1 << (t % 32)) | (1 << (t % 32 ^ 4)) for t in range(64)])),
+    # match.all of lane / 8 (equal within each group): the whole group
+    ("shr.u32 %r5, %r1, 3;\n  match.all.sync.b32 %r9|%p1, %r5, %r4;",
+     np.array([0xFF << (t % 32 // 8 * 8) for t in range(64)])),
+], ids=["ballot", "all-any-uni", "redux-add", "redux-min", "match-any", "match-all"])
+def test_collectives_combine_the_lanes_of_each_membermask(body: str,
+                                                          expected: np.ndarray) -> None:
+    np.testing.assert_array_equal(lanes_kernel(_GROUP_MASK + "\n  " + body), expected)
+
+
 LDM = (
     HEAD
     + """.visible .entry ldm(.param .u64 out, .param .u64 inp)

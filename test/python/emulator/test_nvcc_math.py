@@ -270,6 +270,35 @@ def test_int64_ops(load_kernels: Loader, arch: str, n: int) -> None:
         assert [int(v) for v in out[i]] == expect, (i, x, y)
 
 
+@pytest.mark.parametrize("n", [64])
+def test_int128_division(load_kernels: Loader, arch: str, n: int) -> None:
+    k = load_kernels("int_ops.cu", arch)
+    k.require("sub.cc.u32", "subc.cc.u32", "addc")
+    rng = np.random.default_rng(n)
+    words = lambda: rng.integers(0, 2**64, size=(n, 2), dtype=np.uint64)  # noqa: E731
+    a, b = words(), words()
+    b[: n // 4, 1] = 0  # 64-bit divisors
+    b[n // 4 : n // 2, 1] >>= np.uint64(40)  # divisors a few bits above 64
+    b[n // 2 : n // 2 + 4] = [[3, 0], [1, 0], [2**64 - 1, 2**64 - 1], [0, 2**63]]  # -1, -2^127
+    a[0] = [7, 1000]
+    b[0] = [0, 3]  # (1000 * 2^64 + 7) / (3 * 2^64): 333
+    out = np.zeros((n, 8), dtype=np.uint64)
+    k.module.launch("int128_div", grid=(_cdiv(n, 32), 1, 1), block=(32, 1, 1), args=[a, b, out, n])
+    m128 = (1 << 128) - 1
+
+    def signed(v: int) -> int:
+        return v - (1 << 128) if v >> 127 else v
+
+    for i in range(n):
+        x = int(a[i, 0]) | int(a[i, 1]) << 64
+        y = int(b[i, 0]) | int(b[i, 1]) << 64
+        sx, sy = signed(x), signed(y)
+        q = _tdiv(sx, sy)
+        expect = [x // y, x % y, q & m128, (sx - q * sy) & m128]
+        got = [int(out[i, 2 * j]) | int(out[i, 2 * j + 1]) << 64 for j in range(4)]
+        assert got == expect, (i, x, y)
+
+
 # --------------------------------------------------------------------------------- conversions
 
 
@@ -466,6 +495,26 @@ def test_float_misc_rounding_modes(load_kernels: Loader, arch: str, n: int) -> N
         assert o[5] == _round(fx * c11, F32, "ru"), (i, x)
         assert o[6] == _round(fx * fx - c03, F32, "rd"), (i, x)
         assert o[7] == math.copysign(abs(x) * 2.0, -x), (i, x)
+
+
+@pytest.mark.parametrize("n", [160])
+def test_float_add_rounding_modes(load_kernels: Loader, arch: str, n: int) -> None:
+    k = load_kernels("conversions.cu", arch)
+    k.require("add.rz.f32", "add.rm.f32", "add.rp.f32", "sub.rz.f32", "sub.rm.f32", "sub.rp.f32")
+    rng = np.random.default_rng(n)
+    a = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    # exponents far apart, where the smaller operand lies below float64's ulp of the sum
+    b = (a * rng.choice([1e-20, -1e-20, 1e-35, -1e-35, 0.5, -3.0], n)).astype(np.float32)
+    a[:6] = [3e38, 1.0, 1.0, -1.0, 3.4028235e38, 1e-45]
+    b[:6] = [10.0, -1e-30, 1e-30, 1e-30, 3.4028235e38, -1e-45]
+    out = np.zeros((n, 8), dtype=np.float32)
+    k.module.launch("float_add_rounding", grid=(_cdiv(n, 64), 1, 1), block=(64, 1, 1),
+                    args=[a, b, out, n])
+    for i in range(n):
+        x, y = Fraction(float(a[i])), Fraction(float(b[i]))
+        expect = [_round(v, F32, mode) for v in (x + y, x - y) for mode in ("rn", "rz", "rd", "ru")]
+        got = [float(v) for v in out[i]]
+        assert got == expect, (i, float(a[i]), float(b[i]), got, expect)
 
 
 # ------------------------------------------------------------------------ f16 / bf16 arithmetic

@@ -72,3 +72,19 @@ extern "C" __global__ void float_misc(const float* f, float* out, int n) {
     o[6] = __fmaf_rd(x, x, -0.3f);   // fma.rm.f32
     o[7] = copysignf(fabsf(x) * 2.f, -x);
 }
+
+// f32 additions and subtractions in every rounding mode. Per element 8 outputs.
+extern "C" __global__ void float_add_rounding(const float* a, const float* b, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = a[i], y = b[i];
+    float* o = out + (size_t)i * 8;
+    o[0] = __fadd_rn(x, y);
+    o[1] = __fadd_rz(x, y);
+    o[2] = __fadd_rd(x, y);
+    o[3] = __fadd_ru(x, y);
+    o[4] = __fsub_rn(x, y);
+    o[5] = __fsub_rz(x, y);
+    o[6] = __fsub_rd(x, y);
+    o[7] = __fsub_ru(x, y);
+}

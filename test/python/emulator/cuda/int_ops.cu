@@ -46,3 +46,21 @@ extern "C" __global__ void int64_ops(const long long* a, const long long* b, uns
     o[7] = __umul64hi(ux, uy);
 }
 
+
+// 128-bit division and remainder, which nvcc inlines as carry chains (sub.cc/subc) whose
+// carry flag it reads with addc: a and b are pairs of 64-bit words, low first. Per element 4
+// outputs of two words: unsigned quotient and remainder, signed quotient and remainder.
+extern "C" __global__ void int128_div(const unsigned long long* a, const unsigned long long* b,
+                                      unsigned long long* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned __int128 x = ((unsigned __int128)a[2 * i + 1] << 64) | a[2 * i];
+    unsigned __int128 y = ((unsigned __int128)b[2 * i + 1] << 64) | b[2 * i];
+    __int128 sx = (__int128)x, sy = (__int128)y;
+    unsigned __int128 r[4] = {x / y, x % y, (unsigned __int128)(sx / sy),
+                              (unsigned __int128)(sx % sy)};
+    for (int j = 0; j < 4; ++j) {
+        out[(size_t)i * 8 + 2 * j] = (unsigned long long)r[j];
+        out[(size_t)i * 8 + 2 * j + 1] = (unsigned long long)(r[j] >> 64);
+    }
+}
