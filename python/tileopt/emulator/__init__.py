@@ -4,6 +4,10 @@
     mod = emu.load_ptx(ptx_text)          # every instruction checked here
     stats = mod.launch("kernel", grid=(g, 1, 1), block=(256, 1, 1), args=[x, y, n])
 
+An instruction the module's ``.target`` does not allow (``wgmma`` outside ``sm_90a``,
+``elect`` before ``sm_90``), which ptxas would refuse, fails the load
+(:mod:`tileopt.emulator.targets`), as one the emulator does not implement does.
+
 All CTAs of a launch execute together (registers are numpy arrays over the threads of
 the grid, in chunks of about 64K threads), warps in lockstep with per-thread masks: the
 threads with the lowest PC run first, so divergent paths reconverge; barriers and

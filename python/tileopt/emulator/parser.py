@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tileopt.emulator.errors import PTXLoadError, UnsupportedInstructionError
 from tileopt.emulator.numeric import TYPES
+from tileopt.emulator.targets import check_instruction
 
 # ------------------------------------------------------------------ operands
 
@@ -782,7 +783,9 @@ def parse_ptx(text: str) -> Module:
             raise UnsupportedInstructionError(
                 f"line {line}: indirect calls (.callprototype) are not supported"
             )
-        fn.body.append(parse_instruction(s, line))
+        ins = parse_instruction(s, line)
+        check_instruction(mod.target, ins.opcode, ins.text, line)
+        fn.body.append(ins)
     if fn is not None:
         raise PTXLoadError(f"function {fn.name} is not closed by '}}'")
     return mod

@@ -70,8 +70,8 @@ def elementwise(
         "DONE:",
         "ret;",
     ]
-    ptx = (
-        ".version 8.0\n.target sm_80\n.address_size 64\n"
+    ptx = (  # sm_90: every ALU form (bf16 add, xorsign) is allowed
+        ".version 8.0\n.target sm_90\n.address_size 64\n"
         f".visible .entry k({params})\n{{\n" + "\n".join(decl) + "\n" + "\n  ".join(lines) + "\n}\n"
     )
     mod = emu.load_ptx(ptx)

@@ -75,7 +75,7 @@ HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
 def test_warp_specialised_producer_consumer_with_mbarrier() -> None:
     # warp 1 (consumer) waits on an mbarrier that warp 0 (producer, further in the code) completes
     ptx = (
-        HEAD
+        HEAD90  # try_wait
         + """.visible .entry pc(.param .u64 out)
 {
   .reg .pred %p<4>;

@@ -196,7 +196,7 @@ def test_ldmatrix_x4_layout(trans: bool) -> None:
 
 
 STM = (
-    HEAD
+    HEAD.replace("sm_80", "sm_90")  # stmatrix is sm_90's
     + """.visible .entry stm(.param .u64 out, .param .u64 inp)
 {
   .reg .b32 %r<16>;
