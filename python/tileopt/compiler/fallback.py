@@ -178,9 +178,9 @@ _VIEWS = frozenset(
 )
 
 # Ops that draw random numbers (their order must be kept) or change global state.
-_RANDOM_PREFIXES = ("rand", "bernoulli", "multinomial", "normal", "poisson", "dropout",
-                    "alpha_dropout", "feature_alpha_dropout", "rrelu", "uniform", "exponential",
-                    "geometric", "cauchy", "log_normal", "seed", "manual_seed")
+_RANDOM_NAMES = ("bernoulli", "multinomial", "normal", "poisson", "alpha_dropout",
+                 "feature_alpha_dropout", "rrelu", "uniform", "exponential", "geometric",
+                 "cauchy", "log_normal", "seed", "manual_seed")
 _STATE_PREFIXES = ("_set_", "_enter_", "_exit_", "set_", "_record_function", "_profiler")
 _AUTOCAST_NAMES = frozenset({"_enter_autocast", "_exit_autocast"})
 
@@ -308,6 +308,13 @@ def _is_state_call(node: torch.fx.Node) -> bool:
 _UNUSED = "is called for its side effects (its result is not used)"
 
 
+def _draws_random_numbers(name: str) -> bool:
+    """Whether a call of this name draws random numbers: rand*, dropout* and the random
+    functions' names, alone or followed by ``_`` (``normal_``; ``normalize`` is pure)."""
+    return name.startswith(("rand", "dropout")) or any(
+        name == p or name.startswith(p + "_") for p in _RANDOM_NAMES)
+
+
 def side_effect(node: torch.fx.Node) -> str | None:
     """What a node changes besides its result (an in-place op, random numbers, grad mode...),
     or that it is called for such a change; None for a pure node. Nodes must not move across
@@ -321,12 +328,15 @@ def side_effect(node: torch.fx.Node) -> str | None:
     if "out" in node.kwargs:
         return "writes into an out= tensor"
     schema = getattr(target, "_schema", None)
-    if (target in _INPLACE_OPERATORS or (name.endswith("_") and not name.endswith("__"))
+    # operator.and_ and operator.or_ (a & b, a | b) end in "_" too, and are pure.
+    in_place_name = (name.endswith("_") and not name.endswith("__")
+                     and getattr(target, "__module__", None) not in ("operator", "_operator"))
+    if (target in _INPLACE_OPERATORS or in_place_name
             or (schema is not None and getattr(schema, "is_mutable", False))):
         return "changes a tensor in place"  # x.add_(1), x += 1, x[i] = y
     if name.startswith("dropout") and _argument_problem(node, "dropout") is None:
         return None  # dropout in eval mode: the identity
-    if name.startswith(_RANDOM_PREFIXES):
+    if _draws_random_numbers(name):
         return "draws random numbers"
     if _is_state_call(node):
         return "changes global state"

@@ -148,7 +148,9 @@ class Options:
         target: the GPU, ``sm_XX`` (``sm_80``, ``sm_90``, ``sm_90a``, ...).
         num_warps: warps per program, a power of two in 1..32; the block is
             ``(32 * num_warps, 1, 1)``.
-        opt_level: LLVM's -O level for the NVPTX back end (0-3).
+        opt_level: LLVM's -O level for the NVPTX back end (0-3). sm_90a compiles at 1 at
+            least: at 0, LLVM's register allocation copies wgmma's accumulators between its
+            commit and its wait, reading them while the MMA still writes them.
         ptx_version: the PTX ISA version to emit, e.g. ``80`` for 8.0 (one of
             :data:`PTX_VERSIONS`, not older than ``target`` needs); None takes the lowest
             one that ``target`` needs, or 8.1 on sm_90 and newer where a kernel adds f32
@@ -267,7 +269,8 @@ class Options:
         linked only with ``link_libdevice`` (a module that calls no ``__nv_*`` function does
         not need it, and linking it costs 1-2 ms).
         """
-        fields = [f"O = {self.opt_level}", f'chip = "{self.target}"']
+        level = max(self.opt_level, 1) if self.target == "sm_90a" else self.opt_level
+        fields = [f"O = {level}", f'chip = "{self.target}"']
         if self.ptx_version is not None:
             features = f"+ptx{self.ptx_version}"
         if features:

@@ -41,6 +41,10 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   y[i] = sum of x[j] for j <= i (quadratic in the length, with the mask computed in
   registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
   scans stay ``tm_tensor.scan``, which kernel formation reports as unsupported.
+- ``aten.mul.Tensor``, ``aten.sub.Tensor``, ``aten.div.Tensor_mode`` and
+  ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
+  round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
+  crashes the process (a segmentation fault in its passes, torch-mlir 20251003).
 
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
@@ -688,6 +692,24 @@ def scaled_dot_product_attention(
     return probs @ value
 
 
+#: The ops whose int8-by-Python-integer form torch-mlir crashes on (module docstring).
+_INT8_SCALAR_OPS = (aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor_mode,
+                    aten.remainder.Scalar)
+
+
+def _int8_by_scalar_in_int16(op: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``op`` of an int8 tensor and a Python integer in int16, rounded back to int8; of
+    anything else, ``otherwise`` (the table's decomposition, or none)."""
+
+    def decomposed(x: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
+        if (isinstance(x, torch.Tensor) and x.dtype == torch.int8
+                and isinstance(other, int)):
+            return op(x.to(torch.int16), other, *args, **kwargs).to(torch.int8)
+        return otherwise(x, other, *args, **kwargs) if otherwise else NotImplemented
+
+    return decomposed
+
+
 @functools.cache
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with the changes this module's docstring lists."""
@@ -720,4 +742,6 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.sort.default] = sort
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
+    for op in _INT8_SCALAR_OPS:
+        table[op] = _int8_by_scalar_in_int16(op, table.get(op))
     return table

@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 
 __all__ = ["GraphInput", "ImportedGraph", "OutputSpec", "import_graph", "unflatten_outputs"]
 
-#: The dtypes of the tensors a model may take, as ``torch.dtype`` names.
+#: The dtypes of the tensors a model may take, as ``torch.dtype`` names. No unsigned ones:
+#: torch-mlir lowers uint8 arithmetic as signed (a sum sign-extends 200 to -56).
 SUPPORTED_DTYPES: tuple[str, ...] = (
     "bool",
-    "uint8",
     "int8",
     "int16",
     "int32",
@@ -183,7 +183,8 @@ def import_graph(
       reason); the model mutates a buffer or an input in place; torch-mlir's importer
       rejects the graph.
     - UnsupportedOperatorError: an operator torch-mlir cannot lower to linalg, or one that
-      makes a complex tensor; it names the op and the user's source line.
+      makes a tensor of a dtype outside :data:`SUPPORTED_DTYPES`; it names the op and the
+      user's source line.
     - CompilationError: any other failure of torch-mlir's lowering (its diagnostics).
     """
     if not re.fullmatch(r"[A-Za-z_][\w$.]*", func_name):
@@ -231,7 +232,7 @@ def import_graph(
     fx_graph = program.graph_module.print_readable(print_output=False)
     graph_inputs = _graph_inputs(program, user_names)
     output_spec = _take_tensor_outputs(program)
-    _check_complex(program.graph, _lowering)
+    _check_dtypes(program.graph, _lowering)
     linalg = _lowering.lower_to_linalg(program.graph, func_name)
     lowered = time.perf_counter()
     return ImportedGraph(
@@ -454,8 +455,9 @@ def _take_tensor_outputs(program: Any) -> OutputSpec:
     return OutputSpec(tree=program.call_spec.out_spec, constants=tuple(constants))
 
 
-def _check_complex(graph: Any, lowering: Any) -> None:
-    """UnsupportedOperatorError naming the first node that makes a complex tensor."""
+def _check_dtypes(graph: Any, lowering: Any) -> None:
+    """UnsupportedOperatorError naming the first node that makes a tensor of a dtype
+    outside :data:`SUPPORTED_DTYPES` (complex, unsigned, 8-bit floats)."""
     import torch
 
     for node in graph.nodes:
@@ -464,14 +466,18 @@ def _check_complex(graph: Any, lowering: Any) -> None:
         val = node.meta.get("val")
         vals = val if isinstance(val, (tuple, list)) else (val,)
         for v in vals:
-            if isinstance(v, torch.Tensor) and v.dtype.is_complex:
-                op = lowering.operator_name(node)
-                source = lowering.node_source(node)
-                where = f" at {source}" if source else ""
-                raise UnsupportedOperatorError(
-                    f"tileopt cannot compile {op}{where}: it makes a {v.dtype} tensor, and "
-                    f"tileopt has no complex arithmetic. Compute with real tensors (the real "
-                    f"and imaginary parts), or run this part of the model outside tileopt.",
-                    op=op,
-                    source=source,
-                )
+            if (not isinstance(v, torch.Tensor)
+                    or str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES):
+                continue
+            op = lowering.operator_name(node)
+            source = lowering.node_source(node)
+            where = f" at {source}" if source else ""
+            why = ("tileopt has no complex arithmetic. Compute with real tensors (the real "
+                   "and imaginary parts)" if v.dtype.is_complex else
+                   f"tileopt compiles tensors of {_dtype_list()}. Compute in one of them")
+            raise UnsupportedOperatorError(
+                f"tileopt cannot compile {op}{where}: it makes a {v.dtype} tensor, and {why}, "
+                f"or run this part of the model outside tileopt.",
+                op=op,
+                source=source,
+            )

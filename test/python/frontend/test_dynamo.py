@@ -191,6 +191,9 @@ LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
                 + torch.topk(x, 2, -1).values.sum(-1, keepdim=True)
                 + torch.zeros_like(x).scatter(-1, x.argmax(-1, keepdim=True), 1.0),
                 (4, 16)),
+    # a & b and a | b are operator.and_ and or_ (not in place); normalize draws no numbers
+    "masks_normalize": (lambda x: ((x > 0) & (x < 1) | (x < -1)).float()
+                        + F.normalize(x, dim=-1), (4, 16)),
     "elementwise": (lambda x: torch.atan2(x, x + 2) + torch.logaddexp(x, -x) + torch.sinh(x)
                     + torch.asinh(x) + torch.logit(x.sigmoid()) + F.softshrink(x)
                     + F.hardshrink(x) + F.celu(x) + F.softsign(x) + torch.addcdiv(x, x, x + 9)
@@ -235,6 +238,22 @@ def test_unsupported_op_in_the_middle() -> None:
     assert report.eager[0].source == _line(WithUnsupported, "torch.sort(")
     assert len(report.compiled) == 2  # fc1 + gelu, fc2 + softmax
     assert "torch.sort" in str(report) and "tileopt_1" in str(report)
+
+
+def test_unsigned_tensors_run_eagerly() -> None:
+    # torch-mlir lowers uint8 arithmetic as signed: 200 + 200 came back as -112 (int8).
+    def f(a: Any) -> Any:
+        return a + a, a.sum(-1), a.float() * 2.0
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    a = torch.tensor([[0, 1, 127, 128, 200, 255]], dtype=torch.uint8)
+    got, want = compiled(a), f(a)
+    assert [g.dtype for g in got] == [w.dtype for w in want]
+    close(got, want)
+    [report] = spy.reports
+    assert {"add", "sum"} <= {op.op.split(".")[-1] for op in report.eager}, str(report)
+    assert "uint8" in str(report)
 
 
 def test_failing_op_is_split_off(monkeypatch: Any) -> None:

@@ -439,15 +439,26 @@ def test_complex_intermediate_is_unsupported() -> None:
     assert (info.value.op, info.value.source) == ("aten.fft_rfft", line_of("@fft"))
 
 
+def test_unsigned_intermediate_is_unsupported() -> None:
+    def pixels(x: torch.Tensor) -> torch.Tensor:
+        return x.to(torch.uint8).sum(-1)  # @to_uint8
+
+    with pytest.raises(UnsupportedOperatorError, match="makes a torch.uint8 tensor") as info:
+        import_graph(pixels, torch.randn(3, 4))
+    assert info.value.source == line_of("@to_uint8")
+
+
 @pytest.mark.parametrize(
     ("inputs", "message"),
     [
         (torch.randn(3, dtype=torch.complex64), "example input 0 has dtype torch.complex64"),
+        # torch-mlir lowers uint8 arithmetic as signed (a sum of 200 gave -56)
+        (torch.tensor([0, 200], dtype=torch.uint8), "example input 0 has dtype torch.uint8"),
         ((torch.randn(3), 2.0), r"example input 1 is not a tensor but 2.0 \(float\)"),
         (((torch.randn(3),),), "example input 0 is not a tensor"),
         ({"x": torch.randn(3)}, "must be a tensor or a tuple or list of tensors; got dict"),
     ],
-    ids=["complex", "float", "nested", "dict"],
+    ids=["complex", "uint8", "float", "nested", "dict"],
 )
 def test_bad_example_inputs(inputs: object, message: str) -> None:
     with pytest.raises(ExportError, match=message):

@@ -132,3 +132,17 @@ def test_plain_sm_90_keeps_mma_sync() -> None:
     ptx = str(compile(kernels.matmul("f16"), "sm_90").asm["ptx"])
     assert ".target sm_90\n" in ptx or ".target sm_90 " in ptx
     assert "mma.sync.aligned.m16n8k16" in ptx and "wgmma" not in ptx
+
+
+def test_opt_level_0_keeps_the_accumulators_until_the_wait() -> None:
+    """At -O0 LLVM's register allocation copied wgmma's accumulators between its commit and
+    its wait (reading them while the MMA wrote them: NaN in the emulator); sm_90a's back end
+    runs at -O1 at least."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(16, 16, generator=gen).half()
+    b = torch.randn(16, 16, generator=gen).half()
+    kernel = compile(kernels.matmul("f16", 64, 16, 16), "sm_90a", opt_level=0)
+    assert "wgmma.mma_async" in str(kernel.asm["ptx"])
+    c = torch.zeros(16, 16)
+    kernel.launch(kernels.matmul_grid(a.shape, b.shape, 64, 16), a, b, c, device="emulator")
+    assert_close(c, a.float() @ b.float(), 1e-3)
