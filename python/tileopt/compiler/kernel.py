@@ -12,6 +12,8 @@ another, returns the Kernel without running MLIR or ptxas.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,6 +22,7 @@ from typing import Any
 
 from tileopt import ir
 from tileopt._mlir_libs._site_initialize_0 import find_unsupported_syntax
+from tileopt._tools import tool_path
 from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import cache, nvidia
 from tileopt.errors import CompilationError, OptionError, mlir_error_text
@@ -190,6 +193,47 @@ def _module_text(module: Any) -> str:
     )
 
 
+_SSA_NAME = re.compile(r"%[\w.$-]+")
+#: Ops whose regions are isolated from above: SSA names start afresh in them.
+_ISOLATED_SCOPE = re.compile(r"\b(?:tile\.kernel|func\.func|gpu\.func|llvm\.func|gpu\.module"
+                             r"|builtin\.module|module)\b")
+
+
+def _has_forward_reference(text: str) -> bool:
+    """Whether an SSA name may be used before its definition (a guess that errs on the side
+    of yes: a name is defined where ``=`` or ``:`` follows it)."""
+    defined: set[str] = set()
+    scopes = [m.start() for m in _ISOLATED_SCOPE.finditer(text)]
+    scope = 0
+    for m in _SSA_NAME.finditer(text):
+        while scope < len(scopes) and scopes[scope] < m.start():
+            defined.clear()
+            scope += 1
+        after = text[m.end():m.end() + 8].lstrip()
+        if after.startswith(":") or (after.startswith("=") and not after.startswith("==")):
+            defined.add(m.group())
+        elif m.group() not in defined:
+            return True
+    return False
+
+
+def _check_parses_in_a_child(text: str) -> None:
+    """CompilationError when parsing ``text`` kills tileopt-opt. MLIR 22's parser aborts the
+    process (``operation destroyed but still has uses``) on a malformed region that defines
+    a name used before it, so such text is parsed in a child process first (a diagnostic
+    there is left to the parse in this process, whose dialects may differ)."""
+    try:
+        child = subprocess.run([str(tool_path("tileopt-opt")), "-o", os.devnull],
+                               input=text.encode(), capture_output=True, timeout=120,
+                               check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return  # no tool to ask: parse in-process, as without forward references
+    if child.returncode < 0:
+        said = child.stderr.decode(errors="replace").split("LLVM ERROR")[0].strip()
+        said = said.split("PLEASE submit")[0].strip()
+        raise CompilationError(f"the input module does not parse or verify:\n{said}")
+
+
 def _parse(module: Any) -> ir.Module:
     """The input as a module of the current context (a copy when it is a Module)."""
     text = _module_text(module)
@@ -200,6 +244,8 @@ def _parse(module: Any) -> ir.Module:
         line = before.count("\n") + 1
         column = len(before) - (before.rfind("\n") + 1) + 1
         raise CompilationError(f"the input module does not parse: {line}:{column}: {message}")
+    if _has_forward_reference(text):
+        _check_parses_in_a_child(text)
     try:
         mod = ir.Module.parse(text)
         mod.operation.verify()

@@ -764,10 +764,11 @@ tile.kernel @k(%s: f32) {
 
 // -----
 
-// The same for an mma layout's blocks wider than the tile.
+// An mma layout's blocks far wider than the tile: its registers wrap onto
+// few elements, but the compiler would enumerate them all first.
 #m = #tile.mma<warpsPerCTA = [2, 2], blockN = 1048576>
 tile.kernel @k(%s: f32) {
-  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 8192 'f32' elements (2x4096) whose layout #tile.mma<warpsPerCTA = [2, 2], blockN = 1048576> gives each thread 524288 of them}}
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 8192 'f32' elements (2x4096) whose layout #tile.mma<warpsPerCTA = [2, 2], blockN = 1048576> enumerates 524288 registers per thread (before those that wrap onto the same element merge), more than the 16384 the compiler enumerates; use a layout that fits the tile}}
   %t = tile.splat %s : f32 -> tensor<2x4096xf32, #m>
   tile.return
 }

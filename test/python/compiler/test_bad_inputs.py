@@ -373,6 +373,15 @@ tile.kernel @k(%s: f16) attributes {tile.num_warps = 1 : i32} {
      "func.func @host(%x: memref<?xf32>) -> index {\n  %c = arith.constant -1 : index\n"
      "  %d = memref.dim %x, %c : memref<?xf32>\n  return %d : index\n}\n", "tile",
      "'memref.dim' at loc(\"-\":6:8): index -1 is out of range for a memref of rank 1"),
+    # a name used before a malformed region that defines it: MLIR's parser aborted
+    ("tile.kernel @k(%x: memref<?xi32>) {\n"
+     "  tile.yield %r : i32\n"
+     "  %c0 = arith.constant 0 : index\n"
+     "  %t = tile.load %x[%c0] : memref<?xi32> -> tensor<4xi32>\n"
+     "  %s = tile.reduce %t {axis = 0} : tensor<4xi32> -> tensor<i32> {\n"
+     "    %r = arith.minsi %a, %b : i32\n"
+     "  ^bb0(%a: i32, %b: i32):\n",
+     "tile", "expected operation name in quotes"),
     (_MMA_F32_OPERANDS, "tilegpu", "has an mma accumulator layout, but"),
     (_HUGE_LAYOUT.format(size=1, warps=2147483648), "tilegpu",
      "expected warpsPerCTA to multiply to at most 32"),
@@ -408,7 +417,8 @@ tile.kernel @k(%s: f16) attributes {tile.num_warps = 1 : i32} {
      "operand number in inline asm string"),
     (_llvm_kernel("      %u = llvm.mlir.poison : vector<4294967296xf32>\n"), "llvm",
      "vectors of 2^32 or more lanes"),
-], ids=["mma-one-column", "host-dim-index", "mma-f32-operands", "warps-overflow",
+], ids=["mma-one-column", "host-dim-index", "forward-reference-into-bad-region",
+        "mma-f32-operands", "warps-overflow",
         "elements-per-thread", "replicated-elements", "replicated-rows",
         "inline-asm-operand", "bitcast-size", "address-space-huge", "vector-lanes",
         "global-address-space", "llvm-abort-in-a-child", "vector-lanes-parse"])

@@ -235,13 +235,25 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
     }
     // What the layout gives a thread, replicas included (a layout wider
     // than its tile repeats elements in every thread it spreads them to).
-    // The bound is a few multiplications; the exact count enumerates
-    // registers, so only for layouts that are not absurd.
+    // The bound is a few multiplications, exact for blocked layouts; for
+    // the others the exact count enumerates registers, so only for layouts
+    // that are not absurd.
     constexpr int64_t kMaxEnumerated = int64_t(1) << 14;
     int64_t elems = getElemsPerThreadBound(layout, tensor.getShape());
     if (elems * wordsPerElement <= kMaxRegistersPerThread)
       return std::nullopt;
-    if (elems <= kMaxEnumerated) {
+    bool exact = isa<BlockedLayoutAttr>(layout);
+    if (!exact && elems > kMaxEnumerated)
+      return op->emitOpError()
+             << what << " is a tile of " << tensor.getNumElements() << " "
+             << tensor.getElementType() << " elements ("
+             << shapeStr(tensor.getShape()) << ") whose layout " << layout
+             << " enumerates " << elems
+             << " registers per thread (before those that wrap onto the same "
+                "element merge), more than the "
+             << kMaxEnumerated << " the compiler enumerates; use a layout "
+             << "that fits the tile";
+    if (!exact) {
       elems = getElemsPerThread(layout, tensor.getShape());
       if (elems * wordsPerElement <= kMaxRegistersPerThread)
         return std::nullopt;
