@@ -623,7 +623,7 @@ class FallbackReport:
     def __str__(self) -> str:
         graphs = self.specialisations()
         head = f"tileopt: {_plural(len(graphs), 'graph')}"
-        if not graphs:
+        if not graphs and not self.notes:
             head += (" (Dynamo captured none: the model ran in PyTorch; "
                      "TORCH_LOGS=graph_breaks says why)")
         elif len(self.graphs) != len(graphs):
@@ -1126,8 +1126,10 @@ class PartitionedGraph:
         return tuple(key)
 
     def _log_once(self, message: str) -> None:
+        """Logs ``message`` (fallback channel) and notes it in the report, once."""
         if message not in self._logged:
             self._logged.add(message)
+            self.report.notes.append(message)
             _log_fallback(message)
 
     @staticmethod
@@ -1297,6 +1299,12 @@ class PartitionedGraph:
         for node in _aliasing_outputs(ins, outs):
             failures[node] = ("returns a view of a tensor the graph also uses (PyTorch keeps "
                               "the view)")
+        for node in list(failures):
+            # The partitioner keeps a getitem with the op whose tuple it takes (unbind,
+            # split): that op runs eagerly too, or the same partition comes back.
+            source = node.args[0] if node.target is operator.getitem else None
+            if source in nodes:
+                failures.setdefault(source, f"one of its results {failures[node]}")
         if failures or not outs:
             return failures or dict.fromkeys(nodes, "computes nothing the graph uses")
         try:

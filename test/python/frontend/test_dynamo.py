@@ -467,6 +467,30 @@ def test_training_runs_eagerly(caplog: Any) -> None:
     assert "requires grad" in line
 
 
+def test_report_says_why_a_graph_ran_eagerly() -> None:
+    report = fallback.FallbackReport()
+    compiled = torch.compile(mlp(), backend="tileopt", options={**OPTIONS, "report": report})
+    compiled(randn(3, 16))  # grad mode, parameters that require grad
+    assert "grad mode is on" in str(report) and "captured none" not in str(report), str(report)
+
+
+def test_a_view_out_of_a_tuple_runs_eagerly_with_its_producer() -> None:
+    # The partitioner keeps a getitem with unbind: both run eagerly, the rest compiles (the
+    # same partition failed 16 times, then the whole graph ran eagerly).
+    def f(x: Any) -> Any:
+        return x.exp() * 2, x.unbind(1)[1]
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    x = randn(3, 7)
+    with torch.no_grad():
+        close(compiled(x), f(x))
+    [report] = spy.reports
+    assert [op.op for op in report.eager] == ["Tensor.unbind"], str(report)
+    assert "returns a view" in report.eager[0].reason
+    assert len(report.compiled) == 1, str(report)
+
+
 def test_side_effects_keep_their_order() -> None:
     def f(x: Any, y: Any) -> Any:
         a = x * 2.0
