@@ -458,6 +458,15 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
             raise ArgumentError(
                 f"{_describe(i, p)} has static size {want} in dimension {d}, got shape {shape}"
             )
+    if p.strides is not None:
+        got = _element_strides(a)
+        for d, want in enumerate(p.strides):
+            # A stride only matters where the dimension has more than one element.
+            if want is not None and shape[d] > 1 and (got is None or got[d] != want):
+                raise ArgumentError(
+                    f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
+                    f"{got if got is not None else a.strides} (pass a contiguous copy)"
+                )
     _check_divisibility(i, p, a)
     for d, div in enumerate(p.size_divisibility or ()):
         if shape[d] % div:
@@ -468,15 +477,6 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
             )
     if p.index_bitwidth == 32:
         _check_int32_indices(i, p, shape, _element_strides(a))
-    if p.strides is not None:
-        got = _element_strides(a)
-        for d, want in enumerate(p.strides):
-            # A stride only matters where the dimension has more than one element.
-            if want is not None and shape[d] > 1 and (got is None or got[d] != want):
-                raise ArgumentError(
-                    f"{_describe(i, p)} has static stride {want} in dimension {d}, got strides "
-                    f"{got if got is not None else a.strides} (pass a contiguous copy)"
-                )
 
 
 def _check_memory_format(i: int, p: KernelParam, a: Any) -> None:
@@ -534,18 +534,23 @@ def _check_int32_indices(
 def _check_divisibility(i: int, p: KernelParam, a: Any) -> None:
     """Raises unless ``a`` keeps the promise of ``tile.divisibility`` (``aligned=``)."""
     div = p.divisibility
-    if div is None:
+    if div is None or 0 in a.shape:  # an empty array: no element is read
         return
     address = a.ctypes.data if isinstance(a, np.ndarray) else a.data_ptr()
     itemsize = a.itemsize if isinstance(a, np.ndarray) else a.element_size()
     strides = _element_strides(a)
+    static = p.strides or (None,) * a.ndim
+    # The promise is about the dynamic strides (the static ones, the innermost 1 among them,
+    # are checked for what they are): a stride that happens to be 1 there, as a (K, 1)
+    # array's row stride, puts rows 2 bytes apart where the kernel moves 16-byte vectors.
     bad_strides = strides is None or any(
-        s != 1 and n > 1 and (s * itemsize) % div for s, n in zip(strides, a.shape, strict=True)
+        want is None and n > 1 and (s * itemsize) % div
+        for s, n, want in zip(strides, a.shape, static, strict=True)
     )
     if address % div or bad_strides:
         raise ArgumentError(
             f"{_describe(i, p)} was compiled as {div}-byte aligned (aligned=): its first "
-            f"element's address 0x{address:x} and its strides other than 1 "
+            f"element's address 0x{address:x} and its dynamic strides "
             f"({strides if strides is not None else a.strides}, in elements) must be multiples "
             f"of {div} bytes; pass an aligned copy or compile without aligned="
         )

@@ -59,6 +59,39 @@ def test_misaligned_arrays_are_rejected(both: tuple[tileopt.Kernel, tileopt.Kern
         aligned.launch((1,), x[1:], x[1:], torch.empty(1024), device="emulator")
 
 
+@pytest.fixture(scope="module")
+def aligned_matmul() -> tileopt.Kernel:
+    return tileopt.compile(kernels.matmul("f16", 64, 16, 64), target="sm_80", aligned=True)
+
+
+def test_a_dynamic_stride_of_1_breaks_the_promise(aligned_matmul: tileopt.Kernel) -> None:
+    # b of shape (K, 1) has strides (1, 1): its rows start 2 bytes apart, where the kernel
+    # copies 16-byte vectors of rows (the check used to exempt every stride equal to 1).
+    a, b = torch.randn(64, 104).half(), torch.randn(104, 1).half()
+    with pytest.raises(ArgumentError, match=r"argument 1 \(b: .*\) was compiled as 16-byte "
+                                            r"aligned .* dynamic strides \(\(1, 1\)"):
+        aligned_matmul.launch((1, 1), a, b, torch.zeros(64, 1), device="emulator")
+
+
+def test_a_column_major_array_is_told_its_innermost_stride(
+    aligned_matmul: tileopt.Kernel,
+) -> None:
+    a = torch.randn(104, 63).half().t()  # strides (1, 63): the promise broken too
+    with pytest.raises(ArgumentError, match=r"static stride 1 in dimension 1, got strides "
+                                            r"\(1, 63\)"):
+        aligned_matmul.launch((1, 1), a, torch.randn(104, 16).half(), torch.zeros(63, 16),
+                              device="emulator")
+
+
+def test_empty_arrays_keep_any_promise(aligned_matmul: tileopt.Kernel) -> None:
+    a = torch.empty_strided((65, 0), (3, 1), dtype=torch.half)  # a row stride never used
+    b = torch.randn(0, 16).half()
+    c = torch.full((65, 16), float("nan"))
+    aligned_matmul.launch(kernels.matmul_grid(a.shape, b.shape, 64, 16), a, b, c,
+                          device="emulator")
+    assert torch.equal(c, torch.zeros(65, 16))
+
+
 def test_param_text_round_trips() -> None:
     p = KernelParam.view("x", "f16", 2, strides=(None, 1), divisibility=16)
     assert str(p) == "x: view<?x?xf16, strides [?, 1], divisibility 16>"
