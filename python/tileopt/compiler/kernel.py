@@ -201,7 +201,8 @@ _ISOLATED_SCOPE = re.compile(r"\b(?:tile\.kernel|func\.func|gpu\.func|llvm\.func
 
 def _has_forward_reference(text: str) -> bool:
     """Whether an SSA name may be used before its definition (a guess that errs on the side
-    of yes: a name is defined where ``=`` or ``:`` follows it)."""
+    of yes: a name is defined where ``=`` follows it, or ``:`` with no space, as in argument
+    lists and ``%r:2 =``; ``%x : i32`` after an op's operands is a use)."""
     defined: set[str] = set()
     scopes = [m.start() for m in _ISOLATED_SCOPE.finditer(text)]
     scope = 0
@@ -209,8 +210,9 @@ def _has_forward_reference(text: str) -> bool:
         while scope < len(scopes) and scopes[scope] < m.start():
             defined.clear()
             scope += 1
-        after = text[m.end():m.end() + 8].lstrip()
-        if after.startswith(":") or (after.startswith("=") and not after.startswith("==")):
+        after = text[m.end():m.end() + 8]
+        assigned = after.lstrip().startswith("=") and not after.lstrip().startswith("==")
+        if after.startswith(":") or assigned:
             defined.add(m.group())
         elif m.group() not in defined:
             return True
@@ -466,8 +468,8 @@ def compile(
             check; the launcher then rejects arrays with another inner stride. Only with
             ``start="tile"``; like ``tileopt.builder.View(..., contiguous=True)``.
         aligned: views (``True``: every view; or their names) whose first element's address
-            and dynamic strides (all but a static innermost 1) the kernel may take as
-            multiples of 16 bytes
+            and dynamic strides (a stride of 1 exempt where the view has no static unit
+            stride) the kernel may take as multiples of 16 bytes
             (``tile.divisibility = 16``, Triton's divisibility hint): with ``contiguous``, their
             tiles move in 16-byte vectors with no run-time check, which saves instructions,
             registers and compile time. The launcher rejects arrays that break the promise.
