@@ -472,9 +472,11 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure,
   let arguments = (ins Variadic<Tile_Tile>:$operands, I64Attr:$axis);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$combiner);
-  let assemblyFormat = [{
-    $operands attr-dict `:` type($operands) `->` type($results) $combiner
-  }];
+  // `$operands attr-dict : type($operands) -> type($results) $combiner`,
+  // parsed by hand: the generated parser keeps the region in a local that a
+  // failed parse destroys while a forward reference still uses its values
+  // (MLIR 22 aborts); ReduceOp::parse adds it to the OperationState first.
+  let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 }

@@ -826,3 +826,17 @@ tile.kernel @k(%x: memref<?xf32>, %s: i32) {
   %t = tile.gather %x[%i] : memref<?xf32>, tensor<8xi32> -> tensor<8xf16>
   tile.return
 }
+
+// -----
+
+// A name used before a malformed combiner that defines it: the generated
+// parser destroyed the region while the use remained (MLIR aborted).
+tile.kernel @k(%x: memref<?xi32>) {
+  tile.yield %r : i32
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xi32> -> tensor<4xi32>
+  %s = tile.reduce %t {axis = 0} : tensor<4xi32> -> tensor<i32> {
+    %r = arith.minsi %a, %b : i32
+  ^bb0(%a: i32, %b: i32):
+// expected-error @+1 {{expected operation name in quotes}}
+}

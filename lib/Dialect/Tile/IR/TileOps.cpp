@@ -703,6 +703,33 @@ void ConvertLayoutOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // ReduceOp
 //===----------------------------------------------------------------------===//
 
+ParseResult ReduceOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::UnresolvedOperand> operands;
+  SmallVector<Type> operandTypes, resultTypes;
+  SMLoc operandsLoc = parser.getCurrentLocation();
+  if (parser.parseOperandList(operands) ||
+      parser.parseOptionalAttrDict(result.attributes) || parser.parseColon() ||
+      parser.parseTypeList(operandTypes) || parser.parseArrow() ||
+      parser.parseTypeList(resultTypes))
+    return failure();
+  // The region before the operands: resolving an operand first would make a
+  // forward reference that a name defined in the region replaces.
+  Region *combiner = result.addRegion();
+  if (parser.parseRegion(*combiner))
+    return failure();
+  ensureTerminator(*combiner, parser.getBuilder(), result.location);
+  result.addTypes(resultTypes);
+  return parser.resolveOperands(operands, operandTypes, operandsLoc,
+                                result.operands);
+}
+
+void ReduceOp::print(OpAsmPrinter &p) {
+  p << ' ' << getOperands();
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getOperands().getTypes() << " -> " << getResultTypes() << ' ';
+  p.printRegion(getCombiner());
+}
+
 LogicalResult ReduceOp::verify() {
   if (getOperands().empty())
     return emitOpError("expected at least one operand");
