@@ -201,16 +201,22 @@ LISTED: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
 }
 
 
+def report_of(f: Callable[..., Any], *args: Any) -> fallback.GraphReport:
+    """``f`` under torch.compile with tileopt, checked against eager (without grad); the
+    report of its one graph."""
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    with torch.no_grad():
+        close(compiled(*args), f(*args))
+    [report] = spy.reports
+    return report
+
+
 @pytest.mark.parametrize("name", list(LISTED))
 def test_listed_operators_compile(name: str) -> None:
     f, shape = LISTED[name]
     torch.manual_seed(0)
-    spy = Spy()
-    compiled = torch.compile(f, backend=spy, options=OPTIONS)
-    x = randn(*shape)
-    with torch.no_grad():
-        close(compiled(x), f(x))
-    [report] = spy.reports
+    report = report_of(f, randn(*shape))
     assert report.compiled and not report.eager, str(report)
 
 
@@ -222,14 +228,7 @@ def run_with_unsupported(op: str) -> fallback.GraphReport:
     """WithUnsupported(op) under torch.compile with tileopt, checked against eager; the
     report of its one graph."""
     torch.manual_seed(0)
-    model = WithUnsupported(op)
-    spy = Spy()
-    compiled = torch.compile(model, backend=spy, options=OPTIONS)
-    x = randn(4, 16)
-    with torch.no_grad():
-        close(compiled(x), model(x))
-    [report] = spy.reports
-    return report
+    return report_of(WithUnsupported(op), randn(4, 16))
 
 
 def test_unsupported_op_in_the_middle() -> None:
@@ -480,12 +479,7 @@ def test_a_view_out_of_a_tuple_runs_eagerly_with_its_producer() -> None:
     def f(x: Any) -> Any:
         return x.exp() * 2, x.unbind(1)[1]
 
-    spy = Spy()
-    compiled = torch.compile(f, backend=spy, options=OPTIONS)
-    x = randn(3, 7)
-    with torch.no_grad():
-        close(compiled(x), f(x))
-    [report] = spy.reports
+    report = report_of(f, randn(3, 7))
     assert [op.op for op in report.eager] == ["Tensor.unbind"], str(report)
     assert "returns a view" in report.eager[0].reason
     assert len(report.compiled) == 1, str(report)
