@@ -9,14 +9,15 @@
 using namespace mlir;
 using namespace tileopt::tile;
 
-/// The product of `values`, saturated at 2^40 (far above any limit a layout
-/// has, and no overflow however many huge entries it multiplies).
+/// Where layout arithmetic saturates: far above any limit a layout has, and
+/// no overflow however many huge entries it multiplies.
 static constexpr int64_t kSaturated = int64_t(1) << 40;
 
 static int64_t saturatingMul(int64_t a, int64_t b) {
   return b && a > kSaturated / b ? kSaturated : a * b;
 }
 
+/// The product of `values`, saturated at kSaturated.
 static int64_t product(ArrayRef<unsigned> values) {
   int64_t result = 1;
   for (unsigned v : values)
