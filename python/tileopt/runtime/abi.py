@@ -539,21 +539,13 @@ def _check_divisibility(i: int, p: KernelParam, a: Any) -> None:
     address = a.ctypes.data if isinstance(a, np.ndarray) else a.data_ptr()
     itemsize = a.itemsize if isinstance(a, np.ndarray) else a.element_size()
     strides = _element_strides(a)
-    static = p.strides or (None,) * a.ndim
-    # The promise is about the dynamic strides (the static ones are checked for what they
-    # are). Along a static unit stride the kernel moves 16-byte vectors from rows it takes
-    # as aligned: a dynamic stride that happens to be 1 there, as a (K, 1) array's row
-    # stride, puts rows 2 bytes apart. Without one it moves no vectors, and a dynamic
-    # stride of 1 is the array's contiguous dimension.
-    vectors = 1 in static
     bad_strides = strides is None or any(
-        want is None and n > 1 and (s * itemsize) % div and (s != 1 or vectors)
-        for s, n, want in zip(strides, a.shape, static, strict=True)
+        s != 1 and n > 1 and (s * itemsize) % div for s, n in zip(strides, a.shape, strict=True)
     )
     if address % div or bad_strides:
         raise ArgumentError(
             f"{_describe(i, p)} was compiled as {div}-byte aligned (aligned=): its first "
-            f"element's address 0x{address:x} and its dynamic strides "
+            f"element's address 0x{address:x} and its strides other than 1 "
             f"({strides if strides is not None else a.strides}, in elements) must be multiples "
             f"of {div} bytes; pass an aligned copy or compile without aligned="
         )
