@@ -217,6 +217,14 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
       llvm::divideCeil(tensor.getElementTypeBitWidth(), 32);
   std::optional<InFlightDiagnostic> tooLarge =
       [&]() -> std::optional<InFlightDiagnostic> {
+    // "result #0 is a tile of 256 'f32' elements (16x16)", every message's
+    // start.
+    auto tileError = [&] {
+      return op->emitOpError()
+             << what << " is a tile of " << tensor.getNumElements() << " "
+             << tensor.getElementType() << " elements ("
+             << shapeStr(tensor.getShape()) << ")";
+    };
     Attribute layout = tensor.getEncoding();
     if (!isLayout(layout)) {
       int64_t threads = int64_t(kWarpSize) * numWarps;
@@ -224,14 +232,12 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
           llvm::divideCeil(tensor.getNumElements() * wordsPerElement, threads);
       if (perThread <= kMaxRegistersPerThread)
         return std::nullopt;
-      return op->emitOpError()
-             << what << " is a tile of " << tensor.getNumElements() << " "
-             << tensor.getElementType() << " elements ("
-             << shapeStr(tensor.getShape()) << ") that needs at least "
-             << perThread << " 32-bit registers per thread on " << numWarps
-             << " warp(s) (" << threads << " threads), more than the "
-             << kMaxRegistersPerThread
-             << " a thread has; use smaller tiles or more warps";
+      return tileError() << " that needs at least " << perThread
+                         << " 32-bit registers per thread on " << numWarps
+                         << " warp(s) (" << threads
+                         << " threads), more than the "
+                         << kMaxRegistersPerThread
+                         << " a thread has; use smaller tiles or more warps";
     }
     // What the layout gives a thread, replicas included (a layout wider
     // than its tile repeats elements in every thread it spreads them to).
@@ -244,11 +250,8 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
       return std::nullopt;
     bool exact = isa<BlockedLayoutAttr>(layout);
     if (!exact && elems > kMaxEnumerated)
-      return op->emitOpError()
-             << what << " is a tile of " << tensor.getNumElements() << " "
-             << tensor.getElementType() << " elements ("
-             << shapeStr(tensor.getShape()) << ") whose layout " << layout
-             << " enumerates " << elems
+      return tileError()
+             << " whose layout " << layout << " enumerates " << elems
              << " registers per thread (before those that wrap onto the same "
                 "element merge), more than the "
              << kMaxEnumerated << " the compiler enumerates; use a layout "
@@ -258,12 +261,9 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
       if (elems * wordsPerElement <= kMaxRegistersPerThread)
         return std::nullopt;
     }
-    return op->emitOpError()
-           << what << " is a tile of " << tensor.getNumElements() << " "
-           << tensor.getElementType() << " elements ("
-           << shapeStr(tensor.getShape()) << ") whose layout " << layout
-           << " gives each thread " << elems << " of them ("
-           << elems * wordsPerElement
+    return tileError()
+           << " whose layout " << layout << " gives each thread " << elems
+           << " of them (" << elems * wordsPerElement
            << " 32-bit registers, replicas included), more than the "
            << kMaxRegistersPerThread
            << " registers a thread has; use smaller tiles, more warps or a "
