@@ -2189,9 +2189,12 @@ void Converter::promiseLayout(BlockArgument arg, Value hostView) {
   }
   int64_t bytes =
       std::max<int64_t>(type.getElementType().getIntOrFloatBitWidth() / 8, 1);
+  // Beside the unit stride, which the launcher holds to its promise in every
+  // dimension longer than 1 (a (N, 1) buffer's rows lie 1 element apart).
   bool aligned = staticOffset && (*staticOffset * bytes) % 16 == 0 &&
-                 llvm::all_of(strides, [&](int64_t s) {
-                   return s == 1 || (s * bytes) % 16 == 0;
+                 llvm::all_of(llvm::seq<int64_t>(rank), [&](int64_t d) {
+                   return d == unit || hostType.getDimSize(d) == 1 ||
+                          (strides[d] * bytes) % 16 == 0;
                  });
   if (aligned)
     attrs.push_back(b.getNamedAttr(tile::KernelOp::getDivisibilityAttrName(),

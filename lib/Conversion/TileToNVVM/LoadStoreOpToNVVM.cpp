@@ -1144,10 +1144,18 @@ AccessFacts analyzeAccess(const AccessOperands &access) {
       auto divisibility =
           kernelArgAttr<IntegerAttr>(view, KernelOp::getDivisibilityAttrName());
       int64_t bytes = plan.elems * storageBits(tile.getElementType()) / 8;
+      // The promise covers the dynamic strides; a static one beside the
+      // vector dimension must keep it too.
+      auto keepsRuns = [&](int64_t d) {
+        std::optional<int64_t> stride = staticStride(viewType, d);
+        return d == plan.dim || viewType.getDimSize(d) == 1 || !stride ||
+               *stride % plan.elems == 0;
+      };
       facts.aligned =
           divisibility && divisibility.getInt() % bytes == 0 &&
           staticStride(viewType, plan.dim) == std::optional<int64_t>(1) &&
-          knownDivisor(offsets[plan.dim]) % plan.elems == 0;
+          knownDivisor(offsets[plan.dim]) % plan.elems == 0 &&
+          llvm::all_of(llvm::seq<int64_t>(viewType.getRank()), keepsRuns);
     }
   }
   if (!facts.aligned)

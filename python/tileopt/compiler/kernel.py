@@ -468,7 +468,7 @@ def compile(
             check; the launcher then rejects arrays with another inner stride. Only with
             ``start="tile"``; like ``tileopt.builder.View(..., contiguous=True)``.
         aligned: views (``True``: every view; or their names) whose first element's address
-            and strides other than 1 the kernel may take as multiples of 16 bytes
+            and dynamic strides the kernel may take as multiples of 16 bytes
             (``tile.divisibility = 16``, Triton's divisibility hint): with ``contiguous``, their
             tiles move in 16-byte vectors with no run-time check, which saves instructions,
             registers and compile time. The launcher rejects arrays that break the promise.

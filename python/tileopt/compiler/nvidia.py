@@ -468,9 +468,10 @@ def _set_view_attrs(
 def make_aligned(kernel: ir.Operation, indices: Sequence[int], divisibility: int = 16) -> None:
     """Puts ``tile.divisibility = divisibility`` on the view arguments ``indices``.
 
-    The kernel may then take the address of each view's first element and its strides other
-    than 1 (in bytes) as multiples of ``divisibility``: contiguous tiles move in 16-byte vectors
-    with no run-time check and no scalar fallback code. The launcher checks the promise.
+    The kernel may then take the address of each view's first element and the strides its
+    type leaves dynamic (in bytes) as multiples of ``divisibility``: contiguous tiles move in
+    16-byte vectors with no run-time check and no scalar fallback code. The launcher checks
+    the promise (of a dimension of one element, no stride).
     """
     attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), divisibility)
     _set_view_attrs(kernel, indices, "aligned", lambda *_: (DIVISIBILITY_ATTR, attr))

@@ -104,8 +104,9 @@ class KernelParam:
         shape: static sizes of the memref type, None for a dynamic size; None if all dynamic.
         strides: static strides (elements), None for a dynamic stride; None if all dynamic.
         divisibility: for views compiled with ``tile.divisibility`` (``aligned=``): the
-            address of the first element and every stride other than 1, in bytes, are
-            multiples of it; checked at launch. None: no promise.
+            address of the first element and, beside a static stride of 1, every dynamic
+            stride of a dimension longer than 1, in bytes, are multiples of it; checked at
+            launch. None: no promise.
         size_divisibility: for views compiled with ``tile.size_divisibility``
             (``divisible_sizes=``): per dimension, a number the size is a multiple of (1: no
             promise); checked at launch. None: no promise.
@@ -539,15 +540,22 @@ def _check_divisibility(i: int, p: KernelParam, a: Any) -> None:
     address = a.ctypes.data if isinstance(a, np.ndarray) else a.data_ptr()
     itemsize = a.itemsize if isinstance(a, np.ndarray) else a.element_size()
     strides = _element_strides(a)
-    bad_strides = strides is None or any(
-        s != 1 and n > 1 and (s * itemsize) % div for s, n in zip(strides, a.shape, strict=True)
-    )
+    known = p.strides or (None,) * p.rank
+    # The lowering takes the strides it does not know as multiples only beside one it knows
+    # to be 1 (the dimension it moves in vectors): a dynamic stride of 1 there (a (K, 1)
+    # operand) would misalign every row but the first. A dimension of one element steps
+    # nowhere; the static strides were checked against the array before.
+    bad_strides = strides is None or (1 in known and any(
+        k is None and n > 1 and (s * itemsize) % div
+        for s, n, k in zip(strides, a.shape, known, strict=True)
+    ))
     if address % div or bad_strides:
         raise ArgumentError(
             f"{_describe(i, p)} was compiled as {div}-byte aligned (aligned=): its first "
-            f"element's address 0x{address:x} and its strides other than 1 "
-            f"({strides if strides is not None else a.strides}, in elements) must be multiples "
-            f"of {div} bytes; pass an aligned copy or compile without aligned="
+            f"element's address 0x{address:x} and the strides the kernel does not know "
+            f"({strides if strides is not None else a.strides}, in elements, of sizes "
+            f"{tuple(a.shape)}) must be multiples of {div} bytes; pass an aligned copy or "
+            f"compile without aligned="
         )
 
 

@@ -131,6 +131,23 @@ func.func @linear(%x: tensor<100x64xf32>, %w: tensor<80x64xf32>, %b: tensor<80xf
 
 // -----
 
+// A (32, 1) column's rows lie one element apart: no 16-byte promise for it
+// (its tiles of 16 columns would copy each row from an unaligned address),
+// nor for the (64, 1) result; the row-major lhs keeps it.
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: (%arg0: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16 : i64,
+// CHECK-SAME: %arg1: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 1>},
+// CHECK-SAME: %arg2: memref<?x?xf32, strided<[?, 1], offset: ?>> {tile.index_bitwidth = 32 : i64, tile.size_divisibility = array<i64: 16, 1>})
+func.func @column(%a: tensor<64x32xf16>, %b: tensor<32x1xf16>) -> tensor<64x1xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x1xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x1xf32>) -> tensor<64x1xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<64x32xf16>, tensor<32x1xf16>) outs(%f : tensor<64x1xf32>) -> tensor<64x1xf32>
+  return %0 : tensor<64x1xf32>
+}
+
+// -----
+
 // f16 operands run on tensor cores, with a tile chosen by the launch's size in
 // waves of 128 programs. Two waves or more of 128 x 256 blocks: those, on 8
 // warps, 4 stages, k by 64 (Triton's Hopper tile; 512 programs here).

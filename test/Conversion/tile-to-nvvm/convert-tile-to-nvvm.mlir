@@ -532,6 +532,24 @@ tile.kernel @aligned(%x: memref<?xf32, strided<[1], offset: ?>> {tile.divisibili
 
 // -----
 
+#rows4 = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// tile.divisibility covers the strides the kernel does not know; a static
+// row stride of 1 (rows one element apart) breaks 16-byte rows, so the
+// vector path keeps its run-time check and the scalar copy.
+// CHECK-LABEL: gpu.func @aligned_static_rows
+// CHECK: scf.if {{.*}} -> (vector<4xf32>)
+// CHECK: ld.global.v4.b32
+// CHECK: ld.global.b32
+tile.kernel @aligned_static_rows(%x: memref<?x?xf32, strided<[1, 1], offset: ?>> {tile.divisibility = 16}, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[1, 1], offset: ?>> -> tensor<16x32xf32, #rows4>
+  tile.store %a, %y[%c0, %c0] : tensor<16x32xf32, #rows4>, memref<?x?xf32>
+  tile.return
+}
+
+// -----
+
 #row4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 
 // With tile.size_divisibility (and with a static size) that is a multiple of

@@ -330,7 +330,9 @@ def test_long_layer_norm() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
-@pytest.mark.parametrize(("m", "k", "n"), [(37, 32, 64), (16, 100, 1000), (1, 64, 37)], ids=str)
+@pytest.mark.parametrize(
+    ("m", "k", "n"), [(37, 32, 64), (16, 100, 1000), (1, 64, 37), (70, 104, 1)], ids=str
+)
 def test_matmul(dtype: Any, m: int, k: int, n: int) -> None:
     check(torch.matmul, lambda: (randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)),
           max_kernels=1)

@@ -74,6 +74,22 @@ def test_a_column_major_array_is_told_its_innermost_stride(
                               device="emulator")
 
 
+def test_a_column_operand_breaks_the_promise(aligned_matmul: tileopt.Kernel) -> None:
+    """A contiguous (K, 1) operand has a row stride of 1, which the kernel does not know: its
+    rows lie 2 bytes apart, and each 16-byte cp.async of a row would read a misaligned
+    address. The launcher names it; an aligned copy of the same values runs."""
+    a, b = torch.randn(70, 104).half(), torch.randn(104, 1).half()
+    with pytest.raises(ArgumentError, match=r"argument 1 \(b: .*strides the kernel does not "
+                                            r"know \(\(1, 1\), in elements, of sizes \(104, 1\)\)"):
+        aligned_matmul.launch((2, 1), a, b, torch.zeros(70, 1), device="emulator")
+    b16 = torch.zeros(104, 8).half()[:, :1]  # the same column, rows 16 bytes apart
+    b16.copy_(b)
+    c = torch.zeros(70, 8)[:, :1]
+    aligned_matmul.launch(kernels.matmul_grid(a.shape, b.shape, 64, 16), a, b16, c,
+                          device="emulator")
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+
 def test_empty_arrays_keep_any_promise(aligned_matmul: tileopt.Kernel) -> None:
     a = torch.empty_strided((65, 0), (3, 1), dtype=torch.half)  # a row stride never used
     b = torch.randn(0, 16).half()
