@@ -89,6 +89,9 @@ struct AccessFacts {
   std::optional<unsigned> sameShapeAs;
   /// The tile type of the scalar fallback (scalarFallbackTile), or null.
   mlir::RankedTensorType fallback;
+  /// An atomic add that goes element by element (planScalarAdds): always
+  /// through `fallback`, with no vector version.
+  bool scalarAdds = false;
   /// A barrier comes first: an earlier access of this program to the same
   /// view, one of the two a store, may touch elements other threads touch
   /// here (orderViewAccesses).
@@ -558,6 +561,19 @@ std::optional<AccessOperands> accessOperands(mlir::Operation *op);
 /// What a load or store may assume (see AccessFacts): from its tile offsets,
 /// the loops around it and its view's kernel argument attributes.
 AccessFacts analyzeAccess(const AccessOperands &access);
+
+/// Marks a tile.store with `add` whose elements are added one an instruction
+/// (integers; f32 without `vectorAdds`) to go through shared memory into a
+/// layout whose lanes add consecutive elements (AccessFacts::scalarAdds).
+void planScalarAdds(tile::StoreOp store, bool vectorAdds, AccessFacts &facts);
+
+/// The shared memory the scalar adds of `facts` stage through at once.
+int64_t scalarAddStagingBytes(tile::StoreOp store, const AccessFacts &facts);
+
+/// How the fallback of a load or store of `tile` lays it out in shared
+/// memory (AccessFacts::fallback).
+StagingLayout fallbackStaging(mlir::RankedTensorType tile,
+                              const AccessFacts &facts);
 
 /// Sets AccessFacts::barrierBefore on the loads and stores of `kernel` that
 /// must wait for other threads' earlier accesses to the same view: a tile's

@@ -44,7 +44,9 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return 0;
   if (auto it = state.accesses.find(op);
       it != state.accesses.end() && it->second.fallback)
-    return fallbackStagingBytes(it->second.fallback);
+    return it->second.scalarAdds
+               ? scalarAddStagingBytes(cast<StoreOp>(op), it->second)
+               : fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {
     RankedTensorType l = dot.getLhs().getType(), r = dot.getRhs().getType();
     // A borrowed rhs lies in its owner's area: this one ends at its own.

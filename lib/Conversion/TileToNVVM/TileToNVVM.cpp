@@ -639,8 +639,12 @@ struct ConvertTileToNVVM
     // What each load and store may assume.
     for (KernelOp kernel : kernels)
       kernel.walk([&](Operation *op) {
-        if (std::optional<AccessOperands> access = accessOperands(op))
-          state.accesses[op] = analyzeAccess(*access);
+        std::optional<AccessOperands> access = accessOperands(op);
+        if (!access)
+          return;
+        AccessFacts &facts = state.accesses[op] = analyzeAccess(*access);
+        if (auto store = dyn_cast<StoreOp>(op))
+          planScalarAdds(store, state.vectorAdds, facts);
       });
     for (KernelOp kernel : kernels)
       orderViewAccesses(kernel, state);

@@ -1672,20 +1672,30 @@ tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
 }
 
 // A store that adds (f32 or i32) adds each element atomically where a store
-// would write it: one red.global.add an element (a thread's 4 contiguous
-// elements at 4-byte steps from one address), the run's bound check as the
-// predicate, and the elements of a run across the view's end one by one.
+// would write it, one red.global.add an element with its bound check as the
+// predicate. A thread's 4 contiguous elements would be 4 adds whose lanes lie
+// 16 bytes apart (4x the sectors): they go through shared memory (vectors in,
+// one element a lane out, no vector version) so that a warp's lanes add
+// consecutive elements.
 // CHECK-LABEL: gpu.func @store_add
-// CHECK: llvm.inline_asm has_side_effects asm_dialect = att "@$1 red.global.add.f32 [$0+0], $2;\0A\09@$1 red.global.add.f32 [$0+4], $3;\0A\09@$1 red.global.add.f32 [$0+8], $4;\0A\09@$1 red.global.add.f32 [$0+12], $5;", "l,b,f,f,f,f"
-// CHECK: "@$1 red.global.add.f32 [$0+0], $2;", "l,b,f"
-// CHECK: "@$1 red.global.add.s32 [$0+0], $2;\0A\09@$1 red.global.add.s32 [$0+4], $3;\0A\09@$1 red.global.add.s32 [$0+8], $4;\0A\09@$1 red.global.add.s32 [$0+12], $5;", "l,b,r,r,r,r"
+// CHECK-NOT: red.global
+// CHECK: llvm.store {{.*}} : vector<4xf32>, !llvm.ptr<3>
+// CHECK: nvvm.barrier0
+// CHECK-COUNT-4: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-COUNT-4: "@$1 red.global.add.f32 [$0+0], $2;", "l,b,f"
+// CHECK-NOT: red.global.add.f32
+// CHECK: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-COUNT-4: "@$1 red.global.add.s32 [$0+0], $2;", "l,b,r"
 // CHECK-NOT: st.global
+// CHECK-NOT: red.global
 // CHECK: gpu.return
-// sm_90 adds the aligned run of f32 in one vector; i32 has no vector add.
+// sm_90 adds the aligned run of f32 in one vector (and a run across the
+// view's end element by element); i32 has no vector add and is restaged.
 // WGMMA-LABEL: gpu.func @store_add
 // WGMMA: "@$1 red.global.add.v4.f32 [$0], {$2, $3, $4, $5};", "l,b,f,f,f,f"
 // WGMMA: "@$1 red.global.add.f32 [$0+0], $2;", "l,b,f"
-// WGMMA: "@$1 red.global.add.s32 [$0+0], $2;\0A\09@$1 red.global.add.s32 [$0+4], $3;
+// WGMMA: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<3>
+// WGMMA-COUNT-4: "@$1 red.global.add.s32 [$0+0], $2;", "l,b,r"
 #vec4 = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
 tile.kernel @store_add(%y: memref<?xf32>, %z: memref<?xi32>, %s: f32, %i: i32) {
   %c0 = arith.constant 0 : index
