@@ -710,13 +710,11 @@ VectorPlan planVector(RankedTensorType tile, MemRefType view) {
 /// the static shared memory is reserved even when the fallback never runs.
 constexpr int64_t kMaxFallbackStagingBytes = 16 * 1024;
 
-RankedTensorType
-scalarFallbackTile(RankedTensorType tile, MemRefType view,
-                   const VectorPlan &plan,
-                   int64_t maxBytes = kMaxFallbackStagingBytes) {
+RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
+                                    const VectorPlan &plan) {
   if (plan.elems <= 1 ||
       staticStride(view, plan.dim) != std::optional<int64_t>(1) ||
-      fallbackStagingBytes(tile) > maxBytes)
+      fallbackStagingBytes(tile) > kMaxFallbackStagingBytes)
     return {};
   SmallVector<unsigned> order{unsigned(plan.dim)};
   for (int64_t d = tile.getRank() - 1; d >= 0; --d)
