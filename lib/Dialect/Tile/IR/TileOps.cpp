@@ -211,10 +211,13 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
   if (!tensor || !tensor.hasStaticShape() ||
       !tensor.getElementType().isIntOrFloat())
     return success();
-  // Each element takes at least one 32-bit register (narrow integers are
-  // not packed; f64 and i64 take two).
-  int64_t wordsPerElement =
-      llvm::divideCeil(tensor.getElementTypeBitWidth(), 32);
+  // A lower bound: elements packed into 32-bit registers (two 16-bit
+  // elements a register, as the lowering moves them in words and a dot
+  // takes them; f64 and i64 take two).
+  int64_t bits = tensor.getElementTypeBitWidth();
+  auto words = [&](int64_t elements) {
+    return llvm::divideCeil(elements * bits, 32);
+  };
   std::optional<InFlightDiagnostic> tooLarge =
       [&]() -> std::optional<InFlightDiagnostic> {
     // "result #0 is a tile of 256 'f32' elements (16x16)", every message's
@@ -229,7 +232,7 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
     if (!isLayout(layout)) {
       int64_t threads = int64_t(kWarpSize) * numWarps;
       int64_t perThread =
-          llvm::divideCeil(tensor.getNumElements() * wordsPerElement, threads);
+          llvm::divideCeil(words(tensor.getNumElements()), threads);
       if (perThread <= kMaxRegistersPerThread)
         return std::nullopt;
       return tileError() << " that needs at least " << perThread
@@ -246,7 +249,7 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
     // that are not absurd.
     constexpr int64_t kMaxEnumerated = int64_t(1) << 14;
     int64_t elems = getElemsPerThreadBound(layout, tensor.getShape());
-    if (elems * wordsPerElement <= kMaxRegistersPerThread)
+    if (words(elems) <= kMaxRegistersPerThread)
       return std::nullopt;
     bool exact = isa<BlockedLayoutAttr>(layout);
     if (!exact && elems > kMaxEnumerated)
@@ -258,12 +261,12 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
              << "that fits the tile";
     if (!exact) {
       elems = getElemsPerThread(layout, tensor.getShape());
-      if (elems * wordsPerElement <= kMaxRegistersPerThread)
+      if (words(elems) <= kMaxRegistersPerThread)
         return std::nullopt;
     }
     return tileError()
            << " whose layout " << layout << " gives each thread " << elems
-           << " of them (" << elems * wordsPerElement
+           << " of them (" << words(elems)
            << " 32-bit registers, replicas included), more than the "
            << kMaxRegistersPerThread
            << " registers a thread has; use smaller tiles, more warps or a "
