@@ -243,7 +243,10 @@ def _contiguous_strides(shape: Sequence[int]) -> list[int]:
 
 
 def _is_contiguous_layout(t: ir.MemRefType) -> bool:
-    """Whether ``t``'s layout is the identity: contiguous strides, offset 0."""
+    """Whether ``t``'s layout is the identity: contiguous strides, offset 0 (any layout of an
+    empty memref, whose identity layout MLIR gives dynamic strides: it holds no element)."""
+    if 0 in t.shape:
+        return True
     strides, offset = t.get_strides_and_offset()
     expected = _contiguous_strides(t.shape)
     return offset == 0 and all(

@@ -344,6 +344,15 @@ def test_bmm(dtype: Any) -> None:
           max_kernels=1)
 
 
+@pytest.mark.parametrize(("f", "shapes"), [
+    (lambda x: x @ x.t(), [(0, 5)]),  # an empty (0, 0) result: nothing to allocate
+    (lambda x: x.t() @ x, [(0, 5)]),  # k = 0: zeros
+    (torch.matmul, [(3, 0), (0, 4)]),
+], ids=["empty_result", "empty_k", "empty_operands"])
+def test_empty_matmuls(f: Callable[..., Any], shapes: list[tuple[int, ...]]) -> None:
+    check(f, lambda: tuple(randn(*s) for s in shapes))
+
+
 def test_mlp() -> None:
     mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 16))
     graph = check(mlp, lambda: (randn(4, 37, 32),))
