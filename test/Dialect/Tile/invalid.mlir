@@ -743,11 +743,21 @@ tile.kernel @k(%s: f32) {
 
 // 16-bit elements count two a register (the lowering moves them in words):
 // 512 halves a thread need 256 registers; 256 (128 registers) would fit.
+// Bools and bytes count as 16 bits, not packed tighter.
 #one = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 tile.kernel @k(%s: f16) {
   %fits = tile.splat %s : f16 -> tensor<8192xf16, #one>
   // expected-error @+1 {{'tile.splat' op result #0 is a tile of 16384 'f16' elements (16384) whose layout #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]> gives each thread 512 of them (256 32-bit registers, replicas included)}}
   %t = tile.splat %s : f16 -> tensor<16384xf16, #one>
+  tile.return
+}
+
+// -----
+
+#one = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+tile.kernel @k(%b: i1) {
+  // expected-error @+1 {{'tile.splat' op result #0 is a tile of 16384 'i1' elements (16384) whose layout #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]> gives each thread 512 of them (256 32-bit registers, replicas included)}}
+  %t = tile.splat %b : i1 -> tensor<16384xi1, #one>
   tile.return
 }
 

@@ -6,6 +6,8 @@ touched once), as Triton's are."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import tileopt
 import torch
@@ -43,3 +45,64 @@ def test_adds_are_coalesced(target: str, dtype: str, cols: int) -> None:
     stats = kernel.launch(((rows + 63) // 64,), x_[:, :cols], y_[:, :cols], device="emulator")
     assert torch.equal(y_, want)  # each element once, nothing past the view
     assert stats.global_store_sectors == stats.global_store_unique_sectors
+
+
+def _random_add_kernel(rng: random.Random) -> tuple[str, str, list[int], int]:
+    """A 2-D add store of a random power-of-two tile in a random blocked layout (runs of 1 to
+    8 along a random contiguous dimension), at tile offsets of program ids; (its text, its
+    dtype, its tile shape, its warps)."""
+    dtype = rng.choice(["f32", "i32"])
+    warps = rng.choice([1, 2, 4])
+    fast = rng.choice([0, 1])
+    shape = [rng.choice([1, 2, 4, 8, 16, 32, 64]) for _ in range(2)]
+    spt = [1, 1]
+    spt[fast] = rng.choice([1, 2, 4, 8])
+    lanes = [1, 1]
+    lanes[fast] = rng.choice([1, 2, 4, 8, 16, 32])
+    lanes[1 - fast] = 32 // lanes[fast]
+    wpc = [1, 1]
+    wpc[rng.choice([0, 1])] = warps
+    order = [fast, 1 - fast]
+    layout = (f"#tile.blocked<sizePerThread = {spt}, threadsPerWarp = {lanes}, "
+              f"warpsPerCTA = {wpc}, order = {order}>")
+    t = f"tensor<{shape[0]}x{shape[1]}x{dtype}, #l>"
+    strides = "[?, 1]" if fast == 1 else "[1, ?]"
+    view = f"memref<?x?x{dtype}, strided<{strides}>>"
+    text = f"""#l = {layout}
+tile.kernel @adds(%x: {view}, %y: {view}) attributes {{tile.num_warps = {warps} : i64}} {{
+  %p0 = tile.program_id {{dim = 0}}
+  %p1 = tile.program_id {{dim = 1}}
+  %r = arith.constant {shape[0]} : index
+  %c = arith.constant {shape[1]} : index
+  %o0 = arith.muli %p0, %r : index
+  %o1 = arith.muli %p1, %c : index
+  %a = tile.load %x[%o0, %o1] : {view} -> {t}
+  tile.store %a, %y[%o0, %o1] {{add}} : {t}, {view}
+  tile.return
+}}
+"""
+    return text, dtype, shape, warps
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_random_layouts_add_each_element_once(seed: int, target: str) -> None:
+    """Random layouts and shapes, column- or row-major views of odd sizes: every element of
+    ``y`` gains its ``x`` once, nothing outside the view changes."""
+    rng = random.Random(seed)
+    text, dtype, shape, warps = _random_add_kernel(rng)
+    kernel = tileopt.compile(text, target=target, num_warps=warps)
+    rows, cols = rng.randint(1, 3 * shape[0]), rng.randint(1, 3 * shape[1])
+    torch_dtype = torch.float32 if dtype == "f32" else torch.int32
+    make = (lambda *s: torch.randn(*s)) if dtype == "f32" else (
+        lambda *s: torch.randint(-99, 99, s, dtype=torch.int32))
+    column_major = "[1, ?]" in text
+    big_x, big_y = make(rows + 2, cols + 2), make(rows + 2, cols + 2)
+    if column_major:  # the views' unit stride is along rows
+        big_x, big_y = big_x.t().contiguous().t(), big_y.t().contiguous().t()
+    x, y = big_x[1:rows + 1, 1:cols + 1], big_y[1:rows + 1, 1:cols + 1]
+    want = big_y.clone()
+    want[1:rows + 1, 1:cols + 1] += x
+    grid = (-(-rows // shape[0]), -(-cols // shape[1]))
+    kernel.launch(grid, x, y, device="emulator")
+    assert big_y.dtype == torch_dtype and torch.equal(big_y, want), text

@@ -211,10 +211,11 @@ LogicalResult tileopt::tile::verifyTileFitsRegisters(Operation *op, Type type,
   if (!tensor || !tensor.hasStaticShape() ||
       !tensor.getElementType().isIntOrFloat())
     return success();
-  // A lower bound: elements packed into 32-bit registers (two 16-bit
-  // elements a register, as the lowering moves them in words and a dot
-  // takes them; f64 and i64 take two).
-  int64_t bits = tensor.getElementTypeBitWidth();
+  // A lower bound: elements packed into 32-bit registers, two 16-bit ones a
+  // register (as the lowering moves them in words and a dot takes them; f64
+  // and i64 take two). Narrower ones count as 16 bits: bools and bytes are
+  // not packed tighter.
+  int64_t bits = std::max(tensor.getElementTypeBitWidth(), 16u);
   auto words = [&](int64_t elements) {
     return llvm::divideCeil(elements * bits, 32);
   };
