@@ -9,6 +9,7 @@ ptxas by the tests); forms they do not name are not checked.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tileopt.emulator.errors import PTXLoadError
@@ -26,6 +27,7 @@ _SM90_BASES = {
 _SM80_BASES = {"redux", "discard", "applypriority", "createpolicy"}
 
 
+@functools.lru_cache(maxsize=64)  # once a module, not once an instruction
 def parse_target(target: str) -> tuple[int, str] | None:
     """(SM number, suffix) of a ``.target`` value (``sm_90a`` -> (90, "a")), or None."""
     m = _TARGET_RE.search(target)
