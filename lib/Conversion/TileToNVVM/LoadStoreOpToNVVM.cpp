@@ -710,16 +710,22 @@ VectorPlan planVector(RankedTensorType tile, MemRefType view) {
 /// the static shared memory is reserved even when the fallback never runs.
 constexpr int64_t kMaxFallbackStagingBytes = 16 * 1024;
 
+/// A layout order with `dim` fastest, then the others from the innermost.
+static SmallVector<unsigned> orderFrom(int64_t dim, int64_t rank) {
+  SmallVector<unsigned> order{unsigned(dim)};
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (d != dim)
+      order.push_back(d);
+  return order;
+}
+
 RankedTensorType scalarFallbackTile(RankedTensorType tile, MemRefType view,
                                     const VectorPlan &plan) {
   if (plan.elems <= 1 ||
       staticStride(view, plan.dim) != std::optional<int64_t>(1) ||
       fallbackStagingBytes(tile) > kMaxFallbackStagingBytes)
     return {};
-  SmallVector<unsigned> order{unsigned(plan.dim)};
-  for (int64_t d = tile.getRank() - 1; d >= 0; --d)
-    if (d != plan.dim)
-      order.push_back(d);
+  SmallVector<unsigned> order = orderFrom(plan.dim, tile.getRank());
   return withLayout(
       tile, getDefaultBlockedLayout(tile.getContext(), tile.getShape(), 1,
                                     getNumWarps(tile.getEncoding()), order));
@@ -1125,10 +1131,7 @@ void orderViewAccesses(KernelOp kernel, LoweringState &state) {
 static RankedTensorType sectorRowsTile(RankedTensorType tile, int64_t dim) {
   ArrayRef<int64_t> shape = tile.getShape();
   int64_t rank = tile.getRank();
-  SmallVector<unsigned> order{unsigned(dim)};
-  for (int64_t d = rank - 1; d >= 0; --d)
-    if (d != dim)
-      order.push_back(d);
+  SmallVector<unsigned> order = orderFrom(dim, rank);
   SmallVector<unsigned> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
   int64_t sectorElems =
       std::max<int64_t>(1, 256 / storageBits(tile.getElementType()));
@@ -1166,10 +1169,11 @@ void planScalarAdds(StoreOp store, bool vectorAdds, AccessFacts &facts) {
       staticStride(cast<MemRefType>(store.getView().getType()),
                    facts.plan.dim) != std::optional<int64_t>(1))
     return;
+  RankedTensorType fallback = facts.fallback;
   facts.fallback = sectorRowsTile(tile, facts.plan.dim);
   facts.scalarAdds = true;
   if (scalarAddStagingBytes(store, facts) > kRestageSliceBytes) {
-    facts.fallback = {};
+    facts.fallback = fallback; // the scalar fallback's, if any
     facts.scalarAdds = false;
   }
 }
