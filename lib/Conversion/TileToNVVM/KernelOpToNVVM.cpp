@@ -68,8 +68,12 @@ struct KernelLowering : TilePattern<KernelOp> {
                     (state.specializedKernels.contains(kernel.getSymName())
                          ? kWarpgroupWarps
                          : 0);
-    func.setKnownBlockSizeAttr(
-        rewriter.getDenseI32ArrayAttr({int32_t(kWarpSize) * warps, 1, 1}));
+    // Exactly this many threads: .reqntid, as Triton's kernels say.
+    // gpu.known_block_size would give .maxntid, under which ptxas spills
+    // attention at d = 128 on sm_80 (the driver's make_cubin falls back to
+    // .maxntid where .reqntid spills and it does not).
+    func->setAttr(NVVM::NVVMDialect::getReqntidAttrName(),
+                  rewriter.getDenseI32ArrayAttr({int32_t(kWarpSize) * warps}));
     rewriter.eraseBlock(&func.getBody().front());
     rewriter.inlineRegionBefore(kernel.getBody(), func.getBody(),
                                 func.getBody().end());

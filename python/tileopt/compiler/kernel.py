@@ -658,8 +658,8 @@ def compile(
             f"None to take it from the kernel, or recompile from start='tile'"
         )
 
-    asm["ptx"] = ptx
-    result = nvidia.make_cubin(ptx, options, name)
+    result = nvidia.make_cubin(ptx, options, name, start != "ptx")  # retune ours
+    ptx = asm["ptx"] = result.ptx
     times["cubin"] = result.seconds
     if result.cubin is not None:
         asm["cubin"] = result.cubin

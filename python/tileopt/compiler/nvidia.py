@@ -42,7 +42,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tileopt import ir, passmanager
@@ -901,15 +901,24 @@ def _make_ptx_child() -> None:
 @dataclass(frozen=True)
 class CubinResult:
     """What the cubin stage produced: the cubin (None without any assembler), ptxas' report for
-    the kernel, and the tool that assembled it (``"ptxas"``, ``"nvjitlink"`` or ``"none"``)."""
+    the kernel, the tool that assembled it (``"ptxas"``, ``"nvjitlink"`` or ``"none"``) and
+    the PTX it assembled (the stage's input, or with ``retune`` that PTX's variant)."""
 
     cubin: bytes | None
     info: tools.PtxasInfo | None
     assembler: str
     seconds: float = 0.0
+    ptx: str = ""
 
 
-def make_cubin(ptx: str, options: Options, kernel: str) -> CubinResult:
+_REQNTID = re.compile(r"^(\s*)\.reqntid(\s)", re.M)
+
+
+def _spills(info: tools.PtxasInfo | None) -> bool:
+    return info is not None and info.spill_store_bytes + info.spill_load_bytes > 0
+
+
+def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False) -> CubinResult:
     """Stage "cubin": PTX -> cubin with ptxas' ``-v`` report (registers, spills).
 
     ``options.assembler`` picks the tool: ``"ptxas"`` (the executable, whole-program
@@ -919,20 +928,39 @@ def make_cubin(ptx: str, options: Options, kernel: str) -> CubinResult:
     ``"auto"``: the ptxas executable where there is one, else nvJitLink. PTX that ptxas rejects
     raises :class:`~tileopt.compiler.tools.PTXAssemblyError` with ptxas' message and the
     offending PTX line. With neither tool the cubin is None.
+
+    ``retune`` (PTX that tileopt generated, without ``options.maxnreg``): where ptxas spills
+    under the kernel's ``.reqntid`` (its exact block, which the lowering sets), the kernel
+    takes ``.maxntid`` of the same block instead if ptxas does not spill under that. Told
+    the exact block, ptxas sometimes spills to fit more blocks in an SM's registers, and told
+    a maximum it chooses otherwise: attention (d = 64) on sm_80 spills 16 bytes at 128
+    registers under ``.reqntid`` and none at 128 under ``.maxntid``, and at d = 128 the
+    reverse.
     """
     t0 = time.perf_counter()
     order = {"auto": ("ptxas", "nvjitlink"), "ptxas": ("ptxas",), "nvjitlink": ("nvjitlink",)}
     for tool in order[options.assembler]:
         try:
-            if tool == "ptxas":
-                out, log = tools.run_ptxas(ptx, options.target, cubin=True)
-            else:
-                out, log = tools.nvjitlink_cubin(ptx, options.target)
+            result = _assemble(tool, ptx, options.target, kernel)
         except (FileNotFoundError, ImportError, RuntimeError):
             continue  # no ptxas executable / no cuda.core or libnvJitLink
-        info = tools.parse_ptxas_info(log).get(kernel)
-        return CubinResult(out, info, tool, time.perf_counter() - t0)
-    return CubinResult(None, None, "none", time.perf_counter() - t0)
+        if retune and options.maxnreg is None and _spills(result.info):
+            relaxed = _REQNTID.sub(r"\1.maxntid\2", ptx, count=1)
+            if relaxed != ptx:
+                other = _assemble(tool, relaxed, options.target, kernel)
+                if other.info is not None and not _spills(other.info):
+                    result = other
+        return replace(result, seconds=time.perf_counter() - t0)
+    return CubinResult(None, None, "none", time.perf_counter() - t0, ptx)
+
+
+def _assemble(tool: str, ptx: str, target: str, kernel: str) -> CubinResult:
+    """``ptx`` assembled by ``tool`` (``"ptxas"`` or ``"nvjitlink"``), with its report."""
+    if tool == "ptxas":
+        out, log = tools.run_ptxas(ptx, target, cubin=True)
+    else:
+        out, log = tools.nvjitlink_cubin(ptx, target)
+    return CubinResult(out, tools.parse_ptxas_info(log).get(kernel), tool, ptx=ptx)
 
 
 def add_stages(stages: dict[str, Callable[[Any], Any]], options: Options, kernel: str) -> None:

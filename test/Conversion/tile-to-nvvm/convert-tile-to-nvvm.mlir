@@ -12,7 +12,7 @@
 // when the view is aligned (a uniform run-time check), else scalar; a run
 // across the end of the view falls back to scalar accesses.
 // CHECK-LABEL: gpu.module @tileopt_kernels [#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">]
-// CHECK: gpu.func @add(%[[X:.*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel attributes {known_block_size = array<i32: 128, 1, 1>
+// CHECK: gpu.func @add(%[[X:.*]]: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i64, %{{.*}}: i64, %{{.*}}: f32) kernel attributes {nvvm.reqntid = array<i32: 128>
 // CHECK: nvvm.read.ptx.sreg.tid.x
 // CHECK: gpu.block_id {{ *}}x
 // CHECK: scf.if %{{.*}} -> (vector<8xf32>)
@@ -1225,9 +1225,9 @@ tile.kernel @dynamic_dim(%x: memref<?x?xf32>, %d: index) {
 
 // Each kernel's block is its own tile.num_warps (or its widest layout's).
 // CHECK-LABEL: gpu.func @two_warps
-// CHECK-SAME: known_block_size = array<i32: 64, 1, 1>
+// CHECK-SAME: nvvm.reqntid = array<i32: 64>
 // CHECK-LABEL: gpu.func @eight_warps
-// CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
+// CHECK-SAME: nvvm.reqntid = array<i32: 256>
 tile.kernel @two_warps(%x: memref<?xf32>) attributes {tile.num_warps = 2 : i32} {
   %c0 = arith.constant 0 : index
   %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32, #w2>
@@ -2429,7 +2429,7 @@ tile.kernel @tma_costing_a_block(%x: memref<?x?xf16, strided<[?, 1], offset: ?>>
 // producer waits for the slot's release (the parity before the current one:
 // a fresh mbarrier passes at once) and copies from its first lane.
 // WS-LABEL: gpu.func @warp_specialized
-// WS-SAME: known_block_size = array<i32: 256, 1, 1>
+// WS-SAME: nvvm.reqntid = array<i32: 256>
 // WS-NOT: maxnreg
 // WS-SAME: tile.shared_bytes = 24624 : i64
 // WS: %[[CONSUMER:.*]] = arith.cmpi ult, %[[TID:.*]], %c128_i32 : i32
@@ -2493,8 +2493,8 @@ tile.kernel @warp_specialized(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
 // threads), 40 for the producer (setmaxnreg.dec by its whole warpgroup, at
 // the start of its side), 232 for the consumers (setmaxnreg.inc).
 // WS-LABEL: gpu.func @warp_specialized_two_warpgroups
-// WS-SAME: known_block_size = array<i32: 384, 1, 1>
 // WS-SAME: nvvm.maxnreg = 168 : i32
+// WS-SAME: nvvm.reqntid = array<i32: 384>
 // WS: scf.if %{{.*}} {
 // WS-NEXT: llvm.inline_asm has_side_effects asm_dialect = att "setmaxnreg.inc.sync.aligned.u32 232;"
 // WS: wgmma.wait_group.sync.aligned 0;

@@ -28,9 +28,10 @@
 // OLD: error: convert-tile-to-nvvm: PTX 8.0 (features '+ptx80') cannot target sm_100, which needs PTX 8.6 or newer
 // CHIP: error: tile-assign-layouts: expected a target like sm_80 or sm_90a, got 'gfx90a'
 
-// NVVM: llvm.func @bias_relu({{.*}}) attributes {gpu.kernel, gpu.known_block_size = array<i32: 128, 1, 1>
+// NVVM: llvm.func @bias_relu({{.*}}) attributes {gpu.kernel, nvvm.kernel, nvvm.reqntid = array<i32: 128>
 // NVVM-NOT: {{[= ] tile\.}}
 // PTX: .visible .entry bias_relu(
+// PTX: .reqntid 128\0A{
 // PTX: ld.global.v4.b32
 // PTX: st.global.v4.b32
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads

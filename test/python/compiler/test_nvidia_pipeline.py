@@ -127,12 +127,44 @@ def test_ptxas_options_reach_ptxas() -> None:
     ptx = compile(kernels.matmul("f16"), "sm_80").asm["ptx"]
     free = tools.parse_ptxas_info(tools.run_ptxas(ptx, "sm_80", cubin=False)[1])["matmul"]
     # ptxas ignores -maxrregcount beside a block size directive.
-    unbounded = re.sub(r"^\s*\.maxntid.*$", "", ptx, flags=re.M)
+    unbounded = re.sub(r"^\s*\.(max|req)ntid.*$", "", ptx, flags=re.M)
     _, log = tools.run_ptxas(unbounded, "sm_80", cubin=False, options=["-maxrregcount", "32"])
     capped = tools.parse_ptxas_info(log)["matmul"]
     assert free.registers > 32 >= capped.registers
     with pytest.raises(PTXAssemblyError):
         tools.run_ptxas(ptx, "sm_80", cubin=False, options=["--no-such-option"])
+
+
+@pytest.mark.parametrize("head_dim, exact_spills", [(64, True), (128, False)])
+def test_a_spilling_block_directive_is_relaxed(head_dim: int, exact_spills: bool) -> None:
+    """Flash attention on sm_80 as benchmarks/ptx_vs_triton.py compiles it: told its exact
+    block (``.reqntid``) ptxas spills it at d = 64 to fit more blocks in an SM's registers,
+    told a maximum (``.maxntid``) it spills it at d = 128. The kernel keeps ``.reqntid``
+    unless that spills and ``.maxntid`` does not: spill-free both times, its PTX naming the
+    directive it was assembled with. PTX given at stage "ptx" is assembled as given."""
+    from tileopt import kernels
+
+    views = ("q", "k", "v", "o")
+    kern = compile(kernels.attention("f16", head_dim=head_dim, block_m=64, block_n=64),
+                   target="sm_80", num_warps=4, num_stages=3, aligned=True, int32_indexing=True,
+                   divisible_sizes={v: (16, 16, 16) for v in views},
+                   same_shapes=[("q", "o"), ("k", "v")])
+    ptx = str(kern.asm["ptx"])
+    assert (kern.metadata.spill_store_bytes, kern.metadata.spill_load_bytes) == (0, 0)
+
+    def spills(directive: str) -> int:
+        text = re.sub(r"^\.(req|max)ntid .*$", directive, ptx, count=1, flags=re.M)
+        log = tools.run_ptxas(text, "sm_80", cubin=False)[1]
+        return tools.parse_ptxas_info(log)["attention"].spill_store_bytes
+
+    exact, relaxed = spills(".reqntid 128"), spills(".maxntid 128")
+    assert (exact > 0, relaxed > 0) == (exact_spills, not exact_spills)
+    want = ".maxntid 128" if exact_spills else ".reqntid 128"
+    assert re.search(rf"^{re.escape(want)}$", ptx, re.M)
+    if exact_spills:
+        given = re.sub(r"^\.maxntid .*$", ".reqntid 128", ptx, count=1, flags=re.M)
+        kept = compile(given, target="sm_80", start="ptx", signature=kern.metadata.abi)
+        assert str(kept.asm["ptx"]) == given and kept.metadata.spill_store_bytes == exact
 
 
 def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch,

@@ -56,7 +56,7 @@ def test_producer_warp_matches_torch(bm: int, bn: int, bk: int, warps: int, stag
     md, ptx = kern.metadata, str(kern.asm["ptx"])
     # The block: the consumers' warps and the producer's warpgroup.
     assert md.num_warps == warps + 4 and md.block == (32 * (warps + 4), 1, 1)
-    assert f".maxntid {32 * (warps + 4)}, 1, 1" in ptx
+    assert f".reqntid {32 * (warps + 4)}\n" in ptx
     assert md.tensor_maps == plain.metadata.tensor_maps
     # A "full" and an "empty" mbarrier per slot (8 bytes each, after the rings, which the
     # epilogue's conversion may outgrow): the full ones expect the two copies, the empty
