@@ -233,6 +233,7 @@ def import_graph(
     graph_inputs = _graph_inputs(program, user_names)
     output_spec = _take_tensor_outputs(program)
     _check_dtypes(program.graph, _lowering)
+    _check_shapes_are_static(program.graph, _lowering)
     linalg = _lowering.lower_to_linalg(program.graph, func_name)
     lowered = time.perf_counter()
     return ImportedGraph(
@@ -453,6 +454,34 @@ def _take_tensor_outputs(program: Any) -> OutputSpec:
             constants.append((i, getattr(spec.arg, "value", value)))
     output_node.args = (tuple(tensors),)
     return OutputSpec(tree=program.call_spec.out_spec, constants=tuple(constants))
+
+
+def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
+    """UnsupportedOperatorError naming the first node whose result's shape depends on tensor
+    values (an unbacked size of torch.export's, as boolean indexing and ``nonzero`` make):
+    tileopt compiles shapes that are known when it compiles, and torch-mlir's lowering of
+    such a graph does not finish."""
+    import torch
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        for v in val if isinstance(val, (tuple, list)) else (val,):
+            if not isinstance(v, torch.Tensor) or not free_unbacked_symbols(v):
+                continue
+            op = lowering.operator_name(node)
+            source = lowering.node_source(node)
+            where = f" at {source}" if source else ""
+            raise UnsupportedOperatorError(
+                f"tileopt cannot compile {op}{where}: the shape of its result, "
+                f"{tuple(v.shape)}, depends on the values of its inputs, and tileopt compiles "
+                f"shapes known when it compiles. Keep the shape fixed (torch.where instead of "
+                f"boolean indexing, say), or run this part of the model outside tileopt.",
+                op=op,
+                source=source,
+            )
 
 
 def _check_dtypes(graph: Any, lowering: Any) -> None:

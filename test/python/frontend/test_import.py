@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -446,6 +447,28 @@ def test_unsigned_intermediate_is_unsupported() -> None:
     with pytest.raises(UnsupportedOperatorError, match="makes a torch.uint8 tensor") as info:
         import_graph(pixels, torch.randn(3, 4))
     assert info.value.source == line_of("@to_uint8")
+
+
+def _positive(x: torch.Tensor) -> torch.Tensor:
+    return x[x > 0] * 2  # @bool_index
+
+
+def _nonzero(x: torch.Tensor) -> torch.Tensor:
+    return torch.nonzero(x > 0)  # @nonzero
+
+
+@pytest.mark.parametrize(
+    ("f", "op", "tag"),
+    [(_positive, "aten.index", "@bool_index"), (_nonzero, "aten.nonzero", "@nonzero")],
+)
+def test_data_dependent_shape_is_unsupported(f: Callable[..., object], op: str,
+                                             tag: str) -> None:
+    """Boolean indexing's result has as many elements as the mask has true ones: refused
+    before torch-mlir, whose lowering of it did not finish (24 GB, then killed)."""
+    with pytest.raises(UnsupportedOperatorError, match="depends on the values of its inputs") \
+            as info:
+        import_graph(f, torch.randn(9, 4))
+    assert (info.value.op, info.value.source) == (op, line_of(tag))
 
 
 @pytest.mark.parametrize(
