@@ -171,8 +171,12 @@ def run_ptxas(ptx: str, target: str, *, cubin: bool,
             ) from e
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:
+            hint = ""
+            if "is not defined for option 'gpu-name'" in log:
+                hint = (f"\nthis ptxas ({exe}) does not assemble for {target}: compile for "
+                        f"a GPU it knows, or set TILEOPT_PTXAS to a ptxas that knows {target}")
             raise PTXAssemblyError(
-                f"ptxas rejected the PTX for {target}:\n{describe_ptx_error(log, ptx)}"
+                f"ptxas rejected the PTX for {target}:\n{describe_ptx_error(log, ptx)}{hint}"
             )
         return (out.read_bytes() if cubin else None), log
 

@@ -266,6 +266,14 @@ def test_ptxas_rejection_through_the_ptxas_executable(handwritten) -> None:
         compile(ptx, "sm_90", start="ptx", signature=handwritten.signature("vector_add"))
 
 
+def test_a_target_ptxas_does_not_know(handwritten) -> None:
+    """CUDA 13's ptxas no longer assembles for Volta: the error says which ptxas, and how
+    to use another."""
+    expected = r"ptxas rejected(.|\n)*does not assemble for sm_70(.|\n)*TILEOPT_PTXAS"
+    with pytest.raises(PTXAssemblyError, match=expected):
+        handwritten.compiled("vector_add", "sm_70")
+
+
 def test_ops_left_unlowered_are_named_with_their_location(handwritten) -> None:
     # tensor ops have no lowering to NVVM: the conversion fails on tensor.extract.
     src = handwritten.source("vector_add").replace(
