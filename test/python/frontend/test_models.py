@@ -758,6 +758,53 @@ def test_blocks(make: Callable[[], Any], shape: tuple[int, ...]) -> None:
     check(make().eval(), lambda: (randn(*shape),))
 
 
+class _SelfAttention(nn.Module):
+    """``nn.MultiheadAttention`` on one sequence, its output alone."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.attention = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def forward(self, x: Any) -> Any:
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+class _Activations(nn.Module):
+    def forward(self, x: Any) -> Any:
+        return F.softplus(x) + F.mish(x) + F.hardswish(x) + F.elu(x) + F.leaky_relu(x, 0.1)
+
+
+@pytest.mark.parametrize(("make", "shape"), [
+    (lambda: _SelfAttention(32, 4), (2, 7, 32)),
+    (lambda: nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True), (2, 9, 32)),
+    (lambda: nn.GRU(8, 16, batch_first=True), (2, 5, 8)),
+    (lambda: nn.InstanceNorm1d(4), (2, 4, 30)),
+    (_Activations, (7, 13)),
+], ids=["multihead_attention", "transformer_encoder_layer", "gru", "instance_norm",
+        "activations"])
+# torch.export's own warning on nn.GRU's weight list
+@pytest.mark.filterwarnings("ignore:The tensor attributes self._flat_weights")
+def test_torch_nn_layers(make: Callable[[], Any], shape: tuple[int, ...]) -> None:
+    """torch.nn's own layers as models hold them (eval mode), against eager."""
+    torch.manual_seed(0)
+    check(make().eval(), lambda: (randn(*shape),))
+
+
+@pytest.mark.parametrize(("f", "shapes"), [
+    (lambda c, a, b: torch.baddbmm(c, a, b, alpha=0.5, beta=2.0),
+     [(2, 5, 6), (2, 5, 7), (2, 7, 6)]),
+    (lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c), [(5, 6), (6, 7), (7, 3)]),
+    (lambda a, b: torch.einsum("bij,bjk->bik", a, b), [(2, 5, 7), (2, 7, 6)]),
+], ids=["baddbmm", "einsum_chain", "einsum_bmm"])
+def test_matmul_forms(f: Callable[..., Any], shapes: list[tuple[int, ...]]) -> None:
+    check(f, lambda: [randn(*shape) for shape in shapes])
+
+
+def test_index_select() -> None:
+    check(lambda x, i: x.index_select(0, i) * 2,
+          lambda: (randn(9, 4), torch.randint(0, 9, (5,))))
+
+
 def _pool_input(*shape: int) -> Any:
     """Small integers (ties, whose first index wins), some NaN (whose last index wins, as in
     PyTorch's kernel) and -inf."""
