@@ -23,7 +23,7 @@ import inspect
 import re
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -456,57 +456,57 @@ def _take_tensor_outputs(program: Any) -> OutputSpec:
     return OutputSpec(tree=program.call_spec.out_spec, constants=tuple(constants))
 
 
-def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
-    """UnsupportedOperatorError naming the first node whose result's shape depends on tensor
-    values (an unbacked size of torch.export's, as boolean indexing and ``nonzero`` make):
-    tileopt compiles shapes that are known when it compiles, and torch-mlir's lowering of
-    such a graph does not finish."""
+def _tensor_results(graph: Any) -> Iterator[tuple[Any, Any]]:
+    """(node, tensor) for each tensor that an operator node of ``graph`` makes."""
     import torch
-    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         val = node.meta.get("val")
         for v in val if isinstance(val, (tuple, list)) else (val,):
-            if not isinstance(v, torch.Tensor) or not free_unbacked_symbols(v):
-                continue
-            op = lowering.operator_name(node)
-            source = lowering.node_source(node)
-            where = f" at {source}" if source else ""
-            raise UnsupportedOperatorError(
-                f"tileopt cannot compile {op}{where}: the shape of its result, "
-                f"{tuple(v.shape)}, depends on the values of its inputs, and tileopt compiles "
-                f"shapes known when it compiles. Keep the shape fixed (torch.where instead of "
-                f"boolean indexing, say), or run this part of the model outside tileopt.",
-                op=op,
-                source=source,
-            )
+            if isinstance(v, torch.Tensor):
+                yield node, v
+
+
+def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
+    """UnsupportedOperatorError naming the first node whose result's shape depends on tensor
+    values (an unbacked size of torch.export's, as boolean indexing and ``nonzero`` make):
+    tileopt compiles shapes that are known when it compiles, and torch-mlir's lowering of
+    such a graph does not finish."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    for node, v in _tensor_results(graph):
+        if not free_unbacked_symbols(v):
+            continue
+        op = lowering.operator_name(node)
+        source = lowering.node_source(node)
+        where = f" at {source}" if source else ""
+        raise UnsupportedOperatorError(
+            f"tileopt cannot compile {op}{where}: the shape of its result, {tuple(v.shape)}, "
+            f"depends on the values of its inputs, and tileopt compiles shapes known when it "
+            f"compiles. Keep the shape fixed (torch.where instead of boolean indexing, say), "
+            f"or run this part of the model outside tileopt.",
+            op=op,
+            source=source,
+        )
 
 
 def _check_dtypes(graph: Any, lowering: Any) -> None:
     """UnsupportedOperatorError naming the first node that makes a tensor of a dtype
     outside :data:`SUPPORTED_DTYPES` (complex, unsigned, 8-bit floats)."""
-    import torch
-
-    for node in graph.nodes:
-        if node.op != "call_function":
+    for node, v in _tensor_results(graph):
+        if str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES:
             continue
-        val = node.meta.get("val")
-        vals = val if isinstance(val, (tuple, list)) else (val,)
-        for v in vals:
-            if (not isinstance(v, torch.Tensor)
-                    or str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES):
-                continue
-            op = lowering.operator_name(node)
-            source = lowering.node_source(node)
-            where = f" at {source}" if source else ""
-            why = ("tileopt has no complex arithmetic. Compute with real tensors (the real "
-                   "and imaginary parts)" if v.dtype.is_complex else
-                   f"tileopt compiles tensors of {_dtype_list()}. Compute in one of them")
-            raise UnsupportedOperatorError(
-                f"tileopt cannot compile {op}{where}: it makes a {v.dtype} tensor, and {why}, "
-                f"or run this part of the model outside tileopt.",
-                op=op,
-                source=source,
-            )
+        op = lowering.operator_name(node)
+        source = lowering.node_source(node)
+        where = f" at {source}" if source else ""
+        why = ("tileopt has no complex arithmetic. Compute with real tensors (the real "
+               "and imaginary parts)" if v.dtype.is_complex else
+               f"tileopt compiles tensors of {_dtype_list()}. Compute in one of them")
+        raise UnsupportedOperatorError(
+            f"tileopt cannot compile {op}{where}: it makes a {v.dtype} tensor, and {why}, "
+            f"or run this part of the model outside tileopt.",
+            op=op,
+            source=source,
+        )
