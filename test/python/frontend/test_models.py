@@ -43,7 +43,7 @@ def _close(got: Any, want: Any, tol: float) -> None:
         assert torch.equal(got, want)
         return
     # NaNs and infinities must be where eager has them; the finite values set the scale.
-    finite = want[torch.isfinite(want)]
+    finite = want.detach()[torch.isfinite(want)]
     scale = max(float(finite.abs().max()) if finite.numel() else 0.0, 1.0)
     torch.testing.assert_close(got.float(), want.float(), atol=tol * scale * 4, rtol=tol * 4,
                                equal_nan=True)
