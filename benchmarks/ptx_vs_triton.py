@@ -79,7 +79,8 @@ the 4 consumer warps; both launched with their PTX's block). Attention on
 sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
 ``tma=False``), and with TMA allowed (tileopt's default, which keeps cp.async at these 3
 stages: TMA's mbarriers would leave room for one block fewer per H100 SM, 5% slower there;
-Triton's 3-D tensor descriptors, one 1 x 64 x 64 box a block).
+Triton's 3-D tensor descriptors, one 1 x 64 x 64 box a block), at head dimension 64 and at
+128 (the ``d128`` rows, LLaMA's, where tileopt's TMA is on at 3 stages).
 
 Software pipelining (``num_stages``). Both sides compile the matmul at the same ``num_stages``
 (``--stages``, default 3, Triton's own default): ``triton.compile(..., options={"num_stages":
@@ -750,35 +751,40 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
         inputs_min_bytes=_nbytes(x), outputs_min_bytes=_nbytes(x), atol=0, rtol=0,
     ))
 
-    # attention: 64 x 64 blocks of f16 q, k and v, head dimension 64, both products on tensor
-    # cores (sm_80 mma.sync, sm_90a wgmma), the loop over keys pipelined on both sides
-    batch, m, d = (2, 128, 64) if quick else (4, 512, 64)
-    q, k, v = (randn(batch, m, d, dtype=torch.float16) for _ in range(3))
-    want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
-    # sm_90a: keys and values by cp.async on both sides (tileopt's tma=False, Triton's
-    # pointer loads), and with TMA allowed (tileopt's default, Triton's tensor descriptors).
-    for target, variant, tma in (("sm_80", "", None), ("sm_90a", "cp.async", False),
-                                 ("sm_90a", "TMA", True)):
-        fn, args = tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",
-                                  "scale": d**-0.5, "m": m, "n": m, "stride_b": m * d}
-        descriptors: dict[str, tuple[int, ...]] = {}
-        if tma:
-            fn, args = tr_attention_tma, {"q_ptr": "q", "k_desc": "k", "v_desc": "v",
-                                          "o_ptr": "o", "scale": d**-0.5, "m": m, "n": m,
-                                          "stride_b": m * d}
-            descriptors = {"k_desc": (1, 64, d), "v_desc": (1, 64, d)}
-        cases.append(Case(
-            "attention", lambda: kernels.attention("f16", head_dim=d, block_m=64, block_n=64),
-            kernels.attention_grid(q.shape, 64), ["q", "k", "v", "o", d**-0.5],
-            fn, args,
-            {"BLOCK_M": 64, "BLOCK_N": 64, "D": d}, (*kernels.attention_grid(q.shape, 64), 1),
-            {"q": q, "k": k, "v": v, "o": torch.zeros_like(q)}, {"o": want.half()},
-            inputs_min_bytes=_nbytes(q, k, v), outputs_min_bytes=_nbytes(q),
-            target=target, atol=2e-3, rtol=1e-2, num_stages=stages, variant=variant,
-            same_shapes=[("q", "o"), ("k", "v")],  # masked with m and with n
-            tileopt_extra={} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma},
-            triton_descriptors=descriptors,
-        ))
+    # attention: 64 x 64 blocks of f16 q, k and v, head dimension 64 (and 128, the "d128"
+    # rows: LLaMA's), both products on tensor cores (sm_80 mma.sync, sm_90a wgmma), the loop
+    # over keys pipelined on both sides
+    for d, (batch, m) in ((64, (2, 128) if quick else (4, 512)),
+                          (128, (1, 128) if quick else (2, 256))):
+        q, k, v = (randn(batch, m, d, dtype=torch.float16) for _ in range(3))
+        want = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+        # sm_90a: keys and values by cp.async on both sides (tileopt's tma=False, Triton's
+        # pointer loads), and with TMA allowed (tileopt's default, Triton's tensor descriptors).
+        for target, variant, tma in (("sm_80", "", None), ("sm_90a", "cp.async", False),
+                                     ("sm_90a", "TMA", True)):
+            fn, args = tr_attention, {"q_ptr": "q", "k_ptr": "k", "v_ptr": "v", "o_ptr": "o",
+                                      "scale": d**-0.5, "m": m, "n": m, "stride_b": m * d}
+            descriptors: dict[str, tuple[int, ...]] = {}
+            if tma:
+                fn, args = tr_attention_tma, {"q_ptr": "q", "k_desc": "k", "v_desc": "v",
+                                              "o_ptr": "o", "scale": d**-0.5, "m": m, "n": m,
+                                              "stride_b": m * d}
+                descriptors = {"k_desc": (1, 64, d), "v_desc": (1, 64, d)}
+            if d != 64:
+                variant = ", ".join(filter(None, (variant, f"d{d}")))
+            cases.append(Case(
+                "attention",
+                lambda d=d: kernels.attention("f16", head_dim=d, block_m=64, block_n=64),
+                kernels.attention_grid(q.shape, 64), ["q", "k", "v", "o", d**-0.5],
+                fn, args,
+                {"BLOCK_M": 64, "BLOCK_N": 64, "D": d}, (*kernels.attention_grid(q.shape, 64), 1),
+                {"q": q, "k": k, "v": v, "o": torch.zeros_like(q)}, {"o": want.half()},
+                inputs_min_bytes=_nbytes(q, k, v), outputs_min_bytes=_nbytes(q),
+                target=target, atol=2e-3, rtol=1e-2, num_stages=stages, variant=variant,
+                same_shapes=[("q", "o"), ("k", "v")],  # masked with m and with n
+                tileopt_extra={} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma},
+                triton_descriptors=descriptors,
+            ))
 
     # matmul f16 x f16 -> f32 on tensor cores: 64 x 64 x 32 blocks
     size = 128 if quick else 512
