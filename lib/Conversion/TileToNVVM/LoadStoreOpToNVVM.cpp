@@ -1169,27 +1169,26 @@ void planScalarAdds(StoreOp store, bool vectorAdds, AccessFacts &facts) {
       staticStride(cast<MemRefType>(store.getView().getType()),
                    facts.plan.dim) != std::optional<int64_t>(1))
     return;
-  RankedTensorType fallback = facts.fallback;
-  facts.fallback = sectorRowsTile(tile, facts.plan.dim);
-  facts.scalarAdds = true;
-  if (scalarAddStagingBytes(store, facts) > kRestageSliceBytes) {
-    facts.fallback = fallback; // the scalar fallback's, if any
-    facts.scalarAdds = false;
-  }
+  // They restage every time: the fewest instructions within a slice's bytes
+  // (where that does not fit, the scalar fallback's tile, if any, stays).
+  RankedTensorType rows = sectorRowsTile(tile, facts.plan.dim);
+  StagingLayout staging = restageLayout(tile, rows, kRestageSliceBytes);
+  if (restageBytes(tile, rows, staging) > kRestageSliceBytes)
+    return;
+  facts.fallback = rows;
+  facts.scalarAddStaging = staging;
 }
 
 StagingLayout fallbackStaging(RankedTensorType tile, const AccessFacts &facts) {
-  // Scalar adds restage every time: the fewest instructions within a
-  // slice's bytes. The fallback's area is reserved even where it never runs:
-  // the fewest bytes.
-  return facts.scalarAdds
-             ? restageLayout(tile, facts.fallback, kRestageSliceBytes)
-             : StagingLayout::padded(smemPad(tile.getElementType()));
+  // The scalar fallback's area is reserved even where it never runs: the
+  // fewest bytes.
+  return facts.scalarAddStaging.value_or(
+      StagingLayout::padded(smemPad(tile.getElementType())));
 }
 
 int64_t scalarAddStagingBytes(StoreOp store, const AccessFacts &facts) {
-  RankedTensorType tile = store.getValue().getType();
-  return restageBytes(tile, facts.fallback, fallbackStaging(tile, facts));
+  return restageBytes(store.getValue().getType(), facts.fallback,
+                      *facts.scalarAddStaging);
 }
 
 AccessFacts analyzeAccess(const AccessOperands &access) {
@@ -1623,7 +1622,7 @@ struct StoreLowering : TilePattern<StoreOp> {
     const AccessFacts &facts = state.accesses[op];
     const VectorPlan &plan = facts.plan;
     // Restaged adds pass a barrier before they touch the view.
-    if (facts.barrierBefore && !facts.scalarAdds)
+    if (facts.barrierBefore && !facts.scalarAddStaging)
       barrier(rewriter, loc);
     View view = accessView(rewriter, loc, adaptor.getView(),
                            op.getView().getType(), facts, ks);
@@ -1686,7 +1685,7 @@ struct StoreLowering : TilePattern<StoreOp> {
       }
       return {};
     };
-    if (facts.scalarAdds)
+    if (facts.scalarAddStaging)
       emit(rewriter, 1);
     else
       emitVersioned(rewriter, loc, view, offsets, plan, bits, facts.aligned,

@@ -64,6 +64,40 @@ struct VectorPlan {
   unsigned elems = 1;
 };
 
+/// How restageThroughShared lays a tile out in shared memory, so that the
+/// accesses of a warp spread over the banks: row-major with the innermost
+/// dimension padded by `pad` elements, or (2-D tiles, `vec` > 0) unpadded
+/// with the groups of `vec` elements of row r XOR-swizzled: group g sits at
+/// g ^ ((r / perPhase) % maxPhase) (Triton's swizzled shared layout). Or
+/// (`fragments`) in the order that ldmatrix hands the new layout its words,
+/// `slices` rounds of it, matrix rows XOR-swizzled by `rowSwizzle`
+/// (ConvertLayoutOpToNVVM.cpp).
+struct StagingLayout {
+  int64_t pad = 0;
+  int64_t vec = 0, perPhase = 1, maxPhase = 1;
+  bool fragments = false;
+  uint64_t rowSwizzle = 0;
+  int64_t slices = 1;
+
+  static StagingLayout padded(int64_t pad) { return {pad}; }
+  static StagingLayout fragmentOrder(uint64_t rowSwizzle, int64_t slices) {
+    StagingLayout s;
+    s.fragments = true;
+    s.rowSwizzle = rowSwizzle;
+    s.slices = slices;
+    return s;
+  }
+  bool swizzled() const { return vec > 0; }
+  /// The elements a tile of `shape` takes.
+  int64_t elements(llvm::ArrayRef<int64_t> shape) const;
+  /// The element index of `coord` in a tile of `shape`.
+  int64_t index(llvm::ArrayRef<int64_t> coord,
+                llvm::ArrayRef<int64_t> shape) const;
+  mlir::Value emitIndex(mlir::OpBuilder &b, mlir::Location loc,
+                        llvm::ArrayRef<mlir::Value> coord,
+                        llvm::ArrayRef<int64_t> shape) const;
+};
+
 /// What the analysis before conversion (analyzeAccess) proved about one
 /// tile.load or tile.store.
 struct AccessFacts {
@@ -90,8 +124,9 @@ struct AccessFacts {
   /// The tile type of the scalar fallback (scalarFallbackTile), or null.
   mlir::RankedTensorType fallback;
   /// An atomic add that goes element by element (planScalarAdds): always
-  /// through `fallback`, with no vector version.
-  bool scalarAdds = false;
+  /// through `fallback`, staged in shared memory this way, with no vector
+  /// version.
+  std::optional<StagingLayout> scalarAddStaging;
   /// A barrier comes first: an earlier access of this program to the same
   /// view, one of the two a store, may touch elements other threads touch
   /// here (orderViewAccesses).
@@ -186,40 +221,6 @@ struct ScratchPlacement {
   /// Whether an earlier sibling loop's dot staged the same lhs there, and
   /// nothing between the loops wrote over it: no staging again.
   bool lhsStaged = false;
-};
-
-/// How restageThroughShared lays a tile out in shared memory, so that the
-/// accesses of a warp spread over the banks: row-major with the innermost
-/// dimension padded by `pad` elements, or (2-D tiles, `vec` > 0) unpadded
-/// with the groups of `vec` elements of row r XOR-swizzled: group g sits at
-/// g ^ ((r / perPhase) % maxPhase) (Triton's swizzled shared layout). Or
-/// (`fragments`) in the order that ldmatrix hands the new layout its words,
-/// `slices` rounds of it, matrix rows XOR-swizzled by `rowSwizzle`
-/// (ConvertLayoutOpToNVVM.cpp).
-struct StagingLayout {
-  int64_t pad = 0;
-  int64_t vec = 0, perPhase = 1, maxPhase = 1;
-  bool fragments = false;
-  uint64_t rowSwizzle = 0;
-  int64_t slices = 1;
-
-  static StagingLayout padded(int64_t pad) { return {pad}; }
-  static StagingLayout fragmentOrder(uint64_t rowSwizzle, int64_t slices) {
-    StagingLayout s;
-    s.fragments = true;
-    s.rowSwizzle = rowSwizzle;
-    s.slices = slices;
-    return s;
-  }
-  bool swizzled() const { return vec > 0; }
-  /// The elements a tile of `shape` takes.
-  int64_t elements(llvm::ArrayRef<int64_t> shape) const;
-  /// The element index of `coord` in a tile of `shape`.
-  int64_t index(llvm::ArrayRef<int64_t> coord,
-                llvm::ArrayRef<int64_t> shape) const;
-  mlir::Value emitIndex(mlir::OpBuilder &b, mlir::Location loc,
-                        llvm::ArrayRef<mlir::Value> coord,
-                        llvm::ArrayRef<int64_t> shape) const;
 };
 
 struct LoweringState {
@@ -564,7 +565,7 @@ AccessFacts analyzeAccess(const AccessOperands &access);
 
 /// Marks a tile.store with `add` whose elements are added one an instruction
 /// (integers; f32 without `vectorAdds`) to go through shared memory into a
-/// layout whose lanes add consecutive elements (AccessFacts::scalarAdds).
+/// layout whose lanes add consecutive elements (AccessFacts::scalarAddStaging).
 void planScalarAdds(tile::StoreOp store, bool vectorAdds, AccessFacts &facts);
 
 /// The shared memory the scalar adds of `facts` stage through at once.

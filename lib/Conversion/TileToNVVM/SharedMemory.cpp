@@ -44,7 +44,7 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
     return 0;
   if (auto it = state.accesses.find(op);
       it != state.accesses.end() && it->second.fallback)
-    return it->second.scalarAdds
+    return it->second.scalarAddStaging
                ? scalarAddStagingBytes(cast<StoreOp>(op), it->second)
                : fallbackStagingBytes(it->second.fallback);
   if (auto dot = dyn_cast<DotOp>(op)) {

@@ -477,19 +477,12 @@ def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
     from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     for node, v in _tensor_results(graph):
-        if not free_unbacked_symbols(v):
-            continue
-        op = lowering.operator_name(node)
-        source = lowering.node_source(node)
-        where = f" at {source}" if source else ""
-        raise UnsupportedOperatorError(
-            f"tileopt cannot compile {op}{where}: the shape of its result, {tuple(v.shape)}, "
-            f"depends on the values of its inputs, and tileopt compiles shapes known when it "
-            f"compiles. Keep the shape fixed (torch.where instead of boolean indexing, say), "
-            f"or run this part of the model outside tileopt.",
-            op=op,
-            source=source,
-        )
+        if free_unbacked_symbols(v):
+            raise _unsupported(
+                lowering, node,
+                f"the shape of its result, {tuple(v.shape)}, depends on the values of its "
+                f"inputs, and tileopt compiles shapes known when it compiles. Keep the shape "
+                f"fixed (torch.where instead of boolean indexing, say)")
 
 
 def _check_dtypes(graph: Any, lowering: Any) -> None:
@@ -498,15 +491,20 @@ def _check_dtypes(graph: Any, lowering: Any) -> None:
     for node, v in _tensor_results(graph):
         if str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES:
             continue
-        op = lowering.operator_name(node)
-        source = lowering.node_source(node)
-        where = f" at {source}" if source else ""
         why = ("tileopt has no complex arithmetic. Compute with real tensors (the real "
                "and imaginary parts)" if v.dtype.is_complex else
                f"tileopt compiles tensors of {_dtype_list()}. Compute in one of them")
-        raise UnsupportedOperatorError(
-            f"tileopt cannot compile {op}{where}: it makes a {v.dtype} tensor, and {why}, "
-            f"or run this part of the model outside tileopt.",
-            op=op,
-            source=source,
-        )
+        raise _unsupported(lowering, node, f"it makes a {v.dtype} tensor, and {why}")
+
+
+def _unsupported(lowering: Any, node: Any, reason: str) -> UnsupportedOperatorError:
+    """The error for an operator node that tileopt does not compile, for ``reason``."""
+    op = lowering.operator_name(node)
+    source = lowering.node_source(node)
+    where = f" at {source}" if source else ""
+    return UnsupportedOperatorError(
+        f"tileopt cannot compile {op}{where}: {reason}, or run this part of the model outside "
+        f"tileopt.",
+        op=op,
+        source=source,
+    )
