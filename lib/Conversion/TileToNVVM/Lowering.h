@@ -990,7 +990,9 @@ struct LoopPipeline {
   }
 };
 
-/// The loops of `kernel` that pipelineLoop can pipeline.
+/// The loops of `kernel` that pipelineLoop can pipeline. Where a branch of
+/// one that stores also yields a scalar that its copies' offsets need, the
+/// scalar moves into a branch of its own (splitBranchScalars).
 llvm::SmallVector<LoopPipeline> findPipelines(tile::KernelOp kernel,
                                               const LoweringState &state);
 

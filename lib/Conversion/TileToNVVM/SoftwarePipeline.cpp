@@ -57,6 +57,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -66,10 +67,34 @@ namespace tileopt::nvvm {
 
 namespace {
 
+/// The values that `op` reads: its operands and those that ops in its
+/// regions read from outside it.
+SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> inputs(op->getOperands());
+  llvm::SetVector<Value> captured;
+  getUsedValuesDefinedAbove(op->getRegions(), captured);
+  llvm::append_range(inputs, captured);
+  return inputs;
+}
+
+/// Whether `op` can run again for another iteration: it has no memory
+/// effects, and neither it nor an op in its regions (an scf.if that picks a
+/// scalar, say) yields a tile.
+bool isRecomputable(Operation *op) {
+  auto yieldsTile = [](Operation *inner) {
+    return llvm::any_of(inner->getResultTypes(), llvm::IsaPred<ShapedType>);
+  };
+  return isMemoryEffectFree(op) && !yieldsTile(op) &&
+         !op->walk([&](Operation *inner) {
+              return yieldsTile(inner) ? WalkResult::interrupt()
+                                       : WalkResult::advance();
+            }).wasInterrupted();
+}
+
 /// The ops of `block` that the values of `worklist` depend on through ops
 /// of `block`, in block order; failure when one of them cannot be computed
-/// again (it reads memory, has regions or yields a tile), or `refuse` says
-/// so of a block argument they reach.
+/// again (isRecomputable), or `refuse` says so of a block argument they
+/// reach.
 FailureOr<SmallVector<Operation *>>
 recomputableSlice(Block *block, SmallVector<Value> worklist,
                   function_ref<bool(BlockArgument)> refuse) {
@@ -84,16 +109,59 @@ recomputableSlice(Block *block, SmallVector<Value> worklist,
     Operation *def = value.getDefiningOp();
     if (def->getBlock() != block || slice.contains(def))
       continue;
-    if (def->getNumRegions() || !isMemoryEffectFree(def) ||
-        llvm::any_of(def->getResultTypes(), llvm::IsaPred<ShapedType>))
+    if (!isRecomputable(def))
       return failure();
     slice.insert(def);
-    llvm::append_range(worklist, def->getOperands());
+    llvm::append_range(worklist, inputsOf(def));
   }
   SmallVector<Operation *> ordered(slice.begin(), slice.end());
   llvm::sort(ordered,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return ordered;
+}
+
+/// Moves each scalar that an scf.if of `loop`'s body yields, where the
+/// branch cannot run again (it stores, say) but the ops that compute the
+/// scalar in each of its blocks can, into an scf.if of its own before it.
+/// Canonicalization merges the branches on one condition, so a persistent
+/// kernel that moves to its next tile where it stores the last one yields
+/// its next position from the storing branch; the copies of the next
+/// iterations can then compute it.
+void splitBranchScalars(scf::ForOp loop) {
+  IRRewriter b(loop.getContext());
+  auto noArgument = [](BlockArgument) { return false; };
+  for (auto branch :
+       llvm::make_early_inc_range(loop.getBody()->getOps<scf::IfOp>())) {
+    if (isRecomputable(branch))
+      continue;
+    for (OpResult result : branch->getResults()) {
+      if (isa<ShapedType>(result.getType()) || result.use_empty())
+        continue;
+      unsigned i = result.getResultNumber();
+      Value thenValue = branch.thenYield().getOperand(i);
+      Value elseValue = branch.elseYield().getOperand(i);
+      FailureOr<SmallVector<Operation *>> thenOps =
+          recomputableSlice(branch.thenBlock(), {thenValue}, noArgument);
+      FailureOr<SmallVector<Operation *>> elseOps =
+          recomputableSlice(branch.elseBlock(), {elseValue}, noArgument);
+      if (failed(thenOps) || failed(elseOps))
+        continue;
+      b.setInsertionPoint(branch);
+      auto scalar = scf::IfOp::create(b, branch.getLoc(), result.getType(),
+                                      branch.getCondition(),
+                                      /*withElseRegion=*/true);
+      auto fill = [&](Block *block, ArrayRef<Operation *> ops, Value value) {
+        b.setInsertionPointToEnd(block);
+        IRMapping map;
+        for (Operation *op : ops)
+          b.clone(*op, map);
+        scf::YieldOp::create(b, branch.getLoc(), map.lookupOrDefault(value));
+      };
+      fill(scalar.thenBlock(), *thenOps, thenValue);
+      fill(scalar.elseBlock(), *elseOps, elseValue);
+      result.replaceAllUsesWith(scalar.getResult(0));
+    }
+  }
 }
 
 /// What the copies of a pipelined loop's iteration need: the ops of its
@@ -108,8 +176,8 @@ struct AddressSlice {
 };
 
 /// The address slice of `loop`'s `loads`; failure when an op of it cannot
-/// be recomputed for another iteration (it reads memory or has regions) or
-/// it depends on a loop-carried tile.
+/// be recomputed for another iteration (isRecomputable) or it depends on a
+/// loop-carried tile.
 FailureOr<AddressSlice> addressSlice(scf::ForOp loop, ArrayRef<LoadOp> loads) {
   Block *body = loop.getBody();
   Operation *yield = body->getTerminator();
@@ -346,7 +414,7 @@ FailureOr<SmallVector<Operation *>> producerSlice(const LoopPipeline &p) {
                                  loop.getStep()};
   llvm::append_range(operands, initialState(loop, *inLoop));
   for (Operation *op : inLoop->ops)
-    llvm::append_range(operands, op->getOperands());
+    llvm::append_range(operands, inputsOf(op));
   for (LoadOp load : p.loads)
     llvm::append_range(operands, load->getOperands());
   return recomputableSlice(loop->getBlock(), operands,
@@ -379,8 +447,12 @@ SmallVector<LoopPipeline> findPipelines(KernelOp kernel,
         p.dots.push_back(dot);
   });
   pipelines = llvm::filter_to_vector(pipelines, [](const LoopPipeline &p) {
-    return !writesLoadedMemory(p.loop, p.loads) &&
-           succeeded(addressSlice(p.loop, p.loads));
+    if (writesLoadedMemory(p.loop, p.loads))
+      return false;
+    if (succeeded(addressSlice(p.loop, p.loads)))
+      return true;
+    splitBranchScalars(p.loop);
+    return succeeded(addressSlice(p.loop, p.loads));
   });
   for (LoopPipeline &p : pipelines) {
     Block *body = p.loop.getBody();

@@ -252,7 +252,10 @@ void markBranchesInWgmmaLoops(KernelOp kernel, const LoweringState &state) {
 void recomputeInBranch(scf::IfOp branch) {
   if (!branch->removeAttr(kRecomputeAttr))
     return;
+  // A pipeline's prologue may hold a copy of the branch (splitBranchScalars).
   auto loop = branch->getParentOfType<scf::ForOp>();
+  if (!loop)
+    return;
   for (Region &region : branch->getRegions()) {
     if (region.empty())
       continue;

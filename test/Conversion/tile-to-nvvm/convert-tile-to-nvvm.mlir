@@ -1671,6 +1671,77 @@ tile.kernel @persistent_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {
   tile.return
 }
 
+// The same loop with its k offset yielded by the branch that stores (as
+// canonicalization merges branches on one condition) is pipelined too: the
+// offset moves into a branch of its own, which runs before the storing one
+// and, computing no tile, again for each prefetch; and so with a branch that
+// only computes the offset (on a condition of its own).
+// CHECK-LABEL: gpu.func @k_offset_from_branches
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK: scf.if %{{.*}} -> (index, vector<32xf32>) {
+// CHECK: st.global
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 1
+// CHECK: scf.if %{{.*}} -> (index) {
+// CHECK-COUNT-2: nvvm.cp.async.shared.global
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: nvvm.cp.async.wait.group 0
+// TMA-LABEL: gpu.func @k_offset_from_branches
+// TMA: scf.for
+// TMA: mbarrier.try_wait.parity
+// TMA: scf.for
+// TMA: mbarrier.try_wait.parity
+tile.kernel @k_offset_from_branches(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z, %kk = %c0) -> (tensor<64x64xf32, #mma>, index) {
+    %a = tile.load %x[%c0, %kk] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%kk, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %next = arith.addi %kk, %c32 : index
+    %last = arith.cmpi sge, %next, %k : index
+    %restart = arith.select %last, %z, %d : tensor<64x64xf32, #mma>
+    %kk2 = scf.if %last -> (index) {
+      tile.store %d, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+      scf.yield %c0 : index
+    } else {
+      scf.yield %next : index
+    }
+    scf.yield %restart, %kk2 : tensor<64x64xf32, #mma>, index
+  }
+  %s:2 = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z, %kk = %c0) -> (tensor<64x64xf32, #mma>, index) {
+    %a = tile.load %x[%c0, %kk] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%kk, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    %next = arith.addi %kk, %c32 : index
+    %more = arith.cmpi slt, %next, %k : index
+    %kk2 = scf.if %more -> (index) {
+      %again = arith.addi %kk, %c32 : index
+      scf.yield %again : index
+    } else {
+      scf.yield %c0 : index
+    }
+    scf.yield %d, %kk2 : tensor<64x64xf32, #mma>, index
+  }
+  tile.store %s#0, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
 // A store that adds (f32 or i32) adds each element atomically where a store
 // would write it, one red.global.add an element with its bound check as the
 // predicate. A thread's 4 contiguous elements would be 4 adds whose lanes lie

@@ -210,3 +210,59 @@ def test_branch_in_a_pipelined_loop_that_restarts_its_accumulator_by_a_scalar() 
     c = torch.full((64, 128), float("nan"))
     kern.launch((1,), a, b, c, 0)
     assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
+
+
+def _advancing_in_a_branch(own_branch: bool) -> KernelBuilder:
+    """A persistent 64 x 64 matmul whose next tile comes from a branch: the one that stores
+    the last tile, or, with ``own_branch``, a branch of its own that only computes it (on
+    another condition, which canonicalization does not merge into the storing branch)."""
+    kb = KernelBuilder("advance_in_branch", a=View("f16", 2, contiguous=True),
+                       b=View("f16", 2, contiguous=True), c=View("f32", 2, contiguous=True))
+    with kb as k:
+        program, programs = k.cast(k.program_id(0), "i32"), k.cast(k.num_programs(0), "i32")
+        grid_m = k.cast(k.maximum((k.size(k.args.a, 0) + 63) / 64, 1), "i32")
+        grid_n = k.cast(k.maximum((k.size(k.args.b, 1) + 63) / 64, 1), "i32")
+        k_end = k.maximum((k.size(k.args.a, 1) + 31) / 32, 1) * 32
+        tiles = (grid_m * grid_n - program + (programs - 1)) / programs
+        zeros = k.full([64, 64], 0.0, "f32")
+        with k.loop(0, k.cast(tiles, "index") * (k_end / 32),
+                    carried=[program, k.index(0), zeros]) as loop:
+            tile, kk, acc = loop.carried
+            m = k.cast(tile % grid_m, "index") * 64
+            n = k.cast(tile / grid_m, "index") * 64
+            acc = k.dot(k.load(k.args.a, [m, kk], [64, 32]),
+                        k.load(k.args.b, [kk, n], [32, 64]), acc)
+            kk = kk + 32
+            last = kk == k_end
+            with k.if_(last, carried=[acc, tile]) as done:
+                k.store(acc, k.args.c, [m, n])
+                done.yield_(zeros, tile if own_branch else tile + programs)
+            acc, tile = done.results
+            if own_branch:
+                with k.if_(kk >= k_end, carried=[tile]) as advance:
+                    advance.yield_(tile + programs)
+                (tile,) = advance.results
+            loop.yield_(tile, k.where(last, k.index(0), kk), acc)
+    return kb
+
+
+@pytest.mark.parametrize("own_branch", [False, True])
+@pytest.mark.parametrize(("target", "options"), [("sm_80", {}), ("sm_90a", {"tma": True})])
+def test_next_tile_from_a_branch_is_pipelined(own_branch: bool, target: str,
+                                              options: dict[str, bool]) -> None:
+    """The copies of the next iterations compute the tile position that a branch yields, as
+    they do the select of ``kernels.persistent_matmul``'s: the loop is pipelined, not left to
+    wait for each step's copies."""
+    kern = compile(_advancing_in_a_branch(own_branch), target, num_warps=4, num_stages=3,
+                   **PROMISES, **options)
+    ptx = str(kern.asm["ptx"])
+    if options.get("tma"):
+        assert "cp.async.bulk.tensor" in ptx and "mbarrier.try_wait" in ptx
+    else:
+        assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", ptx)) == {"1", "0"}
+    torch.manual_seed(3)
+    for m, k, n, programs in [(200, 304, 144, 5), (70, 16, 48, 2), (64, 96, 64, 3)]:
+        a, b = torch.randn(m, k).half(), torch.randn(k, n).half()
+        c = torch.full((m, n), float("nan"))
+        kern.launch((programs,), a, b, c)
+        assert_close(c, a.double() @ b.double(), atol=matmul_bound(a, b))
