@@ -252,7 +252,8 @@ void markBranchesInWgmmaLoops(KernelOp kernel, const LoweringState &state) {
 void recomputeInBranch(scf::IfOp branch) {
   if (!branch->removeAttr(kRecomputeAttr))
     return;
-  // A pipeline's prologue may hold a copy of the branch (splitBranchScalars).
+  // A pipeline's prologue, before its loop, may hold a copy of the branch
+  // (one that computes a scalar its copies' offsets read).
   auto loop = branch->getParentOfType<scf::ForOp>();
   if (!loop)
     return;
