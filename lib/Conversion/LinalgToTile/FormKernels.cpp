@@ -50,6 +50,8 @@ bool isViewGeneric(GenericOp op) {
 
 /// Reads through View-kind generics: the consumer reads their input with
 /// the composed indexing map, so a transpose or broadcast costs nothing.
+/// Not a broadcast along a loop that nothing else of the consumer's spans (a
+/// sum over a broadcast dimension): its extent would be lost.
 void foldViewProducers(GenericOp consumer) {
   SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
   bool changed = false;
@@ -60,7 +62,12 @@ void foldViewProducers(GenericOp consumer) {
       AffineMap vin = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
       AffineMap vout = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
       unsigned i = in->getOperandNumber();
-      maps[i] = vin.compose(inversePermutation(vout)).compose(maps[i]);
+      AffineMap read = maps[i];
+      maps[i] = vin.compose(inversePermutation(vout)).compose(read);
+      if (!inversePermutation(concatAffineMaps(maps, consumer.getContext()))) {
+        maps[i] = read;
+        break;
+      }
       in->set(view.getDpsInputOperand(0)->get());
       changed = true;
     }

@@ -306,6 +306,11 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
           "from ops on tensors)";
     return failure();
   }
+  if (!op.getShapesToLoopsMap()) {
+    os << "unsupported: a linalg.generic whose operands do not give the size "
+          "of each of its loops";
+    return failure();
+  }
   for (int64_t size : op.getStaticLoopRanges())
     if (ShapedType::isDynamic(size)) {
       os << "unsupported: a linalg.generic with a dynamic loop size "

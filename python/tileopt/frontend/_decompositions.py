@@ -45,6 +45,11 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
   round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
   crashes the process (a segmentation fault in its passes, torch-mlir 20251003).
+- ``aten.mm``, ``aten.bmm``, ``aten.addmm`` and ``aten.baddbmm`` of int8 tensors (``a @ b``,
+  ``torch.einsum``, an int8 convolution's matmul) compute in int32 and round back to int8,
+  the same wrapped result as torch's; ``aten.max`` and ``aten.min`` of a whole int8 tensor
+  are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
+  (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
 
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
@@ -710,6 +715,39 @@ def _int8_by_scalar_in_int16(op: Any, otherwise: Callable[..., Any] | None) -> C
     return decomposed
 
 
+#: The matrix products whose int8 form torch-mlir crashes on (module docstring).
+_INT8_MATMUL_OPS = (aten.mm.default, aten.bmm.default, aten.addmm.default,
+                    aten.baddbmm.default)
+
+
+def _int8_in_int32(op: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``op`` of int8 tensors in int32, rounded back to int8 (the same result modulo 256);
+    of anything else, ``otherwise`` (the table's decomposition, or none)."""
+
+    def int8(x: Any) -> bool:
+        return isinstance(x, torch.Tensor) and x.dtype == torch.int8
+
+    def decomposed(*args: Any, **kwargs: Any) -> Any:
+        if any(int8(x) for x in args):
+            wide = [x.to(torch.int32) if int8(x) else x for x in args]
+            return op(*wide, **kwargs).to(torch.int8)
+        return otherwise(*args, **kwargs) if otherwise else NotImplemented
+
+    return decomposed
+
+
+def _whole_int8(reduce: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``reduce`` (amax or amin over every dimension) of an int8 tensor; of anything else,
+    ``otherwise`` (the table's decomposition, or none)."""
+
+    def decomposed(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.dtype == torch.int8:
+            return reduce(x)
+        return otherwise(x) if otherwise else NotImplemented
+
+    return decomposed
+
+
 @functools.cache
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with the changes this module's docstring lists."""
@@ -744,4 +782,9 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     for op in _INT8_SCALAR_OPS:
         table[op] = _int8_by_scalar_in_int16(op, table.get(op))
+    for op in _INT8_MATMUL_OPS:
+        table[op] = _int8_in_int32(op, table.get(op))
+    for op, reduce in ((aten.max.default, aten.amax.default),
+                       (aten.min.default, aten.amin.default)):
+        table[op] = _whole_int8(reduce, table.get(op))
     return table

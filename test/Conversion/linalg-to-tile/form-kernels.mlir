@@ -790,3 +790,30 @@ func.func @one_element_positions(%arg0: tensor<2x2xf32>) -> tensor<1x1xf32> {
   } -> tensor<1x1xf32>
   return %20 : tensor<1x1xf32>
 }
+
+// -----
+
+// A sum over a broadcast dimension (x.expand(3, 6, 10).sum(0)) keeps reading
+// the broadcast: folded into the sum, no operand would span the summed loop
+// (it used to abort on the loops' sizes).
+// CHECK-LABEL: func.func @sum_over_broadcast
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<6x10xf32>) outs(%{{.*}} : tensor<3x6x10xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[B]] : tensor<3x6x10xf32>) {{.*}}tile.group
+#bc = affine_map<(d0, d1, d2) -> (d1, d2)>
+#bc3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @sum_over_broadcast(%arg0: tensor<6x10xf32>) -> tensor<6x10xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<3x6x10xf32>
+  %1 = linalg.generic {indexing_maps = [#bc, #bc3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<6x10xf32>) outs(%0 : tensor<3x6x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<3x6x10xf32>
+  %2 = tensor.empty() : tensor<6x10xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<6x10xf32>) -> tensor<6x10xf32>
+  %4 = linalg.generic {indexing_maps = [#bc3, #bc], iterator_types = ["reduction", "parallel", "parallel"]} ins(%1 : tensor<3x6x10xf32>) outs(%3 : tensor<6x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %5 = arith.addf %in, %out : f32
+    linalg.yield %5 : f32
+  } -> tensor<6x10xf32>
+  return %4 : tensor<6x10xf32>
+}

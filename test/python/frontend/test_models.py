@@ -113,6 +113,23 @@ def test_int8_by_python_integers() -> None:
     check(f, lambda: (torch.randint(-128, 128, (3, 37), dtype=torch.int8),))
 
 
+def test_int8_products_and_extremes() -> None:
+    # torch-mlir's lowering of int8 matrix products and whole-tensor max/min crashed the
+    # process (_decompositions); they wrap as torch's do.
+    def f(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+          w: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (a @ b, torch.bmm(c, c.transpose(1, 2)), c @ b, torch.addmm(b[0], a, b),
+                torch.einsum("ij,jk->ik", a, b), F.conv1d(c, w), a.max(), a.min())
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        def int8(*shape: int) -> torch.Tensor:
+            return torch.randint(-128, 128, shape, dtype=torch.int8)
+
+        return int8(33, 40), int8(40, 17), int8(2, 5, 40), int8(3, 5, 4)
+
+    check(f, inputs)
+
+
 # ---------------------------------------------------------------------------------------------
 # reductions
 
@@ -127,6 +144,16 @@ def test_reductions(op: str, shape: tuple[int, ...], dim: Any, keepdim: bool) ->
         return getattr(torch, op)(x * 2.0, dim=dim, keepdim=keepdim)
 
     check(f, lambda: (randn(*shape),), max_kernels=1)
+
+
+@pytest.mark.parametrize("op", ["sum", "amax"])
+def test_reduction_over_a_broadcast_dimension(op: str) -> None:
+    # Kernel formation folded the broadcast into the reduction, which then had no operand
+    # spanning the reduced loop, and aborted the process.
+    def f(x: Any) -> Any:
+        return getattr(torch, op)(x.unsqueeze(0).expand(3, 6, 10), dim=0)
+
+    check(f, lambda: (randn(6, 10),))
 
 
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
