@@ -10,6 +10,8 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   would compute in f64. Layer and group norm reach these through torch's decompositions
   (which upcast f16/bf16 to f32 first), ``torch.var``, ``torch.std``, ``torch.var_mean``
   directly.
+- ``aten.addmv`` (``torch.addmv``) decomposes with torch's own decomposition (torch-mlir has
+  no lowering for it).
 - ``aten.rms_norm`` decomposes with torch's own decomposition, which upcasts f16/bf16 to f32
   as eager PyTorch does; torch-mlir leaves it out of its table (for StableHLO's sake) and its
   C++ decomposition computes in the input's precision.
@@ -752,6 +754,7 @@ def _whole_int8(reduce: Any, otherwise: Callable[..., Any] | None) -> Callable[.
 def decomposition_table() -> dict[Any, Callable[..., Any]]:
     """torch-mlir's decomposition table with the changes this module's docstring lists."""
     from torch._decomp import core_aten_decompositions
+    from torch._decomp import decomposition_table as torch_decompositions
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
     table = dict(get_decomposition_table())
@@ -759,6 +762,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.var.correction] = var_correction
     # torch's table of CompositeImplicit ops (a CustomDecompTable: only [] finds them).
     table[aten.rms_norm.default] = core_aten_decompositions()[aten.rms_norm.default]
+    # torch-mlir has no lowering for addmv (torch.addmv): torch's decomposition's mv and add.
+    table[aten.addmv.default] = torch_decompositions[aten.addmv.default]
     table[aten.convolution.default] = convolution
     table[aten.cumsum.default] = masked_cumsum
     table[aten.constant_pad_nd.default] = constant_pad_nd

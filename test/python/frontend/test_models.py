@@ -822,7 +822,9 @@ def test_torch_nn_layers(make: Callable[[], Any], shape: tuple[int, ...]) -> Non
      [(2, 5, 6), (2, 5, 7), (2, 7, 6)]),
     (lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c), [(5, 6), (6, 7), (7, 3)]),
     (lambda a, b: torch.einsum("bij,bjk->bik", a, b), [(2, 5, 7), (2, 7, 6)]),
-], ids=["baddbmm", "einsum_chain", "einsum_bmm"])
+    # torch-mlir has no lowering for addmv: it decomposes (_decompositions)
+    (lambda c, a, v: torch.addmv(c, a, v, beta=2.0, alpha=3.0), [(5,), (5, 7), (7,)]),
+], ids=["baddbmm", "einsum_chain", "einsum_bmm", "addmv"])
 def test_matmul_forms(f: Callable[..., Any], shapes: list[tuple[int, ...]]) -> None:
     check(f, lambda: [randn(*shape) for shape in shapes])
 
