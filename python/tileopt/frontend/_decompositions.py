@@ -722,32 +722,32 @@ _INT8_MATMUL_OPS = (aten.mm.default, aten.bmm.default, aten.addmm.default,
                     aten.baddbmm.default)
 
 
-def _int8_in_int32(op: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``op`` of int8 tensors in int32, rounded back to int8 (the same result modulo 256);
-    of anything else, ``otherwise`` (the table's decomposition, or none)."""
+def _is_int8(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.dtype == torch.int8
 
-    def int8(x: Any) -> bool:
-        return isinstance(x, torch.Tensor) and x.dtype == torch.int8
+
+def _int8_form(replacement: Callable[..., Any],
+               otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``replacement`` where an argument is an int8 tensor; elsewhere ``otherwise`` (the
+    table's decomposition, or none)."""
 
     def decomposed(*args: Any, **kwargs: Any) -> Any:
-        if any(int8(x) for x in args):
-            wide = [x.to(torch.int32) if int8(x) else x for x in args]
-            return op(*wide, **kwargs).to(torch.int8)
+        if any(_is_int8(x) for x in args):
+            return replacement(*args, **kwargs)
         return otherwise(*args, **kwargs) if otherwise else NotImplemented
 
     return decomposed
 
 
-def _whole_int8(reduce: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``reduce`` (amax or amin over every dimension) of an int8 tensor; of anything else,
-    ``otherwise`` (the table's decomposition, or none)."""
+def _in_int32(op: Any) -> Callable[..., Any]:
+    """``op`` with its int8 tensors widened to int32, rounded back to int8 (the same result
+    modulo 256)."""
 
-    def decomposed(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and x.dtype == torch.int8:
-            return reduce(x)
-        return otherwise(x) if otherwise else NotImplemented
+    def widened(*args: Any, **kwargs: Any) -> Any:
+        wide = [x.to(torch.int32) if _is_int8(x) else x for x in args]
+        return op(*wide, **kwargs).to(torch.int8)
 
-    return decomposed
+    return widened
 
 
 @functools.cache
@@ -788,8 +788,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     for op in _INT8_SCALAR_OPS:
         table[op] = _int8_by_scalar_in_int16(op, table.get(op))
     for op in _INT8_MATMUL_OPS:
-        table[op] = _int8_in_int32(op, table.get(op))
-    for op, reduce in ((aten.max.default, aten.amax.default),
-                       (aten.min.default, aten.amin.default)):
-        table[op] = _whole_int8(reduce, table.get(op))
+        table[op] = _int8_form(_in_int32(op), table.get(op))
+    # Over every dimension, as aten.max and aten.min of a whole tensor.
+    table[aten.max.default] = _int8_form(aten.amax.default, table.get(aten.max.default))
+    table[aten.min.default] = _int8_form(aten.amin.default, table.get(aten.min.default))
     return table
