@@ -14,6 +14,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   compute in f32 and round once at the end, as torch's kernels do; torch-mlir would
   accumulate in the tensor's own type (sums of 4,096 f16 values came out up to 11 ulps from
   eager's, bf16 ones 1.7).
+- ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar`` and ``aten.fmod.Scalar``
+  (``x | 3``, ``x.fmod(2.5)``) are their ``.Tensor`` forms with a 0-d tensor of the scalar
+  (which promotes as the scalar does): torch-mlir lowers only those.
 - ``aten.addmv`` (``torch.addmv``) decomposes with torch's own decomposition (torch-mlir has
   no lowering for it).
 - ``aten.rms_norm`` decomposes with torch's own decomposition, which upcasts f16/bf16 to f32
@@ -51,6 +54,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
   round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
   crashes the process (a segmentation fault in its passes, torch-mlir 20251003).
+- Elementwise ops of an int8 tensor and a 0-d tensor of another integer type whose result
+  is int8 (``x * torch.tensor(3)``, ``x & t``): the 0-d tensor is cast to int8 first, as
+  torch's kernels cast their operands to the result's type: torch-mlir crashes on the mix.
 - ``aten.mm``, ``aten.bmm``, ``aten.addmm`` and ``aten.baddbmm`` of int8 tensors (``a @ b``,
   ``torch.einsum``, an int8 convolution's matmul) compute in int32 and round back to int8,
   the same wrapped result as torch's; ``aten.max`` and ``aten.min`` of a whole int8 tensor
@@ -732,15 +738,43 @@ def _is_int8(x: Any) -> bool:
 
 def _int8_form(replacement: Callable[..., Any],
                otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``replacement`` where an argument is an int8 tensor; elsewhere ``otherwise`` (the
-    table's decomposition, or none)."""
+    """``replacement`` where an argument is an int8 tensor (unless it returns
+    NotImplemented); elsewhere ``otherwise`` (the table's decomposition, or none)."""
 
     def decomposed(*args: Any, **kwargs: Any) -> Any:
         if any(_is_int8(x) for x in args):
-            return replacement(*args, **kwargs)
+            result = replacement(*args, **kwargs)
+            if result is not NotImplemented:
+                return result
         return otherwise(*args, **kwargs) if otherwise else NotImplemented
 
     return decomposed
+
+
+#: Elementwise ops whose int8 form with a 0-d tensor of another type torch-mlir crashes on
+#: (module docstring).
+_INT8_MIXED_OPS = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor_mode,
+                   aten.remainder.Tensor, aten.fmod.Tensor, aten.bitwise_and.Tensor,
+                   aten.bitwise_or.Tensor, aten.bitwise_xor.Tensor,
+                   aten.bitwise_left_shift.Tensor, aten.bitwise_right_shift.Tensor,
+                   aten.maximum.default, aten.minimum.default)
+
+
+def _int8_with_0d_operands(op: Any) -> Callable[..., Any]:
+    """``op`` with its 0-d tensors of other types cast to int8 where an operand is an int8
+    tensor and the result is int8 (torch casts its operands to the result's type)."""
+
+    def other(x: Any) -> bool:
+        return isinstance(x, torch.Tensor) and x.ndim == 0 and x.dtype != torch.int8
+
+    def replacement(*args: Any, **kwargs: Any) -> Any:
+        tensors = [x for x in args if isinstance(x, torch.Tensor)]
+        if (not any(other(x) for x in args) or len(tensors) != 2
+                or torch.result_type(*tensors) != torch.int8):
+            return NotImplemented
+        return op(*[x.to(torch.int8) if other(x) else x for x in args], **kwargs)
+
+    return replacement
 
 
 def _in_int32(op: Any) -> Callable[..., Any]:
@@ -771,6 +805,26 @@ def _in_computation_dtype(op: Any,
         if dtype is not None:
             kwargs["dtype"] = dtype
         return otherwise(x, *args, **kwargs) if otherwise else NotImplemented
+
+    return decomposed
+
+
+#: Scalar forms torch-mlir has no lowering for, and their tensor forms (module docstring).
+_SCALAR_AS_TENSOR = {
+    aten.bitwise_or.Scalar: aten.bitwise_or.Tensor,
+    aten.bitwise_xor.Scalar: aten.bitwise_xor.Tensor,
+    aten.fmod.Scalar: aten.fmod.Tensor,
+}
+
+
+def _scalar_as_tensor(op: Any) -> Callable[..., Any]:
+    """``op`` (a ``.Tensor`` overload) of ``x`` and a 0-d tensor of the Python scalar, whose
+    dtype (int64, the default float type or bool) promotes with ``x`` as the scalar does."""
+
+    def decomposed(x: torch.Tensor, other: bool | int | float) -> Any:
+        dtype = (torch.bool if isinstance(other, bool) else
+                 torch.int64 if isinstance(other, int) else torch.get_default_dtype())
+        return op(x, torch.scalar_tensor(other, dtype=dtype, device=x.device))
 
     return decomposed
 
@@ -812,6 +866,10 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     for op in _INT8_SCALAR_OPS:
         table[op] = _int8_by_scalar_in_int16(op, table.get(op))
+    for op in _INT8_MIXED_OPS:
+        table[op] = _int8_form(_int8_with_0d_operands(op), table.get(op))
+    for op, tensor_op in _SCALAR_AS_TENSOR.items():
+        table[op] = _scalar_as_tensor(tensor_op)
     for op in _HALF_REDUCTIONS:
         table[op] = _in_computation_dtype(op, table.get(op))
     for op in _INT8_MATMUL_OPS:

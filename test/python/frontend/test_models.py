@@ -113,6 +113,17 @@ def test_int8_by_python_integers() -> None:
     check(f, lambda: (torch.randint(-128, 128, (3, 37), dtype=torch.int8),))
 
 
+def test_int8_with_0d_tensors_and_scalar_forms() -> None:
+    # int8 with a 0-d int64 tensor crashed the process (torch-mlir), and the scalar forms of
+    # |, ^ and fmod had no lowering (_decompositions).
+    def f(x: torch.Tensor, t: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x * t, x & t, t - x, x % t, torch.maximum(x, t), x * torch.tensor(300),
+                x | 3, x ^ 5, x.fmod(3), x.fmod(2.5), y.fmod(-1.5), (y > 0) | True)
+
+    check(f, lambda: (torch.randint(-128, 128, (3, 37), dtype=torch.int8),
+                      torch.randint(1, 100, ()), randn(4, 9) * 4))
+
+
 def test_int8_products_and_extremes() -> None:
     # torch-mlir's lowering of int8 matrix products and whole-tensor max/min crashed the
     # process (_decompositions); they wrap as torch's do.
