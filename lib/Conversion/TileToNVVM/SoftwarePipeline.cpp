@@ -81,13 +81,12 @@ SmallVector<Value> inputsOf(Operation *op) {
 /// effects, and neither it nor an op in its regions (an scf.if that picks a
 /// scalar, say) yields a tile.
 bool isRecomputable(Operation *op) {
-  auto yieldsTile = [](Operation *inner) {
-    return llvm::any_of(inner->getResultTypes(), llvm::IsaPred<ShapedType>);
-  };
-  return isMemoryEffectFree(op) && !yieldsTile(op) &&
-         !op->walk([&](Operation *inner) {
-              return yieldsTile(inner) ? WalkResult::interrupt()
-                                       : WalkResult::advance();
+  return isMemoryEffectFree(op) &&
+         !op->walk([](Operation *inner) {
+              return llvm::any_of(inner->getResultTypes(),
+                                  llvm::IsaPred<ShapedType>)
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
             }).wasInterrupted();
 }
 

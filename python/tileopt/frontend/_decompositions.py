@@ -709,46 +709,38 @@ def scaled_dot_product_attention(
     return probs @ value
 
 
-#: The ops whose int8-by-Python-integer form torch-mlir crashes on (module docstring).
-_INT8_SCALAR_OPS = (aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor_mode,
-                    aten.remainder.Scalar)
+def _first(replacement: Callable[..., Any],
+           otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
+    """``replacement`` where it applies (elsewhere it returns NotImplemented), else
+    ``otherwise`` (the table's decomposition, or none)."""
 
-
-def _int8_by_scalar_in_int16(op: Any, otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``op`` of an int8 tensor and a Python integer in int16, rounded back to int8; of
-    anything else, ``otherwise`` (the table's decomposition, or none)."""
-
-    def decomposed(x: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
-        if (isinstance(x, torch.Tensor) and x.dtype == torch.int8
-                and isinstance(other, int)):
-            return op(x.to(torch.int16), other, *args, **kwargs).to(torch.int8)
-        return otherwise(x, other, *args, **kwargs) if otherwise else NotImplemented
+    def decomposed(*args: Any, **kwargs: Any) -> Any:
+        result = replacement(*args, **kwargs)
+        if result is NotImplemented and otherwise:
+            return otherwise(*args, **kwargs)
+        return result
 
     return decomposed
-
-
-#: The matrix products whose int8 form torch-mlir crashes on (module docstring).
-_INT8_MATMUL_OPS = (aten.mm.default, aten.bmm.default, aten.addmm.default,
-                    aten.baddbmm.default)
 
 
 def _is_int8(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.dtype == torch.int8
 
 
-def _int8_form(replacement: Callable[..., Any],
-               otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``replacement`` where an argument is an int8 tensor (unless it returns
-    NotImplemented); elsewhere ``otherwise`` (the table's decomposition, or none)."""
+#: The ops whose int8-by-Python-integer form torch-mlir crashes on (module docstring).
+_INT8_SCALAR_OPS = (aten.mul.Tensor, aten.sub.Tensor, aten.div.Tensor_mode,
+                    aten.remainder.Scalar)
 
-    def decomposed(*args: Any, **kwargs: Any) -> Any:
-        if any(_is_int8(x) for x in args):
-            result = replacement(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
-        return otherwise(*args, **kwargs) if otherwise else NotImplemented
 
-    return decomposed
+def _int8_by_scalar_in_int16(op: Any) -> Callable[..., Any]:
+    """``op`` of an int8 tensor and a Python integer in int16, rounded back to int8."""
+
+    def replacement(x: Any, other: Any, *args: Any, **kwargs: Any) -> Any:
+        if not (_is_int8(x) and isinstance(other, int)):
+            return NotImplemented
+        return op(x.to(torch.int16), other, *args, **kwargs).to(torch.int8)
+
+    return replacement
 
 
 #: Elementwise ops whose int8 form with a 0-d tensor of another type torch-mlir crashes on
@@ -761,8 +753,8 @@ _INT8_MIXED_OPS = (aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.T
 
 
 def _int8_with_0d_operands(op: Any) -> Callable[..., Any]:
-    """``op`` with its 0-d tensors of other types cast to int8 where an operand is an int8
-    tensor and the result is int8 (torch casts its operands to the result's type)."""
+    """``op`` with its 0-d tensors of other types cast to int8 where its two tensors' result
+    is int8 (torch casts its operands to the result's type)."""
 
     def other(x: Any) -> bool:
         return isinstance(x, torch.Tensor) and x.ndim == 0 and x.dtype != torch.int8
@@ -777,36 +769,49 @@ def _int8_with_0d_operands(op: Any) -> Callable[..., Any]:
     return replacement
 
 
-def _in_int32(op: Any) -> Callable[..., Any]:
-    """``op`` with its int8 tensors widened to int32, rounded back to int8 (the same result
-    modulo 256)."""
+#: The matrix products whose int8 form torch-mlir crashes on (module docstring).
+_INT8_MATMUL_OPS = (aten.mm.default, aten.bmm.default, aten.addmm.default,
+                    aten.baddbmm.default)
 
-    def widened(*args: Any, **kwargs: Any) -> Any:
+
+def _int8_in_int32(op: Any) -> Callable[..., Any]:
+    """``op`` of int8 tensors with them widened to int32, rounded back to int8 (the same
+    result modulo 256)."""
+
+    def replacement(*args: Any, **kwargs: Any) -> Any:
+        if not any(_is_int8(x) for x in args):
+            return NotImplemented
         wide = [x.to(torch.int32) if _is_int8(x) else x for x in args]
         return op(*wide, **kwargs).to(torch.int8)
 
-    return widened
+    return replacement
+
+
+def _of_int8(op: Any) -> Callable[..., Any]:
+    """``op`` of an int8 tensor (amax or amin over every dimension, for aten.max and
+    aten.min of a whole tensor)."""
+
+    def replacement(x: Any) -> Any:
+        return op(x) if _is_int8(x) else NotImplemented
+
+    return replacement
 
 
 #: The reductions that torch computes in f32 for f16 and bf16 tensors (module docstring).
 _HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
 
 
-def _in_computation_dtype(op: Any,
-                          otherwise: Callable[..., Any] | None) -> Callable[..., Any]:
-    """``op`` of an f16 or bf16 tensor in f32 (``get_computation_dtype``), rounded once to the
-    tensor's type; with another ``dtype``, or of anything else, ``otherwise`` (the table's
-    decomposition, or none)."""
+def _in_computation_dtype(op: Any) -> Callable[..., Any]:
+    """``op`` of an f16 or bf16 tensor (without another ``dtype``) in f32
+    (``get_computation_dtype``), rounded once to the tensor's type."""
 
-    def decomposed(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        if (isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
+    def replacement(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if not (isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
                 and dtype in (None, x.dtype)):
-            return op(x.to(get_computation_dtype(x.dtype)), *args, **kwargs).to(x.dtype)
-        if dtype is not None:
-            kwargs["dtype"] = dtype
-        return otherwise(x, *args, **kwargs) if otherwise else NotImplemented
+            return NotImplemented
+        return op(x.to(get_computation_dtype(x.dtype)), *args, **kwargs).to(x.dtype)
 
-    return decomposed
+    return replacement
 
 
 #: Scalar forms torch-mlir has no lowering for, and their tensor forms (module docstring).
@@ -865,16 +870,16 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
     for op in _INT8_SCALAR_OPS:
-        table[op] = _int8_by_scalar_in_int16(op, table.get(op))
+        table[op] = _first(_int8_by_scalar_in_int16(op), table.get(op))
     for op in _INT8_MIXED_OPS:
-        table[op] = _int8_form(_int8_with_0d_operands(op), table.get(op))
+        table[op] = _first(_int8_with_0d_operands(op), table.get(op))
+    for op in _INT8_MATMUL_OPS:
+        table[op] = _first(_int8_in_int32(op), table.get(op))
+    # Over every dimension, as aten.max and aten.min of a whole tensor.
+    table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
+    table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))
     for op, tensor_op in _SCALAR_AS_TENSOR.items():
         table[op] = _scalar_as_tensor(tensor_op)
     for op in _HALF_REDUCTIONS:
-        table[op] = _in_computation_dtype(op, table.get(op))
-    for op in _INT8_MATMUL_OPS:
-        table[op] = _int8_form(_in_int32(op), table.get(op))
-    # Over every dimension, as aten.max and aten.min of a whole tensor.
-    table[aten.max.default] = _int8_form(aten.amax.default, table.get(aten.max.default))
-    table[aten.min.default] = _int8_form(aten.amin.default, table.get(aten.min.default))
+        table[op] = _first(_in_computation_dtype(op), table.get(op))
     return table
