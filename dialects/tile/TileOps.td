@@ -503,13 +503,16 @@ def Tile_DotOp : Tile_Op<"dot", [Pure, AllTypesMatch<["acc", "result"]>]> {
     Inputs are f16, bf16 or f32 (both the same); the accumulator is f32, or
     f16 with f16 inputs. With `input_precision = tf32`, f32 inputs may be
     rounded to tf32 by the target (tensor cores); the default `ieee` keeps
-    full f32 products.
+    full f32 products. i8 inputs take an i32 accumulator: exact products,
+    sums that wrap modulo 2^32 (as torch's int8 matrix products).
 
     ```mlir
     %c = tile.dot %a, %b, %acc
         : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
     %d = tile.dot %x, %y, %z input_precision = tf32
         : tensor<64x32xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+    %e = tile.dot %p, %q, %r
+        : tensor<64x32xi8>, tensor<32x64xi8> -> tensor<64x64xi32>
     ```
   }];
   let arguments = (ins Tile_Tile:$lhs, Tile_Tile:$rhs, Tile_Tile:$acc,

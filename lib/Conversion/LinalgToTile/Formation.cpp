@@ -150,8 +150,13 @@ Value getScalarSource(Value v) {
 
 bool isZeroTensor(Value tensor) {
   Value v = getScalarSource(tensor);
-  FloatAttr attr;
-  return v && matchPattern(v, m_Constant(&attr)) && attr.getValue().isZero();
+  Attribute attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)))
+    return false;
+  if (auto integer = dyn_cast<IntegerAttr>(attr))
+    return integer.getValue().isZero();
+  auto real = dyn_cast<FloatAttr>(attr);
+  return real && real.getValue().isZero();
 }
 
 /// Each result is a loop dimension (at most once) or the constant 0.
@@ -172,10 +177,13 @@ static bool isProjectedPermutationWithZeros(AffineMap map) {
 }
 
 /// `v` is the block argument of a tensor input, possibly through a float
-/// extension (f16 inputs of an f32 accumulation).
+/// extension (f16 inputs of an f32 accumulation) or a sign extension (i8
+/// inputs of an i32 one).
 static std::optional<unsigned> inputArgThroughExt(Value v, GenericOp op) {
   if (auto ext = v.getDefiningOp<arith::ExtFOp>())
     v = ext.getIn();
+  else if (auto sext = v.getDefiningOp<arith::ExtSIOp>())
+    v = sext.getIn();
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != op.getBody() ||
       arg.getArgNumber() >= op.getNumDpsInputs())
@@ -187,17 +195,20 @@ static bool isContraction(GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1)
     return false;
+  // Float products, or i8 ones summed in i32 (tile.dot's integer form).
   Operation *c = getCombiner(op, 0);
-  if (!c || !isa<arith::AddFOp>(c))
+  Type out = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  bool integer = out.isSignlessInteger(32);
+  if (!c || !(integer ? isa<arith::AddIOp>(c) : isa<arith::AddFOp>(c)))
     return false;
   Value other = c->getOperand(0) == op.getRegionOutputArgs()[0]
                     ? c->getOperand(1)
                     : c->getOperand(0);
-  auto mul = other.getDefiningOp<arith::MulFOp>();
-  if (!mul)
+  Operation *mul = other.getDefiningOp();
+  if (!mul || !(integer ? isa<arith::MulIOp>(mul) : isa<arith::MulFOp>(mul)))
     return false;
-  std::optional<unsigned> a = inputArgThroughExt(mul.getLhs(), op);
-  std::optional<unsigned> b = inputArgThroughExt(mul.getRhs(), op);
+  std::optional<unsigned> a = inputArgThroughExt(mul->getOperand(0), op);
+  std::optional<unsigned> b = inputArgThroughExt(mul->getOperand(1), op);
   if (!a || !b || *a == *b)
     return false;
   // Nothing else in the body: the mul, the combiner, up to two extensions.
@@ -205,7 +216,8 @@ static bool isContraction(GenericOp op) {
     return false;
   for (OpOperand *in : op.getDpsInputOperands()) {
     Type e = cast<ShapedType>(in->get().getType()).getElementType();
-    if (!isa<Float16Type, BFloat16Type, Float32Type>(e))
+    if (integer ? !e.isSignlessInteger(8)
+                : !isa<Float16Type, BFloat16Type, Float32Type>(e))
       return false;
   }
   FailureOr<ContractionDimensions> dims = inferContractionDims(op);

@@ -1026,8 +1026,9 @@ Value KernelWriter::loadMatmulOperand(const MatmulOperands &mm, bool lhs,
   return t;
 }
 
-/// The f32 `rows x cols` result of a matmul as a tile over the space, in the
-/// result's element type, plus the op's accumulator when that is not zero.
+/// The f32 (for i8 operands, i32) `rows x cols` result of a matmul as a tile
+/// over the space, in the result's element type, plus the op's accumulator
+/// when that is not zero.
 FailureOr<TileValue> KernelWriter::matmulResult(
     GenericOp op, ArrayRef<int64_t> opSpace, const MatmulOperands &mm,
     Value acc, std::function<Value(Value, const StridedLayout &)> view,
@@ -1035,7 +1036,7 @@ FailureOr<TileValue> KernelWriter::matmulResult(
   Location loc = op.getLoc();
   auto shape = cast<RankedTensorType>(acc.getType()).getShape();
   Type outElt = getElementTypeOrSelf(op.getResult(0).getType());
-  if (outElt != b.getF32Type())
+  if (outElt != getElementTypeOrSelf(acc.getType())) // f16/bf16 from f32
     acc = arith::TruncFOp::create(b, loc, RankedTensorType::get(shape, outElt),
                                   acc);
   llvm::SmallBitVector spans(space.size());
@@ -1079,10 +1080,12 @@ LogicalResult KernelWriter::writeContraction(
   ContractionDimensions dims = *inferContractionDims(op);
   int64_t bm = tiling.block[mm->sm], bn = tiling.block[mm->sn],
           bk = tiling.block[mm->sk];
-  Type f32 = b.getF32Type();
+  // An f32 accumulator, or i32 for i8 operands (tile.dot's two forms).
+  Type accElt = mm->dotElt.isSignlessInteger(8) ? Type(b.getI32Type())
+                                                : Type(b.getF32Type());
   auto acc0 = tile::SplatOp::create(
-      b, loc, RankedTensorType::get({bm, bn}, f32),
-      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0)));
+      b, loc, RankedTensorType::get({bm, bn}, accElt),
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(accElt)));
   Value k = mm->sk >= 0 ? viewExtent(mm->sk, mm->aArg) : index(1);
   auto loop =
       scf::ForOp::create(b, loc, index(0), k, index(bk), ValueRange{acc0});
@@ -1966,13 +1969,14 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
   Type b = getElementTypeOrSelf(inputs[1].getType());
   bool halves = a == b && (a.isF16() || a.isBF16());
   bool tf32 = allowTf32 && a.isF32() && b.isF32();
+  bool bytes = a == b && a.isSignlessInteger(8);
   // Programs take the output's blocks in groups of rows (writeProgramOffsets):
   // the programs of a wave share rows of a and columns of b. Along n first,
   // a wide matmul (LLaMA-7B's MLP) read b from memory again for each row of
   // blocks (0.55 of cuBLAS on an H100, 1.0 grouped).
   t.fastest = sm;
   t.grouped = sn;
-  if (!halves && !tf32) {
+  if (!halves && !tf32 && !bytes) {
     t.block[sm] = clampPow2(space[sm], 16, 64);
     t.block[sn] = clampPow2(space[sn], 16, 64);
     t.block[sk] = clampPow2(space[sk], 16, 32);
@@ -2009,7 +2013,11 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
   }
   t.block[sm] = clampPow2(space[sm], 16, bm);
   t.block[sn] = clampPow2(space[sn], 16, bn);
-  t.block[sk] = clampPow2(space[sk], 16, rowBytes / (halves ? 2 : 4));
+  // k steps of rowBytes, at least one MMA's k (32 for i8).
+  t.block[sk] = clampPow2(space[sk], bytes ? 32 : 16,
+                          rowBytes / (halves  ? 2
+                                      : bytes ? 1
+                                              : 4));
 }
 
 /// Block sizes and warps (Inductor's heuristics, simplified): a program

@@ -25,8 +25,8 @@ StagedOperand stagedOperand(DotOp dot, unsigned operand, bool wgmma) {
   int64_t mmaK = getMmaK(dot);
   auto [dim, contiguous] = contiguity(type.getEncoding());
   bool transposed =
-      operand == 1 &&
-      ((wgmma && mmaK == 8) || (mmaK == 16 && dim == 0 && contiguous > 1));
+      operand == 1 && ((wgmma && mmaK == 8) || mmaK == 32 ||
+                       (mmaK == 16 && dim == 0 && contiguous > 1));
   if (transposed)
     return {cols, rows * elemBytes, true,
             std::min<int64_t>(rows * elemBytes, 128)};
@@ -276,9 +276,11 @@ struct DotLowering : TilePattern<DotOp> {
                 col);
             Value ptr = sharedPtr(b, loc, ks, inElement, index, base);
             Value v = LLVM::LoadOp::create(b, loc, inElement, ptr);
-            if (v.getType() != accElement)
-              v = arith::ExtFOp::create(b, loc, accElement, v);
-            return v;
+            if (v.getType() == accElement)
+              return v;
+            if (isa<IntegerType>(accElement))
+              return Value(arith::ExtSIOp::create(b, loc, accElement, v));
+            return Value(arith::ExtFOp::create(b, loc, accElement, v));
           };
           SmallVector<Value> a, bv;
           for (Value r : rowCoord)
@@ -286,9 +288,14 @@ struct DotLowering : TilePattern<DotOp> {
           for (Value c : colCoord)
             bv.push_back(read(k32, c, n, lhsBytes));
           SmallVector<Value> next;
-          for (auto [i, v] : llvm::enumerate(iter))
-            next.push_back(
-                math::FmaOp::create(b, loc, a[rowOf[i]], bv[colOf[i]], v));
+          for (auto [i, v] : llvm::enumerate(iter)) {
+            Value x = a[rowOf[i]], y = bv[colOf[i]];
+            if (isa<IntegerType>(accElement)) // i32 sums wrap, as torch's
+              next.push_back(arith::AddIOp::create(
+                  b, loc, arith::MulIOp::create(b, loc, x, y), v));
+            else
+              next.push_back(math::FmaOp::create(b, loc, x, y, v));
+          }
           scf::YieldOp::create(b, loc, next);
         });
     rewriter.replaceOp(op, pack(rewriter, loc, vectorType(accType),

@@ -737,8 +737,9 @@ mlir::Value mmaOffset(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row,
 /// (wgmmaOffset's or mmaOffset's layout): `rows` rows of `rowBytes`, the
 /// tile's rows, or its columns where it is `transposed`. The lhs is always
 /// K-major (m rows of k); the rhs is N-major (k rows of n) but for its
-/// transpose (n rows of k, K-major): on wgmma for tf32 (the only major PTX
-/// allows), and for 16-bit inputs whose rhs tile holds runs along K (a
+/// transpose (n rows of k, K-major): on wgmma for tf32 and always for i8
+/// (the only major PTX allows; ldmatrix transposes only 16-bit elements),
+/// and for 16-bit inputs whose rhs tile holds runs along K (a
 /// transposed weight), which then copy into it as they are (mma.sync reads
 /// them with ldmatrix without .trans, wgmma without imm-trans-b, TMA with
 /// boxes over the view's dimensions (1, 0)). On wgmma, `swizzle` is the

@@ -3,7 +3,7 @@
 // Tensor-core dots of sm_80 and later: operands staged in shared memory in
 // XOR-swizzled rows (mmaOffset), fragments loaded with ldmatrix, one mma.sync
 // per 16x8 block and k step: m16n8k16 for f16/bf16 inputs (f32 or f16
-// accumulators), m16n8k8 for tf32.
+// accumulators), m16n8k8 for tf32, m16n8k32 for i8 (s32 accumulators).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,9 +48,10 @@ int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
 
 namespace {
 
-/// One mma.sync of `shape` (m16n8k16, m16n8k8) on `inType` inputs (f16,
-/// bf16, tf32) in b32 registers `a` and `bFrag`, accumulating into `c`: f32
-/// registers, or f16 pairs in b32 ones (.f16x2).
+/// One mma.sync of `shape` (m16n8k16, m16n8k8, m16n8k32) on `inType` inputs
+/// (f16, bf16, tf32, s8) in b32 registers `a` and `bFrag`, accumulating into
+/// `c`: f32 or s32 registers, or f16 pairs in b32 ones (.f16x2). Integer sums
+/// wrap (no .satfinite), as torch's.
 SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
                            StringRef inType, ArrayRef<Value> a,
                            ArrayRef<Value> bFrag, ArrayRef<Value> c) {
@@ -59,8 +60,11 @@ SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
   std::string text =
       llvm::formatv("mma.sync.aligned.{0}.row.col.{1}.{2}.{2}.{1} {3}, {4}, "
                     "{5}, {6};",
-                    shape, cType.isF32() ? "f32" : "f16", inType,
-                    asmRegisterList(0, nc), asmRegisterList(nc, na),
+                    shape,
+                    cType.isF32()    ? "f32"
+                    : inType == "s8" ? "s32"
+                                     : "f16",
+                    inType, asmRegisterList(0, nc), asmRegisterList(nc, na),
                     asmRegisterList(nc + na, nb),
                     asmRegisterList(nc + na + nb, nc))
           .str();
@@ -100,8 +104,8 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
   Type inElement = lhsType.getElementType();
-  // tf32 (m16n8k8) or f16/bf16 (m16n8k16); a 16-byte ldmatrix row holds
-  // `chunk` elements.
+  // tf32 (m16n8k8), f16/bf16 (m16n8k16) or i8 (m16n8k32); a 16-byte
+  // ldmatrix row holds `chunk` elements.
   int64_t mmaK = getMmaK(op);
   bool tf32 = inElement.isF32();
   int64_t chunk = 128 / storageBits(inElement);
@@ -191,8 +195,11 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
       arith::AndIOp::create(rewriter, loc, ks.lane, i32Const(rewriter, loc, 3));
   SmallVector<Value> acc = unpack(rewriter, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
-  StringRef shape = tf32 ? "m16n8k8" : "m16n8k16";
-  StringRef inType = tf32 ? "tf32" : inElement.isBF16() ? "bf16" : "f16";
+  StringRef shape = tf32 ? "m16n8k8" : mmaK == 32 ? "m16n8k32" : "m16n8k16";
+  StringRef inType = tf32                 ? "tf32"
+                     : mmaK == 32         ? "s8"
+                     : inElement.isBF16() ? "bf16"
+                                          : "f16";
   // A: rows m0 + l%8 + 8*(matrix&1) (16-row steps keep the phase), columns
   // kk + chunk*(matrix>>1) (kk, a multiple of two chunks, XORs).
   Value aLane =
@@ -203,14 +210,15 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // rn * wn XORs into the lane's block warpN + (matrix>>1) * wn, which is
   // below 2 * wn. B K-major (n rows of k, transposed: stagedOperand),
   // through plain ldmatrix: row l%8 of block rn + (matrix>>1), columns
-  // kk + 8*(matrix&1), kk XORing in as for A; block rn * wn is a multiple of
-  // 8 rows.
+  // kk + chunk*(matrix&1), kk XORing in as for A; block rn * wn is a
+  // multiple of 8 rows. (An 8-bit fragment register is 4 bytes along K, so
+  // i8's B is always K-major.)
   StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/false);
   bool bKMajor = bStaged.transposed;
   Value laneBlockCol = plus(times(warpN, kMmaN), times(matHigh, kMmaN * wn));
-  Value bLane = bKMajor
-                    ? laneOffset(1, times(matLow, 8), plus(laneBlockCol, row8))
-                    : laneOffset(1, plus(row8, times(matLow, 8)), laneBlockCol);
+  Value bLane =
+      bKMajor ? laneOffset(1, times(matLow, chunk), plus(laneBlockCol, row8))
+              : laneOffset(1, plus(row8, times(matLow, 8)), laneBlockCol);
   int64_t bRowBytes = bStaged.rowBytes;
   // Where the accumulator takes half of a thread's registers or more, each
   // row of blocks loads its A fragments right before its MMAs. Loaded

@@ -87,8 +87,11 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
 }
 
 bool hasZeroPadding(LoadOp load) {
-  auto padding = dyn_cast<FloatAttr>(load.getPaddingOrZero());
-  return padding && padding.getValue().isZero();
+  Attribute padding = load.getPaddingOrZero();
+  if (auto integer = dyn_cast<IntegerAttr>(padding))
+    return integer.getValue().isZero();
+  auto real = dyn_cast<FloatAttr>(padding);
+  return real && real.getValue().isZero();
 }
 
 bool isAsyncCopyable(LoadOp load, const AccessFacts &facts, int64_t dim) {

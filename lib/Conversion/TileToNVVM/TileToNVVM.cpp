@@ -580,7 +580,8 @@ struct ConvertTileToNVVM
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
     // An mma accumulator (a layout given with the IR) needs a dot that
-    // tensor cores compute: 16-bit or tf32 inputs in whole m16 n8 k blocks.
+    // tensor cores compute: 16-bit, tf32 or i8 inputs in whole m16 n8 k
+    // blocks.
     // mma.sync interleaves warp columns 8 apart: contiguous ones (blockN)
     // are wgmma's.
     WalkResult unfit = module.walk([&](DotOp dot) -> WalkResult {
@@ -596,8 +597,9 @@ struct ConvertTileToNVVM
         dot.emitOpError("has an mma accumulator layout, but ")
             << chip << " has no tensor-core dot of " << m << "x" << k << " by "
             << k << "x" << n << " " << dot.getLhs().getType().getElementType()
-            << " (it needs sm_80 or newer, f16/bf16 inputs or f32 with "
-               "input_precision = tf32, and M, N, K multiples of "
+            << " (it needs sm_80 or newer, f16/bf16 inputs, f32 with "
+               "input_precision = tf32 or i8 with an i32 accumulator, and M, "
+               "N, K multiples of "
             << kMmaM << ", " << kMmaN << ", " << (mmaK ? mmaK : 16)
             << "); give the accumulator a blocked layout";
         return WalkResult::interrupt();

@@ -92,8 +92,11 @@ struct RestartedAccumulator {
 
 bool isZeroTile(Value value) {
   DenseElementsAttr constant;
-  return matchPattern(value, m_Constant(&constant)) && constant.isSplat() &&
-         constant.getSplatValue<APFloat>().isPosZero();
+  if (!matchPattern(value, m_Constant(&constant)) || !constant.isSplat())
+    return false;
+  if (isa<IntegerType>(constant.getElementType()))
+    return constant.getSplatValue<APInt>().isZero();
+  return constant.getSplatValue<APFloat>().isPosZero();
 }
 
 std::optional<RestartedAccumulator> restartedAccumulator(DotOp dot) {
@@ -124,9 +127,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   RankedTensorType rhsType = op.getRhs().getType();
   int64_t m = lhsType.getDimSize(0), k = lhsType.getDimSize(1),
           n = rhsType.getDimSize(1);
-  // B is staged K-major (transposed) for tf32 (k8) and transposed 16-bit
-  // inputs, else N-major (stagedOperand).
-  bool tf32 = getMmaK(op) == 8;
+  // B is staged K-major (transposed) for tf32 (k8), i8 (k32) and transposed
+  // 16-bit inputs, else N-major (stagedOperand).
+  bool tf32 = getMmaK(op) == 8, int8 = getMmaK(op) == 32;
   StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/true);
   bool bKMajor = bStaged.transposed;
   int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
@@ -235,11 +238,13 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
     acc = packHalfPairs(b, loc, acc);
     regsPerRep /= 2;
   }
-  // Scales of D, A and B, then (16-bit inputs only) whether A and B are
-  // transposed (MN-major): B is when N-major.
+  // Scales of D, A and B (integer inputs: D only), then (16-bit inputs
+  // only) whether A and B are transposed (MN-major): B is when N-major.
   StringRef type = tf32                                ? "tf32"
+                   : int8                              ? "s8"
                    : lhsType.getElementType().isBF16() ? "bf16"
                                                        : "f16";
+  StringRef accType = halfAcc ? "f16" : int8 ? "s32" : "f32";
   // A from registers (lhsInRegisters) takes no transpose flag: four b32
   // registers, a warp's 16 rows laid out as mma.sync's A fragment.
   bool aRegisters = lhsInRegisters(op);
@@ -254,17 +259,16 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   auto wgmmaText = [&](StringRef scaleD) {
     return llvm::formatv(
                "wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
-               "{5}, ${6}, {8}, 1, 1{7};",
-               cols, getMmaK(op), halfAcc ? "f16" : "f32", type,
-               asmRegisterList(0, regsPerRep),
+               "{5}, ${6}, {8}{9}{7};",
+               cols, getMmaK(op), accType, type, asmRegisterList(0, regsPerRep),
                aRegisters ? asmRegisterList(regsPerRep, 4)
                           : "$" + std::to_string(regsPerRep),
                bOperand,
-               tf32         ? ""
+               tf32 || int8 ? ""
                : aRegisters ? (bKMajor ? ", 0" : ", 1")
                : bKMajor    ? ", 0, 0"
                             : ", 0, 1",
-               scaleD)
+               scaleD, int8 ? "" : ", 1, 1")
         .str();
   };
   std::string text = wgmmaText("1");

@@ -59,7 +59,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   torch's kernels cast their operands to the result's type: torch-mlir crashes on the mix.
 - ``aten.mm``, ``aten.bmm``, ``aten.addmm`` and ``aten.baddbmm`` of int8 tensors (``a @ b``,
   ``torch.einsum``, an int8 convolution's matmul) compute in int32 and round back to int8,
-  the same wrapped result as torch's; ``aten.max`` and ``aten.min`` of a whole int8 tensor
+  the same wrapped result as torch's; ``mm`` and ``addmm`` through ``aten._int_mm`` (int8
+  products summed in int32), which kernel formation runs on tensor cores (``tile.dot`` of
+  i8, as ``torch._int_mm`` itself); ``aten.max`` and ``aten.min`` of a whole int8 tensor
   are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
   (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
 
@@ -787,6 +789,21 @@ def _int8_in_int32(op: Any) -> Callable[..., Any]:
     return replacement
 
 
+def _int8_mm(a: Any, b: Any) -> Any:
+    """``a @ b`` of 2-D int8 tensors as ``_int_mm`` (int32 sums) rounded back to int8."""
+    if not (_is_int8(a) and _is_int8(b)):
+        return NotImplemented
+    return aten._int_mm.default(a, b).to(torch.int8)
+
+
+def _int8_addmm(x: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """``beta * x + alpha * (a @ b)`` of int8 tensors with the product by ``_int_mm``, in
+    int32, rounded back to int8 (the same result modulo 256)."""
+    if not (_is_int8(x) and _is_int8(a) and _is_int8(b)):
+        return NotImplemented
+    return (x.to(torch.int32) * beta + aten._int_mm.default(a, b) * alpha).to(torch.int8)
+
+
 def _of_int8(op: Any) -> Callable[..., Any]:
     """``op`` of an int8 tensor (amax or amin over every dimension, for aten.max and
     aten.min of a whole tensor)."""
@@ -875,6 +892,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         table[op] = _first(_int8_with_0d_operands(op), table.get(op))
     for op in _INT8_MATMUL_OPS:
         table[op] = _first(_int8_in_int32(op), table.get(op))
+    table[aten.mm.default] = _first(_int8_mm, table[aten.mm.default])
+    table[aten.addmm.default] = _first(_int8_addmm, table[aten.addmm.default])
     # Over every dimension, as aten.max and aten.min of a whole tensor.
     table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
     table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))

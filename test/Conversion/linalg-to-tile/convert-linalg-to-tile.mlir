@@ -148,6 +148,45 @@ func.func @column(%a: tensor<64x32xf16>, %b: tensor<32x1xf16>) -> tensor<64x1xf3
 
 // -----
 
+// i8 operands summed in i32 (torch._int_mm) are tile.dot's integer form: an
+// i32 accumulator from zeros, k steps of 128 bytes (128 elements); the
+// result's rounding to int8 joins the kernel. An i32 x i32 product (no
+// tile.dot takes it) stays a reduction.
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK: arith.constant dense<0> : tensor<128x128xi32>
+// CHECK: tile.load {{.*}} -> tensor<128x128xi8>
+// CHECK: tile.load {{.*}} -> tensor<128x128xi8>
+// CHECK: tile.dot {{.*}} : tensor<128x128xi8>, tensor<128x128xi8> -> tensor<128x128xi32>
+// CHECK: arith.trunci {{.*}} : tensor<128x128xi32> to tensor<128x128xi8>
+// CHECK-LABEL: func.func @int8_matmul
+// CHECK-LABEL: tile.kernel @k0_reduce
+// CHECK-NOT: tile.dot
+// CHECK-LABEL: func.func @int32_matmul
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @int8_matmul(%x: tensor<1024x512xi8>, %w: tensor<512x1024xi8>) -> tensor<1024x1024xi8> {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<1024x1024xi32>
+  %f = linalg.fill ins(%zero : i32) outs(%e : tensor<1024x1024xi32>) -> tensor<1024x1024xi32>
+  %mm = linalg.matmul ins(%x, %w : tensor<1024x512xi8>, tensor<512x1024xi8>) outs(%f : tensor<1024x1024xi32>) -> tensor<1024x1024xi32>
+  %e8 = tensor.empty() : tensor<1024x1024xi8>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<1024x1024xi32>) outs(%e8 : tensor<1024x1024xi8>) {
+  ^bb0(%a: i32, %o: i8):
+    %t = arith.trunci %a : i32 to i8
+    linalg.yield %t : i8
+  } -> tensor<1024x1024xi8>
+  return %y : tensor<1024x1024xi8>
+}
+func.func @int32_matmul(%x: tensor<64x32xi32>, %w: tensor<32x64xi32>) -> tensor<64x64xi32> {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<64x64xi32>
+  %f = linalg.fill ins(%zero : i32) outs(%e : tensor<64x64xi32>) -> tensor<64x64xi32>
+  %mm = linalg.matmul ins(%x, %w : tensor<64x32xi32>, tensor<32x64xi32>) outs(%f : tensor<64x64xi32>) -> tensor<64x64xi32>
+  return %mm : tensor<64x64xi32>
+}
+
+// -----
+
 // f16 operands run on tensor cores, with a tile chosen by the launch's size in
 // waves of 128 programs. Two waves or more of 128 x 256 blocks: those, on 8
 // warps, 4 stages, k by 64 (Triton's Hopper tile; 512 programs here).

@@ -1957,6 +1957,76 @@ tile.kernel @wgmma_dot_tf32(%x: memref<?x?xf32>) {
 
 // -----
 
+#a = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
+#b = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#mma = #tile.mma<warpsPerCTA = [2, 2]>
+
+// i8: m16n8k32 with s32 accumulators that wrap (no .satfinite). A comes
+// through ldmatrix as 16-bit data (a 16-byte row holds 16 elements, and an
+// 8-bit fragment register is 4 of them along K); B, whose fragment register
+// is also 4 elements along K, is staged K-major (byte stores, transposed)
+// and comes through ldmatrix without .trans: 2 x 4 blocks per warp, one k32
+// step; 2 x 2 warps are no warpgroup, so sm_90a runs mma.sync too.
+// CHECK-LABEL: gpu.func @mma_dot_i8
+// CHECK: llvm.store {{.*}} : i8, !llvm.ptr<3>
+// CHECK: nvvm.barrier
+// CHECK-NOT: mma_layout<col>
+// CHECK-COUNT-4: nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32
+// CHECK-NOT: mma_layout<col>
+// CHECK-COUNT-8: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};
+// WGMMA-LABEL: gpu.func @mma_dot_i8
+// WGMMA-COUNT-8: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
+// WGMMA-NOT: wgmma
+// WGMMA: gpu.return
+tile.kernel @mma_dot_i8(%x: memref<?x?xi8>, %y: memref<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0, %c0] : memref<?x?xi8> -> tensor<64x32xi8, #a>
+  %b = tile.load %x[%c0, %c0] : memref<?x?xi8> -> tensor<32x64xi8, #b>
+  %z = arith.constant dense<0> : tensor<64x64xi32, #mma>
+  %d = tile.dot %a, %b, %z : tensor<64x32xi8, #a>, tensor<32x64xi8, #b> -> tensor<64x64xi32, #mma>
+  tile.store %d, %y[%c0, %c0] : tensor<64x64xi32, #mma>, memref<?x?xi32>
+  tile.return
+}
+
+// -----
+
+#a = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+#bt = #tile.blocked<sizePerThread = [16, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
+
+// i8 on a warpgroup, B K-major in memory (a linear layer's weight): wgmma
+// m64n64k32 .s32.s8.s8, which takes no scales of A and B and no transpose
+// flags (both operands K-major), two k32 steps a k step of the loop. Both
+// operands are copied as they are: by cp.async 16 bytes
+// at a time (sm_80, where mma.sync reads them), by TMA boxes (sm_90a), B's
+// over the view's dimensions (1, 0).
+// CHECK-LABEL: gpu.func @kmajor_rhs_i8
+// CHECK-COUNT-2: nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache = cg
+// CHECK: mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32
+// WGMMA-LABEL: gpu.func @kmajor_rhs_i8
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8 {{.*}}, $32, $33, 1;
+// TMA-LABEL: gpu.func @kmajor_rhs_i8
+// TMA-SAME: tile.tensor_maps = [{box = array<i64: 64, 64>, swizzle = 64 : i64, view = 0 : i64}, {box = array<i64: 64, 64>, dims = array<i64: 1, 0>, swizzle = 64 : i64, view = 1 : i64}]
+// TMA: cp.async.bulk.tensor
+// TMA: wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8
+tile.kernel @kmajor_rhs_i8(%x: memref<?x?xi8, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %w: memref<?x?xi8, strided<[1, ?], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %k = memref.dim %x, %c1 : memref<?x?xi8, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0> : tensor<64x64xi32, #mma>
+  %r = scf.for %i = %c0 to %k step %c64 iter_args(%acc = %z) -> (tensor<64x64xi32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xi8, strided<[?, 1], offset: ?>> -> tensor<64x64xi8, #a>
+    %b = tile.load %w[%i, %c0] : memref<?x?xi8, strided<[1, ?], offset: ?>> -> tensor<64x64xi8, #bt>
+    %d = tile.dot %a, %b, %acc : tensor<64x64xi8, #a>, tensor<64x64xi8, #bt> -> tensor<64x64xi32, #mma>
+    scf.yield %d : tensor<64x64xi32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xi32, #mma>, memref<?x?xi32>
+  tile.return
+}
+
+// -----
+
 #a = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #bt = #tile.blocked<sizePerThread = [8, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
 #mma = #tile.mma<warpsPerCTA = [4, 1]>

@@ -412,8 +412,19 @@ tile.kernel @k(%t: i8) {
   %a = tile.splat %t : i8 -> tensor<64x32xi8>
   %c = arith.constant dense<0.0> : tensor<64x64xf32>
   %b = tile.splat %t : i8 -> tensor<32x64xi8>
-  // expected-error @+1 {{'tile.dot' op expected f16, bf16 or f32 inputs, got 'i8'}}
+  // expected-error @+1 {{'tile.dot' op expected an i32 accumulator with i8 inputs, got 'f32'}}
   %d = tile.dot %a, %b, %c : tensor<64x32xi8>, tensor<32x64xi8> -> tensor<64x64xf32>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: i16) {
+  %a = tile.splat %t : i16 -> tensor<64x32xi16>
+  %c = arith.constant dense<0> : tensor<64x64xi32>
+  %b = tile.splat %t : i16 -> tensor<32x64xi16>
+  // expected-error @+1 {{'tile.dot' op expected f16, bf16, f32 or i8 inputs, got 'i16'}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xi16>, tensor<32x64xi16> -> tensor<64x64xi32>
   tile.return
 }
 

@@ -120,6 +120,11 @@ tile.kernel @dots(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %ft = tile.dot %fa, %fa, %facc input_precision = tf32 : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
   // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
   %fi = tile.dot %fa, %fa, %facc input_precision = ieee : tensor<16x16xf32>, tensor<16x16xf32> -> tensor<16x16xf32>
+  %ia = arith.constant dense<3> : tensor<16x32xi8>
+  %ib = arith.constant dense<-5> : tensor<32x16xi8>
+  %iacc = arith.constant dense<0> : tensor<16x16xi32>
+  // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x32xi8>, tensor<32x16xi8> -> tensor<16x16xi32>
+  %ii = tile.dot %ia, %ib, %iacc : tensor<16x32xi8>, tensor<32x16xi8> -> tensor<16x16xi32>
   tile.return
 }
 

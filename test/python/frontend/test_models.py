@@ -141,6 +141,39 @@ def test_int8_products_and_extremes() -> None:
     check(f, inputs)
 
 
+@pytest.mark.parametrize(("target", "instruction", "copy"), [
+    ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "cp.async.cg.shared.global"),
+    ("sm_90a", "wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor.2d"),
+])
+def test_int8_matmuls_run_on_tensor_cores(target: str, instruction: str, copy: str) -> None:
+    """``torch._int_mm`` (int8 products summed in int32, a quantized linear layer's) and int8
+    ``a @ b`` / ``addmm`` (through it, rounded back to int8) form one matmul kernel each,
+    whose tile.dot of i8 runs on tensor cores; a K-major weight (``w.t()``) is copied as it
+    is (cp.async, TMA on sm_90a), exact on odd shapes."""
+
+    def int8(*shape: int) -> torch.Tensor:
+        return torch.randint(-128, 128, shape, dtype=torch.int8)
+
+    models: list[tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, ...]]]] = [
+        (lambda x, w: torch._int_mm(x, w.t()), lambda: (int8(70, 96), int8(48, 96))),
+        (lambda x, w: torch._int_mm(x, w) * 3 - 5, lambda: (int8(33, 64), int8(64, 80))),
+        (lambda a, b: a @ b, lambda: (int8(33, 40), int8(40, 17))),
+        (lambda x, a, b: torch.addmm(x, a, b, beta=3, alpha=-2),
+         lambda: (int8(65, 18), int8(65, 37), int8(37, 18))),
+    ]
+    for model, inputs in models:
+        torch.manual_seed(0)
+        args = inputs()
+        graph = tileopt.compile(model, args, target=target)
+        (kernel,) = [name for name in graph.program.host.kernel_names if "matmul" in name]
+        ptx = graph.stages[f"ptx:{kernel}"]
+        assert instruction in ptx and ".s8" in ptx
+        if model is models[0][0]:
+            assert copy in ptx
+        for xs in (args, inputs()):
+            assert torch.equal(graph(*xs), model(*xs))
+
+
 # ---------------------------------------------------------------------------------------------
 # reductions
 

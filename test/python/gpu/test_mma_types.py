@@ -222,3 +222,96 @@ def test_a_tile_smaller_than_the_block_repeats_its_wgmma(promises: bool) -> None
         ref = tf32_truncate(a).double() @ tf32_truncate(b).double()
         bound = (k + 1) * (EPS32 / 2) * (a.double().abs() @ b.double().abs()) + 1e-30
         assert_close(c, ref, atol=bound)
+
+
+INT32_MAX = 2**31 - 1
+#: An int8 dot's first accumulator: products of a few dozen k steps make some sums wrap.
+START = INT32_MAX - 20_000
+
+
+def _int8_matmul(bm: int, bn: int, bk: int, kmajor_b: bool, start: int) -> KernelBuilder:
+    """``c = start + a @ b`` of int8 ``a`` and ``b`` in an i32 accumulator, stored as i32;
+    with ``kmajor_b`` the kernel takes ``b`` transposed (N x K, a linear layer's weight)."""
+    kb = KernelBuilder(
+        "matmul_i8", a=View("i8", 2, contiguous=True), b=View("i8", 2, contiguous=True),
+        c=View("i32", 2, contiguous=True),
+    )
+    with kb as k:
+        m, n = k.program_id(0) * bm, k.program_id(1) * bn
+        with k.loop(0, k.size(k.args.a, 1), bk, carried=[k.full([bm, bn], start, "i32")]) as loop:
+            (c,) = loop.carried
+            a = k.load(k.args.a, [m, loop.iv], [bm, bk])
+            if kmajor_b:
+                b = k.trans(k.load(k.args.b, [n, loop.iv], [bn, bk]))
+            else:
+                b = k.load(k.args.b, [loop.iv, n], [bk, bn])
+            loop.yield_(k.dot(a, b, c))
+        k.store(loop.results[0], k.args.c, [m, n])
+    return kb
+
+
+@pytest.mark.parametrize(
+    ("target", "warps", "blocks", "instruction"),
+    [
+        ("sm_80", 4, (64, 64, 32), "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+        ("sm_80", 8, (128, 64, 64), "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+        ("sm_80", 1, (16, 8, 32), "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+        ("sm_90a", 4, (64, 64, 32), "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8"),
+        # two warpgroups splitting the columns; one 8 columns wide (n8)
+        ("sm_90a", 8, (64, 128, 32), "wgmma.mma_async.sync.aligned.m64n64k32.s32.s8.s8"),
+        ("sm_90a", 4, (64, 8, 32), "wgmma.mma_async.sync.aligned.m64n8k32.s32.s8.s8"),
+    ],
+    ids=["sm_80", "sm_80-w8", "sm_80-w1", "sm_90a", "sm_90a-w8-split", "sm_90a-n8"],
+)
+@pytest.mark.parametrize("kmajor_b", [False, True], ids=["b", "bt"])
+@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
+def test_int8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
+                                    instruction: str, kmajor_b: bool, promises: bool) -> None:
+    """i8 x i8 -> i32 dots run on mma.sync m16n8k32 (sm_80) and wgmma m64nNk32 (sm_90a),
+    B K-major in shared memory (the only way an 8-bit fragment holds it): a row-major B is
+    transposed on its way in by byte stores, a K-major one (``x @ w.T``) is copied as it is,
+    by cp.async or TMA with the promises. The sums wrap modulo 2^32 as torch's (no
+    ``.satfinite``): an accumulator that starts near the int32 maximum wraps, exactly."""
+    bm, bn, bk = blocks
+    kern = compile(_int8_matmul(bm, bn, bk, kmajor_b, START), target,
+                   num_warps=warps, num_stages=3, **(PROMISES if promises else {}))
+    ptx = str(kern.asm["ptx"])
+    assert instruction in ptx
+    assert "satfinite" not in ptx
+    tma = promises and target == "sm_90a"
+    assert ("cp.async.bulk.tensor" in ptx) == tma
+    assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
+    # A row-major B goes through registers (byte stores, transposed); a K-major one with
+    # the promises is copied.
+    assert ("st.shared.b8" in ptx) == (not kmajor_b or not promises)
+    if kern.metadata.registers is not None:
+        assert kern.metadata.spill_bytes == 0
+    gen = torch.Generator().manual_seed(3)
+    for m, k, n in PROMISED_SHAPES if promises else SHAPES:
+        a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=gen, dtype=torch.int8)
+        c = torch.full((m, n), -7, dtype=torch.int32)
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a,
+                    b.t().contiguous() if kmajor_b else b, c)
+        want = a.long() @ b.long() + START
+        assert (want > INT32_MAX).any()  # some sums wrap
+        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
+
+
+@pytest.mark.parametrize(("target", "blocks"), [("sm_75", (64, 64, 32)), ("sm_80", (16, 16, 16))],
+                         ids=["sm_75", "k16"])
+def test_int8_dots_without_tensor_cores_are_exact(target: str, blocks: tuple[int, ...]) -> None:
+    """Where no tensor-core MMA fits (before sm_80, or a k step below mma.sync's 32) an
+    i8 dot runs on CUDA cores: i32 multiply-adds that wrap as the tensor cores' do."""
+    bm, bn, bk = blocks
+    kern = compile(_int8_matmul(bm, bn, bk, False, START), target)
+    ptx = str(kern.asm["ptx"])
+    assert "mma" not in ptx
+    gen = torch.Generator().manual_seed(4)
+    for m, k, n in SHAPES:
+        a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=gen, dtype=torch.int8)
+        c = torch.full((m, n), -7, dtype=torch.int32)
+        kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
+        want = a.long() @ b.long() + START
+        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())

@@ -445,6 +445,8 @@ int64_t tileopt::tile::getMmaK(DotOp dot) {
   if (in.isF32() && acc.isF32() &&
       dot.getInputPrecision() == InputPrecision::tf32)
     return 8;
+  if (in.isSignlessInteger(8) && acc.isSignlessInteger(32))
+    return 32;
   return 0;
 }
 
@@ -472,9 +474,13 @@ bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
       m % (kMmaM * warpsPerCTA[0]) != 0 || n % warpsPerCTA[1] != 0)
     return false;
   // Each warpgroup column computes n / warpsPerCTA[1] columns, N of
-  // m64nNk*: a multiple of 8 up to 256. (16-bit B is staged N-major in atoms
-  // that hold whole warpgroups' columns or halves of one atom, tf32 B K-major
-  // in 8-row groups: stagedOperand.)
+  // m64nNk*: a multiple of 8 up to 256 (for i8 inputs past 24, a multiple
+  // of 16: ptxas refuses m64n40k32.s32). (16-bit B is staged N-major in
+  // atoms that hold whole warpgroups' columns or halves of one atom, tf32
+  // and i8 B K-major in 8-row groups: stagedOperand.)
   int64_t cols = n / warpsPerCTA[1];
-  return (mmaK == 8 || mmaK == 16) && cols % 8 == 0 && cols >= 8 && cols <= 256;
+  if (cols % 8 != 0 || cols < 8 || cols > 256)
+    return false;
+  return mmaK == 8 || mmaK == 16 ||
+         (mmaK == 32 && (cols <= 24 || cols % 16 == 0));
 }

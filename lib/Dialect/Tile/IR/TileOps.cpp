@@ -841,13 +841,18 @@ LogicalResult DotOp::verify() {
   if (inType != rhs.getElementType())
     return emitOpError("expected lhs and rhs of one element type, got ")
            << inType << " and " << rhs.getElementType();
-  if (!inType.isF16() && !inType.isBF16() && !inType.isF32())
-    return emitOpError("expected f16, bf16 or f32 inputs, got ") << inType;
   Type accType = acc.getElementType();
-  if (!accType.isF32() && !(accType.isF16() && inType.isF16()))
+  if (inType.isSignlessInteger(8)) {
+    if (!accType.isSignlessInteger(32))
+      return emitOpError("expected an i32 accumulator with i8 inputs, got ")
+             << accType;
+  } else if (!inType.isF16() && !inType.isBF16() && !inType.isF32()) {
+    return emitOpError("expected f16, bf16, f32 or i8 inputs, got ") << inType;
+  } else if (!accType.isF32() && !(accType.isF16() && inType.isF16())) {
     return emitOpError("expected an f32 accumulator (or f16 with f16 "
                        "inputs), got ")
            << accType << " with " << inType << " inputs";
+  }
   if (getInputPrecision() == InputPrecision::tf32 && !inType.isF32())
     return emitOpError("input_precision = tf32 applies to f32 inputs, got ")
            << inType;
