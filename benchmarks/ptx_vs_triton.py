@@ -136,6 +136,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import functools
 import inspect
 import math
 import os
@@ -331,6 +332,26 @@ def tr_matmul_tile(
         acc = tl.dot(a, b, acc)
     mask = (rows[:, None] < m) & (cols[None, :] < n)
     tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
+
+
+@triton.jit
+def tr_matmul_i8(
+    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    """int8 ``a @ b`` summed in int32 (``torch._int_mm``), pointer loads."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
+    for start in range(0, k, BLOCK_K):
+        ks = start + tl.arange(0, BLOCK_K)
+        a = tl.load(a_ptr + rows[:, None] * stride_a + ks[None, :],
+                    mask=(rows[:, None] < m) & (ks[None, :] < k), other=0)
+        b = tl.load(b_ptr + ks[:, None] * stride_b + cols[None, :],
+                    mask=(ks[:, None] < k) & (cols[None, :] < n), other=0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc,
+             mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
 @triton.jit
@@ -589,24 +610,34 @@ def matmul_case(
     warp_specialize: bool = False,
     programs: int | None = None,
     stream_k: bool = False,
+    dtype: str = "f16",
 ) -> Case:
     """The f16 matmul (f32 result) of ``m x k`` by ``k x n`` with one tiling on one target;
     on sm_90a with ``tma`` its operands come through TMA on both sides (Triton: host-side
     tensor descriptors), without it through cp.async (tileopt: ``tma=False``); with
     ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``). With
     ``programs``, both sides' persistent matmul on that many programs (pointer loads), or
-    with ``stream_k`` their stream-K matmul."""
+    with ``stream_k`` their stream-K matmul. ``dtype="i8"``: int8 operands summed in int32
+    (``torch._int_mm``), exact."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
+    c, want = torch.zeros(m, n), a.float() @ b.float()
     grid = tiles = kernels.matmul_grid((m, k), (k, n), bm, bn)
-    make = kernels.matmul
+    make = functools.partial(kernels.matmul, "f16")
     fn, args = tr_matmul, {"a_ptr": "a", "b_ptr": "b", "c_ptr": "c", "m": m, "n": n, "k": k,
                            "stride_a": k, "stride_b": n, "stride_c": n}
+    if dtype == "i8":
+        gen = torch.Generator().manual_seed(m + n + k)
+        a, b = (torch.randint(-128, 128, shape, generator=gen, dtype=torch.int8)
+                for shape in ((m, k), (k, n)))
+        c, want = torch.zeros(m, n, dtype=torch.int32), torch._int_mm(a, b)
+        make = functools.partial(kernels.matmul, "i8", out_dtype="i32")
+        fn = tr_matmul_i8
     if programs is not None and stream_k:
-        make, fn = kernels.stream_k_matmul, tr_matmul_stream_k
+        make, fn = functools.partial(kernels.stream_k_matmul, "f16"), tr_matmul_stream_k
         grid = kernels.stream_k_matmul_grid((m, k), (k, n), programs, bm, bn, bk)
     elif programs is not None:
-        make, fn = kernels.persistent_matmul, tr_matmul_persistent
+        make, fn = functools.partial(kernels.persistent_matmul, "f16"), tr_matmul_persistent
         grid = kernels.persistent_matmul_grid((m, k), (k, n), programs, bm, bn)
     descriptors: dict[str, tuple[int, ...]] = {}
     extra: dict[str, Any] = {} if tma is None or not TILEOPT_HAS_TMA else {"tma": tma}
@@ -619,14 +650,15 @@ def matmul_case(
         if warp_specialize and TILEOPT_HAS_WS:
             extra["warp_specialize"] = True
     return Case(
-        name, lambda: make("f16", block_m=bm, block_n=bn, block_k=bk),
+        name, lambda: make(block_m=bm, block_n=bn, block_k=bk),
         grid, ["a", "b", "c"],
         fn, args, constexprs, (*grid, 1, 1)[:3],
-        {"a": a, "b": b, "c": torch.zeros(m, n)}, {"c": a.float() @ b.float()},
+        {"a": a, "b": b, "c": c}, {"c": want},
         # this tiling's floor: a row block of a is read once per program column, ...
         inputs_min_bytes=_nbytes(a) * tiles[1] + _nbytes(b) * tiles[0],
         outputs_min_bytes=m * n * 4,
-        target=target, num_warps=num_warps, atol=2e-2, rtol=1e-3, variant=variant,
+        target=target, num_warps=num_warps, atol=0 if dtype == "i8" else 2e-2,
+        rtol=0 if dtype == "i8" else 1e-3, variant=variant,
         triton_env=env, num_stages=num_stages, tile=f"{bm}x{bn}x{bk}",
         large=name.endswith("_large"),
         tileopt_extra=extra,
@@ -801,6 +833,11 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     ):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 32), 4, stages, target,
                                  variant, env, tma=tma, warp_specialize=variant.endswith("WS")))
+    # int8 (torch._int_mm): mma.sync m16n8k32 on sm_80, wgmma m64n64k32 on sm_90a; both sides
+    # copy a by cp.async and stage the row-major b transposed (8-bit fragments hold K).
+    for target, variant, tma in (("sm_80", "", None), ("sm_90a", "wgmma", False)):
+        cases.append(matmul_case(randn, size, size, size, (64, 64, 64), 4, stages, target,
+                                 variant, {}, name="matmul_i8", tma=tma, dtype="i8"))
     # Persistent: a quarter as many programs as tiles, each running its tiles' K steps in one
     # loop (tileopt's persistent_matmul, Triton's flattened tl.range), pointer loads.
     for target, variant, tma in (("sm_80", "persistent", None),
@@ -1098,7 +1135,7 @@ def emulated(measured: Measured, stats: emu.LaunchStats) -> None:
 
 _TRITON_DTYPES = {
     torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16",
-    torch.int32: "*i32", torch.int64: "*i64",
+    torch.int8: "*i8", torch.int32: "*i32", torch.int64: "*i64",
 }
 
 

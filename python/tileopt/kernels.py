@@ -342,10 +342,10 @@ def transpose_grid(
 
 
 def _check_matmul(dtype: str, epilogue: str | None, split: bool = False,
-                  **blocks: int) -> None:
-    """Checks a matmul's dtype, epilogue and blocks; with ``split``, ``block_m`` and
-    ``block_n`` may be three times a power of two (:func:`_parts`)."""
-    _check_dtype(dtype, MATMUL_DTYPES)
+                  dtypes: Sequence[str] = MATMUL_DTYPES, **blocks: int) -> None:
+    """Checks a matmul's dtype (one of ``dtypes``), epilogue and blocks; with ``split``,
+    ``block_m`` and ``block_n`` may be three times a power of two (:func:`_parts`)."""
+    _check_dtype(dtype, dtypes)
     for name, size in blocks.items():
         if split and name in ("block_m", "block_n"):
             _parts(name, size)
@@ -355,6 +355,8 @@ def _check_matmul(dtype: str, epilogue: str | None, split: bool = False,
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     if dtype != "f32" and blocks["block_k"] < 16:
         raise ValueError("f16/bf16 matmul needs block_k >= 16 (mma.sync m16n8k16)")
+    if dtype == "i8" and blocks["block_k"] < 32:
+        raise ValueError("i8 matmul needs block_k >= 32 (mma.sync m16n8k32)")
 
 
 def matmul(
@@ -372,7 +374,9 @@ def matmul(
     ``bias`` (N, f32) and ``c = relu(a @ b + bias)``; then ``c`` (M x N, ``out_dtype``: f32,
     or f16/bf16 rounded from the f32 accumulator as ``torch.matmul`` returns). f16/bf16 go
     through tensor cores (``tile.dot`` -> mma.sync); f32 is exact f32 on CUDA cores (no
-    tf32). Each program computes a ``block_m x block_n`` tile of ``c``, looping over K in
+    tf32). ``dtype="i8"`` takes ``out_dtype="i32"`` and no epilogue: int8 products summed
+    in i32 on tensor cores, wrapping as ``torch._int_mm``'s (``block_k`` >= 32, mma.sync
+    m16n8k32). Each program computes a ``block_m x block_n`` tile of ``c``, looping over K in
     steps of ``block_k`` with the accumulator carried by the loop. Grid: :func:`matmul_grid`.
 
     Program (i, j) computes tile (i, j), in launch order down the columns of tiles. With
@@ -387,9 +391,16 @@ def matmul(
     192 x 192 make one wave of GPT-2's QKV projection at 2048 tokens on 132 SMs (11 x 12
     tiles), which tiles of powers of two leave a second, nearly empty one.
     """
-    _check_matmul(dtype, epilogue, split=True, block_m=block_m, block_n=block_n,
-                  block_k=block_k)
-    _check_out_dtype(out_dtype)
+    _check_matmul(dtype, epilogue, split=True, dtypes=(*MATMUL_DTYPES, "i8"),
+                  block_m=block_m, block_n=block_n, block_k=block_k)
+    acc_dtype = "f32"
+    if dtype == "i8":
+        if out_dtype != "i32" or epilogue is not None:
+            raise ValueError("an i8 matmul takes out_dtype='i32' and no epilogue, got "
+                             f"out_dtype={out_dtype!r}, epilogue={epilogue!r}")
+        acc_dtype = "i32"
+    else:
+        _check_out_dtype(out_dtype)
     if group_m is not None and (isinstance(group_m, bool) or not isinstance(group_m, int)
                                 or group_m < 1):
         raise ValueError(f"group_m must be a positive integer or None, got {group_m!r}")
@@ -410,7 +421,7 @@ def matmul(
         # Each part of the block: its first row (column), and its rows (columns).
         rows = _part_starts(m, _parts("block_m", block_m))
         cols = _part_starts(n, _parts("block_n", block_n))
-        zeros = [k.full([pm, pn], 0.0, "f32") for _, pm in rows for _, pn in cols]
+        zeros = [k.full([pm, pn], 0, acc_dtype) for _, pm in rows for _, pn in cols]
         with k.loop(0, size_k, block_k, carried=zeros) as loop:
             loop.yield_(*_parts_k_step(k, rows, cols, loop.iv, loop.carried, block_k))
         _store_parts(k, loop.results, rows, cols, epilogue, out_dtype)
@@ -458,11 +469,11 @@ def _matmul_builder(name: str, dtype: str, epilogue: str | None,
 def _store_matmul_tile(
     k: KernelBuilder, acc: Value, m: Value, n: Value, epilogue: str | None, out_dtype: str
 ) -> None:
-    """Stores the f32 accumulator of the tile at (m, n) of ``c`` after ``epilogue``."""
+    """Stores the accumulator of the tile at (m, n) of ``c`` after ``epilogue``."""
     if epilogue == "bias_relu":
         bias = k.load(k.args.bias, [n], [acc.shape[1]])  # type: ignore[index]
         acc = k.maximum(acc + k.expand_dims(bias, 0), 0.0)
-    k.store(acc if out_dtype == "f32" else k.cast(acc, out_dtype), k.args.c, [m, n])
+    k.store(acc if out_dtype == str(acc.dtype) else k.cast(acc, out_dtype), k.args.c, [m, n])
 
 
 def _tile_counts(k: KernelBuilder, sizes: Sequence[Value],

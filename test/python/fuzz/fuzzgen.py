@@ -855,7 +855,7 @@ class Gen:
         """A tile.dot of random shapes and types; its type. With ``given`` = (i, name, type),
         operand i (0: lhs, 1: rhs) is that value and the result has its shape (a loop's
         carried tile, which the result may replace)."""
-        d = self.rng.choice(["f16", "bf16", "f32", "f16", "f32"])
+        d = self.rng.choice(["f16", "bf16", "f32", "f16", "f32", "i8"])
         m, n, k = (self.rng.choice(DOT_SIZES) for _ in range(3))
         if given:
             d = given[2].dtype
@@ -864,6 +864,8 @@ class Gen:
             else:
                 (k, n), m = given[2].shape, given[2].shape[0]
         acc_d = "f16" if d == "f16" and self.rng.random() < 0.25 else "f32"
+        if d == "i8":
+            acc_d = "i32"
         tf32 = d == "f32" and self.rng.random() < 0.4
         src = [(m, k), (k, n)]
         ops = []
@@ -880,6 +882,12 @@ class Gen:
 
         def run(env: Env, _: dict) -> None:
             x, y, c = env[ops[0]], env[ops[1]], env[acc]
+            if d == "i8":  # exact products, sums wrapped to i32; unchecked inputs spread
+                unchecked = (np.isinf(x.e).astype(float) @ np.ones(y.e.shape)
+                             + np.ones(x.e.shape) @ np.isinf(y.e).astype(float)) > 0
+                env[name] = V(wrap(c.a + x.a @ y.a, 32),
+                              np.where(unchecked | np.isinf(c.e), np.inf, 0.0))
+                return
             with np.errstate(all="ignore"):
                 r = c.a + x.a @ y.a
                 mag = np.abs(x.a) @ np.abs(y.a)
@@ -947,7 +955,7 @@ class Gen:
             self.emit(f"{name} = tile.load {vw.name}[{', '.join(offs)}] : {vw.vtype} -> "
                       f"{self.t(ty)}", run_load)
             self.add(name, ty)
-        if (ty.dtype in ("f16", "bf16", "f32") and len(ty.shape) == 2
+        if (ty.dtype in ("f16", "bf16", "f32", "i8") and len(ty.shape) == 2
                 and all(s in DOT_SIZES for s in ty.shape) and self.rng.random() < 0.4):
             # a dot of the carried tile (its lhs or its rhs), whose result may replace it
             rty = self.dot(lin, (self.rng.randrange(2), carried, ty))

@@ -255,6 +255,30 @@ def test_matmul(compiled: Any, target: str, dtype: str, m: int, k: int, n: int) 
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize(("m", "k", "n"), MATMUL_SHAPES)
+def test_int8_matmul(compiled: Any, target: str, m: int, k: int, n: int) -> None:
+    """``matmul("i8", out_dtype="i32")`` is ``torch._int_mm``: exact int32 sums on tensor
+    cores (mma.sync m16n8k32, wgmma m64n64k32 on sm_90a)."""
+    a = torch.randint(-128, 128, (m, k), dtype=torch.int8)
+    b = torch.randint(-128, 128, (k, n), dtype=torch.int8)
+    c = torch.full((m, n), -1, dtype=torch.int32)
+    kern = compiled("matmul", target, dtype="i8", out_dtype="i32", block_k=32)
+    assert (".s32.s8.s8" in str(kern.asm["ptx"])) and "satfinite" not in str(kern.asm["ptx"])
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
+    assert torch.equal(c, torch._int_mm(a, b))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({}, "an i8 matmul takes out_dtype='i32' and no epilogue"),
+    ({"out_dtype": "i32", "epilogue": "bias_relu"}, "no epilogue"),
+    ({"out_dtype": "i32", "block_k": 16}, r"i8 matmul needs block_k >= 32"),
+])
+def test_int8_matmul_options(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kernels.matmul("i8", **options)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 @pytest.mark.parametrize(("m", "k", "n"), [(70, 100, 90), (33, 17, 129)])
 def test_matmul_rounds_to_out_dtype(compiled: Any, target: str, dtype: str, m: int, k: int,
