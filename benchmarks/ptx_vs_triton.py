@@ -75,7 +75,11 @@ and once by TMA (Triton's loads through host-side tensor descriptors, whose maps
 gets from the kernel's ``tensordesc_meta``; tileopt's default on sm_90a); and by TMA from
 warp-specialised kernels (``tl.range(..., warp_specialize=True)``: Triton's load and MMA
 partitions in 12 warps; ``warp_specialize=True``: tileopt's producer warp in a warpgroup after
-the 4 consumer warps; both launched with their PTX's block). Attention on
+the 4 consumer warps; both launched with their PTX's block). The int8 matmul
+(``torch._int_mm``: int8 operands, int32 sums; 64 x 64 x 64 blocks) on sm_80 (``mma.sync``
+m16n8k32) and on sm_90a (``wgmma`` m64n64k32, ``a`` by cp.async on both sides): its row-major
+``b`` goes K-major into shared memory on both sides, tileopt's by byte stores, Triton's by
+4-byte copies on sm_80 whose fragments it gathers byte by byte. Attention on
 sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
 ``tma=False``), and with TMA allowed (tileopt's default, which keeps cp.async at these 3
 stages: TMA's mbarriers would leave room for one block fewer per H100 SM, 5% slower there;

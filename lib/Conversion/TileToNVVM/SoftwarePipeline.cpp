@@ -272,14 +272,16 @@ bool writesLoadedMemory(scf::ForOp loop, ArrayRef<LoadOp> loads) {
 
 /// The index of `loop`'s result that `dot` alone accumulates into (its acc
 /// is that iteration argument, read by nothing else), if its accumulator is
-/// f32: its result is yielded there, or goes there through a branch of the
+/// f32 or i32 (in place: not f16 pairs repacked between MMAs): its result is
+/// yielded there, or goes there through a branch of the
 /// body (which may store it and restart it from zeros, as a persistent
 /// kernel's, and reads it only inside). Then nothing but the next dot and
 /// the branch, which waits first (waitForWgmmaResults), reads the registers
 /// a still running wgmma writes.
 std::optional<unsigned> accumulatedResult(scf::ForOp loop, DotOp dot) {
   auto arg = dyn_cast<BlockArgument>(dot.getAcc());
-  if (!dot.getAcc().getType().getElementType().isF32() || !arg ||
+  Type acc = dot.getAcc().getType().getElementType();
+  if (!(acc.isF32() || acc.isInteger(32)) || !arg ||
       arg.getOwner() != loop.getBody() || arg == loop.getInductionVar() ||
       !arg.hasOneUse())
     return std::nullopt;

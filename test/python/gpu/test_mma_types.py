@@ -284,6 +284,9 @@ def test_int8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, 
     # A row-major B goes through registers (byte stores, transposed); a K-major one with
     # the promises is copied.
     assert ("st.shared.b8" in ptx) == (not kmajor_b or not promises)
+    # Pipelined, the i32 accumulators stay in place: each wgmma runs on while the next
+    # iteration starts, as f32 ones do.
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == tma
     if kern.metadata.registers is not None:
         assert kern.metadata.spill_bytes == 0
     gen = torch.Generator().manual_seed(3)
