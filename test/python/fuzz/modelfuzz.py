@@ -2,7 +2,9 @@
 
 Each seed gives a chain of up to six steps (elementwise functions, a broadcast operand,
 reductions over a random dimension, max/min with indices, softmax, layer norm, transposes,
-short cumsums, convolutions and pooling along the last dimension) on a random shape of up to
+short cumsums, convolutions and pooling along the last dimension, products with a constant
+matrix along it: f32, and int8 through ``torch._int_mm`` of the quantized input) on a random
+shape of up to
 20,000 elements (sizes 1, 3, 7, ... 20001: unit dimensions, odd sizes, rows longer than a
 program holds). A program must compile and match eager PyTorch, or be refused with
 ``UnsupportedOperatorError``; anything else (another exception, a wrong answer) is a
@@ -53,6 +55,22 @@ def _window(x: torch.Tensor, r: random.Random) -> torch.Tensor:
     return out.reshape(x.shape)
 
 
+def _product(x: torch.Tensor, x0: torch.Tensor, r: random.Random) -> torch.Tensor:
+    """``x`` times a constant f32 matrix along its last dimension, or (half the time) the
+    program's input quantized to int8 times a constant int8 matrix by ``torch._int_mm``
+    (int32 sums, exact: the input is the same on both sides), scaled back to floats."""
+    n = x.shape[-1]
+    # From Python's random (a torch.Generator made while torch.export traces would be an
+    # input of the exported program).
+    if r.random() < 0.5:
+        w = torch.tensor([[r.gauss(0, 1) for _ in range(n)] for _ in range(n)])
+        return x @ (w / n**0.5)
+    q = (x0 * 40).round().clamp(-128, 127).to(torch.int8).reshape(-1, n)
+    w = torch.tensor([[r.randrange(-128, 128) for _ in range(n)] for _ in range(n)],
+                     dtype=torch.int8)
+    return (torch._int_mm(q, w).float() / (3000.0 * n**0.5)).reshape(x.shape)
+
+
 @dataclass
 class Program:
     """A random program: ``f(x, y)`` on ``x`` of ``shape`` and ``y`` of ``shape[-1:]``."""
@@ -62,6 +80,7 @@ class Program:
     steps: list[tuple[str, int]]
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x0 = x
         for step, seed in self.steps:
             r = random.Random(seed)
             if step == "unary" and seed % 4 == 0 and x.ndim:
@@ -89,6 +108,10 @@ class Program:
                 x = torch.softmax(x, r.randrange(x.ndim))
             elif step == "norm":
                 x = F.layer_norm(x, x.shape[-1:])
+            elif step == "broadcast" and seed % 3 == 0 and x.shape[-1] <= 300:
+                # A product with a constant matrix along the last dimension; the other
+                # broadcast steps are those of before, so old seeds keep their programs.
+                x = x + _product(x, x0, r)
             elif step == "broadcast":
                 x = x + x.mean(-1, keepdim=True)
             elif step == "transpose" and x.ndim >= 2:
