@@ -220,6 +220,23 @@ def test_listed_operators_compile(name: str) -> None:
     assert report.compiled and not report.eager, str(report)
 
 
+def test_dynamically_quantized_linear_compiles_whole() -> None:
+    """A linear layer quantized to int8 on the fly (per-row scales, ``torch._int_mm`` with
+    the weight's transpose, as torchao's dynamic quantization): one partition, nothing in
+    PyTorch, eager's numbers."""
+    torch.manual_seed(0)
+    w = torch.randint(-128, 128, (48, 96), dtype=torch.int8)
+    scale = torch.rand(48) / 100
+
+    def layer(x: Any) -> Any:
+        s = x.abs().amax(-1, keepdim=True) / 127
+        q = (x / s).round().clamp(-128, 127).to(torch.int8)
+        return torch._int_mm(q, w.t()).float() * s * scale
+
+    report = report_of(layer, randn(33, 96))
+    assert len(report.compiled) == 1 and not report.eager, str(report)
+
+
 # ---------------------------------------------------------------------------------------------
 # what tileopt cannot compile
 
