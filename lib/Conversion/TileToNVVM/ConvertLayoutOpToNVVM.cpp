@@ -47,8 +47,8 @@ unsigned rowVectorElems(Type element, ArrayRef<int64_t> shape,
 void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
                        RankedTensorType type, Value vector, unsigned maxElems,
                        function_ref<Value(ArrayRef<Value>)> pointerOf,
-                       function_ref<bool(ArrayRef<int64_t>)> keep,
-                       int64_t dim) {
+                       function_ref<bool(ArrayRef<int64_t>)> keep, int64_t dim,
+                       unsigned stride) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type stored = storageType(b, type.getElementType());
@@ -58,7 +58,7 @@ void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
   if (dim < 0)
     dim = std::max<int64_t>(type.getRank() - 1, 0);
   for (Run run :
-       contiguousRuns(coords.offsets, type.getShape(), dim, maxElems)) {
+       contiguousRuns(coords.offsets, type.getShape(), dim, maxElems, stride)) {
     if ((keep && !keep(coords.offsets[run.first])) || !once.claim(run))
       continue;
     Value ptr = pointerOf(coords.coords[run.first]);
@@ -68,7 +68,7 @@ void storeRunsToShared(OpBuilder &b, Location loc, KernelState &ks,
     }
     SmallVector<Value> parts;
     for (unsigned e = 0; e < run.count; ++e)
-      parts.push_back(toStorage(b, loc, values[run.first + e]));
+      parts.push_back(toStorage(b, loc, values[run.reg(e)]));
     Value vec = vector::FromElementsOp::create(
         b, loc, VectorType::get({int64_t(run.count)}, stored), parts);
     LLVM::StoreOp::create(b, loc, vec, ptr, /*alignment=*/run.count * bytes);

@@ -75,9 +75,18 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
   auto [dim, contiguous] = contiguity(type.getEncoding());
   unsigned chunk = 128 / storageBits(type.getElementType());
   // Staged rows run along the tile's rows, or its columns where it is
-  // transposed: vectors go along that dimension.
+  // transposed: vectors go along that dimension, from consecutive registers
+  // or, in a blocked layout whose threads hold several elements along it too
+  // (byteBlockLayout's 4 x 4 bytes of a transposed i8 rhs), from registers
+  // that many of the faster dimension's apart.
   int64_t staged = stagedOperand(dot, operand, wgmma).transposed ? 0 : 1;
   unsigned maxElems = dim == staged ? std::min<unsigned>(contiguous, chunk) : 1;
+  unsigned stride = 1;
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(type.getEncoding());
+      blocked && dim != staged && blocked.getSizePerThread()[staged] > 1) {
+    maxElems = std::min<unsigned>(blocked.getSizePerThread()[staged], chunk);
+    stride = contiguous;
+  }
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems,
       [&](ArrayRef<Value> at) {
@@ -85,7 +94,7 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
             b, loc, ks, b.getI8Type(),
             stagedOperandOffset(b, loc, dot, operand, wgmma, at[0], at[1]));
       },
-      {}, staged);
+      {}, staged, stride);
 }
 
 bool lhsInRegisters(DotOp dot) {

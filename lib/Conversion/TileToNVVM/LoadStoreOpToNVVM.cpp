@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/BitVector.h"
 
 #include <functional>
 #include <limits>
@@ -165,15 +166,19 @@ Value wordToElement(OpBuilder &b, Location loc, Value word, Type element,
 
 SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
                                 ArrayRef<int64_t> shape, int64_t dim,
-                                unsigned maxElems) {
+                                unsigned maxElems, unsigned stride) {
   SmallVector<Run> runs;
-  unsigned i = 0, n = offsets.size();
-  while (i < n) {
+  unsigned n = offsets.size();
+  llvm::BitVector taken(n);
+  for (unsigned i = 0; i < n; ++i) {
+    if (taken.test(i))
+      continue;
     unsigned count = 1;
-    while (i + count < n && count < maxElems) {
+    for (unsigned r = i + stride; r < n && count < maxElems && !taken.test(r);
+         r += stride) {
       SmallVector<int64_t> expect(offsets[i]);
       expect[dim] += count;
-      if (wrap(offsets[i + count], shape) != wrap(expect, shape) ||
+      if (wrap(offsets[r], shape) != wrap(expect, shape) ||
           expect[dim] >= shape[dim])
         break;
       ++count;
@@ -182,8 +187,10 @@ SmallVector<Run> contiguousRuns(ArrayRef<SmallVector<int64_t>> offsets,
     while (count > 1 && (!llvm::isPowerOf2_32(count) ||
                          (offsets[i][dim] % shape[dim]) % count != 0))
       count /= 2;
-    runs.push_back({i, count});
-    i += count;
+    Run run{i, count, stride};
+    for (unsigned e = 0; e < count; ++e)
+      taken.set(run.reg(e));
+    runs.push_back(run);
   }
   return runs;
 }

@@ -509,16 +509,21 @@ View unpackView(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange values,
 //===----------------------------------------------------------------------===//
 
 /// A group of registers that one vector access moves: `count` contiguous
-/// elements of the fastest dimension starting at register `first`.
+/// elements of a dimension in registers `first`, `first + stride`, ... (the
+/// fastest dimension's are consecutive registers).
 struct Run {
-  unsigned first, count;
+  unsigned first, count, stride = 1;
+  unsigned reg(unsigned e) const { return first + e * stride; }
 };
 
 /// Splits a thread's registers into runs of at most `maxElems` contiguous
-/// elements along `dim` (registers are contiguous along order[0]).
+/// elements along `dim` whose registers lie `stride` apart (1: along
+/// order[0]; along another dimension of a blocked layout, the registers of
+/// the faster dimensions' sizePerThread between).
 llvm::SmallVector<Run>
 contiguousRuns(llvm::ArrayRef<llvm::SmallVector<int64_t>> offsets,
-               llvm::ArrayRef<int64_t> shape, int64_t dim, unsigned maxElems);
+               llvm::ArrayRef<int64_t> shape, int64_t dim, unsigned maxElems,
+               unsigned stride = 1);
 
 /// Hands out each wrapped coordinate of a tile once, run by run: a thread
 /// whose layout wraps around the tile writes each element a single time.
@@ -536,7 +541,7 @@ public:
     if (!written.insert(wrapped[run.first]).second)
       return false;
     for (unsigned e = 1; e < run.count; ++e)
-      written.insert(wrapped[run.first + e]);
+      written.insert(wrapped[run.reg(e)]);
     return true;
   }
 
@@ -619,15 +624,16 @@ void narrowInductionVariable(mlir::scf::ForOp loop);
 
 /// Stores a tile's registers to shared memory, each replicated register
 /// once, as runs of at most `maxElems` registers contiguous along dimension
-/// `dim` (the last one if negative): one (vector) store per run at
-/// `pointerOf(coordinates of the run's first register)`; with `keep`, only
-/// the runs whose first register's static offsets it accepts.
+/// `dim` (the last one if negative), `stride` registers apart
+/// (contiguousRuns): one (vector) store per run at `pointerOf(coordinates of
+/// the run's first register)`; with `keep`, only the runs whose first
+/// register's static offsets it accepts.
 void storeRunsToShared(
     mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
     mlir::RankedTensorType type, mlir::Value vector, unsigned maxElems,
     llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf,
     llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> keep = {},
-    int64_t dim = -1);
+    int64_t dim = -1, unsigned stride = 1);
 
 /// Writes a tile's registers into shared memory at their (padded) row-major
 /// positions; returns nothing. Callers put barriers around.

@@ -540,3 +540,34 @@ tile.kernel @broadcast_down_a_unit_column(%x: memref<?x?xf32, strided<[?, 1], of
   tile.store %b, %y[%c0, %c0] : tensor<1x4096xf32>, memref<?x?xf32, strided<[?, 1], offset: ?>>
   tile.return
 }
+
+// -----
+
+// An i8 rhs that only tensor-core dots read, from a view contiguous along N,
+// is staged K-major (8-bit fragments hold 4 elements along K): its load
+// gives each thread 4 rows of up to 16 bytes (here 8: 64 x 64 bytes on 128
+// threads), so that each column's 4 bytes along K go to shared memory as a
+// word. A K-major rhs, the lhs and an i8 tile that something else reads
+// keep the 16-byte access layouts.
+// SM80-DAG: #[[ROWS:.*]] = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
+// SM80-DAG: #[[BLOCKS:.*]] = #tile.blocked<sizePerThread = [4, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
+// SM80-DAG: #[[COLS:.*]] = #tile.blocked<sizePerThread = [16, 1], threadsPerWarp = [4, 8], warpsPerCTA = [1, 4], order = [0, 1]>
+// SM80-LABEL: tile.kernel @int8_rhs
+// SM80: tile.load %arg0{{.*}} -> tensor<64x64xi8, #[[ROWS]]>
+// SM80: tile.load %arg1{{.*}} -> tensor<64x64xi8, #[[BLOCKS]]>
+// SM80: tile.load %arg2{{.*}} -> tensor<64x64xi8, #[[COLS]]>
+// SM80: tile.load %arg1{{.*}} -> tensor<64x64xi8, #[[ROWS]]>
+tile.kernel @int8_rhs(%a: memref<?x?xi8, strided<[?, 1]>>, %b: memref<?x?xi8, strided<[?, 1]>>, %w: memref<?x?xi8, strided<[1, ?]>>, %c: memref<?x?xi32>) {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant dense<0> : tensor<64x64xi32>
+  %x = tile.load %a[%c0, %c0] : memref<?x?xi8, strided<[?, 1]>> -> tensor<64x64xi8>
+  %y = tile.load %b[%c0, %c0] : memref<?x?xi8, strided<[?, 1]>> -> tensor<64x64xi8>
+  %d = tile.dot %x, %y, %z : tensor<64x64xi8>, tensor<64x64xi8> -> tensor<64x64xi32>
+  %t = tile.load %w[%c0, %c0] : memref<?x?xi8, strided<[1, ?]>> -> tensor<64x64xi8>
+  %e = tile.dot %x, %t, %d : tensor<64x64xi8>, tensor<64x64xi8> -> tensor<64x64xi32>
+  %u = tile.load %b[%c0, %c0] : memref<?x?xi8, strided<[?, 1]>> -> tensor<64x64xi8>
+  %f = tile.dot %x, %u, %e : tensor<64x64xi8>, tensor<64x64xi8> -> tensor<64x64xi32>
+  tile.store %u, %b[%c0, %c0] : tensor<64x64xi8>, memref<?x?xi8, strided<[?, 1]>>
+  tile.store %f, %c[%c0, %c0] : tensor<64x64xi32>, memref<?x?xi32>
+  tile.return
+}

@@ -269,7 +269,7 @@ def test_int8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, 
                                     instruction: str, kmajor_b: bool, promises: bool) -> None:
     """i8 x i8 -> i32 dots run on mma.sync m16n8k32 (sm_80) and wgmma m64nNk32 (sm_90a),
     B K-major in shared memory (the only way an 8-bit fragment holds it): a row-major B is
-    transposed on its way in by byte stores, a K-major one (``x @ w.T``) is copied as it is,
+    transposed on its way in (4 x 4 bytes a thread), a K-major one (``x @ w.T``) is copied,
     by cp.async or TMA with the promises. The sums wrap modulo 2^32 as torch's (no
     ``.satfinite``): an accumulator that starts near the int32 maximum wraps, exactly."""
     bm, bn, bk = blocks
@@ -281,9 +281,12 @@ def test_int8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, 
     tma = promises and target == "sm_90a"
     assert ("cp.async.bulk.tensor" in ptx) == tma
     assert ("cp.async.cg.shared.global" in ptx) == (promises and not tma)
-    # A row-major B goes through registers (byte stores, transposed); a K-major one with
+    # A row-major B goes through registers, transposed: each thread holds 4 rows and
+    # stores each column's 4 bytes along K as a word, no byte alone; a K-major one with
     # the promises is copied.
-    assert ("st.shared.b8" in ptx) == (not kmajor_b or not promises)
+    if not kmajor_b:
+        assert "st.shared.b32" in ptx
+        assert ("st.shared.b8" in ptx) == (not promises)  # the unaligned loads' staging
     # Pipelined, the i32 accumulators stay in place: each wgmma runs on while the next
     # iteration starts, as f32 ones do.
     assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == tma

@@ -104,6 +104,45 @@ private:
     return defaultLayout(tile, order);
   }
 
+  /// Whether `dot` runs on tensor cores (getMmaK): sm_80 and newer, the tile
+  /// in whole blocks of them.
+  bool onTensorCores(DotOp dot) {
+    RankedTensorType lhs = dot.getLhs().getType();
+    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
+            n = dot.getAcc().getType().getDimSize(1);
+    int64_t mmaK = getMmaK(dot);
+    return smVersion >= 80 && mmaK && m % kMmaM == 0 && n % kMmaN == 0 &&
+           k % mmaK == 0;
+  }
+
+  /// The layout of an i8 tile that only tensor-core dots read as their rhs,
+  /// from a view contiguous along N: the dot stages it K-major (8-bit
+  /// fragments hold 4 elements along K), so each thread loads 4 rows of up to
+  /// 16 bytes along N and stores each column's 4 bytes as one word (byte
+  /// stores of 16-byte rows before: a quarter of the stores). Null for any
+  /// other load.
+  Attribute byteBlockLayout(LoadOp load) {
+    RankedTensorType type = load.getResult().getType();
+    auto [strides, offset] = load.getView().getType().getStridesAndOffset();
+    if (type.getRank() != 2 || !type.getElementType().isSignlessInteger(8) ||
+        strides.back() != 1 || type.getDimSize(0) % 4 != 0 ||
+        load.getResult().use_empty() ||
+        llvm::any_of(load.getResult().getUses(), [&](OpOperand &use) {
+          auto dot = dyn_cast<DotOp>(use.getOwner());
+          return !dot || use.getOperandNumber() != 1 || !onTensorCores(dot);
+        }))
+      return nullptr;
+    // The default layout of a tile a quarter as tall (up to 16 bytes a
+    // thread along N), each thread's rows then 4 times as many.
+    BlockedLayoutAttr quarter = getDefaultBlockedLayout(
+        context, {type.getDimSize(0) / 4, type.getDimSize(1)}, 16, numWarps,
+        {1, 0});
+    SmallVector<unsigned> spt(quarter.getSizePerThread());
+    spt[0] *= 4;
+    return BlockedLayoutAttr::get(context, spt, quarter.getThreadsPerWarp(),
+                                  quarter.getWarpsPerCTA(), quarter.getOrder());
+  }
+
   /// Whether a plain store writes a 32-bit tile straight from its mma layout:
   /// a thread's pair of adjacent elements is an 8-byte vector, and the four
   /// lanes of a row fill a 32-byte sector, so the warp writes whole sectors
@@ -143,11 +182,9 @@ private:
   Attribute dotLayout(DotOp dot) {
     RankedTensorType lhs = dot.getLhs().getType();
     RankedTensorType acc = dot.getAcc().getType();
-    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = acc.getDimSize(1);
+    int64_t m = lhs.getDimSize(0), n = acc.getDimSize(1);
     int64_t mmaK = getMmaK(dot);
-    bool tensorCores = smVersion >= 80 && mmaK && m % kMmaM == 0 &&
-                       n % kMmaN == 0 && k % mmaK == 0;
-    if (!tensorCores)
+    if (!onTensorCores(dot))
       return defaultLayout(acc);
     // Each doubling goes to the dimension with more mma blocks per warp (as
     // Triton does), so a warp's tile stays square-ish and the operand
@@ -271,7 +308,9 @@ private:
 
     if (auto load = dyn_cast<LoadOp>(op)) {
       RankedTensorType type = load.getResult().getType();
-      setLayout(load.getResult(), accessLayout(type, load.getView().getType()));
+      Attribute layout = byteBlockLayout(load);
+      setLayout(load.getResult(),
+                layout ? layout : accessLayout(type, load.getView().getType()));
       return success();
     }
     if (auto store = dyn_cast<StoreOp>(op)) {
