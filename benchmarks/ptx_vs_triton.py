@@ -78,8 +78,11 @@ partitions in 12 warps; ``warp_specialize=True``: tileopt's producer warp in a w
 the 4 consumer warps; both launched with their PTX's block). The int8 matmul
 (``torch._int_mm``: int8 operands, int32 sums; 64 x 64 x 64 blocks) on sm_80 (``mma.sync``
 m16n8k32) and on sm_90a (``wgmma`` m64n64k32, ``a`` by cp.async on both sides): its row-major
-``b`` goes K-major into shared memory on both sides, tileopt's by byte stores, Triton's by
-4-byte copies on sm_80 whose fragments it gathers byte by byte. Attention on
+``b`` goes K-major into shared memory on both sides, tileopt's a word of 4 rows' bytes at a
+time, Triton's by byte stores (sm_90a) or by 4-byte copies whose fragments it gathers byte by
+byte (sm_80). On sm_90a tileopt's ``b`` takes a slot of the ring as ``a`` does (1.5x
+Triton's shared memory), so that each wgmma runs on while the next iteration stores the next
+``b``; Triton's one buffer waits for it. Attention on
 sm_90a is measured twice the same way: keys and values by cp.async on both sides (tileopt's
 ``tma=False``), and with TMA allowed (tileopt's default, which keeps cp.async at these 3
 stages: TMA's mbarriers would leave room for one block fewer per H100 SM, 5% slower there;
@@ -321,8 +324,12 @@ def tr_matmul_tile(
     a_ptr, b_ptr, c_ptr, rows, cols, m, n, k, stride_a, stride_b, stride_c,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    """The tile of c at ``rows`` x ``cols``, its K loop of pointer loads."""
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    """The tile of c at ``rows`` x ``cols``, its K loop of pointer loads (int8 operands sum
+    in int32, as ``torch._int_mm``)."""
+    if a_ptr.dtype.element_ty == tl.int8:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
+    else:
+        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for start in range(0, k, BLOCK_K):
         ks = start + tl.arange(0, BLOCK_K)
         a = tl.load(
@@ -336,26 +343,6 @@ def tr_matmul_tile(
         acc = tl.dot(a, b, acc)
     mask = (rows[:, None] < m) & (cols[None, :] < n)
     tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc, mask=mask)
-
-
-@triton.jit
-def tr_matmul_i8(
-    a_ptr, b_ptr, c_ptr, m, n, k, stride_a, stride_b, stride_c,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-):
-    """int8 ``a @ b`` summed in int32 (``torch._int_mm``), pointer loads."""
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
-    for start in range(0, k, BLOCK_K):
-        ks = start + tl.arange(0, BLOCK_K)
-        a = tl.load(a_ptr + rows[:, None] * stride_a + ks[None, :],
-                    mask=(rows[:, None] < m) & (ks[None, :] < k), other=0)
-        b = tl.load(b_ptr + ks[:, None] * stride_b + cols[None, :],
-                    mask=(ks[:, None] < k) & (cols[None, :] < n), other=0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rows[:, None] * stride_c + cols[None, :], acc,
-             mask=(rows[:, None] < m) & (cols[None, :] < n))
 
 
 @triton.jit
@@ -636,7 +623,6 @@ def matmul_case(
                 for shape in ((m, k), (k, n)))
         c, want = torch.zeros(m, n, dtype=torch.int32), torch._int_mm(a, b)
         make = functools.partial(kernels.matmul, "i8", out_dtype="i32")
-        fn = tr_matmul_i8
     if programs is not None and stream_k:
         make, fn = functools.partial(kernels.stream_k_matmul, "f16"), tr_matmul_stream_k
         grid = kernels.stream_k_matmul_grid((m, k), (k, n), programs, bm, bn, bk)
