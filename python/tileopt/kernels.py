@@ -353,7 +353,7 @@ def _check_matmul(dtype: str, epilogue: str | None, split: bool = False,
             _check_pow2(**{name: size})
     if epilogue not in EPILOGUES:
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
-    if dtype != "f32" and blocks["block_k"] < 16:
+    if dtype in ("f16", "bf16") and blocks["block_k"] < 16:
         raise ValueError("f16/bf16 matmul needs block_k >= 16 (mma.sync m16n8k16)")
     if dtype == "i8" and blocks["block_k"] < 32:
         raise ValueError("i8 matmul needs block_k >= 32 (mma.sync m16n8k32)")

@@ -272,6 +272,7 @@ def test_int8_matmul(compiled: Any, target: str, m: int, k: int, n: int) -> None
     ({}, "an i8 matmul takes out_dtype='i32' and no epilogue"),
     ({"out_dtype": "i32", "epilogue": "bias_relu"}, "no epilogue"),
     ({"out_dtype": "i32", "block_k": 16}, r"i8 matmul needs block_k >= 32"),
+    ({"out_dtype": "i32", "block_k": 8}, r"i8 matmul needs block_k >= 32"),
 ])
 def test_int8_matmul_options(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
