@@ -5,7 +5,8 @@
 #   benchmarks/gpu_session.sh pack     # here: compile everything into .gpu/pack (< 64 MiB)
 #   benchmarks/gpu_session.sh run      # there, in the repository root: results into $OUT
 #
-# pack: tileopt's matmul kernels of matmul_tflops.py (--save-kernels), the formed linear
+# pack: tileopt's matmul kernels of matmul_tflops.py (--save-kernels; int8 in its --quick
+# configurations), the formed linear
 # layers of linear_tflops.py (plain and with warp_specialize), the formed attention of
 # attention_tflops.py, the replay cases of test/python/gpu/replay (groups $REPLAY_GROUPS), and
 # the wheels of cuda-core, cuda-bindings and cuda-pathfinder at requirements.txt's pins for the
@@ -13,7 +14,8 @@
 # (`echo /.gpu/ >> .git/info/exclude`) and carry .gpu/pack.
 #
 # run: the replay (cubin and PTX-JIT paths; its benchmarks beside torch's), then matmul_tflops
-# (f16 also beside the Triton there), linear_tflops and attention_tflops, each under its own
+# (f16 also beside the Triton there; int8 beside torch._int_mm), linear_tflops and
+# attention_tflops, each under its own
 # time limit so that one that hangs leaves the others their time; every log goes to $OUT (at
 # most 8 files come back from it). About 5 minutes on an H200.
 set -uo pipefail
@@ -26,6 +28,8 @@ pack() {
   rm -rf .gpu/work "$PACK" && mkdir -p .gpu/work "$PACK" || exit 1
   (cd benchmarks &&
     "../$py" matmul_tflops.py --save-kernels ../.gpu/work/mm --target sm_90a &&
+    "../$py" matmul_tflops.py --save-kernels ../.gpu/work/mm8 --dtypes i8 --quick \
+      --target sm_90a &&
     "../$py" linear_tflops.py --save ../.gpu/work/lin --target sm_90a &&
     "../$py" linear_tflops.py --save ../.gpu/work/linws --warp-specialize --target sm_90a &&
     "../$py" attention_tflops.py --save ../.gpu/work/att --target sm_90a) >/dev/null || exit 1
@@ -37,7 +41,7 @@ pack() {
   "$py" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     -d .gpu/work/whl $pins || exit 1
-  for part in mm lin linws att cases whl; do
+  for part in mm mm8 lin linws att cases whl; do
     tar -C .gpu/work -cf - "$part" | xz -6 -T0 >"$PACK/$part.tar.xz" || exit 1
   done
   du -ch "$PACK"/* | sed 's/^/  /'
@@ -79,8 +83,10 @@ run() {
     step linear 45 python3 linear_tflops.py --load "$work/lin"
     step linear_ws 45 python3 linear_tflops.py --load "$work/linws"
     step attention 45 python3 attention_tflops.py --load "$work/att"
-    step matmul_bf16 120 python3 matmul_tflops.py --kernels "$work/mm" --no-triton \
-      --dtypes bf16 --details "$OUT/matmul_details.jsonl")
+    # one log for both (8 files come back at most)
+    step matmul_bf16_i8 180 sh -c "python3 matmul_tflops.py --kernels '$work/mm' --no-triton \
+      --dtypes bf16 --details '$OUT/matmul_details.jsonl'; python3 matmul_tflops.py \
+      --kernels '$work/mm8' --no-triton --quick --dtypes i8")
 }
 
 case ${1:-} in

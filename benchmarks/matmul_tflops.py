@@ -17,7 +17,10 @@ and down projections) at a few token counts, it times:
 All three accumulate in f32 and write the same ``c``: f16/bf16 as torch.matmul returns it
 (``kernels.matmul(out_dtype=...)``), or f32 with ``--out-dtype f32`` (cuBLAS:
 ``torch.mm(a, b, out_dtype=torch.float32)``). The goal (issue 12) is tileopt at 90% of
-cuBLAS or more.
+cuBLAS or more. ``--dtypes i8``: int8 operands summed in int32 (``torch._int_mm`` is cuBLAS's
+side; the TFLOP/s columns are then int8 TOPS), in the configurations' blocks with twice their
+``block_k`` (the same bytes a k step), one tile a program (no persistent or stream-K
+kernels for int8); every result exact.
 
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
 warps, and ``num_stages`` where ``tileopt.compile`` takes it), a program a tile in launch
@@ -67,7 +70,9 @@ GOAL = 0.90  # tileopt's TFLOP/s over cuBLAS's that issue 12 asks for
 def _torch_dtypes() -> dict[str, Any]:
     import torch
 
-    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+            "i8": torch.int8, "i32": torch.int32}
+
 
 
 def gpu_unavailable() -> str | None:
@@ -231,6 +236,17 @@ def with_groups(configs: Sequence[Config]) -> list[Config]:
                       else (c.grouped(None), c.grouped(GROUP_M), c.persistent_schedule()))]
 
 
+def k_block(dtype: str, config: Config) -> int:
+    """``config``'s k step for ``dtype`` inputs: twice as many int8 elements (as many bytes)."""
+    return 2 * config.block_k if dtype == "i8" else config.block_k
+
+
+def runs(dtype: str, config: Config) -> bool:
+    """Whether the benchmark runs ``config`` for ``dtype``: int8 has one schedule, a tile a
+    program (kernels.matmul)."""
+    return dtype != "i8" or not (config.persistent or config.stream_k)
+
+
 def resident_programs(metadata: Any, props: Any) -> int:
     """The programs of a kernel that the GPU runs at once: its SMs times the blocks one SM
     holds by registers (allocated per warp in units of 256), shared memory (1 KiB reserved a
@@ -307,7 +323,11 @@ def time_launch(fn: Callable[[], Any], warmup: int, reps: int, repeat: int) -> t
 
 
 def correct(got: Any, want: Any) -> str | None:
-    """None when ``got`` matches the f32 reference ``want``, else the largest error."""
+    """None when ``got`` matches the reference ``want`` (f32; for int8 inputs the exact
+    int32 product, f64), else the largest error."""
+    if not got.is_floating_point():
+        wrong = int((got.double() != want).sum().item())
+        return f"wrong result ({wrong} elements differ)" if wrong else None
     err = (got.float() - want).abs().max().item()
     scale = want.abs().max().item()
     # f16/bf16 inputs and f32 accumulation: well within 1% of the output's scale; a bf16 or
@@ -382,7 +402,9 @@ class TileoptMatmul:
         return config.stream_k and self.out(dtype) != "f32"
 
     def out(self, dtype: str) -> str:
-        """The result's dtype for ``dtype`` inputs."""
+        """The result's dtype for ``dtype`` inputs (int32 for int8, as torch._int_mm)."""
+        if dtype == "i8":
+            return "i32"
         return dtype if self.out_dtype == "same" else self.out_dtype
 
     @staticmethod
@@ -392,7 +414,7 @@ class TileoptMatmul:
                      if size % 16 == 0)
 
     def file_name(self, dtype: str, config: Config, divisible: Sequence[str], copy: str) -> str:
-        tiles = f"{config.block_m}x{config.block_n}x{config.block_k}"
+        tiles = f"{config.block_m}x{config.block_n}x{k_block(dtype, config)}"
         schedule = ("p" if config.persistent else "sk" if config.stream_k
                     else f"g{config.group_m or 0}")
         return (f"{self.target}-{dtype}-{self.out(dtype)}-{tiles}-w{config.num_warps}-"
@@ -429,7 +451,7 @@ class TileoptMatmul:
         from tileopt import kernels
 
         tiles = {"block_m": config.block_m, "block_n": config.block_n,
-                 "block_k": config.block_k}
+                 "block_k": k_block(dtype, config)}
         out = {"out_dtype": self.out(dtype)}
         promises = {"aligned": True, "int32_indexing": True}
         workspace = self.workspace(dtype, config)
@@ -449,7 +471,7 @@ class TileoptMatmul:
         ``errors.json`` for those that do not compile)."""
         out.mkdir(parents=True, exist_ok=True)
         for dtype in dtypes:
-            for config in configs:
+            for config in (c for c in configs if runs(dtype, c)):
                 for divisible in sorted(divisibles):
                     for copy in self.variants():
                         name = self.file_name(dtype, config, divisible, copy)
@@ -471,7 +493,7 @@ class TileoptMatmul:
 
         props = torch.cuda.get_device_properties(0)
         out = []
-        for config in configs:
+        for config in (c for c in configs if runs(dtype, c)):
             for copy in self.variants():
                 label = f"{config}{'' if copy == 'cpasync' else ' ' + copy}"
                 workspace = self.workspace(dtype, config)
@@ -539,7 +561,10 @@ def triton_matmul() -> Any | None:
             tile_n = program % per_group // rows_of_tiles
         rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
         cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+        if a_ptr.dtype.element_ty == tl.int8:  # int8 products summed in int32
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
+        else:
+            acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
         for start in range(0, k, BLOCK_K):
             ks = start + tl.arange(0, BLOCK_K)
             a = tl.load(
@@ -563,6 +588,7 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
     import torch
 
     out = []
+    dtype = "i8" if a.dtype == torch.int8 else ""
     for config in configs:
         # the tutorial's kernel has one schedule, and blocks of powers of two (tl.arange)
         if config.persistent or config.stream_k or not config.powers_of_two():
@@ -573,7 +599,7 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
         def launch(config: Config = config, grid: Any = grid, c: Any = c) -> None:
             kernel[grid](a, b, c, shape.m, shape.n, shape.k, a.stride(0), b.stride(0),
                          c.stride(0), BLOCK_M=config.block_m, BLOCK_N=config.block_n,
-                         BLOCK_K=config.block_k, GROUP_M=config.group_m or 0,
+                         BLOCK_K=k_block(dtype, config), GROUP_M=config.group_m or 0,
                          num_warps=config.num_warps,
                          num_stages=config.num_stages)
 
@@ -583,10 +609,12 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
 
 def cublas_candidates(a: Any, b: Any, out_dtype: Any) -> list[tuple[str, Any, Any]]:
     """torch.matmul into a preallocated output of the inputs' dtype, or torch.mm into an
-    ``out_dtype`` one (none where torch has no ``out_dtype``)."""
+    ``out_dtype`` one (none where torch has no ``out_dtype``); for int8, torch._int_mm."""
     import torch
 
     c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=out_dtype)
+    if a.dtype == torch.int8:
+        return [("torch._int_mm", lambda: torch._int_mm(a, b, out=c), c)]
     if out_dtype == a.dtype:
         return [("torch.matmul", lambda: torch.matmul(a, b, out=c), c)]
     try:
@@ -615,7 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="4096^3 and one token count, three configurations")
-    parser.add_argument("--dtypes", default="f16,bf16", help="comma-separated: f16,bf16")
+    parser.add_argument("--dtypes", default="f16,bf16", help="comma-separated: f16,bf16,i8")
     parser.add_argument("--shapes", default="square,gpt2,llama7b",
                         help="comma-separated groups: square, " + ", ".join(MODELS))
     parser.add_argument("--target", default=None,
@@ -638,8 +666,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     dtypes = [d for d in opts.dtypes.split(",") if d]
     groups = [g for g in opts.shapes.split(",") if g]
-    if bad := [d for d in dtypes if d not in ("f16", "bf16")]:
-        parser.error(f"unknown dtypes {bad}; f16 and bf16 are benchmarked")
+    if bad := [d for d in dtypes if d not in ("f16", "bf16", "i8")]:
+        parser.error(f"unknown dtypes {bad}; f16, bf16 and i8 are benchmarked")
     if bad := [g for g in groups if g != "square" and g not in MODELS]:
         parser.error(f"unknown shape groups {bad}; square, {', '.join(MODELS)}")
 
@@ -686,12 +714,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     eager_rows = 0
     reported: set[tuple[str, str]] = set()
     for dtype in dtypes:
-        torch_dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        torch_dtype = _torch_dtypes()[dtype]
         for shape in shapes(groups, opts.quick):
-            a = torch.randn(shape.m, shape.k, device="cuda", generator=gen).to(torch_dtype)
-            b = torch.randn(shape.k, shape.n, device="cuda", generator=gen).to(torch_dtype)
-            b /= math.sqrt(shape.k)
-            want = a.float() @ b.float()
+            if dtype == "i8":
+                a, b = (torch.randint(-128, 128, size, device="cuda", generator=gen,
+                                      dtype=torch.int8)
+                        for size in ((shape.m, shape.k), (shape.k, shape.n)))
+                want = a.double() @ b.double()  # exact: |sums| < 2^53
+            else:
+                a = torch.randn(shape.m, shape.k, device="cuda", generator=gen).to(torch_dtype)
+                b = torch.randn(shape.k, shape.n, device="cuda", generator=gen).to(torch_dtype)
+                b /= math.sqrt(shape.k)
+                want = a.float() @ b.float()
             failures: dict[str, list[str]] = {"tileopt": [], "Triton": [], "cuBLAS": []}
             out_dtype = _torch_dtypes()[ours.out(dtype)]
             cublas = best(cublas_candidates(a, b, out_dtype), want, opts, failures["cuBLAS"])

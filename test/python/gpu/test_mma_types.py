@@ -321,3 +321,24 @@ def test_int8_dots_without_tensor_cores_are_exact(target: str, blocks: tuple[int
         kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
         want = a.long() @ b.long() + START
         assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
+
+
+@pytest.mark.parametrize(("blocks", "warps"), [((64, 64, 64), 4), ((128, 128, 64), 8)])
+def test_int8_dots_from_a_producer_warpgroup(blocks: tuple[int, ...], warps: int) -> None:
+    """``warp_specialize`` on an int8 matmul whose B is K-major (both operands by TMA): a
+    producer warpgroup after the consumers fills the ring; exact on odd shapes, no race."""
+    bm, bn, bk = blocks
+    kern = compile(_int8_matmul(bm, bn, bk, True, START), "sm_90a", num_warps=warps,
+                   num_stages=3, warp_specialize=True, **PROMISES)
+    assert kern.metadata.block[0] == 32 * warps + 128  # the producer's warpgroup
+    assert "wgmma.mma_async.sync.aligned.m64n" in str(kern.asm["ptx"])
+    gen = torch.Generator().manual_seed(5)
+    for m, k, n in PROMISED_SHAPES + [(130, 208, 80)]:
+        a = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
+        b = torch.randint(-128, 128, (k, n), generator=gen, dtype=torch.int8)
+        c = torch.full((m, n), -7, dtype=torch.int32)
+        stats = kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a,
+                            b.t().contiguous(), c)
+        assert stats.shared_races == 0
+        want = a.long() @ b.long() + START
+        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
