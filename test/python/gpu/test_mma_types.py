@@ -229,6 +229,11 @@ INT32_MAX = 2**31 - 1
 START = INT32_MAX - 20_000
 
 
+def wrapped_i32(x: torch.Tensor) -> torch.Tensor:
+    """Exact integers (int64) wrapped modulo 2^32 into int32, as i32 sums wrap."""
+    return ((x + 2**31) % 2**32 - 2**31).int()
+
+
 def _int8_matmul(bm: int, bn: int, bk: int, kmajor_b: bool, start: int) -> KernelBuilder:
     """``c = start + a @ b`` of int8 ``a`` and ``b`` in an i32 accumulator, stored as i32;
     with ``kmajor_b`` the kernel takes ``b`` transposed (N x K, a linear layer's weight)."""
@@ -301,7 +306,7 @@ def test_int8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, 
                     b.t().contiguous() if kmajor_b else b, c)
         want = a.long() @ b.long() + START
         assert (want > INT32_MAX).any()  # some sums wrap
-        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
+        assert torch.equal(c, wrapped_i32(want))
 
 
 @pytest.mark.parametrize(("target", "blocks"), [("sm_75", (64, 64, 32)), ("sm_80", (16, 16, 16))],
@@ -320,7 +325,7 @@ def test_int8_dots_without_tensor_cores_are_exact(target: str, blocks: tuple[int
         c = torch.full((m, n), -7, dtype=torch.int32)
         kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a, b, c)
         want = a.long() @ b.long() + START
-        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
+        assert torch.equal(c, wrapped_i32(want))
 
 
 @pytest.mark.parametrize(("blocks", "warps"), [((64, 64, 64), 4), ((128, 128, 64), 8)])
@@ -341,4 +346,4 @@ def test_int8_dots_from_a_producer_warpgroup(blocks: tuple[int, ...], warps: int
                             b.t().contiguous(), c)
         assert stats.shared_races == 0
         want = a.long() @ b.long() + START
-        assert torch.equal(c, ((want + 2**31) % 2**32 - 2**31).int())
+        assert torch.equal(c, wrapped_i32(want))
