@@ -150,13 +150,7 @@ Value getScalarSource(Value v) {
 
 bool isZeroTensor(Value tensor) {
   Value v = getScalarSource(tensor);
-  Attribute attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)))
-    return false;
-  if (auto integer = dyn_cast<IntegerAttr>(attr))
-    return integer.getValue().isZero();
-  auto real = dyn_cast<FloatAttr>(attr);
-  return real && real.getValue().isZero();
+  return v && (matchPattern(v, m_Zero()) || matchPattern(v, m_AnyZeroFloat()));
 }
 
 /// Each result is a loop dimension (at most once) or the constant 0.

@@ -88,10 +88,8 @@ int64_t scratchBytes(Operation *op, const LoweringState &state) {
 
 bool hasZeroPadding(LoadOp load) {
   Attribute padding = load.getPaddingOrZero();
-  if (auto integer = dyn_cast<IntegerAttr>(padding))
-    return integer.getValue().isZero();
-  auto real = dyn_cast<FloatAttr>(padding);
-  return real && real.getValue().isZero();
+  return matchPattern(padding, m_Zero()) ||
+         matchPattern(padding, m_AnyZeroFloat());
 }
 
 bool isAsyncCopyable(LoadOp load, const AccessFacts &facts, int64_t dim) {

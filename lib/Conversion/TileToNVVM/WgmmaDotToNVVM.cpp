@@ -91,12 +91,7 @@ struct RestartedAccumulator {
 };
 
 bool isZeroTile(Value value) {
-  DenseElementsAttr constant;
-  if (!matchPattern(value, m_Constant(&constant)) || !constant.isSplat())
-    return false;
-  if (isa<IntegerType>(constant.getElementType()))
-    return constant.getSplatValue<APInt>().isZero();
-  return constant.getSplatValue<APFloat>().isPosZero();
+  return matchPattern(value, m_Zero()) || matchPattern(value, m_PosZeroFloat());
 }
 
 std::optional<RestartedAccumulator> restartedAccumulator(DotOp dot) {
