@@ -180,17 +180,19 @@ def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout",
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Tile_ElementType : AnyTypeOf<[I1, I8, I16, I32, I64, F16, BF16, F32, F64]>;
+def Tile_ElementType : AnyTypeOf<[I1, I8, I16, I32, I64, F16, BF16, F32, F64,
+                                  F8E4M3FN, F8E5M2]>;
 
 def Tile_Tile : Type<
     CPred<"::tileopt::tile::isTileType($_self)">,
     "tile (a static tensor with power-of-two dims of i1, i8, i16, i32, i64, "
-    "f16, bf16, f32 or f64)",
+    "f16, bf16, f32, f64, f8E4M3FN or f8E5M2)",
     "::mlir::RankedTensorType">;
 
 def Tile_View : Type<
     CPred<"::tileopt::tile::isViewType($_self)">,
-    "view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32 or f64)",
+    "view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32, f64, "
+    "f8E4M3FN or f8E5M2)",
     "::mlir::MemRefType">;
 
 def Tile_TileOrScalar : AnyTypeOf<[Tile_Tile, Tile_ElementType]>;

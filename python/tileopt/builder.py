@@ -67,11 +67,13 @@ _ELEMENT_TYPES: dict[str, Callable[[], ir.Type]] = {
     "bf16": lambda: ir.BF16Type.get(),
     "f32": lambda: ir.F32Type.get(),
     "f64": lambda: ir.F64Type.get(),
+    "f8E4M3FN": lambda: ir.Float8E4M3FNType.get(),
+    "f8E5M2": lambda: ir.Float8E5M2Type.get(),
 }
 
 #: Element types of tiles and views (``index`` is for scalars only).
 TILE_ELEMENT_TYPES: tuple[str, ...] = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32",
-                                       "f64")
+                                       "f64", "f8E4M3FN", "f8E5M2")
 
 
 def _check_dtype(name: object, allowed: Sequence[str], what: str = "element type") -> str:
@@ -158,15 +160,23 @@ class Scalar:
 
 
 def _is_float(type_: ir.Type) -> bool:
-    return isinstance(type_, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type))
+    return isinstance(type_, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type, *_FP8_TYPES))
+
+
+_FP8_TYPES = (ir.Float8E4M3FNType, ir.Float8E5M2Type)
 
 
 def _is_bool(type_: ir.Type) -> bool:
     return isinstance(type_, ir.IntegerType) and type_.width == 1
 
 
+def _is_fp8(type_: ir.Type) -> bool:
+    return isinstance(type_, _FP8_TYPES)
+
+
 def _float_width(type_: ir.Type) -> int:
-    return {ir.F16Type: 16, ir.BF16Type: 16, ir.F32Type: 32, ir.F64Type: 64}[type(type_)]
+    return 8 if _is_fp8(type_) else {ir.F16Type: 16, ir.BF16Type: 16, ir.F32Type: 32,
+                                     ir.F64Type: 64}[type(type_)]
 
 
 def _broadcast_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
@@ -932,6 +942,9 @@ class KernelBuilder:
         if (isinstance(src, ir.IndexType) and _is_float(target)) or (
                 _is_float(src) and isinstance(target, ir.IndexType)):  # no index <-> float op
             return self.cast(self.cast(x, "i64"), dtype)
+        if (_is_fp8(src) or _is_fp8(target)) and not (_is_float(src) and _is_float(target)):
+            # fp8 converts to and from floats only: integers go through f32
+            return self.cast(self.cast(x, "f32"), dtype)
         if _is_float(src) and _is_float(target):
             if _float_width(target) == _float_width(src):  # f16 <-> bf16: through f32
                 return self.cast(self.cast(x, "f32"), dtype)

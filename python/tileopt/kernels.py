@@ -25,6 +25,7 @@ from tileopt.builder import KernelBuilder, Scalar, Value, View
 
 FLOAT_DTYPES = ("f32", "f16", "bf16")
 MATMUL_DTYPES = ("f32", "f16", "bf16")
+FP8_DTYPES = ("f8E4M3FN", "f8E5M2")
 EPILOGUES = (None, "bias_relu")
 
 
@@ -355,8 +356,8 @@ def _check_matmul(dtype: str, epilogue: str | None, split: bool = False,
         raise ValueError(f"epilogue must be one of {EPILOGUES}, got {epilogue!r}")
     if dtype in ("f16", "bf16") and blocks["block_k"] < 16:
         raise ValueError("f16/bf16 matmul needs block_k >= 16 (mma.sync m16n8k16)")
-    if dtype == "i8" and blocks["block_k"] < 32:
-        raise ValueError("i8 matmul needs block_k >= 32 (mma.sync m16n8k32)")
+    if dtype in ("i8", *FP8_DTYPES) and blocks["block_k"] < 32:
+        raise ValueError(f"{dtype} matmul needs block_k >= 32 (mma.sync m16n8k32)")
 
 
 def matmul(
@@ -376,8 +377,11 @@ def matmul(
     through tensor cores (``tile.dot`` -> mma.sync); f32 is exact f32 on CUDA cores (no
     tf32). ``dtype="i8"`` takes ``out_dtype="i32"`` and no epilogue: int8 products summed
     in i32 on tensor cores, wrapping as ``torch._int_mm``'s (``block_k`` >= 32, mma.sync
-    m16n8k32). Each program computes a ``block_m x block_n`` tile of ``c``, looping over K in
-    steps of ``block_k`` with the accumulator carried by the loop. Grid: :func:`matmul_grid`.
+    m16n8k32). ``dtype="f8E4M3FN"`` or ``"f8E5M2"`` (``torch.float8_e4m3fn``/``e5m2``):
+    exact fp8 products summed in f32, on tensor cores from sm_89 (``block_k`` >= 32), on
+    CUDA cores before. Each program computes a ``block_m x block_n`` tile of ``c``, looping
+    over K in steps of ``block_k`` with the accumulator carried by the loop. Grid:
+    :func:`matmul_grid`.
 
     Program (i, j) computes tile (i, j), in launch order down the columns of tiles. With
     ``group_m``, the programs take the tiles in groups of ``group_m`` rows of tiles instead,
@@ -391,7 +395,7 @@ def matmul(
     192 x 192 make one wave of GPT-2's QKV projection at 2048 tokens on 132 SMs (11 x 12
     tiles), which tiles of powers of two leave a second, nearly empty one.
     """
-    _check_matmul(dtype, epilogue, split=True, dtypes=(*MATMUL_DTYPES, "i8"),
+    _check_matmul(dtype, epilogue, split=True, dtypes=(*MATMUL_DTYPES, "i8", *FP8_DTYPES),
                   block_m=block_m, block_n=block_n, block_k=block_k)
     acc_dtype = "f32"
     if dtype == "i8":

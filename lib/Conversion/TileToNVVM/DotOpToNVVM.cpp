@@ -277,14 +277,19 @@ struct DotLowering : TilePattern<DotOp> {
         rewriter, loc, lb, ub, step, acc,
         [&](OpBuilder &b, Location, Value kk, ValueRange iter) {
           Value k32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), kk);
-          auto read = [&](Value row, Value col, int64_t cols, int64_t base) {
+          // fp8 (either format on either side) is widened in software.
+          auto read = [&](Value row, Value col, int64_t cols, int64_t base,
+                          Type element) {
+            Type stored = storageType(b, element);
             Value index = arith::AddIOp::create(
                 b, loc,
                 arith::MulIOp::create(b, loc, row,
                                       i32Const(b, loc, cols + pad)),
                 col);
-            Value ptr = sharedPtr(b, loc, ks, inElement, index, base);
-            Value v = LLVM::LoadOp::create(b, loc, inElement, ptr);
+            Value ptr = sharedPtr(b, loc, ks, stored, index, base);
+            Value v = LLVM::LoadOp::create(b, loc, stored, ptr);
+            if (isFp8Type(element))
+              return widenFp8(b, loc, element, v, accElement);
             if (v.getType() == accElement)
               return v;
             if (isa<IntegerType>(accElement))
@@ -293,9 +298,9 @@ struct DotLowering : TilePattern<DotOp> {
           };
           SmallVector<Value> a, bv;
           for (Value r : rowCoord)
-            a.push_back(read(r, k32, k, 0));
+            a.push_back(read(r, k32, k, 0, inElement));
           for (Value c : colCoord)
-            bv.push_back(read(k32, c, n, lhsBytes));
+            bv.push_back(read(k32, c, n, lhsBytes, rhsType.getElementType()));
           SmallVector<Value> next;
           for (auto [i, v] : llvm::enumerate(iter)) {
             Value x = a[rowOf[i]], y = bv[colOf[i]];

@@ -167,6 +167,62 @@ SmallVector<unsigned> compareGroups(arith::CmpIOp cmp) {
 
 namespace {
 
+Value fromF32(OpBuilder &b, Location loc, Value v, Type to) {
+  if (to.isF32())
+    return v;
+  if (to.getIntOrFloatBitWidth() > 32)
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v); // exact for fp8's values
+}
+
+/// An f16 (exact for fp8's values) as `to`.
+Value fromF16(OpBuilder &b, Location loc, Value v, Type to) {
+  if (to.isF16())
+    return v;
+  return fromF32(b, loc, arith::ExtFOp::create(b, loc, b.getF32Type(), v), to);
+}
+
+} // namespace
+
+Value widenFp8(OpBuilder &b, Location loc, Type from, Value byte, Type to) {
+  if (isa<Float8E5M2Type>(from)) {
+    Type i16 = b.getI16Type();
+    Value bits =
+        arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i16, byte),
+                              arith::ConstantIntOp::create(b, loc, i16, 8));
+    return fromF16(b, loc,
+                   arith::BitcastOp::create(b, loc, b.getF16Type(), bits), to);
+  }
+  // e4m3fn: exponent and mantissa in an f32's top bits, times 2^(127 - 7)
+  // (exact, subnormals included); the sign apart; 0x7f is NaN.
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Value bits = arith::ExtUIOp::create(b, loc, i32, byte);
+  Value magnitude = arith::AndIOp::create(b, loc, bits, i32Const(b, loc, 0x7f));
+  Value scaled = arith::MulFOp::create(
+      b, loc,
+      arith::BitcastOp::create(
+          b, loc, f32,
+          arith::ShLIOp::create(b, loc, magnitude, i32Const(b, loc, 20))),
+      arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0x1p120f)));
+  Value sign = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, bits, i32Const(b, loc, 0x80)),
+      i32Const(b, loc, 24));
+  Value value = arith::BitcastOp::create(
+      b, loc, f32,
+      arith::OrIOp::create(
+          b, loc, arith::BitcastOp::create(b, loc, i32, scaled), sign));
+  Value nan = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, magnitude,
+                                    i32Const(b, loc, 0x7f));
+  value = arith::SelectOp::create(
+      b, loc, nan,
+      arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN())),
+      value);
+  return fromF32(b, loc, value, to);
+}
+
+namespace {
+
 /// arith and math ops on tiles: the same op on the per-thread vectors. Math
 /// ops run per element so that they map to libdevice calls.
 struct ElementwiseLowering : ConversionPattern {
@@ -255,6 +311,180 @@ struct ElementwiseLowering : ConversionPattern {
   }
 };
 
+/// arith.extf from fp8 and arith.truncf to fp8, on tiles and scalars, whose
+/// fp8 values are bytes (TileTypeConverter). sm_89 and newer convert pairs:
+/// cvt.rn.f16x2.{e4m3,e5m2}x2 and cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (the
+/// e4m3 range saturates, as torch's; e5m2 overflows to infinity, as
+/// torch's, where satfinite would clamp). Older chips widen in software:
+/// e5m2 is the top byte of an f16, e4m3's bits shifted into an f32 scaled by
+/// 2^120; narrowing to fp8 there is an error.
+struct Fp8ConversionLowering : ConversionPattern {
+  Fp8ConversionLowering(const TypeConverter &converter, MLIRContext *ctx,
+                        LoweringState &state)
+      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/2, ctx),
+        state(state) {}
+  LoweringState &state;
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!isa<arith::ExtFOp, arith::TruncFOp>(op))
+      return failure();
+    Type from = getElementTypeOrSelf(op->getOperand(0).getType());
+    Type to = getElementTypeOrSelf(op->getResult(0).getType());
+    if (!isFp8Type(from) && !isFp8Type(to))
+      return failure();
+    Location loc = op->getLoc();
+    Type resultType =
+        getTypeConverter()->convertType(op->getResult(0).getType());
+    bool isVector = isa<VectorType>(operands[0].getType());
+    SmallVector<Value> in = isVector ? unpack(rewriter, loc, operands[0])
+                                     : SmallVector<Value>{operands[0]};
+    SmallVector<Value> out;
+    if (isFp8Type(from)) {
+      for (size_t i = 0; i < in.size(); ++i)
+        out.push_back(state.smVersion >= 89 && i + 1 < in.size()
+                          ? Value()
+                          : widenFp8(rewriter, loc, from, in[i], to));
+      if (state.smVersion >= 89)
+        for (size_t i = 0; i + 1 < in.size(); i += 2) {
+          auto [lo, hi] = widenPair(rewriter, loc, from, in[i], in[i + 1]);
+          out[i] = fromF16(rewriter, loc, lo, to);
+          out[i + 1] = fromF16(rewriter, loc, hi, to);
+        }
+    } else {
+      SmallVector<Value> f32;
+      for (Value v : in)
+        f32.push_back(toF32(rewriter, loc, v));
+      for (size_t i = 0; i < f32.size() && state.smVersion < 89; ++i)
+        out.push_back(narrow(rewriter, loc, to, f32[i]));
+      for (size_t i = 0; i < f32.size() && state.smVersion >= 89; i += 2) {
+        Value hi = i + 1 < f32.size() ? f32[i + 1] : f32[i];
+        auto [lo, high] = narrowPair(rewriter, loc, to, f32[i], hi);
+        out.push_back(lo);
+        if (i + 1 < f32.size())
+          out.push_back(high);
+      }
+    }
+    rewriter.replaceOp(
+        op, isVector ? pack(rewriter, loc, cast<VectorType>(resultType), out)
+                     : out.front());
+    return success();
+  }
+
+  static StringRef fp8Name(Type type) {
+    return isa<Float8E4M3FNType>(type) ? "e4m3" : "e5m2";
+  }
+
+  /// Two fp8 bytes to two f16 (cvt.rn.f16x2.*x2: the low byte to the low half).
+  static std::pair<Value, Value> widenPair(OpBuilder &b, Location loc,
+                                           Type from, Value lo, Value hi) {
+    Type i16 = b.getI16Type();
+    Value word = arith::OrIOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, i16, lo),
+        arith::ShLIOp::create(b, loc, arith::ExtUIOp::create(b, loc, i16, hi),
+                              arith::ConstantIntOp::create(b, loc, i16, 8)));
+    Value pair = emitAsm(b, loc, {b.getI32Type()}, {word},
+                         ("cvt.rn.f16x2." + fp8Name(from) + "x2 $0, $1;").str(),
+                         "=r,h", /*sideEffects=*/false)[0];
+    Value halves = LLVM::BitcastOp::create(
+        b, loc, VectorType::get({2}, b.getF16Type()), pair);
+    return {vector::ExtractOp::create(b, loc, halves, 0),
+            vector::ExtractOp::create(b, loc, halves, 1)};
+  }
+
+  static Value toF32(OpBuilder &b, Location loc, Value v) {
+    Type f32 = b.getF32Type();
+    if (v.getType().isF32())
+      return v;
+    if (v.getType().getIntOrFloatBitWidth() > 32)
+      return arith::TruncFOp::create(b, loc, f32, v);
+    return arith::ExtFOp::create(b, loc, f32, v);
+  }
+
+  /// One f32 to an fp8 byte in software, as the cvt pair rounds it (to
+  /// nearest even; e4m3 saturates, e5m2 overflows to infinity): normal
+  /// results round the f32's bits at the fp8 mantissa (torch's c10 method),
+  /// subnormal ones by an f32 add whose unit in the last place is fp8's
+  /// smallest subnormal.
+  static Value narrow(OpBuilder &b, Location loc, Type to, Value x) {
+    bool e4m3 = isa<Float8E4M3FNType>(to);
+    int bias = e4m3 ? 7 : 15, mantissa = e4m3 ? 3 : 2;
+    int shift = 23 - mantissa;
+    Type i32 = b.getI32Type(), i8 = b.getI8Type(), f32 = b.getF32Type();
+    auto c = [&](int64_t v) { return i32Const(b, loc, v); };
+    Value bits = arith::BitcastOp::create(b, loc, i32, x);
+    Value sign = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, bits, c(24)), c(0x80));
+    Value abs = arith::AndIOp::create(b, loc, bits, c(0x7fffffff));
+    auto at = [&](arith::CmpIPredicate pred, int64_t v) -> Value {
+      return arith::CmpIOp::create(b, loc, pred, abs, c(v));
+    };
+    // Below 2^(1 - bias) the result is subnormal: adding 2^(24 - bias -
+    // mantissa), whose unit in the last place is the smallest fp8 subnormal,
+    // rounds to a multiple of it, and the sum's low bits count them.
+    int64_t magic = int64_t(151 - bias - mantissa) << 23;
+    Value sum = arith::AddFOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, f32, abs),
+        arith::BitcastOp::create(b, loc, f32, c(magic)));
+    Value subnormal = arith::SubIOp::create(
+        b, loc, arith::BitcastOp::create(b, loc, i32, sum), c(magic));
+    Value odd = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, abs, c(shift)), c(1));
+    Value rounded = arith::AddIOp::create(
+        b, loc, abs,
+        arith::AddIOp::create(
+            b, loc, c((int64_t(bias - 127) << 23) + (1 << (shift - 1)) - 1),
+            odd));
+    Value normal = arith::ShRUIOp::create(b, loc, rounded, c(shift));
+    Value result = arith::SelectOp::create(
+        b, loc, at(arith::CmpIPredicate::ult, int64_t(128 - bias) << 23),
+        subnormal, normal);
+    // Past the largest finite value (e4m3: from 448 on, which rounds to at
+    // least 448; e5m2: from 61440, which rounds to 2^16), then NaN.
+    result = arith::SelectOp::create(
+        b, loc, at(arith::CmpIPredicate::uge, e4m3 ? 0x43e00000 : 0x47700000),
+        c(e4m3 ? 0x7e : 0x7c), result);
+    result = arith::SelectOp::create(
+        b, loc, at(arith::CmpIPredicate::ugt, 0x7f800000), c(0x7f), result);
+    return arith::TruncIOp::create(b, loc, i8,
+                                   arith::OrIOp::create(b, loc, result, sign));
+  }
+
+  /// Two f32 to two fp8 bytes: cvt.rn.satfinite.*x2.f32 puts its first source
+  /// in the high byte. e5m2 overflows to infinity instead (torch's): at and
+  /// above 61440, half way from its largest finite value to 2^16.
+  static std::pair<Value, Value> narrowPair(OpBuilder &b, Location loc, Type to,
+                                            Value lo, Value hi) {
+    Type i16 = b.getI16Type(), i8 = b.getI8Type();
+    Value word = emitAsm(
+        b, loc, {i16}, {hi, lo},
+        ("cvt.rn.satfinite." + fp8Name(to) + "x2.f32 $0, $1, $2;").str(),
+        "=h,f,f", /*sideEffects=*/false)[0];
+    Value low = arith::TruncIOp::create(b, loc, i8, word);
+    Value high = arith::TruncIOp::create(
+        b, loc, i8,
+        arith::ShRUIOp::create(b, loc, word,
+                               arith::ConstantIntOp::create(b, loc, i16, 8)));
+    if (isa<Float8E4M3FNType>(to))
+      return {low, high};
+    auto overflow = [&](Value x, Value byte) -> Value {
+      Value big = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::OGE, math::AbsFOp::create(b, loc, x),
+          arith::ConstantOp::create(b, loc, b.getF32FloatAttr(61440.0f)));
+      Value inf = arith::SelectOp::create(
+          b, loc,
+          arith::CmpFOp::create(
+              b, loc, arith::CmpFPredicate::OLT, x,
+              arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f))),
+          arith::ConstantIntOp::create(b, loc, i8, 0xfc),
+          arith::ConstantIntOp::create(b, loc, i8, 0x7c));
+      return arith::SelectOp::create(b, loc, big, inf, byte);
+    };
+    return {overflow(lo, low), overflow(hi, high)};
+  }
+};
+
 struct SplatLowering : TilePattern<SplatOp> {
   using TilePattern::TilePattern;
   LogicalResult
@@ -289,18 +519,29 @@ struct ConstantLowering : TilePattern<arith::ConstantOp> {
   matchAndRewrite(arith::ConstantOp op, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto type = dyn_cast<RankedTensorType>(op.getType());
-    if (!type)
-      return failure();
+    if (!type) {
+      if (!isFp8Type(op.getType()))
+        return failure();
+      rewriter.replaceOpWithNewOp<arith::ConstantOp>(
+          op, registerAttr(cast<TypedAttr>(op.getValue())));
+      return success();
+    }
     VectorType vt = vectorType(type);
     if (auto splat = dyn_cast<SplatElementsAttr>(op.getValue())) {
       rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-          op, vt, SplatElementsAttr::get(vt, splat.getSplatValue<Attribute>()));
+          op, vt,
+          SplatElementsAttr::get(
+              vt, registerAttr(splat.getSplatValue<TypedAttr>())));
       return success();
     }
     // Any other constant tile lives in constant memory; each thread reads
-    // the elements it owns.
+    // the elements it owns (fp8 as their bytes).
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
     Type element = type.getElementType();
+    if (dense && isFp8Type(element)) {
+      element = rewriter.getI8Type();
+      dense = dense.bitcast(element);
+    }
     if (!dense || element.isInteger(1))
       return op.emitOpError("cannot lower this constant tile to the GPU (only "
                             "dense constants of non-i1 element types)");
@@ -439,7 +680,8 @@ void populateElementwiseOpToNVVMPatterns(TileTypeConverter &converter,
   MLIRContext *ctx = patterns.getContext();
   patterns.add<SplatLowering, IotaLowering, ConstantLowering, BroadcastLowering,
                ExpandDimsLowering, PermuteLowering>(converter, ctx, state);
-  patterns.add<ElementwiseLowering>(converter, ctx, state);
+  patterns.add<ElementwiseLowering, Fp8ConversionLowering>(converter, ctx,
+                                                           state);
   patterns.add<ApproxDivisionLowering>(converter, ctx);
 }
 

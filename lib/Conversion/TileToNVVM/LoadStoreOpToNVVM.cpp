@@ -157,7 +157,7 @@ Value wordToElement(OpBuilder &b, Location loc, Value word, Type element,
   if (element.isInteger(1))
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, word,
                                  arith::ConstantIntOp::create(b, loc, 0, 8));
-  if (!element.isInteger())
+  if (!element.isInteger() && !isFp8Type(element))
     return arith::BitcastOp::create(b, loc, element, word);
   return word;
 }
@@ -1394,7 +1394,7 @@ struct LoadLowering : TilePattern<LoadOp> {
     View view = accessView(rewriter, loc, adaptor.getView(),
                            op.getView().getType(), facts, ks);
     SmallVector<Value> offsets = singleValues(adaptor.getOffsets());
-    TypedAttr padAttr = op.getPaddingOrZero();
+    TypedAttr padAttr = registerAttr(op.getPaddingOrZero());
     Value padding = arith::ConstantOp::create(rewriter, loc, padAttr);
     VectorType resultType = vectorType(tile);
     if (auto copy = state.asyncCopies.find(op);
@@ -1583,9 +1583,11 @@ struct GatherLowering : TilePattern<GatherOp> {
     SmallVector<SmallVector<Value>> indices;
     for (ValueRange index : adaptor.getIndices())
       indices.push_back(unpack(rewriter, loc, index.front()));
-    Value padding = elementToWord(
-        rewriter, loc,
-        arith::ConstantOp::create(rewriter, loc, op.getPaddingOrZero()), bits);
+    Value padding =
+        elementToWord(rewriter, loc,
+                      arith::ConstantOp::create(
+                          rewriter, loc, registerAttr(op.getPaddingOrZero())),
+                      bits);
     auto ptrType = LLVM::LLVMPointerType::get(rewriter.getContext(), 1);
     SmallVector<Value> results;
     for (size_t e = 0, n = indices.front().size(); e < n; ++e) {

@@ -227,6 +227,8 @@ struct LoweringState {
   llvm::DenseMap<mlir::Operation *, KernelState> kernels;
   /// Warps per program of each kernel, by name (KernelOp::getNumWarps).
   llvm::StringMap<unsigned> numWarps;
+  /// The chip's compute capability (getSmVersion: 80 for sm_80).
+  unsigned smVersion = 0;
   /// The chip has wgmma (hasWgmma: sm_90a).
   bool wgmma = false;
   /// Pipelines feeding wgmma may copy with TMA (the pass's `tma` option).
@@ -336,6 +338,16 @@ mlir::Value toStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v);
 mlir::Value fromStorage(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                         mlir::Type element);
 mlir::Type storageType(mlir::OpBuilder &b, mlir::Type element);
+/// fp8 values (isFp8Type) are their bytes in registers and memory (i8, as
+/// TileTypeConverter converts them): a constant of them becomes its byte.
+mlir::TypedAttr registerAttr(mlir::TypedAttr attr);
+/// fp8 `byte` of type `from` as a float of type `to`, widened in software
+/// (any chip: the dots on CUDA cores, and conversions before sm_89).
+mlir::Value widenFp8(mlir::OpBuilder &b, mlir::Location loc, mlir::Type from,
+                     mlir::Value byte, mlir::Type to);
+/// The PTX name of an MMA input type: f16, bf16, tf32 (f32 with `tf32`), s8,
+/// e4m3, e5m2.
+llvm::StringRef mmaTypeName(mlir::Type element, bool tf32);
 
 /// bar.sync 0: every thread of the program waits for the others.
 void barrier(mlir::OpBuilder &b, mlir::Location loc);

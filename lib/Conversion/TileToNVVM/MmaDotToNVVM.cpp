@@ -48,25 +48,26 @@ int64_t mmaOperandOffset(DotOp dot, unsigned operand) {
 
 namespace {
 
-/// One mma.sync of `shape` (m16n8k16, m16n8k8, m16n8k32) on `inType` inputs
-/// (f16, bf16, tf32, s8) in b32 registers `a` and `bFrag`, accumulating into
+/// One mma.sync of `shape` (m16n8k16, m16n8k8, m16n8k32) on `aType` and
+/// `bType` inputs (f16, bf16, tf32, s8, e4m3, e5m2; one type but for fp8) in
+/// b32 registers `a` and `bFrag`, accumulating into
 /// `c`: f32 or s32 registers, or f16 pairs in b32 ones (.f16x2). Integer sums
 /// wrap (no .satfinite), as torch's.
 SmallVector<Value> emitMma(OpBuilder &b, Location loc, StringRef shape,
-                           StringRef inType, ArrayRef<Value> a,
+                           StringRef aType, StringRef bType, ArrayRef<Value> a,
                            ArrayRef<Value> bFrag, ArrayRef<Value> c) {
   Type cType = c.front().getType();
   unsigned nc = c.size(), na = a.size(), nb = bFrag.size();
   std::string text =
-      llvm::formatv("mma.sync.aligned.{0}.row.col.{1}.{2}.{2}.{1} {3}, {4}, "
+      llvm::formatv("mma.sync.aligned.{0}.row.col.{1}.{2}.{7}.{1} {3}, {4}, "
                     "{5}, {6};",
                     shape,
-                    cType.isF32()    ? "f32"
-                    : inType == "s8" ? "s32"
-                                     : "f16",
-                    inType, asmRegisterList(0, nc), asmRegisterList(nc, na),
+                    cType.isF32()   ? "f32"
+                    : aType == "s8" ? "s32"
+                                    : "f16",
+                    aType, asmRegisterList(0, nc), asmRegisterList(nc, na),
                     asmRegisterList(nc + na, nb),
-                    asmRegisterList(nc + na + nb, nc))
+                    asmRegisterList(nc + na + nb, nc), bType)
           .str();
   std::string constraints;
   for (unsigned i = 0; i < nc; ++i)
@@ -196,10 +197,8 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   SmallVector<Value> acc = unpack(rewriter, loc, accVec);
   bool halfAcc = accVecType.getElementType().isF16();
   StringRef shape = tf32 ? "m16n8k8" : mmaK == 32 ? "m16n8k32" : "m16n8k16";
-  StringRef inType = tf32                 ? "tf32"
-                     : mmaK == 32         ? "s8"
-                     : inElement.isBF16() ? "bf16"
-                                          : "f16";
+  StringRef aType = mmaTypeName(op.getLhs().getType().getElementType(), tf32);
+  StringRef bType = mmaTypeName(op.getRhs().getType().getElementType(), tf32);
   // A: rows m0 + l%8 + 8*(matrix&1) (16-row steps keep the phase), columns
   // kk + chunk*(matrix>>1) (kk, a multiple of two chunks, XORs).
   Value aLane =
@@ -290,11 +289,12 @@ LogicalResult lowerMmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
         SmallVector<Value> d;
         if (halfAcc)
           d = unpackHalfPairs(rewriter, loc,
-                              emitMma(rewriter, loc, shape, inType, aFrags[rm],
-                                      bFrags[rn],
+                              emitMma(rewriter, loc, shape, aType, bType,
+                                      aFrags[rm], bFrags[rn],
                                       packHalfPairs(rewriter, loc, c)));
         else
-          d = emitMma(rewriter, loc, shape, inType, aFrags[rm], bFrags[rn], c);
+          d = emitMma(rewriter, loc, shape, aType, bType, aFrags[rm],
+                      bFrags[rn], c);
         llvm::copy(d, c.begin());
       }
   }

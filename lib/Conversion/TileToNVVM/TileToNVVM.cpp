@@ -68,6 +68,23 @@ std::optional<unsigned> minimumPtxVersion(StringRef chip) {
   }
 }
 
+/// The PTX version (x10) that fp8 instructions on sm_89 and newer need: 8.4
+/// for mma.sync of fp8 (the module's fp8 dots), 8.1 for the cvt pairs (its
+/// conversions to and from fp8), else 0.
+unsigned fp8PtxVersion(ModuleOp module) {
+  unsigned version = 0;
+  module.walk([&](Operation *op) {
+    if (auto dot = dyn_cast<DotOp>(op);
+        dot && isFp8Type(dot.getLhs().getType().getElementType()))
+      version = 84;
+    else if (isa<arith::ExtFOp, arith::TruncFOp>(op) &&
+             (isFp8Type(getElementTypeOrSelf(op->getOperand(0))) ||
+              isFp8Type(getElementTypeOrSelf(op->getResult(0)))))
+      version = std::max(version, 81u);
+  });
+  return version;
+}
+
 /// The PTX version (x10) that `features` name (`+ptxNN`), or 0.
 unsigned ptxVersion(StringRef features) {
   unsigned version = 0;
@@ -549,7 +566,9 @@ struct ConvertTileToNVVM
     builder.setInsertionPointToEnd(module.getBody());
     bool vectorAdds = getSmVersion(chip) >= 90 && addsFloatTiles(module);
     FailureOr<std::string> ptx = ptxFeatures(
-        module, vectorAdds || needsLargeParamSpace(module) ? 81 : 0);
+        module,
+        std::max(getSmVersion(chip) >= 89 ? fp8PtxVersion(module) : 0,
+                 vectorAdds || needsLargeParamSpace(module) ? 81u : 0u));
     if (failed(ptx))
       return signalPassFailure();
     auto nvvmTarget = NVVM::NVVMTargetAttr::get(
@@ -561,6 +580,7 @@ struct ConvertTileToNVVM
                     builder.getUnitAttr());
 
     LoweringState state;
+    state.smVersion = getSmVersion(chip);
     state.wgmma = hasWgmma(chip);
     state.tma = tma;
     // Features that name an older PTX version (or none, which LLVM picks)
@@ -580,8 +600,8 @@ struct ConvertTileToNVVM
       state.numWarps[kernel.getSymName()] = kernel.getNumWarps().value_or(4);
 
     // An mma accumulator (a layout given with the IR) needs a dot that
-    // tensor cores compute: 16-bit, tf32 or i8 inputs in whole m16 n8 k
-    // blocks.
+    // tensor cores compute: 16-bit, tf32, i8 or fp8 (sm_89) inputs in whole
+    // m16 n8 k blocks.
     // mma.sync interleaves warp columns 8 apart: contiguous ones (blockN)
     // are wgmma's.
     WalkResult unfit = module.walk([&](DotOp dot) -> WalkResult {
@@ -592,14 +612,14 @@ struct ConvertTileToNVVM
       int64_t m = dot.getLhs().getType().getDimSize(0);
       int64_t k = dot.getLhs().getType().getDimSize(1);
       int64_t n = dot.getRhs().getType().getDimSize(1);
-      if (getSmVersion(chip) < 80 || !mmaK || m % kMmaM || n % kMmaN ||
-          k % mmaK) {
+      if (getSmVersion(chip) < getMmaMinSmVersion(dot) || !mmaK || m % kMmaM ||
+          n % kMmaN || k % mmaK) {
         dot.emitOpError("has an mma accumulator layout, but ")
             << chip << " has no tensor-core dot of " << m << "x" << k << " by "
             << k << "x" << n << " " << dot.getLhs().getType().getElementType()
             << " (it needs sm_80 or newer, f16/bf16 inputs, f32 with "
-               "input_precision = tf32 or i8 with an i32 accumulator, and M, "
-               "N, K multiples of "
+               "input_precision = tf32, i8 with an i32 accumulator or, from "
+               "sm_89, fp8 with an f32 one, and M, N, K multiples of "
             << kMmaM << ", " << kMmaN << ", " << (mmaK ? mmaK : 16)
             << "); give the accumulator a blocked layout";
         return WalkResult::interrupt();

@@ -87,7 +87,25 @@ Value fromStorage(OpBuilder &b, Location loc, Value v, Type element) {
   return v;
 }
 Type storageType(OpBuilder &b, Type element) {
-  return element.isInteger(1) ? b.getI8Type() : element;
+  return element.isInteger(1) || isFp8Type(element) ? b.getI8Type() : element;
+}
+StringRef mmaTypeName(Type element, bool tf32) {
+  if (tf32)
+    return "tf32";
+  if (element.isInteger())
+    return "s8";
+  if (isa<Float8E4M3FNType>(element))
+    return "e4m3";
+  if (isa<Float8E5M2Type>(element))
+    return "e5m2";
+  return element.isBF16() ? "bf16" : "f16";
+}
+TypedAttr registerAttr(TypedAttr attr) {
+  auto fp8 = dyn_cast<FloatAttr>(attr);
+  if (!fp8 || !isFp8Type(fp8.getType()))
+    return attr;
+  return IntegerAttr::get(IntegerType::get(attr.getContext(), 8),
+                          fp8.getValue().bitcastToAPInt());
 }
 
 void leadingBarrier(OpBuilder &b, Location loc, KernelState &ks) {
@@ -571,12 +589,17 @@ View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
 
 TileTypeConverter::TileTypeConverter(MLIRContext *ctx) {
   addConversion([](Type type) { return type; });
-  addConversion([](RankedTensorType type) -> std::optional<Type> {
+  // fp8 values are their bytes (LLVM has no fp8 types): only conversions
+  // (Fp8Conversion) and dots read them as floats.
+  addConversion([ctx](FloatType type) -> Type {
+    return type.getWidth() == 8 ? Type(IntegerType::get(ctx, 8)) : type;
+  });
+  addConversion([this](RankedTensorType type) -> std::optional<Type> {
     Attribute layout = type.getEncoding();
     if (!isLayout(layout))
       return std::nullopt;
     int64_t n = getElemsPerThread(layout, type.getShape());
-    return VectorType::get({n}, type.getElementType());
+    return VectorType::get({n}, convertType(type.getElementType()));
   });
   addConversion(
       [ctx](MemRefType type,

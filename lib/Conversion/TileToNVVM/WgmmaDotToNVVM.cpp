@@ -25,7 +25,7 @@ bool usesWgmma(DotOp dot, const LoweringState &state) {
   // Split columns need a warpgroup's to be contiguous (blockN).
   int64_t n = acc.getDimSize(1);
   return state.wgmma && mma &&
-         isWgmmaDot(acc.getDimSize(0), n, mma.getWarpsPerCTA(), getMmaK(dot)) &&
+         isWgmmaDot(acc.getDimSize(0), n, mma.getWarpsPerCTA(), dot) &&
          (mma.getWarpsN() == 1 || mma.getBlockN() * mma.getWarpsN() == n);
 }
 
@@ -124,7 +124,8 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
           n = rhsType.getDimSize(1);
   // B is staged K-major (transposed) for tf32 (k8), i8 (k32) and transposed
   // 16-bit inputs, else N-major (stagedOperand).
-  bool tf32 = getMmaK(op) == 8, int8 = getMmaK(op) == 32;
+  bool tf32 = getMmaK(op) == 8, eightBit = getMmaK(op) == 32;
+  bool integer = lhsType.getElementType().isInteger();
   StagedOperand bStaged = stagedOperand(op, 1, /*wgmma=*/true);
   bool bKMajor = bStaged.transposed;
   int64_t elemBytes = storageBits(lhsType.getElementType()) / 8;
@@ -235,11 +236,9 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   }
   // Scales of D, A and B (integer inputs: D only), then (16-bit inputs
   // only) whether A and B are transposed (MN-major): B is when N-major.
-  StringRef type = tf32                                ? "tf32"
-                   : int8                              ? "s8"
-                   : lhsType.getElementType().isBF16() ? "bf16"
-                                                       : "f16";
-  StringRef accType = halfAcc ? "f16" : int8 ? "s32" : "f32";
+  StringRef aType = mmaTypeName(lhsType.getElementType(), tf32);
+  StringRef bType = mmaTypeName(rhsType.getElementType(), tf32);
+  StringRef accType = halfAcc ? "f16" : integer ? "s32" : "f32";
   // A from registers (lhsInRegisters) takes no transpose flag: four b32
   // registers, a warp's 16 rows laid out as mma.sync's A fragment.
   bool aRegisters = lhsInRegisters(op);
@@ -253,17 +252,18 @@ LogicalResult lowerWgmmaDot(DotOp op, Value lhs, Value rhs, Value accVec,
   // from zeros) needs no registers set for the first k step.
   auto wgmmaText = [&](StringRef scaleD) {
     return llvm::formatv(
-               "wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{3} {4}, "
+               "wgmma.mma_async.sync.aligned.m64n{0}k{1}.{2}.{3}.{10} {4}, "
                "{5}, ${6}, {8}{9}{7};",
-               cols, getMmaK(op), accType, type, asmRegisterList(0, regsPerRep),
+               cols, getMmaK(op), accType, aType,
+               asmRegisterList(0, regsPerRep),
                aRegisters ? asmRegisterList(regsPerRep, 4)
                           : "$" + std::to_string(regsPerRep),
                bOperand,
-               tf32 || int8 ? ""
-               : aRegisters ? (bKMajor ? ", 0" : ", 1")
-               : bKMajor    ? ", 0, 0"
-                            : ", 0, 1",
-               scaleD, int8 ? "" : ", 1, 1")
+               tf32 || eightBit ? ""
+               : aRegisters     ? (bKMajor ? ", 0" : ", 1")
+               : bKMajor        ? ", 0, 0"
+                                : ", 0, 1",
+               scaleD, integer ? "" : ", 1, 1", bType)
         .str();
   };
   std::string text = wgmmaText("1");

@@ -66,6 +66,8 @@ DTYPES: dict[str, DType] = {
         DType("bf16", 16, "float", (), ("bfloat16",)),
         DType("f32", 32, "float", ("float32",), ("float32",)),
         DType("f64", 64, "float", ("float64",), ("float64",)),
+        DType("f8E4M3FN", 8, "float", (), ("float8_e4m3fn",)),
+        DType("f8E5M2", 8, "float", (), ("float8_e5m2",)),
     )
 }
 
@@ -274,7 +276,7 @@ TMA_DTYPES: dict[str, DataType] = {
     "i1": DataType.UINT8, "i8": DataType.UINT8, "i16": DataType.UINT16,
     "i32": DataType.INT32, "i64": DataType.INT64, "index": DataType.INT64,
     "f16": DataType.FLOAT16, "bf16": DataType.BFLOAT16, "f32": DataType.FLOAT32,
-    "f64": DataType.FLOAT64,
+    "f64": DataType.FLOAT64, "f8E4M3FN": DataType.UINT8, "f8E5M2": DataType.UINT8,
 }
 
 
@@ -444,10 +446,11 @@ def check_view(i: int, p: KernelParam, a: Any) -> None:
     name = _dtype_name_of(a)
     accepted = dt.numpy if isinstance(a, np.ndarray) else dt.torch
     if name not in accepted:
-        hint = " (numpy has no bfloat16: pass a torch tensor)" if p.dtype == "bf16" else ""
+        hint = (f" (numpy has no {dt.torch[0]}: pass a torch tensor)"
+                if isinstance(a, np.ndarray) and not dt.numpy else "")
+        accepted_text = " or ".join(accepted or (f"torch.{dt.torch[0]}",))
         raise ArgumentError(
-            f"{_describe(i, p)} expects elements of {p.dtype} "
-            f"({' or '.join(accepted) or 'torch.bfloat16'}), got {name}{hint}"
+            f"{_describe(i, p)} expects elements of {p.dtype} ({accepted_text}), got {name}{hint}"
         )
     if a.ndim != p.rank:
         raise ArgumentError(
@@ -678,6 +681,11 @@ def scalar_param(i: int, p: KernelParam, v: Any) -> np.generic:
         return np.float16(x).view(np.uint16)
     if d == "bf16":
         return np.uint16(f32_to_bf16_bits(float(x)))
+    if d.startswith("f8"):  # torch's rounding: numpy has no fp8
+        import torch
+
+        fp8 = torch.tensor([float(x)]).to(getattr(torch, dtype(d).torch[0]))
+        return np.uint8(int(fp8.view(torch.uint8)[0]))
     bits = dtype(d).bits
     if bits <= 8:
         return np.uint8(int(x) & 0xFF)

@@ -126,6 +126,8 @@ _DTYPES = {
     "float32": DataType.FLOAT32,
     "float64": DataType.FLOAT64,
     "bfloat16": DataType.BFLOAT16,
+    "float8_e4m3fn": DataType.UINT8,
+    "float8_e5m2": DataType.UINT8,
 }
 
 

@@ -94,7 +94,7 @@ tile.kernel @k(%x: memref<?xf32>, %i: index) {
 // -----
 
 tile.kernel @k(%x: memref<?xf32>, %i: index) {
-  // expected-error @+1 {{'tile.load' op result #0 must be tile (a static tensor with power-of-two dims of i1, i8, i16, i32, i64, f16, bf16, f32 or f64), but got 'tensor<100xf32>'}}
+  // expected-error @+1 {{'tile.load' op result #0 must be tile (a static tensor with power-of-two dims of i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8E4M3FN or f8E5M2), but got 'tensor<100xf32>'}}
   %t = tile.load %x[%i] : memref<?xf32> -> tensor<100xf32>
   tile.return
 }
@@ -110,7 +110,7 @@ tile.kernel @k(%x: memref<?xf32>, %i: index) {
 // -----
 
 tile.kernel @k(%x: i32, %i: index) {
-  // expected-error @+1 {{'tile.load' op operand #0 must be view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32 or f64), but got 'i32'}}
+  // expected-error @+1 {{'tile.load' op operand #0 must be view (a strided memref of i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8E4M3FN or f8E5M2), but got 'i32'}}
   %t = "tile.load"(%x, %i) : (i32, index) -> tensor<64xf32>
   tile.return
 }
@@ -423,7 +423,7 @@ tile.kernel @k(%t: i16) {
   %a = tile.splat %t : i16 -> tensor<64x32xi16>
   %c = arith.constant dense<0> : tensor<64x64xi32>
   %b = tile.splat %t : i16 -> tensor<32x64xi16>
-  // expected-error @+1 {{'tile.dot' op expected f16, bf16, f32 or i8 inputs, got 'i16'}}
+  // expected-error @+1 {{'tile.dot' op expected f16, bf16, f32, i8, f8E4M3FN or f8E5M2 inputs, got 'i16'}}
   %d = tile.dot %a, %b, %c : tensor<64x32xi16>, tensor<32x64xi16> -> tensor<64x64xi32>
   tile.return
 }
@@ -872,4 +872,48 @@ tile.kernel @k(%x: memref<?xi32>) {
     %r = arith.minsi %a, %b : i32
   ^bb0(%a: i32, %b: i32):
 // expected-error @+1 {{expected operation name in quotes}}
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf8E4M3FN>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0] : memref<?xf8E4M3FN> -> tensor<128xf8E4M3FN>
+  // expected-error @+1 {{'arith.addf' op computes on 'f8E4M3FN' values, which support only loads, stores, moves, conversions (arith.extf, arith.truncf), arith.select and tile.dot; convert them to f16 or f32 first}}
+  %b = arith.addf %a, %a : tensor<128xf8E4M3FN>
+  tile.store %b, %x[%c0] : tensor<128xf8E4M3FN>, memref<?xf8E4M3FN>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%x: memref<?xf8E5M2>, %y: memref<?xi1>) {
+  %c0 = arith.constant 0 : index
+  %a = tile.load %x[%c0] : memref<?xf8E5M2> -> tensor<128xf8E5M2>
+  // expected-error @+1 {{'arith.cmpf' op computes on 'f8E5M2' values}}
+  %b = arith.cmpf olt, %a, %a : tensor<128xf8E5M2>
+  tile.store %b, %y[%c0] : tensor<128xi1>, memref<?xi1>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f8E4M3FN) {
+  %a = tile.splat %t : f8E4M3FN -> tensor<64x32xf8E4M3FN>
+  %b = tile.splat %t : f8E4M3FN -> tensor<32x64xf8E4M3FN>
+  %c = arith.constant dense<0.0> : tensor<64x64xf16>
+  // expected-error @+1 {{'tile.dot' op expected an f32 accumulator with fp8 inputs, got 'f16'}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xf8E4M3FN>, tensor<32x64xf8E4M3FN> -> tensor<64x64xf16>
+  tile.return
+}
+
+// -----
+
+tile.kernel @k(%t: f8E4M3FN, %h: f16) {
+  %a = tile.splat %t : f8E4M3FN -> tensor<64x32xf8E4M3FN>
+  %b = tile.splat %h : f16 -> tensor<32x64xf16>
+  %c = arith.constant dense<0.0> : tensor<64x64xf32>
+  // expected-error @+1 {{'tile.dot' op expected lhs and rhs of one element type, got 'f8E4M3FN' and 'f16'}}
+  %d = tile.dot %a, %b, %c : tensor<64x32xf8E4M3FN>, tensor<32x64xf16> -> tensor<64x64xf32>
+  tile.return
 }

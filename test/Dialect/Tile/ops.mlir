@@ -125,6 +125,24 @@ tile.kernel @dots(%x: memref<?x?xf16>, %y: memref<?x?xf32>) {
   %iacc = arith.constant dense<0> : tensor<16x16xi32>
   // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x32xi8>, tensor<32x16xi8> -> tensor<16x16xi32>
   %ii = tile.dot %ia, %ib, %iacc : tensor<16x32xi8>, tensor<32x16xi8> -> tensor<16x16xi32>
+  // fp8 of either format on either side, f32 accumulators.
+  %ea = arith.constant dense<1.5> : tensor<16x32xf8E4M3FN>
+  %eb = arith.constant dense<-2.0> : tensor<32x16xf8E5M2>
+  // CHECK: tile.dot %{{.*}}, %{{.*}}, %{{.*}} : tensor<16x32xf8E4M3FN>, tensor<32x16xf8E5M2> -> tensor<16x16xf32>
+  %ee = tile.dot %ea, %eb, %facc : tensor<16x32xf8E4M3FN>, tensor<32x16xf8E5M2> -> tensor<16x16xf32>
+  tile.return
+}
+
+// CHECK-LABEL: tile.kernel @fp8
+// CHECK-SAME: memref<?xf8E4M3FN>
+tile.kernel @fp8(%x: memref<?xf8E4M3FN>, %y: memref<?xf8E5M2>) {
+  %c0 = arith.constant 0 : index
+  // CHECK: tile.load %{{.*}}[%{{.*}}] : memref<?xf8E4M3FN> -> tensor<128xf8E4M3FN>
+  %a = tile.load %x[%c0] : memref<?xf8E4M3FN> -> tensor<128xf8E4M3FN>
+  %f = arith.extf %a : tensor<128xf8E4M3FN> to tensor<128xf32>
+  %b = arith.truncf %f : tensor<128xf32> to tensor<128xf8E5M2>
+  // CHECK: tile.store %{{.*}}, %{{.*}}[%{{.*}}] : tensor<128xf8E5M2>, memref<?xf8E5M2>
+  tile.store %b, %y[%c0] : tensor<128xf8E5M2>, memref<?xf8E5M2>
   tile.return
 }
 

@@ -268,6 +268,24 @@ def test_int8_matmul(compiled: Any, target: str, m: int, k: int, n: int) -> None
     assert torch.equal(c, torch._int_mm(a, b))
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90a"])
+@pytest.mark.parametrize("dtype", ["f8E4M3FN", "f8E5M2"])
+def test_fp8_matmul(compiled: Any, target: str, dtype: str) -> None:
+    """``matmul(fp8)``: exact fp8 products summed in f32, on tensor cores from sm_89
+    (mma.sync m16n8k32 .e4m3/.e5m2, wgmma m64n64k32 on sm_90a), on CUDA cores before."""
+    tdt = {"f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2}[dtype]
+    gen = torch.Generator().manual_seed(3)
+    a = (torch.randn(70, 100, generator=gen) * 4).to(tdt)
+    b = (torch.randn(100, 90, generator=gen) * 4).to(tdt)
+    c = torch.full((70, 90), float("nan"))
+    kern = compiled("matmul", target, dtype=dtype, block_k=32)
+    name = "e4m3" if dtype == "f8E4M3FN" else "e5m2"
+    assert (f".f32.{name}.{name}" in str(kern.asm["ptx"])) == (target != "sm_80")
+    kern.launch(kernels.matmul_grid(a.shape, b.shape), a, b, c)
+    bound = 100 * 2.0**-14 * (a.double().abs() @ b.double().abs())
+    assert_close(c, a.double() @ b.double(), atol=bound)
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({}, "an i8 matmul takes out_dtype='i32' and no epilogue"),
     ({"out_dtype": "i32", "epilogue": "bias_relu"}, "no epilogue"),

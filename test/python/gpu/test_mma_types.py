@@ -1,7 +1,10 @@
 """Tensor cores for the dots that are not f16/bf16 -> f32: f16 accumulators (mma.sync
 m16n8k16 .f16 and wgmma .f16) and f32 inputs with ``input_precision = tf32`` (mma.sync
 m16n8k8 .tf32, which rounds the inputs to nearest first; on sm_90a wgmma m64nNk8 .tf32,
-which truncates them, as Triton's: B staged transposed, K-major, by 4-byte cp.async).
+which truncates them, as Triton's: B staged transposed, K-major, by 4-byte cp.async), i8
+with i32 accumulators, and fp8 (f8E4M3FN, f8E5M2, either on either side) with f32 ones:
+mma.sync m16n8k32 from sm_89, wgmma m64nNk32 on sm_90a, CUDA cores before sm_89; with
+fp8's conversions, by cvt from sm_89 and in software before, against torch's bit for bit.
 
 Each kernel runs in the PTX emulator against float64 PyTorch on odd shapes, plain and with
 the promises that give cp.async copies and a software pipeline.
@@ -347,3 +350,113 @@ def test_int8_dots_from_a_producer_warpgroup(blocks: tuple[int, ...], warps: int
         assert stats.shared_races == 0
         want = a.long() @ b.long() + START
         assert torch.equal(c, wrapped_i32(want))
+
+
+FP8 = {"f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2}
+
+
+def _fp8_values(dtype: torch.dtype) -> torch.Tensor:
+    """f32 values that probe a conversion to ``dtype``: random ones over its range and
+    beyond, its values, the ties half way between neighbours, and the special ones."""
+    gen = torch.Generator().manual_seed(2)
+    values = torch.arange(256, dtype=torch.int32).to(torch.uint8).view(dtype).float()
+    finite = values[values.isfinite()].unique()
+    ties = (finite[1:] + finite[:-1]) / 2
+    specials = torch.tensor([float("inf"), -float("inf"), float("nan"), 1e30, 61440.0,
+                             61439.996, 57344.0, 464.0, 480.0, 2.0**-10, -2.0**-17])
+    scaled = [torch.randn(4096, generator=gen) * s for s in (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e5)]
+    return torch.cat([*scaled, finite, ties, -ties, specials])
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_89"], ids=["software", "cvt"])
+@pytest.mark.parametrize("dtype", list(FP8))
+def test_fp8_conversions_match_torch(target: str, dtype: str) -> None:
+    """``cast`` from fp8 to f32 (every byte) and from f32 to fp8 (ties, subnormals,
+    overflow: e4m3 saturates, e5m2 overflows to infinity) give torch's bits exactly."""
+    kb = KernelBuilder("convert", x=View(dtype, 1, contiguous=True),
+                       wide=View("f32", 1, contiguous=True), y=View("f32", 1, contiguous=True),
+                       narrow=View(dtype, 1, contiguous=True))
+    with kb as k:
+        i = k.program_id(0) * 256
+        k.store(k.cast(k.load(k.args.x, [i], [256]), "f32"), k.args.wide, [i])
+        k.store(k.cast(k.load(k.args.y, [i], [256]), dtype), k.args.narrow, [i])
+    kern = compile(kb, target)
+    assert ("cvt.rn.f16x2" in str(kern.asm["ptx"])) == (target == "sm_89")
+    tdt = FP8[dtype]
+    y = _fp8_values(tdt)
+    n = y.numel()
+    x = (torch.arange(n, dtype=torch.int32) % 256).to(torch.uint8).view(tdt)
+    wide, narrow = torch.zeros(n), torch.zeros(n, dtype=tdt)
+    kern.launch((kernels.cdiv(n, 256),), x, wide, y, narrow)
+    assert_close(wide, x.float(), atol=0.0)
+    want = y.to(tdt)
+    same = narrow.view(torch.uint8) == want.view(torch.uint8)
+    assert bool((same | (narrow.float().isnan() & want.float().isnan())).all())
+
+
+def _fp8_matmul(lhs: str, rhs: str, blocks: tuple[int, ...], kmajor_b: bool) -> KernelBuilder:
+    """``c = a @ b`` in f32 for fp8 ``a`` and ``b``; with ``kmajor_b`` b comes as its
+    transpose (``n x k``, a linear layer's weight)."""
+    bm, bn, bk = blocks
+    kb = KernelBuilder("matmul", a=View(lhs, 2, contiguous=True),
+                       b=View(rhs, 2, contiguous=True), c=View("f32", 2, contiguous=True))
+    with kb as k:
+        m, n = k.program_id(0) * bm, k.program_id(1) * bn
+        with k.loop(0, k.size(k.args.a, 1), bk, carried=[k.full([bm, bn], 0.0, "f32")]) as loop:
+            (c,) = loop.carried
+            a = k.load(k.args.a, [m, loop.iv], [bm, bk])
+            if kmajor_b:
+                b = k.permute(k.load(k.args.b, [n, loop.iv], [bn, bk]), [1, 0])
+            else:
+                b = k.load(k.args.b, [loop.iv, n], [bk, bn])
+            loop.yield_(k.dot(a, b, c))
+        k.store(loop.results[0], k.args.c, [m, n])
+    return kb
+
+
+@pytest.mark.parametrize(
+    ("target", "warps", "blocks", "types", "kmajor_b", "instruction"),
+    [
+        ("sm_80", 4, (64, 64, 64), ("f8E4M3FN", "f8E4M3FN"), False, None),
+        ("sm_89", 4, (64, 64, 64), ("f8E4M3FN", "f8E4M3FN"), False,
+         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"),
+        ("sm_89", 4, (64, 64, 64), ("f8E5M2", "f8E4M3FN"), True,
+         "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e4m3.f32"),
+        ("sm_90", 8, (128, 64, 32), ("f8E4M3FN", "f8E5M2"), False,
+         "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32"),
+        ("sm_90a", 4, (64, 64, 64), ("f8E4M3FN", "f8E4M3FN"), True,
+         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3"),
+        ("sm_90a", 8, (128, 128, 64), ("f8E5M2", "f8E4M3FN"), True,
+         "wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3"),
+        ("sm_90a", 8, (64, 128, 128), ("f8E5M2", "f8E5M2"), False,
+         "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2"),
+    ],
+    ids=["sm_80-cuda-cores", "sm_89", "sm_89-kmajor-mixed", "sm_90-w8-mixed", "sm_90a-kmajor",
+         "sm_90a-w8-kmajor-mixed", "sm_90a-w8-split"],
+)
+@pytest.mark.parametrize("promises", [False, True], ids=["plain", "promised"])
+def test_fp8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, ...],
+                                   types: tuple[str, str], kmajor_b: bool,
+                                   instruction: str | None, promises: bool) -> None:
+    """fp8 dots of either format on either side: on tensor cores from sm_89, on CUDA cores
+    (operands widened in software) before; odd shapes against float64 torch."""
+    bm, bn, bk = blocks
+    kern = compile(_fp8_matmul(*types, blocks, kmajor_b), target, num_warps=warps,
+                   **(PROMISES if promises else {}))
+    ptx = str(kern.asm["ptx"])
+    if instruction is None:
+        assert "mma" not in ptx
+    else:
+        assert instruction in ptx
+    gen = torch.Generator().manual_seed(6)
+    for m, k, n in PROMISED_SHAPES if promises else SHAPES:
+        a = (torch.randn(m, k, generator=gen) * 8).to(FP8[types[0]])
+        b = (torch.randn(k, n, generator=gen) * 8).to(FP8[types[1]])
+        c = torch.full((m, n), float("nan"))
+        stats = kern.launch(kernels.matmul_grid(a.shape, b.shape, bm, bn), a,
+                            b.t().contiguous() if kmajor_b else b, c)
+        assert stats.shared_races == 0
+        # fp8 products are exact in f32; tensor cores sum them with 2^-14 relative
+        # precision at worst (Hopper's fp8 accumulation), each of k steps.
+        bound = k * 2.0**-14 * (a.double().abs() @ b.double().abs()) + 1e-30
+        assert_close(c, a.double() @ b.double(), atol=bound)

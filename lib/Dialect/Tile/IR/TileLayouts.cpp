@@ -447,7 +447,17 @@ int64_t tileopt::tile::getMmaK(DotOp dot) {
     return 8;
   if (in.isSignlessInteger(8) && acc.isSignlessInteger(32))
     return 32;
+  if (isFp8Type(in) && acc.isF32())
+    return 32;
   return 0;
+}
+
+unsigned tileopt::tile::getMmaMinSmVersion(DotOp dot) {
+  return isFp8Type(dot.getLhs().getType().getElementType()) ? 89 : 80;
+}
+
+bool tileopt::tile::isFp8Type(mlir::Type type) {
+  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(type);
 }
 
 bool tileopt::tile::isRegisterLhs(DotOp dot, Attribute layout) {
@@ -469,7 +479,9 @@ unsigned tileopt::tile::getSmVersion(llvm::StringRef chip) {
 
 bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
                                llvm::ArrayRef<unsigned> warpsPerCTA,
-                               int64_t mmaK) {
+                               DotOp dot) {
+  int64_t mmaK = getMmaK(dot);
+  bool integer = dot.getLhs().getType().getElementType().isInteger();
   if (warpsPerCTA.size() != 2 || warpsPerCTA[0] % 4 != 0 ||
       m % (kMmaM * warpsPerCTA[0]) != 0 || n % warpsPerCTA[1] != 0)
     return false;
@@ -482,5 +494,5 @@ bool tileopt::tile::isWgmmaDot(int64_t m, int64_t n,
   if (cols % 8 != 0 || cols < 8 || cols > 256)
     return false;
   return mmaK == 8 || mmaK == 16 ||
-         (mmaK == 32 && (cols <= 24 || cols % 16 == 0));
+         (mmaK == 32 && (!integer || cols <= 24 || cols % 16 == 0));
 }

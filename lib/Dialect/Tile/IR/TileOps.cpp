@@ -320,7 +320,29 @@ LogicalResult KernelOp::verifyRegions() {
              << " (" << declared.getInt() << ")";
     return success();
   };
+  // fp8 values are stored, moved, converted and multiplied (tile.dot), not
+  // computed on: no chip has fp8 arithmetic but the MMA.
+  auto checkFp8 = [](Operation *op) -> LogicalResult {
+    StringRef dialect = op->getDialect()->getNamespace();
+    if ((dialect != "arith" && dialect != "math") ||
+        isa<arith::ExtFOp, arith::TruncFOp, arith::ConstantOp, arith::SelectOp,
+            arith::BitcastOp>(op))
+      return success();
+    auto types =
+        llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes());
+    auto fp8 = llvm::find_if(
+        types, [](Type type) { return isFp8Type(getElementTypeOrSelf(type)); });
+    if (fp8 == types.end())
+      return success();
+    return op->emitOpError("computes on ")
+           << getElementTypeOrSelf(*fp8)
+           << " values, which support only loads, stores, moves, "
+              "conversions (arith.extf, arith.truncf), arith.select and "
+              "tile.dot; convert them to f16 or f32 first";
+  };
   WalkResult result = walk([&](Operation *op) {
+    if (failed(checkFp8(op)))
+      return WalkResult::interrupt();
     for (auto [i, type] : llvm::enumerate(op->getResultTypes()))
       if (failed(checkTile(op, type, "result #" + llvm::Twine(i))))
         return WalkResult::interrupt();
@@ -838,16 +860,24 @@ LogicalResult DotOp::verify() {
            << lhs.getDimSize(0) << "x" << rhs.getDimSize(1)
            << " (M of lhs x N of rhs), got " << shapeStr(acc.getShape());
   Type inType = lhs.getElementType();
-  if (inType != rhs.getElementType())
+  // fp8 MMAs take either format on either side (e4m3 x e5m2).
+  bool fp8 = isFp8Type(inType) && isFp8Type(rhs.getElementType());
+  if (inType != rhs.getElementType() && !fp8)
     return emitOpError("expected lhs and rhs of one element type, got ")
            << inType << " and " << rhs.getElementType();
   Type accType = acc.getElementType();
-  if (inType.isSignlessInteger(8)) {
+  if (fp8) {
+    if (!accType.isF32())
+      return emitOpError("expected an f32 accumulator with fp8 inputs, got ")
+             << accType;
+  } else if (inType.isSignlessInteger(8)) {
     if (!accType.isSignlessInteger(32))
       return emitOpError("expected an i32 accumulator with i8 inputs, got ")
              << accType;
   } else if (!inType.isF16() && !inType.isBF16() && !inType.isF32()) {
-    return emitOpError("expected f16, bf16, f32 or i8 inputs, got ") << inType;
+    return emitOpError("expected f16, bf16, f32, i8, f8E4M3FN or f8E5M2 "
+                       "inputs, got ")
+           << inType;
   } else if (!accType.isF32() && !(accType.isF16() && inType.isF16())) {
     return emitOpError("expected an f32 accumulator (or f16 with f16 "
                        "inputs), got ")

@@ -111,8 +111,8 @@ private:
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
             n = dot.getAcc().getType().getDimSize(1);
     int64_t mmaK = getMmaK(dot);
-    return smVersion >= 80 && mmaK && m % kMmaM == 0 && n % kMmaN == 0 &&
-           k % mmaK == 0;
+    return mmaK && smVersion >= getMmaMinSmVersion(dot) && m % kMmaM == 0 &&
+           n % kMmaN == 0 && k % mmaK == 0;
   }
 
   /// The layout of an i8 tile that only tensor-core dots read as their rhs,
@@ -124,7 +124,7 @@ private:
   Attribute byteBlockLayout(LoadOp load) {
     RankedTensorType type = load.getResult().getType();
     auto [strides, offset] = load.getView().getType().getStridesAndOffset();
-    if (type.getRank() != 2 || !type.getElementType().isSignlessInteger(8) ||
+    if (type.getRank() != 2 || type.getElementTypeBitWidth() != 8 ||
         strides.back() != 1 || type.getDimSize(0) % 4 != 0 ||
         load.getResult().use_empty() ||
         llvm::any_of(load.getResult().getUses(), [&](OpOperand &use) {
@@ -183,7 +183,6 @@ private:
     RankedTensorType lhs = dot.getLhs().getType();
     RankedTensorType acc = dot.getAcc().getType();
     int64_t m = lhs.getDimSize(0), n = acc.getDimSize(1);
-    int64_t mmaK = getMmaK(dot);
     if (!onTensorCores(dot))
       return defaultLayout(acc);
     // Each doubling goes to the dimension with more mma blocks per warp (as
@@ -194,7 +193,7 @@ private:
     // too, when that fits wgmma (isWgmmaDot), each over a contiguous range
     // of columns (blockN).
     for (unsigned wm = numWarps; wgmma && wm >= 4; wm /= 2)
-      if (unsigned wn = numWarps / wm; isWgmmaDot(m, n, {wm, wn}, mmaK))
+      if (unsigned wn = numWarps / wm; isWgmmaDot(m, n, {wm, wn}, dot))
         return MmaLayoutAttr::get(context, {wm, wn}, wn == 1 ? kMmaN : n / wn);
     if (m >= kMmaM * numWarps && isChainedDot(dot))
       return MmaLayoutAttr::get(context, {numWarps, 1});

@@ -83,9 +83,16 @@ constexpr int64_t kMmaM = 16, kMmaN = 8;
 /// The k of the tensor-core MMA that `dot` runs on (sm_80 and newer): 16 for
 /// f16/bf16 inputs with f32 accumulators and for f16 inputs with f16 ones, 8
 /// for f32 inputs and accumulators where the dot allows tf32
-/// (input_precision = tf32), 32 for i8 inputs with i32 accumulators; 0 when
-/// it runs on CUDA cores.
+/// (input_precision = tf32), 32 for i8 inputs with i32 accumulators and for
+/// fp8 (f8E4M3FN, f8E5M2) inputs with f32 ones; 0 when it runs on CUDA cores.
 int64_t getMmaK(DotOp dot);
+
+/// The oldest chip whose tensor cores run `dot` (getMmaK): 89 for fp8
+/// inputs (mma.sync .e4m3/.e5m2), else 80.
+unsigned getMmaMinSmVersion(DotOp dot);
+
+/// f8E4M3FN or f8E5M2.
+bool isFp8Type(mlir::Type type);
 
 /// Whether `chip` has Hopper's warpgroup MMA (wgmma.mma_async): sm_90a, the
 /// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
@@ -94,15 +101,15 @@ bool hasWgmma(llvm::StringRef chip);
 /// The number of `chip` (90 for sm_90a), or 0 for a name not sm_<number>.
 unsigned getSmVersion(llvm::StringRef chip);
 
-/// Whether a tensor-core dot of getMmaK `mmaK` and an `m` x `n` accumulator in
-/// an mma layout of `warpsPerCTA` runs on wgmma.mma_async (on a chip that
-/// hasWgmma): m64nNk16 for 16-bit inputs, m64nNk8 for tf32, m64nNk32 for i8.
+/// Whether tensor-core `dot` with an `m` x `n` accumulator in an mma layout
+/// of `warpsPerCTA` runs on wgmma.mma_async (on a chip that hasWgmma):
+/// m64nNk16 for 16-bit inputs, m64nNk8 for tf32, m64nNk32 for i8 and fp8.
 /// Each warpgroup (4 warps along the rows) owns whole 64-row blocks, and the
 /// warpsPerCTA[1] warpgroup columns split the `n` columns (N = n /
 /// warpsPerCTA[1], a multiple of 8 up to 256, as Triton's instrShape N; for
 /// i8, 8, 16, 24 or a multiple of 16).
 bool isWgmmaDot(int64_t m, int64_t n, llvm::ArrayRef<unsigned> warpsPerCTA,
-                int64_t mmaK);
+                DotOp dot);
 
 /// Whether `dot`, with its accumulator in `layout`, can take an lhs in that
 /// same layout from registers: an mma layout with all warps on the rows,
