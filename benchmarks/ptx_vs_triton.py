@@ -609,7 +609,7 @@ def matmul_case(
     ``warp_specialize`` too, from a producer warp (both sides' ``warp_specialize``). With
     ``programs``, both sides' persistent matmul on that many programs (pointer loads), or
     with ``stream_k`` their stream-K matmul. ``dtype="i8"``: int8 operands summed in int32
-    (``torch._int_mm``), exact."""
+    (``torch._int_mm``), exact; ``dtype="f8E4M3FN"``: e4m3 operands summed in f32."""
     bm, bn, bk = block
     a, b = randn(m, k, dtype=torch.float16), randn(k, n, dtype=torch.float16)
     c, want = torch.zeros(m, n), a.float() @ b.float()
@@ -623,6 +623,10 @@ def matmul_case(
                 for shape in ((m, k), (k, n)))
         c, want = torch.zeros(m, n, dtype=torch.int32), torch._int_mm(a, b)
         make = functools.partial(kernels.matmul, "i8", out_dtype="i32")
+    if dtype == "f8E4M3FN":
+        a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+        want = a.float() @ b.float()
+        make = functools.partial(kernels.matmul, dtype)
     if programs is not None and stream_k:
         make, fn = functools.partial(kernels.stream_k_matmul, "f16"), tr_matmul_stream_k
         grid = kernels.stream_k_matmul_grid((m, k), (k, n), programs, bm, bn, bk)
@@ -828,6 +832,11 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
     for target, variant, tma in (("sm_80", "", None), ("sm_90a", "wgmma", False)):
         cases.append(matmul_case(randn, size, size, size, (64, 64, 64), 4, stages, target,
                                  variant, {}, name="matmul_i8", tma=tma, dtype="i8"))
+    # fp8 (e4m3 into f32): mma.sync m16n8k32 .e4m3 from sm_89, wgmma m64n64k32 on sm_90a;
+    # b row-major, staged transposed as int8's.
+    for target, variant, tma in (("sm_89", "", None), ("sm_90a", "wgmma", False)):
+        cases.append(matmul_case(randn, size, size, size, (64, 64, 64), 4, stages, target,
+                                 variant, {}, name="matmul_f8", tma=tma, dtype="f8E4M3FN"))
     # Persistent: a quarter as many programs as tiles, each running its tiles' K steps in one
     # loop (tileopt's persistent_matmul, Triton's flattened tl.range), pointer loads.
     for target, variant, tma in (("sm_80", "persistent", None),
@@ -1126,6 +1135,7 @@ def emulated(measured: Measured, stats: emu.LaunchStats) -> None:
 _TRITON_DTYPES = {
     torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16",
     torch.int8: "*i8", torch.int32: "*i32", torch.int64: "*i64",
+    torch.float8_e4m3fn: "*fp8e4nv",
 }
 
 
