@@ -132,13 +132,14 @@ Value getCastInput(GenericOp op) {
   return getBodyInput(op, op.getBody()->front().getOperand(0));
 }
 
-/// Whether `producer` only widens f16 or bf16 to f32 (exactly) and goes
+/// Whether `producer` only widens f16, bf16 or fp8 to f32 (exactly) and goes
 /// into the generic that reads it through `use`, which then reads the
 /// narrow tensor and widens it itself: a contraction (it runs as an
-/// f16/bf16 dot with an f32 accumulator, the same products and sums; torch's
-/// decomposition of a half-precision addmm or linear upcasts its operands
-/// first), or any generic where the narrow tensor is the function's own (a
-/// bias, widened for a matmul's epilogue: no kernel stores an f32 copy).
+/// f16/bf16/fp8 dot with an f32 accumulator, the same products and sums;
+/// torch's decomposition of a half-precision addmm or linear upcasts its
+/// operands first, as tileopt's of _scaled_mm does), or any generic where the
+/// narrow tensor is the function's own (a bias, widened for a matmul's
+/// epilogue; an fp8 weight dequantized: no kernel stores an f32 copy).
 /// Widenings of computed values stay: the groups formed around them (an
 /// attention's softmax) read them as they are.
 bool fusesWidening(GenericOp producer, OpOperand *use) {
@@ -148,7 +149,7 @@ bool fusesWidening(GenericOp producer, OpOperand *use) {
     return false;
   Type from = getElementTypeOrSelf(input.getType());
   Type to = getElementTypeOrSelf(producer->getResult(0).getType());
-  if (!(from.isF16() || from.isBF16()) || !to.isF32())
+  if (!(from.isF16() || from.isBF16() || tile::isFp8Type(from)) || !to.isF32())
     return false;
   std::string ignored;
   FailureOr<GenericKind> kind = classify(consumer, ignored);

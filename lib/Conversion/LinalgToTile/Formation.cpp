@@ -38,12 +38,6 @@ SmallVector<int64_t> getLoopSizes(GenericOp op) {
   return op.getStaticLoopRanges();
 }
 
-static bool isTileElementType(Type t) {
-  if (auto i = dyn_cast<IntegerType>(t))
-    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, i.getWidth());
-  return isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(t);
-}
-
 /// True if `v`, a value of `op`'s body, depends on an output block argument.
 static bool dependsOnOutputs(Value v, GenericOp op) {
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -189,7 +183,8 @@ static bool isContraction(GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1)
     return false;
-  // Float products, or i8 ones summed in i32 (tile.dot's integer form).
+  // Float products (of fp8 too: exact in f32), or i8 ones summed in i32
+  // (tile.dot's integer form).
   Operation *c = getCombiner(op, 0);
   Type out = getElementTypeOrSelf(op.getDpsInits()[0].getType());
   bool integer = out.isSignlessInteger(32);
@@ -211,7 +206,8 @@ static bool isContraction(GenericOp op) {
   for (OpOperand *in : op.getDpsInputOperands()) {
     Type e = cast<ShapedType>(in->get().getType()).getElementType();
     if (integer ? !e.isSignlessInteger(8)
-                : !isa<Float16Type, BFloat16Type, Float32Type>(e))
+                : !isa<Float16Type, BFloat16Type, Float32Type, Float8E4M3FNType,
+                       Float8E5M2Type>(e))
       return false;
   }
   FailureOr<ContractionDimensions> dims = inferContractionDims(op);
@@ -326,9 +322,10 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
   for (OpOperand &operand : op->getOpOperands()) {
     Type t = operand.get().getType();
     Type e = getElementTypeOrSelf(t);
-    if (!isTileElementType(e)) {
+    if (!tile::isTileElementType(e)) {
       os << "unsupported: element type " << e
-         << " (tiles hold i1, i8, i16, i32, i64, f16, bf16, f32 and f64)";
+         << " (tiles hold i1, i8, i16, i32, i64, f16, bf16, f32, f64, f8E4M3FN "
+            "and f8E5M2)";
       return failure();
     }
     if (isa<ShapedType>(t) &&
@@ -363,7 +360,7 @@ FailureOr<GenericKind> classify(GenericOp op, std::string &why) {
       return failure();
     }
     for (Type t : inner.getResultTypes())
-      if (!isTileElementType(t) && !t.isIndex()) {
+      if (!tile::isTileElementType(t) && !t.isIndex()) {
         os << "unsupported: element type " << t << " inside a linalg.generic";
         return failure();
       }

@@ -682,15 +682,35 @@ KernelWriter::applyElementwise(Operation &inner, ArrayRef<TileValue> operands) {
     Value e = arith::SIToFPOp::create(b, loc, x.getType(), newOperands[1]);
     return TileValue{math::PowFOp::create(b, loc, x, e), spans, allScalar};
   }
+  // fp8 values are only converted and multiplied (tile.dot): any other op
+  // on them (a cast to or from an integer, a compare with zero) runs on
+  // their f32 values, exactly, and an fp8 result is rounded once.
+  auto isFp8 = [](Type t) { return tile::isFp8Type(getElementTypeOrSelf(t)); };
+  bool viaF32 =
+      !isa<arith::ExtFOp, arith::TruncFOp, arith::SelectOp, arith::BitcastOp>(
+          inner) &&
+      (llvm::any_of(inner.getOperandTypes(), isFp8) ||
+       llvm::any_of(inner.getResultTypes(), isFp8));
+  auto withElement = [&](Type elt) -> Type {
+    return allScalar ? elt : Type(tileType(spans, elt));
+  };
+  if (viaF32)
+    for (Value &v : newOperands)
+      if (isFp8(v.getType()))
+        v = arith::ExtFOp::create(b, loc, withElement(b.getF32Type()), v);
   OperationState state(loc, inner.getName());
   state.addOperands(newOperands);
   state.addAttributes(inner.getAttrs());
   for (Type t : inner.getResultTypes()) {
     Type elt = kernelElementType(t);
-    state.addTypes(allScalar ? elt : Type(tileType(spans, elt)));
+    state.addTypes(withElement(viaF32 && isFp8(elt) ? b.getF32Type() : elt));
   }
   Operation *created = b.create(state);
-  return TileValue{created->getResult(0), spans, allScalar};
+  Value result = created->getResult(0);
+  if (Type elt = kernelElementType(inner.getResult(0).getType());
+      viaF32 && isFp8(elt))
+    result = arith::TruncFOp::create(b, loc, withElement(elt), result);
+  return TileValue{result, spans, allScalar};
 }
 
 FailureOr<TileValue> KernelWriter::applyAffine(AffineExpr e,
@@ -998,7 +1018,9 @@ FailureOr<MatmulOperands> KernelWriter::matmulOperands(
   mm.bArg = addArgument(*bView);
   for (unsigned d : dims.batch)
     mm.batchOffsets.push_back(opSpace[d] >= 0 ? offsets[opSpace[d]] : index(0));
-  mm.dotElt = mm.aElt == mm.bElt ? mm.aElt : b.getF32Type();
+  // fp8 dots take either format on either side: neither is widened.
+  bool fp8 = tile::isFp8Type(mm.aElt) && tile::isFp8Type(mm.bElt);
+  mm.dotElt = mm.aElt == mm.bElt || fp8 ? mm.aElt : b.getF32Type();
   for (unsigned d : dims.batch)
     if (opSpace[d] >= 0)
       mm.batchSpans.push_back(opSpace[d]);
@@ -1020,7 +1042,7 @@ Value KernelWriter::loadMatmulOperand(const MatmulOperands &mm, bool lhs,
                                  at, nullptr);
   t = tile::ReshapeOp::create(b, loc, RankedTensorType::get({rows, cols}, elt),
                               t);
-  if (elt != mm.dotElt)
+  if (elt != mm.dotElt && !(tile::isFp8Type(elt) && tile::isFp8Type(mm.dotElt)))
     t = arith::ExtFOp::create(
         b, loc, RankedTensorType::get({rows, cols}, mm.dotElt), t);
   return t;

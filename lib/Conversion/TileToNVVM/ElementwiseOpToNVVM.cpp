@@ -311,7 +311,8 @@ struct ElementwiseLowering : ConversionPattern {
   }
 };
 
-/// arith.extf from fp8 and arith.truncf to fp8, on tiles and scalars, whose
+/// arith.extf from fp8 and arith.truncf to fp8 (and the conversions between
+/// fp8 and integers, through f32), on tiles and scalars, whose
 /// fp8 values are bytes (TileTypeConverter). sm_89 and newer convert pairs:
 /// cvt.rn.f16x2.{e4m3,e5m2}x2 and cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (the
 /// e4m3 range saturates, as torch's; e5m2 overflows to infinity, as
@@ -328,7 +329,8 @@ struct Fp8ConversionLowering : ConversionPattern {
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    if (!isa<arith::ExtFOp, arith::TruncFOp>(op))
+    if (!isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
+             arith::FPToSIOp, arith::FPToUIOp>(op))
       return failure();
     Type from = getElementTypeOrSelf(op->getOperand(0).getType());
     Type to = getElementTypeOrSelf(op->getResult(0).getType());
@@ -341,21 +343,36 @@ struct Fp8ConversionLowering : ConversionPattern {
     SmallVector<Value> in = isVector ? unpack(rewriter, loc, operands[0])
                                      : SmallVector<Value>{operands[0]};
     SmallVector<Value> out;
+    Type f32Type = rewriter.getF32Type();
     if (isFp8Type(from)) {
+      // To an integer: through f32, which holds every fp8 value.
+      Type wide = isa<arith::FPToSIOp, arith::FPToUIOp>(op) ? f32Type : to;
       for (size_t i = 0; i < in.size(); ++i)
         out.push_back(state.smVersion >= 89 && i + 1 < in.size()
                           ? Value()
-                          : widenFp8(rewriter, loc, from, in[i], to));
+                          : widenFp8(rewriter, loc, from, in[i], wide));
       if (state.smVersion >= 89)
         for (size_t i = 0; i + 1 < in.size(); i += 2) {
           auto [lo, hi] = widenPair(rewriter, loc, from, in[i], in[i + 1]);
-          out[i] = fromF16(rewriter, loc, lo, to);
-          out[i + 1] = fromF16(rewriter, loc, hi, to);
+          out[i] = fromF16(rewriter, loc, lo, wide);
+          out[i + 1] = fromF16(rewriter, loc, hi, wide);
         }
+      for (Value &v : out)
+        if (isa<arith::FPToSIOp>(op))
+          v = arith::FPToSIOp::create(rewriter, loc, to, v);
+        else if (isa<arith::FPToUIOp>(op))
+          v = arith::FPToUIOp::create(rewriter, loc, to, v);
     } else {
+      // From an integer: its f32 value (rounded once: an fp8's precision is
+      // far below f32's), then narrowed.
       SmallVector<Value> f32;
       for (Value v : in)
-        f32.push_back(toF32(rewriter, loc, v));
+        f32.push_back(
+            isa<arith::SIToFPOp>(op)
+                ? Value(arith::SIToFPOp::create(rewriter, loc, f32Type, v))
+            : isa<arith::UIToFPOp>(op)
+                ? Value(arith::UIToFPOp::create(rewriter, loc, f32Type, v))
+                : toF32(rewriter, loc, v));
       for (size_t i = 0; i < f32.size() && state.smVersion < 89; ++i)
         out.push_back(narrow(rewriter, loc, to, f32[i]));
       for (size_t i = 0; i < f32.size() && state.smVersion >= 89; i += 2) {

@@ -132,9 +132,9 @@ _REDUCTIONS = (
     "std_mean", "sum", "topk", "var", "var_mean", "vector_norm",
 )
 _CONTRACTIONS = (
-    "_int_mm", "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d", "einsum", "linear", "matmul", "mm", "outer",
-    "scaled_dot_product_attention",
+    "_int_mm", "_scaled_mm", "addmm", "baddbmm", "bmm", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "einsum", "linear", "matmul",
+    "mm", "outer", "scaled_dot_product_attention",
 )
 _DATA_MOVEMENT = (
     "cat", "chunk", "clone", "concat", "concatenate", "contiguous", "diff", "dropout",

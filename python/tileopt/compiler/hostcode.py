@@ -78,6 +78,8 @@ TORCH_DTYPES: dict[str, str] = {
     "i32": "int32",
     "i64": "int64",
     "index": "int64",
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E5M2": "float8_e5m2",
 }
 
 # numpy dtypes of the same element types, for reading dense constants (bf16 as raw bits).

@@ -62,6 +62,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   the same wrapped result as torch's: ``mm`` and ``addmm`` through ``aten._int_mm`` (int8
   products summed in int32), which kernel formation runs on tensor cores (``tile.dot`` of
   i8, as ``torch._int_mm`` itself), ``bmm`` and ``baddbmm`` with their operands widened;
+  ``aten._scaled_mm`` (fp8 ``a @ b`` times scales, torchao's float8 layers) is the
+  product of the fp8 values in f32, scaled: kernel formation runs it on fp8 tensor cores;
+  a conversion between the two fp8 formats goes through f32;
   ``aten.max`` and ``aten.min`` of a whole int8 tensor
   are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
   (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
@@ -805,6 +808,36 @@ def _int8_addmm(x: Any, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1) -> Any
     return (x.to(torch.int32) * beta + aten._int_mm.default(a, b) * alpha).to(torch.int8)
 
 
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
+
+def scaled_mm(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any = None,
+              scale_result: Any = None, out_dtype: Any = None,
+              use_fast_accum: bool = False) -> Any:
+    """``torch._scaled_mm`` of fp8 matrices: ``a @ b`` of their values in f32 (exact
+    products, which kernel formation runs on fp8 tensor cores), times ``scale_a`` and
+    ``scale_b`` (per tensor, or per row of ``a`` and column of ``b``), plus ``bias``, in
+    ``out_dtype`` (``a``'s by default). Not with a ``scale_result``, which torch's CPU
+    kernel ignores and cuBLAS applies: the operator stays unsupported then."""
+    if a.dtype not in _FP8 or b.dtype not in _FP8 or scale_result is not None:
+        return NotImplemented
+    out = (a.to(torch.float32) @ b.to(torch.float32)) * (scale_a.to(torch.float32)
+                                                        * scale_b.to(torch.float32))
+    if bias is not None:
+        out = out + bias.to(torch.float32)
+    return out.to(a.dtype if out_dtype is None else out_dtype)
+
+
+def _fp8_to_fp8(x: Any, *, dtype: Any = None, **kwargs: Any) -> Any:
+    """One fp8 format converted to the other through f32, which holds every value of
+    both (torch-mlir makes an invalid ``arith.extf`` of the two 8-bit types)."""
+    if not (isinstance(x, torch.Tensor) and x.dtype in _FP8 and dtype in _FP8
+            and dtype != x.dtype):
+        return NotImplemented
+    convert = torch.ops.prims.convert_element_type.default
+    return convert(convert(x, torch.float32), dtype)
+
+
 def _of_int8(op: Any) -> Callable[..., Any]:
     """``op`` of an int8 tensor (amax or amin over every dimension, for aten.max and
     aten.min of a whole tensor)."""
@@ -887,6 +920,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.sort.default] = sort
     table[aten.sort.stable] = stable_sort
     table[aten.scaled_dot_product_attention.default] = scaled_dot_product_attention
+    table[aten._scaled_mm.default] = scaled_mm
+    table[aten._to_copy.default] = _first(_fp8_to_fp8, table.get(aten._to_copy.default))
     for op in _INT8_SCALAR_OPS:
         table[op] = _first(_int8_by_scalar_in_int16(op), table.get(op))
     for op in _INT8_MIXED_OPS:

@@ -47,6 +47,8 @@ SUPPORTED_DTYPES: tuple[str, ...] = (
     "bfloat16",
     "float32",
     "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
 )
 
 
@@ -487,7 +489,7 @@ def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
 
 def _check_dtypes(graph: Any, lowering: Any) -> None:
     """UnsupportedOperatorError naming the first node that makes a tensor of a dtype
-    outside :data:`SUPPORTED_DTYPES` (complex, unsigned, 8-bit floats)."""
+    outside :data:`SUPPORTED_DTYPES` (complex, unsigned, the other 8-bit floats)."""
     for node, v in _tensor_results(graph):
         if str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES:
             continue

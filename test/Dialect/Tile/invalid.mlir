@@ -879,7 +879,7 @@ tile.kernel @k(%x: memref<?xi32>) {
 tile.kernel @k(%x: memref<?xf8E4M3FN>) {
   %c0 = arith.constant 0 : index
   %a = tile.load %x[%c0] : memref<?xf8E4M3FN> -> tensor<128xf8E4M3FN>
-  // expected-error @+1 {{'arith.addf' op computes on 'f8E4M3FN' values, which support only loads, stores, moves, conversions (arith.extf, arith.truncf), arith.select and tile.dot; convert them to f16 or f32 first}}
+  // expected-error @+1 {{'arith.addf' op computes on 'f8E4M3FN' values, which support only loads, stores, moves, conversions (arith.extf, arith.truncf, to and from integers), arith.select and tile.dot; convert them to f16 or f32 first}}
   %b = arith.addf %a, %a : tensor<128xf8E4M3FN>
   tile.store %b, %x[%c0] : tensor<128xf8E4M3FN>, memref<?xf8E4M3FN>
   tile.return

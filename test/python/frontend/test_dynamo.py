@@ -237,6 +237,23 @@ def test_dynamically_quantized_linear_compiles_whole() -> None:
     assert len(report.compiled) == 1 and not report.eager, str(report)
 
 
+def test_float8_linear_compiles_whole() -> None:
+    """A float8 linear layer as torchao's dynamic scaling makes it (the input scaled and
+    cast to e4m3 by its amax, ``torch._scaled_mm`` with the e4m3 weight's transpose and
+    per-tensor scales, a bf16 result): one partition, nothing in PyTorch, eager's numbers."""
+    torch.manual_seed(0)
+    w = (torch.randn(48, 96) * 8).to(torch.float8_e4m3fn)
+    w_scale = torch.tensor(0.05)
+
+    def layer(x: Any) -> Any:
+        scale = x.abs().amax() / 448
+        q = (x / scale).to(torch.float8_e4m3fn)
+        return torch._scaled_mm(q, w.t(), scale, w_scale, out_dtype=torch.bfloat16)
+
+    report = report_of(layer, randn(33, 96))
+    assert len(report.compiled) == 1 and not report.eager, str(report)
+
+
 # ---------------------------------------------------------------------------------------------
 # what tileopt cannot compile
 

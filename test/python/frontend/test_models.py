@@ -174,6 +174,93 @@ def test_int8_matmuls_run_on_tensor_cores(target: str, instruction: str, copy: s
             assert torch.equal(graph(*xs), model(*xs))
 
 
+@pytest.mark.parametrize(("target", "tensor_cores"), [
+    ("sm_80", False), ("sm_89", True), ("sm_90a", True),
+])
+def test_fp8_matmuls_run_on_fp8_tensor_cores(target: str, tensor_cores: bool) -> None:
+    """fp8 tensors (``float8_e4m3fn``, ``float8_e5m2``): ``torch._scaled_mm`` (torchao's
+    float8 linear layer: per-tensor and row-wise scales, a bias, a bf16, f32 or fp8 result) and
+    the product of fp8 values converted to f32 form one matmul kernel each whose tile.dot
+    takes the fp8 operands as they are, on tensor cores from sm_89 (CUDA cores before);
+    a weight-only fp8 layer (the weight dequantized into an f32 product) too."""
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+
+    def fp8(dtype: torch.dtype, *shape: int) -> torch.Tensor:
+        return (torch.randn(*shape) * 4).to(dtype)
+
+    # Each model with its inputs and the fp8 types of its dot (None: an f32 one).
+    models: list[tuple[Callable[..., Any], Callable[[], tuple[torch.Tensor, ...]],
+                       str | None]] = [
+        (lambda a, b: a.float() @ b.float(), lambda: (fp8(e4, 70, 96), fp8(e5, 96, 48)),
+         "e4m3.e5m2"),
+        (lambda x, w, sa, sb: torch._scaled_mm(x, w.t(), sa, sb, out_dtype=torch.bfloat16),
+         lambda: (fp8(e4, 33, 64), fp8(e4, 80, 64), torch.tensor(0.25), torch.tensor(3.0)),
+         "e4m3.e4m3"),
+        (lambda x, w, sa, sb, bias: torch._scaled_mm(x, w.t(), sa, sb, bias,
+                                                      out_dtype=torch.float32),
+         lambda: (fp8(e4, 48, 32), fp8(e4, 16, 32), torch.rand(48, 1), torch.rand(1, 16),
+                  torch.randn(16)), "e4m3.e4m3"),
+        (lambda x, w, sa, sb: torch._scaled_mm(x, w.t(), sa, sb),  # an e4m3 result
+         lambda: (fp8(e4, 32, 64), fp8(e4, 32, 64), torch.tensor(0.5), torch.tensor(0.5)),
+         "e4m3.e4m3"),
+        (lambda x, w: torch.relu(x @ w.float().t() * 0.5),
+         lambda: (torch.randn(8, 64), fp8(e4, 40, 64)), None),
+    ]
+    for model, inputs, types in models:
+        torch.manual_seed(0)
+        args = inputs()
+        graph = tileopt.compile(model, args, target=target)
+        (kernel,) = [name for name in graph.program.host.kernel_names if "matmul" in name]
+        ptx = graph.stages[f"ptx:{kernel}"]
+        assert ("mma" in ptx) == (tensor_cores and types is not None)
+        if tensor_cores and types is not None:  # mma.sync or wgmma of the fp8 types
+            assert f".f32.{types}" in ptx
+        for xs in (args, inputs()):
+            got, want = graph(*xs).float(), model(*xs).float()
+            # The same exact products summed in f32 (torch's CPU kernel scales its operands
+            # first), then one rounding to the result's type: at most a unit apart there.
+            eps = torch.finfo(model(*xs).dtype).eps
+            torch.testing.assert_close(got, want, atol=1e-5 * float(want.abs().max()), rtol=eps)
+
+
+def _fp8_conversions() -> dict[str, tuple[Callable[..., Any], tuple[torch.Tensor, ...]]]:
+    e4, e5 = torch.float8_e4m3fn, torch.float8_e5m2
+    gen = torch.Generator().manual_seed(4)
+    a = (torch.randn(16, 32, generator=gen) * 64).to(e4)
+    b = (torch.randn(16, 32, generator=gen) * 64).to(e4)
+    mask = torch.rand(16, 32, generator=gen) > 0.5
+    return {
+        "where": (lambda m, a, b: torch.where(m, a, b), (mask, a, b)),
+        "cat": (lambda a, b: torch.cat([a, b.t().contiguous().t()], 0), (a, b)),
+        "to_f16": (lambda a: a.to(torch.float16) * 2, (a,)),
+        "to_bf16": (lambda a: a.to(torch.bfloat16), (a,)),
+        "to_int": (lambda a: a.to(torch.int32), (a,)),
+        "to_bool": (lambda a: a.to(torch.bool), (a,)),
+        "from_int": (lambda x: x.to(e5), (torch.randint(-70000, 70000, (16, 32),
+                                                        generator=gen),)),
+        "from_bool": (lambda m: m.to(e4), (mask,)),
+        "from_f64": (lambda x: x.to(e4), (torch.randn(16, 32, dtype=torch.float64,
+                                                      generator=gen) * 300,)),
+        "e4m3_to_e5m2": (lambda a: a.to(e5), (a,)),
+        "e5m2_to_e4m3": (lambda x: (x * 8).to(e5).to(e4), (torch.randn(16, 32, generator=gen),)),
+    }
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case", list(_fp8_conversions()))
+def test_fp8_tensors_move_and_convert_as_torch(target: str, case: str) -> None:
+    """fp8 tensors are selected, concatenated, transposed and converted to and from other
+    floats, integers and bools (through f32 where no instruction converts them) to torch's
+    bits: in software on sm_80, by cvt on sm_90."""
+    model, args = _fp8_conversions()[case]
+    graph = tileopt.compile(model, args, target=target)
+    got, want = graph(*args), model(*args)
+    assert got.dtype == want.dtype
+    if want.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        got, want = got.view(torch.uint8), want.view(torch.uint8)
+    assert torch.equal(got, want)
+
+
 # ---------------------------------------------------------------------------------------------
 # reductions
 

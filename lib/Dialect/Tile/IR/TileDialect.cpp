@@ -61,7 +61,11 @@ bool tileopt::tile::isTileElementType(Type type) {
     return intType.isSignless() &&
            llvm::is_contained({1u, 8u, 16u, 32u, 64u}, intType.getWidth());
   return type.isF16() || type.isBF16() || type.isF32() || type.isF64() ||
-         isa<Float8E4M3FNType, Float8E5M2Type>(type);
+         isFp8Type(type);
+}
+
+bool tileopt::tile::isFp8Type(Type type) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(type);
 }
 
 bool tileopt::tile::isTileType(Type type) {

@@ -456,10 +456,6 @@ unsigned tileopt::tile::getMmaMinSmVersion(DotOp dot) {
   return isFp8Type(dot.getLhs().getType().getElementType()) ? 89 : 80;
 }
 
-bool tileopt::tile::isFp8Type(mlir::Type type) {
-  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(type);
-}
-
 bool tileopt::tile::isRegisterLhs(DotOp dot, Attribute layout) {
   auto mma = dyn_cast_if_present<MmaLayoutAttr>(layout);
   RankedTensorType lhs = dot.getLhs().getType();

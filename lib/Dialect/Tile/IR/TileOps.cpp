@@ -325,8 +325,9 @@ LogicalResult KernelOp::verifyRegions() {
   auto checkFp8 = [](Operation *op) -> LogicalResult {
     StringRef dialect = op->getDialect()->getNamespace();
     if ((dialect != "arith" && dialect != "math") ||
-        isa<arith::ExtFOp, arith::TruncFOp, arith::ConstantOp, arith::SelectOp,
-            arith::BitcastOp>(op))
+        isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
+            arith::FPToSIOp, arith::FPToUIOp, arith::ConstantOp,
+            arith::SelectOp, arith::BitcastOp>(op))
       return success();
     auto types =
         llvm::concat<Type>(op->getOperandTypes(), op->getResultTypes());
@@ -337,8 +338,8 @@ LogicalResult KernelOp::verifyRegions() {
     return op->emitOpError("computes on ")
            << getElementTypeOrSelf(*fp8)
            << " values, which support only loads, stores, moves, "
-              "conversions (arith.extf, arith.truncf), arith.select and "
-              "tile.dot; convert them to f16 or f32 first";
+              "conversions (arith.extf, arith.truncf, to and from integers), "
+              "arith.select and tile.dot; convert them to f16 or f32 first";
   };
   WalkResult result = walk([&](Operation *op) {
     if (failed(checkFp8(op)))

@@ -91,9 +91,6 @@ int64_t getMmaK(DotOp dot);
 /// inputs (mma.sync .e4m3/.e5m2), else 80.
 unsigned getMmaMinSmVersion(DotOp dot);
 
-/// f8E4M3FN or f8E5M2.
-bool isFp8Type(mlir::Type type);
-
 /// Whether `chip` has Hopper's warpgroup MMA (wgmma.mma_async): sm_90a, the
 /// arch-specific target that PTX requires for it (plain sm_90 gets mma.sync).
 bool hasWgmma(llvm::StringRef chip);

@@ -30,8 +30,12 @@
 namespace tileopt::tile {
 
 /// True for the element types a tile may hold: i1, i8, i16, i32, i64, f16,
-/// bf16, f32, f64.
+/// bf16, f32, f64, f8E4M3FN, f8E5M2.
 bool isTileElementType(mlir::Type type);
+
+/// f8E4M3FN or f8E5M2: tile elements that are only stored, moved, converted
+/// and multiplied (tile.dot).
+bool isFp8Type(mlir::Type type);
 
 /// True for a tile: a ranked tensor with a static shape whose dims are powers
 /// of two and whose element type is a tile element type.
