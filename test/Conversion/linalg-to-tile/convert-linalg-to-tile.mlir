@@ -187,6 +187,45 @@ func.func @int32_matmul(%x: tensor<64x32xi32>, %w: tensor<32x64xi32>) -> tensor<
 
 // -----
 
+// fp8 operands of either format (a matmul widening them in its body, as
+// formation leaves torch's _scaled_mm) are tile.dot's fp8 form: each loaded
+// as it is, an f32 accumulator. An fp8 value converted to an integer goes
+// through f32 (no op but the conversions and the dot reads fp8); a bool's
+// conversion to fp8 did too, until canonicalization folded the exact f32
+// step away: the GPU lowering converts integers to fp8 through f32 itself.
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK: tile.load {{.*}} -> tensor<{{.*}}xf8E4M3FN>
+// CHECK: tile.load {{.*}} -> tensor<{{.*}}xf8E5M2>
+// CHECK: tile.dot {{.*}} : tensor<{{.*}}xf8E4M3FN>, tensor<{{.*}}xf8E5M2> -> tensor<{{.*}}xf32>
+// CHECK-LABEL: func.func @fp8_matmul
+// CHECK-LABEL: tile.kernel @k0_pointwise
+// CHECK: arith.extf {{.*}}xf8E4M3FN{{.*}} to tensor<{{.*}}xf32>
+// CHECK-NEXT: arith.fptosi {{.*}}xf32{{.*}} to tensor<{{.*}}xi32>
+// CHECK: arith.uitofp {{.*}}xi1{{.*}} to tensor<{{.*}}xf8E5M2>
+// CHECK-LABEL: func.func @fp8_integers
+func.func @fp8_matmul(%x: tensor<64x256xf8E4M3FN>, %w: tensor<256x128xf8E5M2>) -> tensor<64x128xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x128xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<64x256xf8E4M3FN>, tensor<256x128xf8E5M2>) outs(%f : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %mm : tensor<64x128xf32>
+}
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @fp8_integers(%x: tensor<16x32xf8E4M3FN>, %m: tensor<16x32xi1>) -> (tensor<16x32xi32>, tensor<16x32xf8E5M2>) {
+  %ei = tensor.empty() : tensor<16x32xi32>
+  %ef = tensor.empty() : tensor<16x32xf8E5M2>
+  %i, %b = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %m : tensor<16x32xf8E4M3FN>, tensor<16x32xi1>) outs(%ei, %ef : tensor<16x32xi32>, tensor<16x32xf8E5M2>) {
+  ^bb0(%a: f8E4M3FN, %c: i1, %o: i32, %p: f8E5M2):
+    %t = arith.fptosi %a : f8E4M3FN to i32
+    %u = arith.uitofp %c : i1 to f8E5M2
+    linalg.yield %t, %u : i32, f8E5M2
+  } -> (tensor<16x32xi32>, tensor<16x32xf8E5M2>)
+  return %i, %b : tensor<16x32xi32>, tensor<16x32xf8E5M2>
+}
+
+// -----
+
 // f16 operands run on tensor cores, with a tile chosen by the launch's size in
 // waves of 128 programs. Two waves or more of 128 x 256 blocks: those, on 8
 // warps, 4 stages, k by 64 (Triton's Hopper tile; 512 programs here).

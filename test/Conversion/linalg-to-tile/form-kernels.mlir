@@ -186,6 +186,41 @@ func.func @half_linear(%x: tensor<37x32xf16>, %w: tensor<64x32xf16>, %bias: tens
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// fp8 operands widened to f32 (torch's _scaled_mm as tileopt decomposes it)
+// fuse into the contraction as f16 ones do: it reads e4m3 and e5m2 and
+// widens them itself, so that its dot takes them as they are.
+// CHECK-LABEL: func.func @fp8_matmul
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<32x64xf8E4M3FN>, tensor<64x16xf8E5M2>) {{.*}}tile.group = 0
+// CHECK-NEXT: ^bb0
+// CHECK-DAG: arith.extf {{.*}} : f8E4M3FN to f32
+// CHECK-DAG: arith.extf {{.*}} : f8E5M2 to f32
+// CHECK: arith.mulf
+func.func @fp8_matmul(%x: tensor<32x64xf8E4M3FN>, %w: tensor<64x16xf8E5M2>) -> tensor<32x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ex = tensor.empty() : tensor<32x64xf32>
+  %x32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<32x64xf8E4M3FN>) outs(%ex : tensor<32x64xf32>) {
+  ^bb0(%a: f8E4M3FN, %o: f32):
+    %t = arith.extf %a : f8E4M3FN to f32
+    linalg.yield %t : f32
+  } -> tensor<32x64xf32>
+  %ew = tensor.empty() : tensor<64x16xf32>
+  %w32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x16xf8E5M2>) outs(%ew : tensor<64x16xf32>) {
+  ^bb0(%a: f8E5M2, %o: f32):
+    %t = arith.extf %a : f8E5M2 to f32
+    linalg.yield %t : f32
+  } -> tensor<64x16xf32>
+  %e = tensor.empty() : tensor<32x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<32x16xf32>) -> tensor<32x16xf32>
+  %mm = linalg.matmul ins(%x32, %w32 : tensor<32x64xf32>, tensor<64x16xf32>) outs(%f : tensor<32x16xf32>) -> tensor<32x16xf32>
+  return %mm : tensor<32x16xf32>
+}
+
+// -----
+
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #sw = affine_map<(d0, d1, d2) -> (d1, d0, d2)>
 

@@ -36,6 +36,29 @@ tile.kernel @convert(%x: memref<?xf8E4M3FN>, %y: memref<?xf8E5M2>) {
 
 // -----
 
+#row = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]>
+
+// Integers to and from fp8 through f32 (which canonicalization may fold
+// into one op): sitofp to f32, then the f32 pairs narrowed; fp8 widened to
+// f16 pairs, to f32, then fptosi.
+// SM89-LABEL: gpu.func @integers
+// SM89: arith.sitofp {{.*}} : i32 to f32
+// SM89: cvt.rn.satfinite.e4m3x2.f32
+// SM89: cvt.rn.f16x2.e4m3x2
+// SM89: arith.fptosi {{.*}} : f32 to i32
+tile.kernel @integers(%x: memref<?xi32>, %y: memref<?xf8E4M3FN>) {
+  %c0 = arith.constant 0 : index
+  %i = tile.load %x[%c0] : memref<?xi32> -> tensor<512xi32, #row>
+  %f = arith.sitofp %i : tensor<512xi32, #row> to tensor<512xf8E4M3FN, #row>
+  tile.store %f, %y[%c0] : tensor<512xf8E4M3FN, #row>, memref<?xf8E4M3FN>
+  %g = tile.load %y[%c0] : memref<?xf8E4M3FN> -> tensor<512xf8E4M3FN, #row>
+  %j = arith.fptosi %g : tensor<512xf8E4M3FN, #row> to tensor<512xi32, #row>
+  tile.store %j, %x[%c0] : tensor<512xi32, #row>, memref<?xi32>
+  tile.return
+}
+
+// -----
+
 #a = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [16, 2], warpsPerCTA = [4, 1], order = [1, 0]>
 #b = #tile.blocked<sizePerThread = [1, 16], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]>
 #acc = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerCTA = [4, 1], order = [1, 0]>
