@@ -37,8 +37,10 @@ import numpy as np
 FLOATS = ("f16", "bf16", "f32", "f64")
 INTS = ("i1", "i8", "i16", "i32", "i64")
 DTYPES = INTS + FLOATS
+# fp8: only loaded for dots (tile.dot is their one arithmetic), never in the pool of values.
+FP8 = ("f8E4M3FN", "f8E5M2")
 BITS = {"i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64, "f16": 16, "bf16": 16, "f32": 32,
-        "f64": 64}
+        "f64": 64, "f8E4M3FN": 8, "f8E5M2": 8}
 EPS = {"f16": 2.0**-11, "bf16": 2.0**-8, "f32": 2.0**-24, "f64": 2.0**-53}
 # Relative error allowed for math functions (libdevice / approximate instructions).
 MATH_EPS = {"f16": 2.0**-9, "bf16": 2.0**-6, "f32": 2.0**-19, "f64": 2.0**-48}
@@ -56,7 +58,7 @@ def _nonneg(v: int) -> int:
 
 
 def is_float(d: str) -> bool:
-    return d in FLOATS
+    return d in FLOATS or d in FP8
 
 
 def wrap(x: Any, bits: int) -> Any:
@@ -855,7 +857,9 @@ class Gen:
         """A tile.dot of random shapes and types; its type. With ``given`` = (i, name, type),
         operand i (0: lhs, 1: rhs) is that value and the result has its shape (a loop's
         carried tile, which the result may replace)."""
-        d = self.rng.choice(["f16", "bf16", "f32", "f16", "f32", "i8"])
+        d = self.rng.choice(["f16", "bf16", "f32", "f16", "f32", "i8", "fp8"])
+        if d == "fp8":  # either format on either side
+            d = self.rng.choice(FP8)
         m, n, k = (self.rng.choice(DOT_SIZES) for _ in range(3))
         if given:
             d = given[2].dtype
@@ -868,13 +872,16 @@ class Gen:
             acc_d = "i32"
         tf32 = d == "f32" and self.rng.random() < 0.4
         src = [(m, k), (k, n)]
+        types = [d, self.rng.choice(FP8) if d in FP8 else d]
         ops = []
         for i, s in enumerate(src):
             if given and i == given[0]:
                 ops.append(given[1])
                 continue
-            got = self.pick(lambda t, s=s: t.shape == s and t.dtype == d)
-            ops.append(got[0] if got and self.rng.random() < 0.5 else self.load(lin, s, d))
+            got = self.pick(lambda t, s=s, i=i: t.shape == s and t.dtype == types[i])
+            ops.append(got[0] if got and self.rng.random() < 0.5
+                       else self.load(lin, s, types[i]))
+        self.pool = [p for p in self.pool if p[1].dtype not in FP8]
         acc = self.like(Ty((m, n), acc_d))
         name = self.fresh()
         rty = Ty((m, n), acc_d)
@@ -897,7 +904,8 @@ class Gen:
                 env[name] = rounded(r, e, acc_d)
 
         self.emit(f"{name} = tile.dot {ops[0]}, {ops[1]}, {acc}{prec} : "
-                  f"{self.t(Ty((m, k), d))}, {self.t(Ty((k, n), d))} -> {self.t(rty)}", run)
+                  f"{self.t(Ty((m, k), types[0]))}, {self.t(Ty((k, n), types[1]))} -> "
+                  f"{self.t(rty)}", run)
         self.add(name, rty)
         return rty
 
@@ -1124,7 +1132,8 @@ def quantize(x: np.ndarray, dtype: str) -> np.ndarray:
     import torch
 
     t = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
-         "f64": torch.float64}[dtype]
+         "f64": torch.float64, "f8E4M3FN": torch.float8_e4m3fn,
+         "f8E5M2": torch.float8_e5m2}[dtype]
     return torch.from_numpy(np.asarray(x, dtype=np.float64)).to(t).double().numpy()
 
 

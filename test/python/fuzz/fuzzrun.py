@@ -54,7 +54,8 @@ def make_arrays(p: Any) -> list[Any]:
 
     tdt = {"i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
            "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16,
-           "f32": torch.float32, "f64": torch.float64}
+           "f32": torch.float32, "f64": torch.float64, "f8E4M3FN": torch.float8_e4m3fn,
+           "f8E5M2": torch.float8_e5m2}
     out = []
     for a in p.args:
         if a.kind == "scalar":
