@@ -312,13 +312,13 @@ struct ElementwiseLowering : ConversionPattern {
 };
 
 /// arith.extf from fp8 and arith.truncf to fp8 (and the conversions between
-/// fp8 and integers, through f32), on tiles and scalars, whose
-/// fp8 values are bytes (TileTypeConverter). sm_89 and newer convert pairs:
+/// fp8 and integers, through f32), on tiles and scalars, whose fp8 values are
+/// bytes (TileTypeConverter). sm_89 and newer convert pairs (PTX 8.1):
 /// cvt.rn.f16x2.{e4m3,e5m2}x2 and cvt.rn.satfinite.{e4m3,e5m2}x2.f32 (the
 /// e4m3 range saturates, as torch's; e5m2 overflows to infinity, as
-/// torch's, where satfinite would clamp). Older chips widen in software:
+/// torch's, where satfinite would clamp). Older chips convert in software:
 /// e5m2 is the top byte of an f16, e4m3's bits shifted into an f32 scaled by
-/// 2^120; narrowing to fp8 there is an error.
+/// 2^120 (widenFp8); narrowing rounds an f32's bits (narrow).
 struct Fp8ConversionLowering : ConversionPattern {
   Fp8ConversionLowering(const TypeConverter &converter, MLIRContext *ctx,
                         LoweringState &state)

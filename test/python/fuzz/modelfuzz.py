@@ -3,7 +3,8 @@
 Each seed gives a chain of up to six steps (elementwise functions, a broadcast operand,
 reductions over a random dimension, max/min with indices, softmax, layer norm, transposes,
 short cumsums, convolutions and pooling along the last dimension, products with a constant
-matrix along it: f32, and int8 through ``torch._int_mm`` of the quantized input) on a random
+matrix along it: f32, int8 through ``torch._int_mm`` of the quantized input, and e4m3
+through ``torch._scaled_mm``) on a random
 shape of up to
 20,000 elements (sizes 1, 3, 7, ... 20001: unit dimensions, odd sizes, rows longer than a
 program holds). A program must compile and match eager PyTorch, or be refused with
@@ -56,15 +57,25 @@ def _window(x: torch.Tensor, r: random.Random) -> torch.Tensor:
 
 
 def _product(x: torch.Tensor, x0: torch.Tensor, r: random.Random) -> torch.Tensor:
-    """``x`` times a constant f32 matrix along its last dimension, or (half the time) the
-    program's input quantized to int8 times a constant int8 matrix by ``torch._int_mm``
-    (int32 sums, exact: the input is the same on both sides), scaled back to floats."""
+    """``x`` times a constant f32 matrix along its last dimension, or (a quarter of the
+    time each) the program's input quantized to int8 times a constant int8 matrix by
+    ``torch._int_mm`` (int32 sums, exact: the input is the same on both sides), scaled back
+    to floats, or converted to e4m3 times a constant e4m3 matrix by ``torch._scaled_mm``
+    (exact products summed in f32, scaled)."""
     n = x.shape[-1]
     # From Python's random (a torch.Generator made while torch.export traces would be an
     # input of the exported program).
-    if r.random() < 0.5:
+    kind = r.random()
+    if kind < 0.5:
         w = torch.tensor([[r.gauss(0, 1) for _ in range(n)] for _ in range(n)])
         return x @ (w / n**0.5)
+    if kind >= 0.75:
+        q = (x0 * 8).to(torch.float8_e4m3fn).reshape(-1, n)
+        w = torch.tensor([[r.gauss(0, 4) for _ in range(n)] for _ in range(n)])
+        scale = torch.tensor(1 / (32 * n**0.5))
+        y = torch._scaled_mm(q, w.to(torch.float8_e4m3fn).t(), scale, torch.tensor(1.0),
+                             out_dtype=torch.float32)
+        return y.reshape(x.shape)
     q = (x0 * 40).round().clamp(-128, 127).to(torch.int8).reshape(-1, n)
     w = torch.tensor([[r.randrange(-128, 128) for _ in range(n)] for _ in range(n)],
                      dtype=torch.int8)

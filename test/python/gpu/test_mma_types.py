@@ -240,13 +240,23 @@ def wrapped_i32(x: torch.Tensor) -> torch.Tensor:
 def _int8_matmul(bm: int, bn: int, bk: int, kmajor_b: bool, start: int) -> KernelBuilder:
     """``c = start + a @ b`` of int8 ``a`` and ``b`` in an i32 accumulator, stored as i32;
     with ``kmajor_b`` the kernel takes ``b`` transposed (N x K, a linear layer's weight)."""
+    return _typed_matmul(("i8", "i8", "i32"), (bm, bn, bk), kmajor_b, start)
+
+
+def _typed_matmul(types: tuple[str, str, str], blocks: tuple[int, ...], kmajor_b: bool,
+                  start: int = 0) -> KernelBuilder:
+    """``c = start + a @ b`` of ``a`` and ``b`` of ``types[:2]`` in a ``types[2]``
+    accumulator, stored as it is; with ``kmajor_b`` the kernel takes ``b`` transposed (N x K,
+    a linear layer's weight)."""
+    bm, bn, bk = blocks
     kb = KernelBuilder(
-        "matmul_i8", a=View("i8", 2, contiguous=True), b=View("i8", 2, contiguous=True),
-        c=View("i32", 2, contiguous=True),
+        "matmul", a=View(types[0], 2, contiguous=True), b=View(types[1], 2, contiguous=True),
+        c=View(types[2], 2, contiguous=True),
     )
     with kb as k:
         m, n = k.program_id(0) * bm, k.program_id(1) * bn
-        with k.loop(0, k.size(k.args.a, 1), bk, carried=[k.full([bm, bn], start, "i32")]) as loop:
+        with k.loop(0, k.size(k.args.a, 1), bk,
+                    carried=[k.full([bm, bn], start, types[2])]) as loop:
             (c,) = loop.carried
             a = k.load(k.args.a, [m, loop.iv], [bm, bk])
             if kmajor_b:
@@ -394,26 +404,6 @@ def test_fp8_conversions_match_torch(target: str, dtype: str) -> None:
     assert bool((same | (narrow.float().isnan() & want.float().isnan())).all())
 
 
-def _fp8_matmul(lhs: str, rhs: str, blocks: tuple[int, ...], kmajor_b: bool) -> KernelBuilder:
-    """``c = a @ b`` in f32 for fp8 ``a`` and ``b``; with ``kmajor_b`` b comes as its
-    transpose (``n x k``, a linear layer's weight)."""
-    bm, bn, bk = blocks
-    kb = KernelBuilder("matmul", a=View(lhs, 2, contiguous=True),
-                       b=View(rhs, 2, contiguous=True), c=View("f32", 2, contiguous=True))
-    with kb as k:
-        m, n = k.program_id(0) * bm, k.program_id(1) * bn
-        with k.loop(0, k.size(k.args.a, 1), bk, carried=[k.full([bm, bn], 0.0, "f32")]) as loop:
-            (c,) = loop.carried
-            a = k.load(k.args.a, [m, loop.iv], [bm, bk])
-            if kmajor_b:
-                b = k.permute(k.load(k.args.b, [n, loop.iv], [bn, bk]), [1, 0])
-            else:
-                b = k.load(k.args.b, [loop.iv, n], [bk, bn])
-            loop.yield_(k.dot(a, b, c))
-        k.store(loop.results[0], k.args.c, [m, n])
-    return kb
-
-
 @pytest.mark.parametrize(
     ("target", "warps", "blocks", "types", "kmajor_b", "instruction"),
     [
@@ -441,7 +431,7 @@ def test_fp8_dots_use_tensor_cores(target: str, warps: int, blocks: tuple[int, .
     """fp8 dots of either format on either side: on tensor cores from sm_89, on CUDA cores
     (operands widened in software) before; odd shapes against float64 torch."""
     bm, bn, bk = blocks
-    kern = compile(_fp8_matmul(*types, blocks, kmajor_b), target, num_warps=warps,
+    kern = compile(_typed_matmul((*types, "f32"), blocks, kmajor_b), target, num_warps=warps,
                    **(PROMISES if promises else {}))
     ptx = str(kern.asm["ptx"])
     if instruction is None:
