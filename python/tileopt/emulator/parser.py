@@ -784,7 +784,7 @@ def parse_ptx(text: str) -> Module:
                 f"line {line}: indirect calls (.callprototype) are not supported"
             )
         ins = parse_instruction(s, line)
-        check_instruction(mod.target, ins.opcode, ins.text, line)
+        check_instruction(mod.target, ins.opcode, ins.text, line, mod.version)
         fn.body.append(ins)
     if fn is not None:
         raise PTXLoadError(f"function {fn.name} is not closed by '}}'")

@@ -4,7 +4,9 @@ A GPU never runs PTX that ptxas refuses for its target, so neither does the emul
 instruction newer than the module's ``.target`` (``wgmma`` in an ``sm_80`` module, ``elect`` in
 ``sm_89``) fails the load with a :class:`PTXLoadError` that names both. The rules below are
 ptxas 13's answers for the instruction families the emulator runs (each is checked against
-ptxas by the tests); forms they do not name are not checked.
+ptxas by the tests); forms they do not name are not checked. Some instructions need a newer
+``.version`` too (fp8 MMAs PTX 8.4, fp8 conversions on sm_89 PTX 8.1): the load refuses
+an older one likewise.
 """
 
 from __future__ import annotations
@@ -91,9 +93,31 @@ def allows(target: tuple[int, str], required: tuple[int, str]) -> bool:
     return sm >= need
 
 
-def check_instruction(target: str, opcode: str, text: str, line: int) -> None:
-    """Raises PTXLoadError when ptxas would refuse ``opcode`` for ``target``."""
+def required_version(opcode: str, target: tuple[int, str]) -> int | None:
+    """The oldest PTX ISA version (x10) that takes ``opcode`` on ``target``, where it is
+    newer than any the target itself needs; None when no rule applies."""
+    parts = opcode.split(".")
+    fp8 = {"e4m3", "e5m2", "e4m3x2", "e5m2x2"} & set(parts[1:])
+    if fp8 and parts[0] == "mma":
+        return 84
+    if fp8 and parts[0] == "cvt" and target[0] == 89:
+        return 81
+    return None
+
+
+def check_instruction(target: str, opcode: str, text: str, line: int,
+                      version: str = "") -> None:
+    """Raises PTXLoadError when ptxas would refuse ``opcode`` for ``target`` in a module of
+    PTX ISA ``version`` (``8.4``)."""
     parsed = parse_target(target)
+    wanted = required_version(opcode, parsed) if parsed and version else None
+    if wanted and re.fullmatch(r"\d+\.\d", version):
+        major, minor = version.split(".")
+        if int(major) * 10 + int(minor) < wanted:
+            raise PTXLoadError(
+                f"line {line}: `{text or opcode}` needs .version {wanted // 10}.{wanted % 10} "
+                f"or later, and the module's is {version} (ptxas refuses it, so no GPU runs it)"
+            )
     needed = required_target(opcode, text) if parsed else None
     if parsed is None or needed is None or allows(parsed, needed):
         return

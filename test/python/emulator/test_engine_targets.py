@@ -119,6 +119,40 @@ def test_rules_refuse_what_ptxas_refuses(target: str, tmp_path: Path) -> None:
     assert not disagree, disagree
 
 
+FP8_INSTRUCTIONS = [
+    "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2,%r3,%r4}, "
+    "{%r5,%r6}, {%f1,%f2,%f3,%f4};",
+    "cvt.rn.satfinite.e5m2x2.f32 %h1, %f1, %f2;",
+    "cvt.rn.f16x2.e4m3x2 %r1, %h1;",
+    "cvt.rn.f16x2.f32 %r1, %f1, %f2;",  # no rule
+]
+
+
+@pytest.mark.parametrize("version", ["7.8", "8.0", "8.1", "8.3", "8.4"])
+@pytest.mark.parametrize("target", ["sm_89", "sm_90"])
+def test_version_rules_refuse_what_ptxas_refuses(target: str, version: str,
+                                                 tmp_path: Path) -> None:
+    """fp8 MMAs need PTX 8.4 and fp8 conversions on sm_89 PTX 8.1: the emulator refuses an
+    older ``.version`` where ptxas does (sm_89 itself needs 7.8)."""
+    ptxas = find_ptxas()
+    if ptxas is None:
+        pytest.skip("ptxas not found (the nvidia-cuda-nvcc wheel, $TILEOPT_PTXAS or PATH)")
+    for line in FP8_INSTRUCTIONS:
+        ptx = (f".version {version}\n.target {target}\n.address_size 64\n"
+               f".visible .entry k(.param .u64 p)\n{{\n{DECLS}{line}\nret;\n}}\n")
+        src = tmp_path / "k.ptx"
+        src.write_text(ptx)
+        result = subprocess.run([str(ptxas), "-arch", target, str(src), "-o", "/dev/null"],
+                                capture_output=True, text=True, timeout=120)
+        try:
+            emu.load_ptx(ptx)
+            ours = True
+        except emu.PTXLoadError as e:
+            assert "needs .version" in str(e)
+            ours = False
+        assert ours == (result.returncode == 0), (line, result.stderr)
+
+
 def test_load_names_the_instruction_and_both_targets() -> None:
     ptx = """.version 8.0
 .target sm_80
