@@ -28,8 +28,8 @@ pack() {
   rm -rf .gpu/work "$PACK" && mkdir -p .gpu/work "$PACK" || exit 1
   (cd benchmarks &&
     "../$py" matmul_tflops.py --save-kernels ../.gpu/work/mm --target sm_90a &&
-    "../$py" matmul_tflops.py --save-kernels ../.gpu/work/mm8 --dtypes i8 --quick \
-      --target sm_90a &&
+    "../$py" matmul_tflops.py --save-kernels ../.gpu/work/mm8 --dtypes i8,f8E4M3FN \
+      --quick --target sm_90a &&
     "../$py" linear_tflops.py --save ../.gpu/work/lin --target sm_90a &&
     "../$py" linear_tflops.py --save ../.gpu/work/linws --warp-specialize --target sm_90a &&
     "../$py" attention_tflops.py --save ../.gpu/work/att --target sm_90a) >/dev/null || exit 1
@@ -86,7 +86,7 @@ run() {
     # one log for both (8 files come back at most)
     step matmul_bf16_i8 180 sh -c "python3 matmul_tflops.py --kernels '$work/mm' --no-triton \
       --dtypes bf16 --details '$OUT/matmul_details.jsonl'; python3 matmul_tflops.py \
-      --kernels '$work/mm8' --no-triton --quick --dtypes i8")
+      --kernels '$work/mm8' --no-triton --quick --dtypes i8,f8E4M3FN")
 }
 
 case ${1:-} in

@@ -20,7 +20,10 @@ All three accumulate in f32 and write the same ``c``: f16/bf16 as torch.matmul r
 cuBLAS or more. ``--dtypes i8``: int8 operands summed in int32 (``torch._int_mm`` is cuBLAS's
 side; the TFLOP/s columns are then int8 TOPS), in the configurations' blocks with twice their
 ``block_k`` (the same bytes a k step), one tile a program (no persistent or stream-K
-kernels for int8); every result exact.
+kernels for int8); every result exact. ``--dtypes f8E4M3FN``: e4m3 operands summed in f32
+into a bf16 result, as torchao's float8 layers (``torch._scaled_mm`` with unit scales and the
+column-major b it requires is cuBLAS's side; tileopt and Triton read b row-major), blocks
+as int8's.
 
 Each of tileopt and Triton tries the same tile configurations (``CONFIGS``: block sizes,
 warps, and ``num_stages`` where ``tileopt.compile`` takes it), a program a tile in launch
@@ -71,7 +74,11 @@ def _torch_dtypes() -> dict[str, Any]:
     import torch
 
     return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-            "i8": torch.int8, "i32": torch.int32}
+            "i8": torch.int8, "i32": torch.int32, "f8E4M3FN": torch.float8_e4m3fn}
+
+
+#: The 8-bit input dtypes: k steps of twice the configurations' elements, a tile a program.
+EIGHT_BIT = ("i8", "f8E4M3FN")
 
 
 
@@ -237,14 +244,15 @@ def with_groups(configs: Sequence[Config]) -> list[Config]:
 
 
 def k_block(dtype: str, config: Config) -> int:
-    """``config``'s k step for ``dtype`` inputs: twice as many int8 elements (as many bytes)."""
-    return 2 * config.block_k if dtype == "i8" else config.block_k
+    """``config``'s k step for ``dtype`` inputs: twice as many 8-bit elements (as many
+    bytes)."""
+    return 2 * config.block_k if dtype in EIGHT_BIT else config.block_k
 
 
 def runs(dtype: str, config: Config) -> bool:
-    """Whether the benchmark runs ``config`` for ``dtype``: int8 has one schedule, a tile a
-    program (kernels.matmul)."""
-    return dtype != "i8" or not (config.persistent or config.stream_k)
+    """Whether the benchmark runs ``config`` for ``dtype``: 8-bit inputs have one schedule,
+    a tile a program (kernels.matmul)."""
+    return dtype not in EIGHT_BIT or not (config.persistent or config.stream_k)
 
 
 def resident_programs(metadata: Any, props: Any) -> int:
@@ -402,9 +410,12 @@ class TileoptMatmul:
         return config.stream_k and self.out(dtype) != "f32"
 
     def out(self, dtype: str) -> str:
-        """The result's dtype for ``dtype`` inputs (int32 for int8, as torch._int_mm)."""
+        """The result's dtype for ``dtype`` inputs (int32 for int8, as torch._int_mm; bf16
+        for fp8 unless ``--out-dtype`` says, as torchao's float8 layers)."""
         if dtype == "i8":
             return "i32"
+        if dtype == "f8E4M3FN" and self.out_dtype == "same":
+            return "bf16"
         return dtype if self.out_dtype == "same" else self.out_dtype
 
     @staticmethod
@@ -588,7 +599,7 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
     import torch
 
     out = []
-    dtype = "i8" if a.dtype == torch.int8 else ""
+    dtype = {torch.int8: "i8", torch.float8_e4m3fn: "f8E4M3FN"}.get(a.dtype, "")
     for config in configs:
         # the tutorial's kernel has one schedule, and blocks of powers of two (tl.arange)
         if config.persistent or config.stream_k or not config.powers_of_two():
@@ -609,12 +620,17 @@ def triton_candidates(kernel: Any, shape: Shape, a: Any, b: Any, out_dtype: Any,
 
 def cublas_candidates(a: Any, b: Any, out_dtype: Any) -> list[tuple[str, Any, Any]]:
     """torch.matmul into a preallocated output of the inputs' dtype, or torch.mm into an
-    ``out_dtype`` one (none where torch has no ``out_dtype``); for int8, torch._int_mm."""
+    ``out_dtype`` one (none where torch has no ``out_dtype``); for int8, torch._int_mm; for
+    fp8, torch._scaled_mm of unit scales with b copied column-major (as it requires)."""
     import torch
 
     c = torch.empty(a.shape[0], b.shape[1], device="cuda", dtype=out_dtype)
     if a.dtype == torch.int8:
         return [("torch._int_mm", lambda: torch._int_mm(a, b, out=c), c)]
+    if a.dtype == torch.float8_e4m3fn:
+        one, b_cols = torch.ones((), device="cuda"), b.t().contiguous().t()
+        return [("torch._scaled_mm", lambda: torch._scaled_mm(
+            a, b_cols, one, one, out_dtype=out_dtype, out=c), c)]
     if out_dtype == a.dtype:
         return [("torch.matmul", lambda: torch.matmul(a, b, out=c), c)]
     try:
@@ -643,7 +659,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help="4096^3 and one token count, three configurations")
-    parser.add_argument("--dtypes", default="f16,bf16", help="comma-separated: f16,bf16,i8")
+    parser.add_argument("--dtypes", default="f16,bf16",
+                        help="comma-separated: f16,bf16,i8,f8E4M3FN")
     parser.add_argument("--shapes", default="square,gpt2,llama7b",
                         help="comma-separated groups: square, " + ", ".join(MODELS))
     parser.add_argument("--target", default=None,
@@ -666,8 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     dtypes = [d for d in opts.dtypes.split(",") if d]
     groups = [g for g in opts.shapes.split(",") if g]
-    if bad := [d for d in dtypes if d not in ("f16", "bf16", "i8")]:
-        parser.error(f"unknown dtypes {bad}; f16, bf16 and i8 are benchmarked")
+    if bad := [d for d in dtypes if d not in ("f16", "bf16", *EIGHT_BIT)]:
+        parser.error(f"unknown dtypes {bad}; f16, bf16, i8 and f8E4M3FN are benchmarked")
     if bad := [g for g in groups if g != "square" and g not in MODELS]:
         parser.error(f"unknown shape groups {bad}; square, {', '.join(MODELS)}")
 
@@ -721,6 +738,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       dtype=torch.int8)
                         for size in ((shape.m, shape.k), (shape.k, shape.n)))
                 want = a.double() @ b.double()  # exact: |sums| < 2^53
+            elif dtype == "f8E4M3FN":
+                a = torch.randn(shape.m, shape.k, device="cuda", generator=gen).to(torch_dtype)
+                b = (torch.randn(shape.k, shape.n, device="cuda", generator=gen)
+                     / math.sqrt(shape.k)).to(torch_dtype)
+                want = a.float() @ b.float()
             else:
                 a = torch.randn(shape.m, shape.k, device="cuda", generator=gen).to(torch_dtype)
                 b = torch.randn(shape.k, shape.n, device="cuda", generator=gen).to(torch_dtype)
