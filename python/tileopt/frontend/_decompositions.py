@@ -821,8 +821,10 @@ def scaled_mm(a: Any, b: Any, scale_a: Any, scale_b: Any, bias: Any = None,
     kernel ignores and cuBLAS applies: the operator stays unsupported then."""
     if a.dtype not in _FP8 or b.dtype not in _FP8 or scale_result is not None:
         return NotImplemented
-    out = (a.to(torch.float32) @ b.to(torch.float32)) * (scale_a.to(torch.float32)
-                                                        * scale_b.to(torch.float32))
+    # Each scale on its own: both join the matmul's epilogue (their product, an outer
+    # product for row-wise scales, would be a tensor of its own).
+    out = (a.to(torch.float32) @ b.to(torch.float32)) * scale_a.to(torch.float32)
+    out = out * scale_b.to(torch.float32)
     if bias is not None:
         out = out + bias.to(torch.float32)
     return out.to(a.dtype if out_dtype is None else out_dtype)
