@@ -347,16 +347,14 @@ struct Fp8ConversionLowering : ConversionPattern {
     if (isFp8Type(from)) {
       // To an integer: through f32, which holds every fp8 value.
       Type wide = isa<arith::FPToSIOp, arith::FPToUIOp>(op) ? f32Type : to;
-      for (size_t i = 0; i < in.size(); ++i)
-        out.push_back(state.smVersion >= 89 && i + 1 < in.size()
-                          ? Value()
-                          : widenFp8(rewriter, loc, from, in[i], wide));
-      if (state.smVersion >= 89)
-        for (size_t i = 0; i + 1 < in.size(); i += 2) {
-          auto [lo, hi] = widenPair(rewriter, loc, from, in[i], in[i + 1]);
-          out[i] = fromF16(rewriter, loc, lo, wide);
-          out[i + 1] = fromF16(rewriter, loc, hi, wide);
-        }
+      out = convert(
+          in,
+          [&](Value lo, Value hi) -> std::pair<Value, Value> {
+            auto [l, h] = widenPair(rewriter, loc, from, lo, hi);
+            return {fromF16(rewriter, loc, l, wide),
+                    fromF16(rewriter, loc, h, wide)};
+          },
+          [&](Value v) { return widenFp8(rewriter, loc, from, v, wide); });
       for (Value &v : out)
         if (isa<arith::FPToSIOp>(op))
           v = arith::FPToSIOp::create(rewriter, loc, to, v);
@@ -373,20 +371,38 @@ struct Fp8ConversionLowering : ConversionPattern {
             : isa<arith::UIToFPOp>(op)
                 ? Value(arith::UIToFPOp::create(rewriter, loc, f32Type, v))
                 : toF32(rewriter, loc, v));
-      for (size_t i = 0; i < f32.size() && state.smVersion < 89; ++i)
-        out.push_back(narrow(rewriter, loc, to, f32[i]));
-      for (size_t i = 0; i < f32.size() && state.smVersion >= 89; i += 2) {
-        Value hi = i + 1 < f32.size() ? f32[i + 1] : f32[i];
-        auto [lo, high] = narrowPair(rewriter, loc, to, f32[i], hi);
-        out.push_back(lo);
-        if (i + 1 < f32.size())
-          out.push_back(high);
-      }
+      out = convert(
+          f32,
+          [&](Value lo, Value hi) {
+            return narrowPair(rewriter, loc, to, lo, hi);
+          },
+          [&](Value v) { return narrow(rewriter, loc, to, v); });
     }
     rewriter.replaceOp(
         op, isVector ? pack(rewriter, loc, cast<VectorType>(resultType), out)
                      : out.front());
     return success();
+  }
+
+  /// `in` converted two at a time by `pair` from sm_89 (an odd last one
+  /// paired with itself), one at a time by `single` before.
+  SmallVector<Value>
+  convert(ArrayRef<Value> in,
+          function_ref<std::pair<Value, Value>(Value, Value)> pair,
+          function_ref<Value(Value)> single) const {
+    SmallVector<Value> out;
+    if (state.smVersion < 89) {
+      for (Value v : in)
+        out.push_back(single(v));
+      return out;
+    }
+    for (size_t i = 0; i < in.size(); i += 2) {
+      auto [lo, hi] = pair(in[i], in[std::min(i + 1, in.size() - 1)]);
+      out.push_back(lo);
+      if (i + 1 < in.size())
+        out.push_back(hi);
+    }
+    return out;
   }
 
   static StringRef fp8Name(Type type) {

@@ -590,7 +590,7 @@ View unpackView(OpBuilder &b, Location loc, ValueRange values, MemRefType type,
 TileTypeConverter::TileTypeConverter(MLIRContext *ctx) {
   addConversion([](Type type) { return type; });
   // fp8 values are their bytes (LLVM has no fp8 types): only conversions
-  // (Fp8Conversion) and dots read them as floats.
+  // (Fp8ConversionLowering) and dots read them as floats.
   addConversion([ctx](FloatType type) -> Type {
     return type.getWidth() == 8 ? Type(IntegerType::get(ctx, 8)) : type;
   });
