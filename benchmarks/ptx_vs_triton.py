@@ -1025,7 +1025,16 @@ def registers_needed(ptx: str, name: str, registers: int) -> int:
     low, high = 16, registers  # high compiles without spills
     while low < high:
         cap = (low + high) // 2
-        used, spill_stores, spill_loads = ptxas_info(free, name, ["-maxrregcount", str(cap)])
+        try:
+            used, spill_stores, spill_loads = ptxas_info(free, name,
+                                                         ["-maxrregcount", str(cap)])
+        except tileopt.errors.PTXAssemblyError as e:
+            # Below the operands of one instruction (a wgmma's accumulator): ptxas refuses
+            # the cap ("Insufficient registers"), as good as a spill.
+            if "Insufficient registers" not in str(e):
+                raise
+            low = cap + 1
+            continue
         if spill_stores or spill_loads:
             low = cap + 1
         else:
