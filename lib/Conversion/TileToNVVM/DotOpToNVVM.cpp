@@ -89,7 +89,7 @@ void storeDotOperand(OpBuilder &b, Location loc, KernelState &ks, DotOp dot,
   }
   storeRunsToShared(
       b, loc, ks, type, vector, maxElems,
-      [&](ArrayRef<Value> at) {
+      [&](ArrayRef<Value> at, ArrayRef<int64_t>) {
         return sharedPtr(
             b, loc, ks, b.getI8Type(),
             stagedOperandOffset(b, loc, dot, operand, wgmma, at[0], at[1]));

@@ -638,12 +638,14 @@ void narrowInductionVariable(mlir::scf::ForOp loop);
 /// once, as runs of at most `maxElems` registers contiguous along dimension
 /// `dim` (the last one if negative), `stride` registers apart
 /// (contiguousRuns): one (vector) store per run at `pointerOf(coordinates of
-/// the run's first register)`; with `keep`, only the runs whose first
-/// register's static offsets it accepts.
+/// the run's first register, its static offsets)`; with `keep`, only the runs
+/// whose first register's static offsets it accepts.
 void storeRunsToShared(
     mlir::OpBuilder &b, mlir::Location loc, KernelState &ks,
     mlir::RankedTensorType type, mlir::Value vector, unsigned maxElems,
-    llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>)> pointerOf,
+    llvm::function_ref<mlir::Value(llvm::ArrayRef<mlir::Value>,
+                                   llvm::ArrayRef<int64_t>)>
+        pointerOf,
     llvm::function_ref<bool(llvm::ArrayRef<int64_t>)> keep = {},
     int64_t dim = -1, unsigned stride = 1);
 

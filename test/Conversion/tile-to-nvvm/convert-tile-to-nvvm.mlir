@@ -145,6 +145,35 @@ tile.kernel @padding_within_peak(%x: memref<?x?xf32, strided<[1, ?]>> {tile.divi
 // -----
 
 #mma = #tile.mma<warpsPerCTA = [4, 1]>
+#r = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]>
+
+// restageThroughShared: a swizzle (4-float groups, four phases) XORs one
+// phase into the columns of all registers whose offsets agree modulo its
+// period, so those are one address plus constants: the mma tile's 32 pairs
+// (rows 8 apart, columns 8 apart) take two XORs (columns mod 16: 0 and 8),
+// #r's 16 row vectors (rows 4 apart) one, not one each.
+// CHECK-LABEL: gpu.func @swizzle_classes
+// CHECK: arith.xori {{.*}} : i32
+// CHECK: llvm.store {{.*}} : vector<2xf32>, !llvm.ptr<3>
+// CHECK: arith.xori {{.*}} : i32
+// CHECK-NOT: arith.xori {{.*}} : i32
+// CHECK: nvvm.barrier0
+// CHECK: arith.xori {{.*}} : i32
+// CHECK-NOT: arith.xori {{.*}} : i32
+// CHECK-COUNT-16: llvm.load {{.*}} -> vector<4xf32>
+// CHECK-NOT: arith.xori {{.*}} : i32
+// CHECK: llvm.getelementptr %arg{{[0-9]+}}[{{.*}}] : (!llvm.ptr<1>, i64)
+tile.kernel @swizzle_classes(%x: memref<?x?xf32, strided<[?, 1]>> {tile.divisibility = 16}, %z: memref<?x?xf32, strided<[?, 1]>> {tile.divisibility = 16}) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0, %c0] : memref<?x?xf32, strided<[?, 1]>> -> tensor<64x128xf32, #mma>
+  %u = tile.convert_layout %t : tensor<64x128xf32, #mma> -> tensor<64x128xf32, #r>
+  tile.store %u, %z[%c0, %c0] : tensor<64x128xf32, #r>, memref<?x?xf32, strided<[?, 1]>>
+  tile.return
+}
+
+// -----
+
+#mma = #tile.mma<warpsPerCTA = [4, 1]>
 #b = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerCTA = [4, 1], order = [1, 0]>
 
 // restageLayout: 16-bit elements from the mma layout to rows of 8 go through
