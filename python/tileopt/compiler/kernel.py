@@ -658,7 +658,8 @@ def compile(
             f"None to take it from the kernel, or recompile from start='tile'"
         )
 
-    result = nvidia.make_cubin(ptx, options, name, start != "ptx")  # retune ours
+    result = nvidia.make_cubin(ptx, options, name, start != "ptx",  # retune ours
+                               nvidia.shared_bytes(ptx, name) + dynamic)
     ptx = asm["ptx"] = result.ptx
     times["cubin"] = result.seconds
     if result.cubin is not None:

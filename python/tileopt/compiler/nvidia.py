@@ -912,13 +912,51 @@ class CubinResult:
 
 
 _REQNTID = re.compile(r"^(\s*)\.reqntid(\s)", re.M)
+_REQNTID_LINE = re.compile(r"^(\s*\.reqntid\b[^\n]*)$", re.M)
 
 
 def _spills(info: tools.PtxasInfo | None) -> bool:
     return info is not None and info.spill_store_bytes + info.spill_load_bytes > 0
 
 
-def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False) -> CubinResult:
+def max_shared_bytes(target: str) -> int:
+    """The most shared memory a block of ``target`` may have, opted in (CUDA's
+    ``sharedMemPerBlockOptin``): the same table as ``maxSharedBytes`` in
+    lib/Conversion/TileToNVVM/TileToNVVM.cpp."""
+    sm = int(re.match(r"sm_(\d+)", target).group(1))  # type: ignore[union-attr]
+    kib = {70: 96, 72: 96, 75: 64, 80: 163, 87: 163, 86: 99, 88: 99, 89: 99, 120: 99, 121: 99}
+    return 1024 * kib.get(sm, 227 if sm >= 90 else 48)
+
+
+def blocks_per_sm(target: str, shared_bytes: int, threads: int) -> int:
+    """The blocks of ``threads`` threads and ``shared_bytes`` of shared memory each that one SM
+    of ``target`` can hold by its shared memory (1 KiB of which each block leaves to the
+    system) and its 2048 threads, at least one."""
+    by_shared = (max_shared_bytes(target) + 1024) // (shared_bytes + 1024)
+    return max(1, min(by_shared, 2048 // max(threads, 1)))
+
+
+def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int) -> list[str]:
+    """Variants of tileopt's ``ptx`` that tell ptxas less about the block, for
+    :func:`make_cubin` to try where it spills under ``.reqntid``: ``.maxntid`` of the same
+    block; and ``.reqntid`` with ``.minnctapersm`` of the blocks an SM holds by the kernel's
+    shared memory (ptxas otherwise may squeeze registers to fit blocks that the shared memory
+    does not)."""
+    variants = []
+    relaxed = _REQNTID.sub(r"\1.maxntid\2", ptx, count=1)
+    if relaxed != ptx:
+        variants.append(relaxed)
+    warps = ptx_num_warps(ptx, kernel)
+    if warps is not None:
+        blocks = blocks_per_sm(target, shared_bytes, 32 * warps)
+        bounded = _REQNTID_LINE.sub(rf"\1\n.minnctapersm {blocks}", ptx, count=1)
+        if bounded != ptx:
+            variants.append(bounded)
+    return variants
+
+
+def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
+               shared_bytes: int = 0) -> CubinResult:
     """Stage "cubin": PTX -> cubin with ptxas' ``-v`` report (registers, spills).
 
     ``options.assembler`` picks the tool: ``"ptxas"`` (the executable, whole-program
@@ -931,11 +969,15 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False) ->
 
     ``retune`` (PTX that tileopt generated, without ``options.maxnreg``): where ptxas spills
     under the kernel's ``.reqntid`` (its exact block, which the lowering sets), the kernel
-    takes ``.maxntid`` of the same block instead if ptxas does not spill under that. Told
-    the exact block, ptxas sometimes spills to fit more blocks in an SM's registers, and told
-    a maximum it chooses otherwise: attention (d = 64) on sm_80 spills 16 bytes at 128
-    registers under ``.reqntid`` and none at 128 under ``.maxntid``, and at d = 128 the
-    reverse.
+    takes the first variant of :func:`_relaxed_blocks` under which ptxas does not spill:
+    ``.maxntid`` of the same block, then ``.reqntid`` with ``.minnctapersm`` of the blocks
+    that an SM holds by the kernel's ``shared_bytes`` (per block). Told the exact block,
+    ptxas sometimes spills to fit more blocks in an SM's registers, and told a maximum it
+    chooses otherwise: attention (d = 64) on sm_80 spills 16 bytes at 128 registers under
+    ``.reqntid`` and none at 128 under ``.maxntid``, and at d = 128 the reverse; a 64 x 128 x
+    64 matmul on 8 warps, 4 stages on sm_80 (72 KiB of shared memory: 2 blocks an SM)
+    spills 24 bytes at 64 registers under either, to fit 4 blocks, and none at 101 under
+    ``.minnctapersm 2``.
     """
     t0 = time.perf_counter()
     order = {"auto": ("ptxas", "nvjitlink"), "ptxas": ("ptxas",), "nvjitlink": ("nvjitlink",)}
@@ -945,11 +987,11 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False) ->
         except (FileNotFoundError, ImportError, RuntimeError):
             continue  # no ptxas executable / no cuda.core or libnvJitLink
         if retune and options.maxnreg is None and _spills(result.info):
-            relaxed = _REQNTID.sub(r"\1.maxntid\2", ptx, count=1)
-            if relaxed != ptx:
+            for relaxed in _relaxed_blocks(ptx, options.target, kernel, shared_bytes):
                 other = _assemble(tool, relaxed, options.target, kernel)
                 if other.info is not None and not _spills(other.info):
                     result = other
+                    break
         return replace(result, seconds=time.perf_counter() - t0)
     return CubinResult(None, None, "none", time.perf_counter() - t0, ptx)
 

@@ -167,6 +167,46 @@ def test_a_spilling_block_directive_is_relaxed(head_dim: int, exact_spills: bool
         assert str(kept.asm["ptx"]) == given and kept.metadata.spill_store_bytes == exact
 
 
+def test_blocks_that_shared_memory_allows_bound_the_registers() -> None:
+    """Told its exact block (256 threads), ptxas squeezes a 64 x 128 x 64 matmul at 4 stages
+    on sm_80 into 64 registers, as for 4 blocks an SM, and spills; told a maximum block too.
+    Its 72 KiB of shared memory leave room for 2 blocks, which ``.minnctapersm 2`` tells
+    ptxas: no spills. Computed in the emulator, a @ b as before."""
+    import torch
+    from tileopt import kernels
+
+    kern = compile(kernels.matmul("f16", 64, 128, 64), target="sm_80", num_warps=8,
+                   num_stages=4, aligned=True, divisible_sizes=True, int32_indexing=True)
+    if kern.metadata.registers is None:
+        pytest.skip("needs ptxas (or nvJitLink) to count registers")
+    ptx = str(kern.asm["ptx"])
+    assert kern.metadata.shared_bytes == 73728
+    assert nvidia.blocks_per_sm("sm_80", kern.metadata.shared_bytes, 256) == 2
+    assert re.search(r"^\.reqntid 256\n\.minnctapersm 2$", ptx, re.M)
+    assert kern.metadata.spill_bytes == 0
+
+    def spills(text: str) -> int:
+        info = tools.parse_ptxas_info(tools.run_ptxas(text, "sm_80", cubin=False)[1])["matmul"]
+        return info.spill_store_bytes
+    exact = ptx.replace(".minnctapersm 2\n", "")
+    assert spills(exact) > 0 and spills(exact.replace(".reqntid", ".maxntid")) > 0
+    torch.manual_seed(0)
+    a, b = torch.randn(200, 320).half(), torch.randn(320, 272).half()
+    c = torch.zeros(200, 272)
+    kern.launch(kernels.matmul_grid(a.shape, b.shape, 64, 128), a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
+
+
+def test_blocks_per_sm_follow_shared_memory_and_threads() -> None:
+    # sm_80: 164 KiB an SM, 1 KiB of it reserved per block; sm_90: 228 KiB.
+    assert nvidia.blocks_per_sm("sm_80", 73728, 256) == 2
+    assert nvidia.blocks_per_sm("sm_90a", 73728, 256) == 3
+    assert nvidia.blocks_per_sm("sm_86", 49152, 128) == 2
+    # Without shared memory, the 2048 threads an SM runs bound it.
+    assert nvidia.blocks_per_sm("sm_90", 0, 256) == 8
+    assert nvidia.blocks_per_sm("sm_80", 200 * 1024, 128) == 1
+
+
 def test_without_nvjitlink_and_ptxas_there_is_no_cubin(handwritten, monkeypatch,
                                                        fresh_cache) -> None:
     def missing(ptx: str, target: str) -> tuple[bytes, str]:
