@@ -48,8 +48,7 @@ void storeRunsToShared(
     OpBuilder &b, Location loc, KernelState &ks, RankedTensorType type,
     Value vector, unsigned maxElems,
     function_ref<Value(ArrayRef<Value>, ArrayRef<int64_t>)> pointerOf,
-                       function_ref<bool(ArrayRef<int64_t>)> keep, int64_t dim,
-                       unsigned stride) {
+    function_ref<bool(ArrayRef<int64_t>)> keep, int64_t dim, unsigned stride) {
   TileCoords coords = emitCoords(b, loc, type, ks);
   SmallVector<Value> values = unpack(b, loc, vector);
   Type stored = storageType(b, type.getElementType());
@@ -87,12 +86,12 @@ void storeTileToShared(OpBuilder &b, Location loc, KernelState &ks,
       logicalShape == type.getShape()
           ? rowVectorElems(type.getElementType(), logicalShape, pad, byteOffset)
           : 1;
-  storeRunsToShared(
-      b, loc, ks, type, vector, maxElems,
-      [&](ArrayRef<Value> coord, ArrayRef<int64_t>) {
-        Value index = linearIndex(b, loc, coord, logicalShape, pad);
-        return sharedPtr(b, loc, ks, stored, index, byteOffset);
-      });
+  storeRunsToShared(b, loc, ks, type, vector, maxElems,
+                    [&](ArrayRef<Value> coord, ArrayRef<int64_t>) {
+                      Value index =
+                          linearIndex(b, loc, coord, logicalShape, pad);
+                      return sharedPtr(b, loc, ks, stored, index, byteOffset);
+                    });
 }
 
 namespace {
@@ -852,19 +851,17 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
     // are the first one's plus a constant, which folds into the instruction,
     // instead of an XOR each (at 128x256 wgmma on 8 warps, 32 column values
     // live through the stores: 179 registers, 154 without).
-    using Representatives =
-        DenseMap<std::pair<int64_t, int64_t>,
-                 std::pair<Value, SmallVector<int64_t>>>;
+    using Representatives = DenseMap<std::pair<int64_t, int64_t>,
+                                     std::pair<Value, SmallVector<int64_t>>>;
     auto pointerOf = [&](RankedTensorType type, ArrayRef<int64_t> shape,
                          Representatives &representatives) {
       SmallVector<int64_t> baseMax = maxThreadBase(type.getEncoding());
       return [&, type, shape, baseMax](ArrayRef<Value> coord,
                                        ArrayRef<int64_t> offset) {
-        bool wraps = llvm::any_of(llvm::seq<int64_t>(type.getRank()),
-                                  [&](int64_t d) {
-                                    return baseMax[d] + offset[d] >=
-                                           type.getDimSize(d);
-                                  });
+        bool wraps =
+            llvm::any_of(llvm::seq<int64_t>(type.getRank()), [&](int64_t d) {
+              return baseMax[d] + offset[d] >= type.getDimSize(d);
+            });
         std::pair<int64_t, int64_t> key;
         if (staging.swizzled() && !wraps) {
           key = {offset[0] % (staging.perPhase * staging.maxPhase),
@@ -873,8 +870,7 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
               it != representatives.end()) {
             auto &[ptr, at] = it->second;
             int32_t delta = (offset[0] - at[0]) * shape[1] + offset[1] - at[1];
-            return Value(LLVM::GEPOp::create(b, loc, ptr.getType(), stored,
-                                             ptr,
+            return Value(LLVM::GEPOp::create(b, loc, ptr.getType(), stored, ptr,
                                              ArrayRef<LLVM::GEPArg>{delta}));
           }
         }

@@ -1106,7 +1106,9 @@ bool isTmaCopyable(tile::LoadOp load, AsyncCopy copy,
 TensorMapParam tensorMapParam(tile::LoadOp load, const AsyncCopy &copy);
 
 /// Marks a pipelined loop whose ring slots have TMA mbarriers: their byte
-/// offset and count (invalidateMbarriers removes it).
+/// offset, count, and the loads that arrive on each where the loop, of one
+/// stage, has no prologue whose first copy initialises them (else 0)
+/// (bracketMbarriers removes it).
 constexpr llvm::StringLiteral kTmaMbarriersAttr = "tile.tma_mbarriers";
 
 /// The mbarrier of ring slot `slot` (an i32).
@@ -1134,9 +1136,11 @@ void arriveMbarrier(mlir::OpBuilder &b, mlir::Location loc,
 void waitMbarrier(mlir::OpBuilder &b, mlir::Location loc, mlir::Value mbarrier,
                   mlir::Value phase);
 
-/// After a loop with kTmaMbarriersAttr: once every thread is done, the first
-/// one invalidates the mbarriers, so their memory can be reused.
-void invalidateMbarriers(mlir::scf::ForOp loop, LoweringState &state);
+/// Around a loop with kTmaMbarriersAttr: before it, where no prologue does,
+/// the first thread initialises the mbarriers (after a barrier: the memory
+/// may have held something else); after it, once every thread is done, it
+/// invalidates them, so their memory can be reused.
+void bracketMbarriers(mlir::scf::ForOp loop, LoweringState &state);
 
 //===----------------------------------------------------------------------===//
 // Type conversion and patterns

@@ -553,7 +553,7 @@ scf::ForOp pipelineLoop(const LoopPipeline &p, unsigned stages,
   // ring slot `slot`, if it exists; returns the next iteration's scalars.
   // The first one waits for every warp to be done with the shared memory
   // before the loop.
-  bool first = true;
+  bool first = lead > 0; // else the body's barrier comes first
   auto prefetch = [&](Value iv, Value slot, ValueRange scalars) {
     Value enabled =
         arith::CmpIOp::create(b, loc,

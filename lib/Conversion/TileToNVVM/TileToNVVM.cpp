@@ -702,9 +702,14 @@ struct ConvertTileToNVVM
         kernel.emitOpError("num-stages must be in [1, 8], got ") << stages;
         return signalPassFailure();
       }
-      SmallVector<LoopPipeline> pipelines;
-      if (stages > 1)
-        pipelines = findPipelines(kernel, state);
+      // At one stage only TMA pipelines remain, of one slot: each iteration
+      // copies its boxes, waits for their mbarrier and runs its dots (one
+      // TMA instruction a box instead of a cp.async every 16 bytes a thread).
+      SmallVector<LoopPipeline> pipelines = findPipelines(kernel, state);
+      if (stages == 1)
+        llvm::erase_if(pipelines, [](const LoopPipeline &p) {
+          return !p.tma || p.refillAfterDots;
+        });
       for (LoopPipeline &p : pipelines) {
         if (p.tma)
           state.tmaDots.insert(p.dots.begin(), p.dots.end());
@@ -725,20 +730,20 @@ struct ConvertTileToNVVM
       // a ring, any pipeline.
       DenseSet<Operation *> tmaLoads, pipelinedLoads;
       for (const LoopPipeline &p : pipelines) {
-        if (stages == 1)
-          break;
         pipelinedLoads.insert(p.loads.begin(), p.loads.end());
         if (p.tma)
           tmaLoads.insert(p.loads.begin(), p.loads.end());
       }
       demotePipelineOnlyCopies(kernel, tmaLoads, pipelinedLoads, state);
       DenseMap<Operation *, unsigned> ringSlots;
-      SmallVector<std::tuple<scf::ForOp, DotOp, size_t>> tmaLoops;
+      // (loop, its first dot, the producer's loads with warp specialisation,
+      // the loads whose mbarriers it initialises before it: one stage's)
+      SmallVector<std::tuple<scf::ForOp, DotOp, size_t, size_t>> tmaLoops;
       for (LoopPipeline &p : pipelines) {
         llvm::erase_if(p.loads, [&](LoadOp load) {
           return !state.asyncCopies.contains(load);
         });
-        if (stages == 1 || p.loads.empty()) {
+        if (p.loads.empty()) {
           for (DotOp dot : p.dots)
             state.tmaDots.erase(dot);
           continue;
@@ -754,20 +759,22 @@ struct ConvertTileToNVVM
         for (DotOp dot : p.dots)
           ringSlots[dot] = p.slots(stages);
         if (p.tma)
-          tmaLoops.push_back(
-              {loop, p.dots.front(), p.warpSpecialized ? p.loads.size() : 0});
+          tmaLoops.push_back({loop, p.dots.front(),
+                              p.warpSpecialized ? p.loads.size() : 0,
+                              stages == 1 ? p.loads.size() : 0});
       }
       SharedMemoryPlan plan = planSharedMemory(kernel, ringSlots, state);
       // Conversions trade bytes for instructions where that costs nothing.
       planStagingLayouts(kernel, plan, state);
       plan = planSharedMemory(kernel, ringSlots, state);
-      for (auto [loop, dot, specializedLoads] : tmaLoops) {
+      for (auto [loop, dot, specializedLoads, initLoads] : tmaLoops) {
         ScratchPlacement place = plan.placements.lookup(dot);
         int64_t slots = place.slots;
         loop->setAttr(
             kTmaMbarriersAttr,
-            builder.getDenseI64ArrayAttr(
-                {place.mbarrierOffset, specializedLoads ? 2 * slots : slots}));
+            builder.getDenseI64ArrayAttr({place.mbarrierOffset,
+                                          specializedLoads ? 2 * slots : slots,
+                                          int64_t(initLoads)}));
         if (specializedLoads)
           loop->getParentOp()->setAttr(
               kWarpSpecializedAttr,
@@ -835,7 +842,7 @@ struct ConvertTileToNVVM
       // Before the wait, which moves the loop into a branch: the mbarriers
       // are invalidated whether it runs or not.
       if (loop->hasAttr(kTmaMbarriersAttr))
-        invalidateMbarriers(loop, state);
+        bracketMbarriers(loop, state);
       if (loop->hasAttr(kWgmmaPendingAttr))
         waitForWgmmaResults(loop);
     }

@@ -268,14 +268,19 @@ void waitMbarrier(OpBuilder &b, Location loc, Value mbarrier, Value phase) {
           "r,r", /*sideEffects=*/true);
 }
 
-void invalidateMbarriers(scf::ForOp loop, LoweringState &state) {
+void bracketMbarriers(scf::ForOp loop, LoweringState &state) {
   auto attr = loop->getAttrOfType<DenseI64ArrayAttr>(kTmaMbarriersAttr);
   loop->removeAttr(kTmaMbarriersAttr);
-  int64_t offset = attr[0], count = attr[1];
+  int64_t offset = attr[0], count = attr[1], initLoads = attr[2];
   OpBuilder b(loop->getContext());
-  b.setInsertionPointAfter(loop);
   Location loc = loop.getLoc();
   KernelState &ks = state.get(loop);
+  if (initLoads) {
+    b.setInsertionPoint(loop);
+    barrier(b, loc);
+    initMbarriers(b, loc, ks, offset, count, initLoads);
+  }
+  b.setInsertionPointAfter(loop);
   // Every thread is done waiting before the memory is reused.
   barrier(b, loc);
   onEachMbarrier(b, loc, ks, offset, count,

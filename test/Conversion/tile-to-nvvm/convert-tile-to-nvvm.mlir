@@ -1451,6 +1451,40 @@ tile.kernel @pipelined_k_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {t
   tile.return
 }
 
+// One stage on sm_90a: a TMA ring of one slot, whose mbarrier (two copies
+// arrive on it) is initialised before the loop, after a barrier, as no
+// prologue does; each iteration passes a barrier (every warp is done with
+// the slot), copies both boxes, waits for them and runs its wgmma to the end.
+// TMA-LABEL: gpu.func @one_stage_tma_loop
+// TMA-SAME: tile.shared_bytes = 8200 : i64
+// TMA-NOT: nvvm.cp.async
+// TMA: nvvm.barrier0
+// TMA: @p mbarrier.init.shared::cta.b64 [$1], 2;\0A@p fence.mbarrier_init.release.cluster;
+// TMA-NOT: cp.async.bulk.tensor
+// TMA: scf.for
+// TMA: nvvm.barrier0
+// TMA-COUNT-2: cp.async.bulk.tensor
+// TMA: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;
+// TMA: wgmma.mma_async
+// TMA: wgmma.wait_group.sync.aligned 0;
+// TMA: scf.yield
+// TMA: @p mbarrier.inval.shared::cta.b64 [$1];
+tile.kernel @one_stage_tma_loop(%x: memref<?x?xf16, strided<[?, 1], offset: ?>> {tile.divisibility = 16, tile.size_divisibility = array<i64: 16, 16>}, %y: memref<?x?xf32>) attributes {tile.num_stages = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %k = memref.dim %x, %c1 : memref<?x?xf16, strided<[?, 1], offset: ?>>
+  %z = arith.constant dense<0.0> : tensor<64x64xf32, #mma>
+  %r = scf.for %i = %c0 to %k step %c32 iter_args(%acc = %z) -> (tensor<64x64xf32, #mma>) {
+    %a = tile.load %x[%c0, %i] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<64x32xf16, #a>
+    %b = tile.load %x[%i, %c0] : memref<?x?xf16, strided<[?, 1], offset: ?>> -> tensor<32x64xf16, #b>
+    %d = tile.dot %a, %b, %acc : tensor<64x32xf16, #a>, tensor<32x64xf16, #b> -> tensor<64x64xf32, #mma>
+    scf.yield %d : tensor<64x64xf32, #mma>
+  }
+  tile.store %r, %y[%c0, %c0] : tensor<64x64xf32, #mma>, memref<?x?xf32>
+  tile.return
+}
+
 // A load that two dots read as their lhs (the parts of a 64 x 128 block) is
 // copied once a stage, into the first dot's staging area, where the second
 // reads it (tile.borrowed_operands): a slot holds a, b0 (the first dot's)
