@@ -658,8 +658,8 @@ def compile(
             f"None to take it from the kernel, or recompile from start='tile'"
         )
 
-    result = nvidia.make_cubin(ptx, options, name, start != "ptx",  # retune ours
-                               nvidia.shared_bytes(ptx, name) + dynamic)
+    shared = nvidia.shared_bytes(ptx, name) + dynamic  # (retuning adds no .shared)
+    result = nvidia.make_cubin(ptx, options, name, start != "ptx", shared)  # retune ours
     ptx = asm["ptx"] = result.ptx
     times["cubin"] = result.seconds
     if result.cubin is not None:
@@ -670,7 +670,7 @@ def compile(
         name=name,
         target=options.target,
         num_warps=block_warps,
-        shared_bytes=nvidia.shared_bytes(ptx, name) + dynamic,
+        shared_bytes=shared,
         abi=tuple(params),
         registers=info.registers if info else None,
         spill_store_bytes=info.spill_store_bytes if info else None,
