@@ -492,8 +492,6 @@ void keepOccupancyWithoutTma(KernelOp kernel,
                              MutableArrayRef<LoopPipeline> pipelines,
                              unsigned stages, int64_t limit,
                              LoweringState &state) {
-  if (stages == 1)
-    return;
   DenseMap<Operation *, unsigned> ringSlots;
   for (const LoopPipeline &p : pipelines)
     for (DotOp dot : p.dots)

@@ -702,14 +702,7 @@ struct ConvertTileToNVVM
         kernel.emitOpError("num-stages must be in [1, 8], got ") << stages;
         return signalPassFailure();
       }
-      // At one stage only TMA pipelines remain, of one slot: each iteration
-      // copies its boxes, waits for their mbarrier and runs its dots (one
-      // TMA instruction a box instead of a cp.async every 16 bytes a thread).
       SmallVector<LoopPipeline> pipelines = findPipelines(kernel, state);
-      if (stages == 1)
-        llvm::erase_if(pipelines, [](const LoopPipeline &p) {
-          return !p.tma || p.refillAfterDots;
-        });
       for (LoopPipeline &p : pipelines) {
         if (p.tma)
           state.tmaDots.insert(p.dots.begin(), p.dots.end());
@@ -721,6 +714,18 @@ struct ConvertTileToNVVM
       // The deepest pipeline whose rings fit.
       stages = fitStages(kernel, pipelines, stages, limit, state);
       keepOccupancyWithoutTma(kernel, pipelines, stages, limit, state);
+      // At one stage only TMA pipelines remain, of one slot: each iteration
+      // copies its boxes, waits for their mbarrier and runs its dots (one
+      // TMA instruction a box instead of a cp.async every 16 bytes a thread).
+      if (stages == 1)
+        llvm::erase_if(pipelines, [&](const LoopPipeline &p) {
+          if (p.tma && !p.refillAfterDots)
+            return false;
+          for (DotOp dot : p.dots)
+            state.tmaDots.erase(dot);
+          state.specializedDots.erase(p.dots.front());
+          return true;
+        });
       for (LoopPipeline &p : pipelines)
         if (p.warpSpecialized && (!p.tma || stages == 1)) {
           p.warpSpecialized = false;
