@@ -106,7 +106,8 @@ Triton's ``metadata.shared``, tileopt's ``Kernel.metadata.shared_bytes``; ``spil
 
 Large tiles (``--large``, part of the default run, left out of ``--quick`` unless given): the
 f16 matmul with 128x128x64 and 128x256x64 tiles at 4 and 8 warps (and 64x128x64 at 8, two
-warpgroups splitting the columns on sm_90a), ``num_stages`` 3 and 4, on
+warpgroups splitting the columns on sm_90a), ``num_stages`` 3 and 4 (``--large-stages 1,2``
+for the shallower ones Triton's autotuner also tries), on
 sm_80 (``mma.sync``) and sm_90a (``wgmma``), the configurations Triton's matmul tutorial and
 autotuner use on A100/H100. Per configuration both sides' registers, spill stores/loads, shared
 memory and static instructions are printed, and whether it fits the chip's shared memory per
@@ -135,6 +136,7 @@ in benchmarks/README.md are for Triton 3.9.0; the ahead-of-time API used here (`
     .venv/bin/pip install triton==3.9.0
     .venv/bin/python benchmarks/ptx_vs_triton.py [--quick] [--repeat 5] [--only softmax,matmul_f16]
     .venv/bin/python benchmarks/ptx_vs_triton.py --only matmul_f16_large     # the large tiles
+    .venv/bin/python benchmarks/ptx_vs_triton.py --only matmul_f16_large --large-stages 1,2
 
 Without Triton the script says so and exits 0.
 """
@@ -661,9 +663,10 @@ def matmul_case(
 
 
 def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
-               large: bool = False) -> list[Case]:
+               large: bool = False, large_stages: Sequence[int] = (3, 4)) -> list[Case]:
     """The benchmark's kernels with their shapes (smaller ones with ``quick``); the matmul at
-    ``stages``, and with ``large`` its large-tile configurations too."""
+    ``stages``, and with ``large`` its large-tile configurations too, at each of
+    ``large_stages``."""
 
     def randn(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.randn(*shape, generator=gen).to(dtype)
@@ -858,7 +861,7 @@ def make_cases(quick: bool, gen: torch.Generator, stages: int = 3,
             for block, warp_counts in (((128, 128, 64), (4, 8)), ((128, 256, 64), (4, 8)),
                                        ((64, 128, 64), (8,))):
                 for warps in warp_counts:
-                    for num_stages in (3, 4):
+                    for num_stages in large_stages:
                         cases.append(matmul_case(
                             randn, 256, 256, 256, block, warps, num_stages, target, "", {},
                             name="matmul_f16_large", tma=True if target == "sm_90a" else None,
@@ -1509,19 +1512,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="num_stages of both sides' matmul (default: Triton's, %(default)s)")
     parser.add_argument("--large", action="store_true",
                         help="the large-tile matmul configurations even with --quick")
+    parser.add_argument("--large-stages", default="3,4",
+                        help="comma-separated num_stages of the large-tile configurations "
+                             "(default %(default)s, the issue's; Triton's autotuner also "
+                             "tries 1 and 2)")
     parser.add_argument("--emulate-limit", type=float, default=60.0,
                         help="seconds an emulated large-tile kernel may take before larger "
                              "ones are measured statically only (default %(default)s)")
     opts = parser.parse_args(argv)
     if not 1 <= opts.stages <= 8:
         parser.error("--stages takes 1 to 8")
+    try:
+        large_stages = [int(n) for n in opts.large_stages.split(",")]
+    except ValueError:
+        large_stages = []
+    if not large_stages or not all(1 <= n <= 8 for n in large_stages):
+        parser.error(f"--large-stages takes numbers 1 to 8, got {opts.large_stages!r}")
 
     t_start = time.perf_counter()
     if triton.__version__ != TRITON_VERSION:
         print(f"note: Triton {triton.__version__} is installed; the README's numbers are for "
               f"{TRITON_VERSION} ({sys.executable} -m pip install triton=={TRITON_VERSION})")
     gen = torch.Generator().manual_seed(0)
-    cases = make_cases(opts.quick, gen, opts.stages, opts.large or not opts.quick)
+    cases = make_cases(opts.quick, gen, opts.stages, opts.large or not opts.quick,
+                       large_stages)
     if opts.only:
         wanted = set(opts.only.split(","))
         unknown = wanted - {c.name for c in cases}
