@@ -47,7 +47,13 @@ from typing import Any
 
 from tileopt import ir, passmanager
 from tileopt.compiler import tools
-from tileopt.errors import CompilationError, OptionError, TileoptError, mlir_error_text
+from tileopt.errors import (
+    CompilationError,
+    OptionError,
+    PTXAssemblyError,
+    TileoptError,
+    mlir_error_text,
+)
 from tileopt.runtime.abi import (
     TENSOR_MAP_BITS,
     ArgumentError,
@@ -936,12 +942,14 @@ def blocks_per_sm(target: str, shared_bytes: int, threads: int) -> int:
     return max(1, min(by_shared, 2048 // max(threads, 1)))
 
 
-def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int) -> list[str]:
+def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int,
+                    registers: int) -> list[str]:
     """Variants of tileopt's ``ptx`` that tell ptxas less about the block, for
-    :func:`make_cubin` to try where it spills under ``.reqntid``: ``.maxntid`` of the same
-    block; and ``.reqntid`` with ``.minnctapersm`` of the blocks an SM holds by the kernel's
-    shared memory (ptxas otherwise may squeeze registers to fit blocks that the shared memory
-    does not)."""
+    :func:`make_cubin` to try where it spills under ``.reqntid`` at ``registers`` a thread:
+    ``.maxntid`` of the same block; and ``.reqntid`` with ``.minnctapersm`` of the blocks an
+    SM holds by the kernel's shared memory, where those are fewer than the blocks that
+    ``registers`` fit in an SM's 64K registers (ptxas squeezed the registers for blocks that
+    the shared memory does not leave room for)."""
     variants = []
     relaxed = _REQNTID.sub(r"\1.maxntid\2", ptx, count=1)
     if relaxed != ptx:
@@ -950,7 +958,7 @@ def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int) -> li
     if warps is not None:
         blocks = blocks_per_sm(target, shared_bytes, 32 * warps)
         bounded = _REQNTID_LINE.sub(rf"\1\n.minnctapersm {blocks}", ptx, count=1)
-        if bounded != ptx:
+        if bounded != ptx and blocks < 65536 // (max(registers, 1) * 32 * warps):
             variants.append(bounded)
     return variants
 
@@ -987,8 +995,13 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
         except (FileNotFoundError, ImportError, RuntimeError):
             continue  # no ptxas executable / no cuda.core or libnvJitLink
         if retune and options.maxnreg is None and _spills(result.info):
-            for relaxed in _relaxed_blocks(ptx, options.target, kernel, shared_bytes):
-                other = _assemble(tool, relaxed, options.target, kernel)
+            assert result.info is not None  # it spills
+            for relaxed in _relaxed_blocks(ptx, options.target, kernel, shared_bytes,
+                                           result.info.registers):
+                try:
+                    other = _assemble(tool, relaxed, options.target, kernel)
+                except PTXAssemblyError:  # too few registers for an instruction
+                    continue
                 if other.info is not None and not _spills(other.info):
                     result = other
                     break
