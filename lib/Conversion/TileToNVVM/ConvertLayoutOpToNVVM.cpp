@@ -863,7 +863,8 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
               return baseMax[d] + offset[d] >= type.getDimSize(d);
             });
         std::pair<int64_t, int64_t> key;
-        if (staging.swizzled() && !wraps) {
+        bool classed = staging.swizzled() && !wraps;
+        if (classed) {
           key = {offset[0] % (staging.perPhase * staging.maxPhase),
                  offset[1] % (staging.vec * staging.maxPhase)};
           if (auto it = representatives.find(key);
@@ -880,7 +881,7 @@ SmallVector<Value> restageThroughShared(OpBuilder &b, Location loc,
                                              i32Const(b, loc, first), kNoWrap);
         Value ptr = sharedPtr(b, loc, ks, stored,
                               staging.emitIndex(b, loc, local, shape));
-        if (staging.swizzled() && !wraps)
+        if (classed)
           representatives[key] = {ptr, SmallVector<int64_t>(offset)};
         return ptr;
       };
