@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tileopt.compiler.graph import CompiledGraph, compile_graph
 from tileopt.compiler.kernel import Kernel, KernelMetadata, compile
+from tileopt.compiler.specialize import SpecializingKernel
 from tileopt.compiler.tools import PTXAssemblyError
 from tileopt.runtime.abi import KernelParam, TensorMapParam
 
@@ -19,6 +20,7 @@ __all__ = [
     "KernelMetadata",
     "KernelParam",
     "PTXAssemblyError",
+    "SpecializingKernel",
     "TensorMapParam",
     "compile",
     "compile_graph",

@@ -17,6 +17,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from tileopt._mlir_libs._site_initialize_0 import find_unsupported_syntax
 from tileopt._tools import tool_path
 from tileopt.builder import KernelBuilder, Scalar, View
 from tileopt.compiler import cache, nvidia
+from tileopt.compiler.specialize import SpecializingKernel
 from tileopt.errors import CompilationError, OptionError, mlir_error_text
 from tileopt.runtime.abi import ArgumentError, KernelParam, TensorMapParam
 from tileopt.runtime.kernel import Kernel, KernelMetadata
@@ -392,6 +394,7 @@ def compile(
     maxnreg: int | None = None,
     dynamic_shared_bytes: int | None = None,
     tensor_maps: Sequence[TensorMapParam] | None = None,
+    specialize: bool = False,
 ) -> Any:
     """Compiles a PyTorch model into fused kernels, or one tile kernel, for an NVIDIA GPU.
 
@@ -491,10 +494,17 @@ def compile(
             view's sizes and accesses to them share predicates, like a Triton kernel that
             masks every pointer with one ``n``. The launcher rejects other shapes. Only with
             ``start="tile"``.
+        specialize: instead of one kernel for every array, return a
+            :class:`~tileopt.compiler.specialize.SpecializingKernel`: each launch finds the
+            promises its arrays keep (``contiguous``, ``aligned``, ``divisible_sizes`` by 16,
+            ``int32_indexing``, as Triton's JIT specialises on its arguments) and runs the
+            kernel compiled with them, compiling it on first use. Not with those four
+            options; only with ``start="tile"``.
 
     Returns:
-        A :class:`Kernel`: in this process, the same object for the same compilation (the
-        compile cache's hit in memory).
+        A :class:`Kernel` (with ``specialize=True``, a ``SpecializingKernel``): in this
+        process, the same object for the same compilation (the compile cache's hit in
+        memory).
 
     Raises:
         OptionError: an argument has a wrong type or value (a CompilationError naming it), or
@@ -562,6 +572,7 @@ def compile(
         raise OptionError(f"kernel= takes the kernel's name (a str) or None, got {kernel!r}")
     if start == "ptx" and not isinstance(module, str):
         raise OptionError(f"start='ptx' takes the PTX text, got {type(module).__name__}")
+    source = module  # as given: what a specialization compiles
     names: list[str] | None = None
     if isinstance(module, KernelBuilder):
         names = list(vars(module.args))
@@ -587,6 +598,17 @@ def compile(
             "contiguous=, aligned=, divisible_sizes=, int32_indexing= and same_shapes= need "
             "start='tile' (the memref types)"
         )
+    if not isinstance(specialize, bool):
+        raise OptionError(f"specialize= takes True or False, got {specialize!r}")
+    if specialize:
+        if start != "tile" or any(v for v, _ in view_options.values()):
+            raise OptionError(
+                "specialize=True chooses contiguous=, aligned=, divisible_sizes= and "
+                "int32_indexing= at each launch from its arrays: it takes tile IR "
+                "(start='tile') and none of those four options"
+            )
+        return _specializing(source, target, num_warps, kernel, signature, same_shapes,
+                             options)
     text = _module_text(module)
     # num_warps=None differs from the default only after the tile stages (taken from the PTX).
     key = _kernel_key(text, options, num_warps is None and start != "tile", start, kernel,
@@ -682,6 +704,38 @@ def compile(
     compiled = Kernel(asm, metadata, times, key)
     cache.store("kernel", key, compiled, Kernel.to_payload)
     return compiled
+
+
+def _specializing(
+    source: Any,
+    target: str,
+    num_warps: int | None,
+    kernel: str | None,
+    signature: Any,
+    same_shapes: Sequence[Sequence[str]],
+    options: nvidia.Options,
+) -> Any:
+    """``compile(source, ..., specialize=True)``: a SpecializingKernel whose variants are
+    ``compile(source, ...)`` with the promises each launch's arrays keep."""
+    names = list(vars(source.args)) if isinstance(source, KernelBuilder) else None
+    text = _module_text(source.module if isinstance(source, KernelBuilder) else source)
+    with _contexts.get(), ir.Location.unknown():  # the ABI every launch is checked against
+        mod = _parse(text)
+        ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}
+        name = _choose(list(ops), kernel, "module")
+        groups = _groups(same_shapes)
+        if groups:
+            _apply_same_shapes(mod, ops[name], groups, names)
+        params = _check_given(nvidia.tile_signature(ops[name], names),
+                              _signature(signature) if signature is not None else None)
+    fixed = {**asdict(options), "num_warps": num_warps}
+    del fixed["target"]
+
+    def variant(**promises: Any) -> Kernel:
+        return compile(source, target=target, kernel=kernel, signature=signature,
+                       same_shapes=same_shapes, **fixed, **promises)
+
+    return SpecializingKernel(name, params, variant)
 
 
 # ---------------------------------------------------------------------------------------------

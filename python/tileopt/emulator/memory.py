@@ -270,6 +270,7 @@ class SharedShadow:
         self.pend = np.zeros(nw, np.int32)
         self.rpend = np.zeros(nw, np.int32)
         self.pend_line = np.zeros(nw, np.int32)
+        self.stamp = np.zeros(nw, np.int64)  # scratch for _count's test for repeated words
         self.npend = 0
         self.nrpend = 0
         self.lines: dict[int, str] = {}
@@ -345,10 +346,10 @@ class SharedShadow:
         self.access(st, ins, tids, flat, addr, size, "w" if write else "r")
         words = self._words(flat, size)
         if write:
-            np.add.at(self.pend, words, 1)
+            self._count(self.pend, words, 1)
             self.npend += words.size
         else:
-            np.add.at(self.rpend, words, 1)
+            self._count(self.rpend, words, 1)
             self.nrpend += words.size
         self.pend_line[words] = ins.line
         self.lines[ins.line] = ins.text
@@ -359,7 +360,7 @@ class SharedShadow:
         synchronised by the mbarrier - for bulk copies)."""
         words = self._words(np.asarray(flat, np.int64), size)
         if write:
-            np.subtract.at(self.pend, words, 1)
+            self._count(self.pend, words, -1)
             self.npend -= words.size
             if tags is None:
                 self.wtag[words] = self.ATOMIC
@@ -368,20 +369,31 @@ class SharedShadow:
                 self.wtag[words] = np.repeat(tags, size // 4) if tags.ndim else tags
                 self.wmask[words] = 15
         else:
-            np.subtract.at(self.rpend, words, 1)
+            self._count(self.rpend, words, -1)
             self.nrpend -= words.size
+
+    def _count(self, counts: np.ndarray, words: np.ndarray, delta: int) -> None:
+        """``counts[w] += delta`` for each occurrence of each word ``w`` in *words*: a plain
+        indexed add where no word repeats (the usual case), else ``np.add.at`` (which counts
+        repeats, at 10-20 times the cost)."""
+        order = np.arange(words.size)
+        self.stamp[words] = order
+        if (self.stamp[words] == order).all():
+            counts[words] += delta
+        else:
+            np.add.at(counts, words, delta)
 
     def hold_reads(self, ins, words: np.ndarray) -> None:
         """An asynchronous reader (a wgmma's shared-memory operands) reads the 4-byte *words*
         until :meth:`release_reads`: writing them until then is a race, as for a bulk store's
         source."""
-        np.add.at(self.rpend, words, 1)
+        self._count(self.rpend, words, 1)
         self.nrpend += words.size
         self.pend_line[words] = ins.line
         self.lines[ins.line] = ins.text
 
     def release_reads(self, words: np.ndarray) -> None:
-        np.subtract.at(self.rpend, words, 1)
+        self._count(self.rpend, words, -1)
         self.nrpend -= words.size
 
     def _check_async(self, st, ins, tids, words, addr, kind) -> None:
