@@ -18,7 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from tileopt.runtime.abi import ArgumentError, KernelParam, check_args, check_view
+import numpy as np
+
+from tileopt.runtime.abi import ArgumentError, KernelParam, check_args, check_view, is_torch
 from tileopt.runtime.kernel import Kernel
 
 #: The size divisor and the byte alignment a launch checks for, as Triton's JIT does.
@@ -60,6 +62,20 @@ def view_promises(i: int, p: KernelParam, a: Any) -> ViewPromises:
     return contiguous, aligned, divisors, int32
 
 
+#: How many argument layouts a SpecializingKernel remembers (then it forgets them all).
+_MAX_SEEN = 4096
+
+
+def _layout(a: Any) -> Any:
+    """What the promises of the argument ``a`` depend on: a tensor's or an array's dtype,
+    shape, strides and address modulo 16; for anything else, its type."""
+    if is_torch(a):
+        return ("torch", a.dtype, a.shape, a.stride(), a.data_ptr() % DIVISOR)
+    if isinstance(a, np.ndarray):
+        return ("numpy", a.dtype, a.shape, a.strides, a.ctypes.data % DIVISOR)
+    return type(a)
+
+
 class SpecializingKernel:
     """A tile kernel that each launch compiles (once) for the promises its arrays keep.
 
@@ -81,6 +97,7 @@ class SpecializingKernel:
         self.abi = tuple(abi)
         self.kernels: dict[tuple[ViewPromises | None, ...], Kernel] = {}
         self._compile = compile_variant
+        self._seen: dict[tuple[Any, ...], Kernel] = {}
 
     def __repr__(self) -> str:
         return (f"<SpecializingKernel {self.name} ({', '.join(map(str, self.abi))}), "
@@ -104,10 +121,18 @@ class SpecializingKernel:
             ArgumentError: as :meth:`specialization`.
             CompilationError: the variant does not compile.
         """
-        key = self._key(args)
-        kernel = self.kernels.get(key)
+        # Arrays of one dtype, shape, strides and address modulo 16 keep the same promises:
+        # a launch like an earlier one skips the checks (the variant's launch makes them).
+        seen = tuple(_layout(a) for a in args)
+        kernel = self._seen.get(seen)
         if kernel is None:
-            kernel = self.kernels[key] = self._compile(**self._options(key))
+            key = self._key(args)
+            kernel = self.kernels.get(key)
+            if kernel is None:
+                kernel = self.kernels[key] = self._compile(**self._options(key))
+            if len(self._seen) >= _MAX_SEEN:
+                self._seen.clear()
+            self._seen[seen] = kernel
         return kernel
 
     def launch(

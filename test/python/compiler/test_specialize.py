@@ -80,6 +80,21 @@ def test_strided_views_are_specialized_on_their_inner_stride() -> None:
     assert len(special.kernels) == 2
 
 
+def test_a_launch_like_an_earlier_one_still_checks_its_arrays() -> None:
+    """The variant of an earlier launch's layout is reused, and still rejects what the
+    launchers reject (a tensor whose memory does not hold its values)."""
+    special = tileopt.compile(kernels.matmul("f16"), "sm_80", specialize=True)
+    a, b, c = _matmul_operands(64, 64, 64)
+    special.launch((1, 1), a, b, c)
+    with pytest.raises(ArgumentError, match="pending neg bit"):
+        special.launch((1, 1), a._neg_view(), b, c)
+    c_numpy = c.numpy().copy()
+    special.launch((1, 1), a.numpy(), b.numpy(), c_numpy)  # numpy arrays: the same promises
+    torch.testing.assert_close(torch.from_numpy(c_numpy), a.float() @ b.float(),
+                               rtol=1e-4, atol=1e-4)
+    assert len(special.kernels) == 1
+
+
 def test_bad_arguments_are_named_before_anything_compiles() -> None:
     special = tileopt.compile(kernels.matmul("f16"), "sm_80", specialize=True)
     a, b, c = _matmul_operands(64, 64, 64)
