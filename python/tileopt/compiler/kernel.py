@@ -607,8 +607,8 @@ def compile(
                 "int32_indexing= at each launch from its arrays: it takes tile IR "
                 "(start='tile') and none of those four options"
             )
-        return _specializing(source, target, num_warps, kernel, signature, same_shapes,
-                             options)
+        return _specializing(source, _module_text(module), names, given, groups, kernel,
+                             options, num_warps, signature=signature, same_shapes=same_shapes)
     text = _module_text(module)
     # num_warps=None differs from the default only after the tile stages (taken from the PTX).
     key = _kernel_key(text, options, num_warps is None and start != "tile", start, kernel,
@@ -708,32 +708,30 @@ def compile(
 
 def _specializing(
     source: Any,
-    target: str,
-    num_warps: int | None,
+    text: str,
+    names: list[str] | None,
+    given: list[KernelParam] | None,
+    groups: list[list[str]],
     kernel: str | None,
-    signature: Any,
-    same_shapes: Sequence[Sequence[str]],
     options: nvidia.Options,
-) -> Any:
-    """``compile(source, ..., specialize=True)``: a SpecializingKernel whose variants are
-    ``compile(source, ...)`` with the promises each launch's arrays keep."""
-    names = list(vars(source.args)) if isinstance(source, KernelBuilder) else None
-    text = _module_text(source.module if isinstance(source, KernelBuilder) else source)
+    num_warps: int | None,
+    **passed: Any,
+) -> SpecializingKernel:
+    """``compile(source, ..., specialize=True)`` (``text``, ``names``, ``given`` and
+    ``groups`` as ``compile`` made them of ``source``, ``signature=`` and ``same_shapes=``):
+    a SpecializingKernel whose variants are ``compile(source, ...)`` with the promises each
+    launch's arrays keep."""
     with _contexts.get(), ir.Location.unknown():  # the ABI every launch is checked against
         mod = _parse(text)
         ops = {nvidia.sym_name(op): op for op in nvidia.tile_kernels(mod)}
         name = _choose(list(ops), kernel, "module")
-        groups = _groups(same_shapes)
         if groups:
             _apply_same_shapes(mod, ops[name], groups, names)
-        params = _check_given(nvidia.tile_signature(ops[name], names),
-                              _signature(signature) if signature is not None else None)
-    fixed = {**asdict(options), "num_warps": num_warps}
-    del fixed["target"]
+        params = _check_given(nvidia.tile_signature(ops[name], names), given)
+    fixed = {**asdict(options), "num_warps": num_warps, "kernel": kernel, **passed}
 
     def variant(**promises: Any) -> Kernel:
-        return compile(source, target=target, kernel=kernel, signature=signature,
-                       same_shapes=same_shapes, **fixed, **promises)
+        return compile(source, **fixed, **promises)
 
     return SpecializingKernel(name, params, variant)
 
