@@ -522,6 +522,10 @@ def compile(
     if _is_model(module):
         from tileopt.compiler.graph import compile_graph
 
+        if specialize is not False:
+            raise OptionError("specialize= is for tile kernels: a model's kernels are "
+                              "specialised on its inputs' shapes already")
+
         kernel_options = {
             name: value for name, value in (
                 ("num_warps", num_warps), ("opt_level", opt_level), ("ptx_version", ptx_version),

@@ -110,3 +110,20 @@ def test_specialize_takes_no_fixed_promises() -> None:
         tileopt.compile(kernels.matmul("f16"), "sm_80", specialize=True, aligned=True)
     with pytest.raises(OptionError, match="specialize= takes True or False"):
         tileopt.compile(kernels.matmul("f16"), "sm_80", specialize="yes")
+    with pytest.raises(OptionError, match="specialize= is for tile kernels"):
+        tileopt.compile(torch.nn.ReLU(), (torch.randn(4),), specialize=True)
+
+
+def test_empty_arrays_launch_nothing_out_of_bounds() -> None:
+    """Zero-size arrays keep every promise vacuously; the variant runs and reads nothing."""
+    kb = KernelBuilder("add", x=View("f32", 1), y=View("f32", 1), out=View("f32", 1))
+    with kb as k:
+        start = k.program_id(0) * 128
+        k.store(k.load(k.args.x, [start], [128]) + k.load(k.args.y, [start], [128]),
+                k.args.out, [start])
+    special = tileopt.compile(kb, "sm_80", specialize=True)
+    empty = torch.zeros(0)
+    special.launch((1,), empty, empty, torch.zeros(0))
+    x, y, out = torch.randn(300), torch.randn(300), torch.zeros(300)
+    special.launch((3,), x, y, out)
+    torch.testing.assert_close(out, x + y)
