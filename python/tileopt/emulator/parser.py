@@ -175,6 +175,8 @@ class Module:
 # ------------------------------------------------------------------ lexing
 
 _COMMENT_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|/\*.*?\*/', re.S)
+# A run of characters that `_statements` only collects.
+_ORDINARY_RE = re.compile(r'[^"\n{};]+')
 _LABEL_RE = re.compile(r"^\s*([A-Za-z_$%][\w$]*)\s*:(?!:)")
 _IDENT = r"[A-Za-z_$%][\w$.]*"
 
@@ -200,6 +202,14 @@ def _statements(text: str):
     i = 0
     n = len(text)
     while i < n:
+        run = _ORDINARY_RE.match(text, i)
+        if run:  # as one character at a time, without a join per character
+            if not skip:
+                if not buf or not "".join(buf).strip():
+                    start_line = line
+                buf.append(run.group())
+            i = run.end()
+            continue
         c = text[i]
         if c == '"':
             j = text.index('"', i + 1) if '"' in text[i + 1 :] else n - 1
@@ -295,8 +305,14 @@ def _emit(cur: str, line: int):
         yield "stmt", cur, line
 
 
+_BRACKETS_RE = re.compile(r"[\[\]{}()]")
+
+
 def split_top(s: str, sep: str = ",") -> list[str]:
     """Split *s* at *sep* outside brackets, braces and parentheses."""
+    if not _BRACKETS_RE.search(s):
+        parts = [part.strip() for part in s.split(sep)]
+        return parts if len(parts) > 1 or parts[0] else []
     out, depth, cur = [], 0, []
     for c in s:
         if c in "[{(":
@@ -317,6 +333,16 @@ def split_top(s: str, sep: str = ",") -> list[str]:
 # ------------------------------------------------------------------ operands
 
 
+_HEX_RE = re.compile(r"0[xX][0-9a-fA-F]+")
+_BIN_RE = re.compile(r"0[bB][01]+")
+_OCT_RE = re.compile(r"0[0-7]+")
+_DEC_RE = re.compile(r"\d+")
+_F32_RE = re.compile(r"0[fF]([0-9a-fA-F]{8})")
+_F64_RE = re.compile(r"0[dD]([0-9a-fA-F]{16})")
+_DECIMAL_FLOAT_RE = re.compile(r"(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
+_SYMBOL_RE = re.compile(r"[A-Za-z_$][\w$]*")
+
+
 def parse_int(tok: str) -> int | None:
     """Parse a PTX integer literal (decimal, hex, octal, binary, U suffix); None if not one."""
     t = tok.strip()
@@ -328,13 +354,13 @@ def parse_int(tok: str) -> int | None:
     if t.endswith(("U", "u")):
         t = t[:-1]
     try:
-        if re.fullmatch(r"0[xX][0-9a-fA-F]+", t):
+        if _HEX_RE.fullmatch(t):
             v = int(t, 16)
-        elif re.fullmatch(r"0[bB][01]+", t):
+        elif _BIN_RE.fullmatch(t):
             v = int(t[2:], 2)
-        elif re.fullmatch(r"0[0-7]+", t):
+        elif _OCT_RE.fullmatch(t):
             v = int(t, 8)
-        elif re.fullmatch(r"\d+", t):
+        elif _DEC_RE.fullmatch(t):
             v = int(t)
         else:
             return None
@@ -349,15 +375,15 @@ def parse_float(tok: str) -> FImm | None:
     neg = t.startswith("-")
     if neg:
         t = t[1:]
-    m = re.fullmatch(r"0[fF]([0-9a-fA-F]{8})", t)
+    m = _F32_RE.fullmatch(t)
     if m:
         v = struct.unpack("<f", struct.pack("<I", int(m.group(1), 16)))[0]
         return FImm(-v if neg else v, 32)
-    m = re.fullmatch(r"0[dD]([0-9a-fA-F]{16})", t)
+    m = _F64_RE.fullmatch(t)
     if m:
         v = struct.unpack("<d", struct.pack("<Q", int(m.group(1), 16)))[0]
         return FImm(-v if neg else v, 64)
-    if re.fullmatch(r"(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", t) and ("." in t or "e" in t.lower()):
+    if _DECIMAL_FLOAT_RE.fullmatch(t) and ("." in t or "e" in t.lower()):
         v = float(t)
         return FImm(-v if neg else v, 0)
     return None
@@ -399,15 +425,15 @@ def parse_operand(tok: str, line: int) -> Operand:
         if not isinstance(r, Reg):
             raise PTXLoadError(f"line {line}: bad negated operand {t!r}")
         return Reg(r.name, True)
+    if t.startswith("%"):
+        return Reg(t)
     f = parse_float(t)
     if f is not None:
         return f
     v = parse_int(t)
     if v is not None:
         return Imm(v)
-    if t.startswith("%"):
-        return Reg(t)
-    if re.fullmatch(r"[A-Za-z_$][\w$]*", t):
+    if _SYMBOL_RE.fullmatch(t):
         return Sym(t)
     # simple constant expressions such as (1+2) or -(4)
     if re.fullmatch(r"[\d\s+\-*()xXa-fA-F]+", t):

@@ -517,3 +517,56 @@ def test_readable_fx_graph_has_source_lines() -> None:
     graph = import_graph(Gather(), (torch.randn(4, 8), torch.zeros(4, 2, dtype=torch.int64)))
     assert "torch.ops.aten.gather.default" in graph.fx_graph
     assert re.search(r"# File: .*test_import\.py:\d+", graph.fx_graph)
+
+
+class _Attention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+_DECOMPOSED: dict[str, tuple[Callable[..., object], Callable[[], tuple[torch.Tensor, ...]]]] = {
+    # aten.linear (a CompositeImplicit op in the graph) reaches aten.matmul, whose decomposition
+    # is torch-mlir's: leaving linear's own kernel unwrapped bypassed it.
+    "multihead_attention": (_Attention().eval(), lambda: (torch.randn(2, 5, 16),)),
+    "gru": (torch.nn.GRU(4, 8, batch_first=True).eval(), lambda: (torch.randn(2, 3, 4),)),
+    # p = 2 with more than 25 rows: cdist -> _euclidean_dist -> matmul, nested
+    "cdist": (lambda a, b: torch.cdist(a, b), lambda: (torch.randn(30, 3), torch.randn(27, 3))),
+    "sdpa_and_norms": (
+        lambda q, w: F.rms_norm(F.scaled_dot_product_attention(q, q, q, is_causal=True), (8,))
+        + F.layer_norm(q, (8,)) + F.group_norm(q, 1) + torch.einsum("bhtd,de->bhte", q, w),
+        lambda: (torch.randn(1, 2, 6, 8), torch.randn(8, 8))),
+    # ops torch-mlir's table keeps whole
+    "kept_whole": (
+        lambda x, i: (F.interpolate(x, scale_factor=2.0), F.one_hot(i, 5), x.isfinite(),
+                      torch.linalg.norm(x)),
+        lambda: (torch.randn(1, 2, 3, 3), torch.tensor([0, 4, 2]))),
+}
+
+
+@pytest.mark.parametrize("name", list(_DECOMPOSED))
+def test_decompositions_match_torchs_run_decompositions(name: str) -> None:
+    """The frontend's decomposition (``run_decompositions`` without overriding the ops whose
+    override is their own kernel) gives torch's graph and signature exactly."""
+    from tileopt.frontend._decompositions import decomposition_table
+    from tileopt.frontend.importer import _decompose
+
+    model, make_inputs = _DECOMPOSED[name]
+    module = model if isinstance(model, torch.nn.Module) else _FunctionModule(model)
+    program = torch.export.export(module, make_inputs(), strict=False)
+    want = program.run_decompositions(decomposition_table())
+    got = _decompose(program, decomposition_table())
+    assert got.graph_module.code == want.graph_module.code
+    assert str(got.graph_signature) == str(want.graph_signature)
+
+
+class _FunctionModule(torch.nn.Module):
+    def __init__(self, f: Callable[..., object]) -> None:
+        super().__init__()
+        self.f = f
+
+    def forward(self, *args: torch.Tensor) -> object:
+        return self.f(*args)
