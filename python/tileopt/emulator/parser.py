@@ -203,7 +203,7 @@ def _statements(text: str):
     n = len(text)
     while i < n:
         run = _ORDINARY_RE.match(text, i)
-        if run:  # as one character at a time, without a join per character
+        if run:  # ordinary text: collected whole, as the loop below would a character at a time
             if not skip:
                 if not buf or not "".join(buf).strip():
                     start_line = line
@@ -310,7 +310,7 @@ _BRACKETS_RE = re.compile(r"[\[\]{}()]")
 
 def split_top(s: str, sep: str = ",") -> list[str]:
     """Split *s* at *sep* outside brackets, braces and parentheses."""
-    if not _BRACKETS_RE.search(s):
+    if not _BRACKETS_RE.search(s):  # the common case: a plain split gives the same pieces
         parts = [part.strip() for part in s.split(sep)]
         return parts if len(parts) > 1 or parts[0] else []
     out, depth, cur = [], 0, []
@@ -425,7 +425,7 @@ def parse_operand(tok: str, line: int) -> Operand:
         if not isinstance(r, Reg):
             raise PTXLoadError(f"line {line}: bad negated operand {t!r}")
         return Reg(r.name, True)
-    if t.startswith("%"):
+    if t.startswith("%"):  # no literal starts with %
         return Reg(t)
     f = parse_float(t)
     if f is not None:

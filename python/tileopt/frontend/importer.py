@@ -176,10 +176,11 @@ def _decompose(program: Any, table: dict[Any, Callable[..., Any]]) -> Any:
     torch knows (513 in torch 2.13) for the retrace, and finds them first: about 0.15 s a
     call whatever the graph, most of a small model's import. Of those overrides, the ones
     that run the op's own CompositeImplicitAutograd kernel (torch-mlir's table holds 450
-    such) do what the op does without one, so they are left out: only the ops to keep whole
-    and those with another decomposition are overridden. Which ops those are is worked out
-    once while the ops registered stay the same. Where torch lacks the internals this needs,
-    the plain call.
+    such) do what the op does without one, so they are left out: only the ops to keep whole,
+    those with another decomposition, and those the graph calls itself are overridden (an op
+    of the graph left to its own kernel would call the ops inside it, aten.linear's
+    aten.matmul, past their overrides). Which ops those are is worked out once while the ops
+    registered stay the same. Where torch lacks the internals this needs, the plain call.
     """
     import torch
 
@@ -207,12 +208,14 @@ def _decompose(program: Any, table: dict[Any, Callable[..., Any]]) -> Any:
             tuple(torch._C._dispatch_get_registrations_for_dispatch_key(
                 "CompositeImplicitAutograd")),
         )
-        if registered not in _DECOMPOSITION_SPLITS:
+        split = _DECOMPOSITION_SPLITS.get(registered)
+        if split is None:
             cia, python_table = _split_decomp_table_to_cia_and_python_decomp(dict(table))
             overrides = {op: f for op, f in cia.items() if not own_kernel(op, f)}
+            split = overrides, python_table, cia
             _DECOMPOSITION_SPLITS.clear()
-            _DECOMPOSITION_SPLITS[registered] = overrides, python_table, cia
-        overrides, python_table, cia = _DECOMPOSITION_SPLITS[registered]
+            _DECOMPOSITION_SPLITS[registered] = split
+        overrides, python_table, cia = split
         in_graph = {node.target for node in program.graph.nodes if node.target in cia}
         return _decompose_exported_program(
             program,

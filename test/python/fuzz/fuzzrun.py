@@ -222,8 +222,9 @@ def worker_main() -> None:
     import warnings
 
     warnings.simplefilter("ignore")
-    # Everything a program imports, imported here once: the forked children inherit it (they
-    # spent most of their time importing tileopt's lazily loaded parts).
+    # Everything a program imports, imported once before "ready" (so startup is not timed):
+    # the forked children inherit it (they spent most of their time importing tileopt's
+    # lazily loaded parts).
     import importlib
 
     for name in ("fuzzgen", "numpy.ma", "numpy.random", "torch", "tileopt.compiler",
