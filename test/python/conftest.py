@@ -36,7 +36,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     # What is alive after collection (torch, MLIR, numpy, the test modules: millions of
     # objects) stays to the end: frozen, the cyclic collector's passes skip it, and they come
     # every 20,000 allocations instead of 700. The collector took 5% of a worker's time (up
-    # to 8%); now under 1%.
+    # to 8%); now about 2%.
     gc.freeze()
     gc.set_threshold(20_000, 10, 10)
 

@@ -57,20 +57,26 @@ def nops(cx, ins, n) -> None:
         raise cx.error(f"expected {n} operands, got {len(ins.operands)}")
 
 
+def load_handlers() -> None:
+    """Imports the modules that register the other instructions' handlers (they import this
+    one, so not at its top): ``compile_instruction`` does on the first opcode it lacks."""
+    from tileopt.emulator import (  # noqa: F401  (their handlers)
+        asynccopy,
+        devicelib,
+        mbarrier,
+        memops,
+        tma,
+        warpgroup,
+        warpops,
+    )
+
+
 def compile_instruction(cx, ins: Instruction) -> list[Op]:
     """Compile one instruction into executable ops (raises UnsupportedInstructionError)."""
     base = ins.opcode.split(".")[0]
     h = HANDLERS.get(base)
     if h is None:
-        from tileopt.emulator import (  # noqa: F401  (their handlers)
-            asynccopy,
-            mbarrier,
-            memops,
-            tma,
-            warpgroup,
-            warpops,
-        )
-
+        load_handlers()
         h = HANDLERS.get(base)
     if h is None:
         raise cx.unsupported()

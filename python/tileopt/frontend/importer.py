@@ -182,50 +182,55 @@ def _decompose(program: Any, table: dict[Any, Callable[..., Any]]) -> Any:
     aten.matmul, past their overrides). Which ops those are is worked out once while the ops
     registered stay the same. Where torch lacks the internals this needs, the plain call.
     """
-    import torch
-
     try:
         from torch.export.exported_program import (
             _decompose_exported_program,
             _disable_prexisiting_fake_mode,
-            _split_decomp_table_to_cia_and_python_decomp,
         )
     except ImportError:
         return program.run_decompositions(table)
+    overrides, python_table, cia = _decomposition_split(table)
+    in_graph = {node.target: cia[node.target] for node in program.graph.nodes
+                if node.target in cia}
+    return _disable_prexisiting_fake_mode(_decompose_exported_program)(
+        program,
+        cia_to_decomp={**overrides, **in_graph},
+        python_decomp_table=dict(python_table),
+        joint_loss_index=None,
+        decompose_custom_triton_ops=False,
+    )
 
-    def own_kernel(op: Any, decomposition: Callable[..., Any]) -> bool:
-        return (
-            isinstance(decomposition, functools.partial)
-            and decomposition.func.__name__ == "_special_op_to_decompose_cia"
-            and decomposition.keywords.get("kernel") is op
-        )
 
-    @_disable_prexisiting_fake_mode
-    def run() -> Any:
-        registered = (
-            id(table),
-            tuple(torch.ops._dir),
-            tuple(torch._C._dispatch_get_registrations_for_dispatch_key(
-                "CompositeImplicitAutograd")),
-        )
-        split = _DECOMPOSITION_SPLITS.get(registered)
-        if split is None:
-            cia, python_table = _split_decomp_table_to_cia_and_python_decomp(dict(table))
-            overrides = {op: f for op, f in cia.items() if not own_kernel(op, f)}
-            split = overrides, python_table, cia
-            _DECOMPOSITION_SPLITS.clear()
-            _DECOMPOSITION_SPLITS[registered] = split
-        overrides, python_table, cia = split
-        in_graph = {node.target for node in program.graph.nodes if node.target in cia}
-        return _decompose_exported_program(
-            program,
-            cia_to_decomp={**overrides, **{op: cia[op] for op in in_graph}},
-            python_decomp_table=dict(python_table),
-            joint_loss_index=None,
-            decompose_custom_triton_ops=False,
-        )
+def _decomposition_split(table: dict[Any, Callable[..., Any]]) -> tuple[dict, dict, dict]:
+    """(the overrides :func:`_decompose` always makes, the table of the other ops, every
+    CompositeImplicitAutograd op torch may override with its decomposition), made again only
+    when the ops registered change."""
+    import torch
+    from torch.export.exported_program import _split_decomp_table_to_cia_and_python_decomp
 
-    return run()
+    registered = (
+        id(table),
+        tuple(torch.ops._dir),
+        tuple(torch._C._dispatch_get_registrations_for_dispatch_key("CompositeImplicitAutograd")),
+    )
+    split = _DECOMPOSITION_SPLITS.get(registered)
+    if split is None:
+        cia, python_table = _split_decomp_table_to_cia_and_python_decomp(dict(table))
+        overrides = {op: f for op, f in cia.items() if not _is_own_kernel(op, f)}
+        split = overrides, python_table, cia
+        _DECOMPOSITION_SPLITS.clear()
+        _DECOMPOSITION_SPLITS[registered] = split
+    return split
+
+
+def _is_own_kernel(op: Any, decomposition: Callable[..., Any]) -> bool:
+    """Whether ``decomposition`` is torch's wrapper that runs ``op``'s own
+    CompositeImplicitAutograd kernel (``_get_decomp_for_cia``)."""
+    return (
+        isinstance(decomposition, functools.partial)
+        and decomposition.func.__name__ == "_special_op_to_decompose_cia"
+        and decomposition.keywords.get("kernel") is op
+    )
 
 
 #: :func:`_decompose`'s split of the table, for the ops registered when it was made.

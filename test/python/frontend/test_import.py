@@ -552,21 +552,13 @@ def test_decompositions_match_torchs_run_decompositions(name: str) -> None:
     """The frontend's decomposition (``run_decompositions`` without overriding the ops whose
     override is their own kernel) gives torch's graph and signature exactly."""
     from tileopt.frontend._decompositions import decomposition_table
-    from tileopt.frontend.importer import _decompose
+    from tileopt.frontend.importer import _as_module, _decompose
 
     model, make_inputs = _DECOMPOSED[name]
-    module = model if isinstance(model, torch.nn.Module) else _FunctionModule(model)
-    program = torch.export.export(module, make_inputs(), strict=False)
+    inputs = make_inputs()
+    module, _ = _as_module(model, len(inputs))
+    program = torch.export.export(module, inputs, strict=False)
     want = program.run_decompositions(decomposition_table())
     got = _decompose(program, decomposition_table())
     assert got.graph_module.code == want.graph_module.code
     assert str(got.graph_signature) == str(want.graph_signature)
-
-
-class _FunctionModule(torch.nn.Module):
-    def __init__(self, f: Callable[..., object]) -> None:
-        super().__init__()
-        self.f = f
-
-    def forward(self, *args: torch.Tensor) -> object:
-        return self.f(*args)

@@ -228,10 +228,11 @@ def worker_main() -> None:
     import importlib
 
     for name in ("fuzzgen", "numpy.ma", "numpy.random", "torch", "tileopt.compiler",
-                 "tileopt.dialects.tile", "tileopt.runtime.emulator", "tileopt.emulator.devicelib",
-                 "tileopt.emulator.mbarrier", "tileopt.emulator.warpgroup",
-                 "tileopt.emulator.warpops"):
+                 "tileopt.dialects.tile", "tileopt.runtime.emulator"):
         importlib.import_module(name)
+    from tileopt.emulator.ops import load_handlers
+
+    load_handlers()
 
     proto.write("ready\n")
     for line in sys.stdin:
