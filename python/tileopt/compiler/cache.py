@@ -50,6 +50,7 @@ import importlib.util
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -193,8 +194,8 @@ def _version(package: str) -> str:
 
 def _sources_fingerprint() -> list[str]:
     """Hashes of the Python sources that turn IR into a Kernel (this package's compiler and
-    the ABI) and the size and time of the native libraries: a development build changes them
-    without changing tileopt's version."""
+    the ABI) and the native libraries' build IDs: a development build changes them without
+    changing tileopt's version."""
     lines = []
     here = Path(__file__).resolve().parent
     for path in sorted([*here.glob("*.py"), here.parent / "runtime" / "abi.py"]):
@@ -208,11 +209,49 @@ def _sources_fingerprint() -> list[str]:
         for path in sorted(Path(loc).iterdir()):
             if ".so" in path.name:
                 try:
+                    build_id = elf_build_id(path)
                     st = path.stat()
                 except OSError:
                     continue
-                lines.append(f"{path.name} {st.st_size} {st.st_mtime_ns}")
+                # The build ID hashes the linked contents (CMakeLists.txt asks the linker for
+                # one): reinstalling the same build keeps the cache. Without one, the size
+                # and time tell a rebuild.
+                lines.append(f"{path.name} " + (f"build-id {build_id}" if build_id else
+                                                f"{st.st_size} {st.st_mtime_ns}"))
     return lines
+
+
+def elf_build_id(path: Path) -> str | None:
+    """The GNU build ID (hex) of the ELF file ``path``, None if it is not a 64-bit
+    little-endian ELF file or has no ``NT_GNU_BUILD_ID`` note. Reads only the program headers
+    and note segments; OSError if the file cannot be read."""
+    with open(path, "rb") as f:
+        header = f.read(64)
+        if len(header) < 64 or header[:6] != b"\x7fELF\x02\x01":
+            return None
+        phoff, = struct.unpack_from("<Q", header, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", header, 0x36)
+        if phentsize < 56 or phnum > 1024:
+            return None
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+        for i in range(len(table) // phentsize):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", table,
+                                                                     i * phentsize)
+            if p_type != 4 or p_filesz > 1 << 16:  # PT_NOTE, of a sane size
+                continue
+            f.seek(p_offset)
+            notes = f.read(p_filesz)
+            at = 0
+            while at + 12 <= len(notes):
+                namesz, descsz, n_type = struct.unpack_from("<III", notes, at)
+                name_at = at + 12
+                desc_at = name_at + (namesz + 3) // 4 * 4
+                at = desc_at + (descsz + 3) // 4 * 4
+                if n_type == 3 and notes[name_at:name_at + namesz] == b"GNU\x00":
+                    desc = notes[desc_at:desc_at + descsz]
+                    return desc.hex() if len(desc) == descsz and desc else None
+    return None
 
 
 @functools.cache

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 import time
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -245,6 +247,53 @@ def test_default_directory_follows_xdg(monkeypatch, tmp_path: Path) -> None:
     assert cache.cache_dir() == Path.home() / ".cache" / "tileopt"
     monkeypatch.setenv("TILEOPT_CACHE_DIR", str(tmp_path / "mine"))
     assert cache.cache_dir() == tmp_path / "mine"
+
+
+def _native_libraries() -> list[Path]:
+    import tileopt._mlir_libs as libs
+
+    return sorted(p for loc in libs.__path__ for p in Path(loc).iterdir() if ".so" in p.name)
+
+
+def test_the_native_libraries_are_named_by_their_build_id(monkeypatch, tmp_path: Path) -> None:
+    # Every native library carries a GNU build ID (the build asks the linker for one), the
+    # one that binutils' readelf reads, where it is installed.
+    libraries = _native_libraries()
+    assert libraries
+    readelf = shutil.which("readelf")
+    for path in libraries:
+        build_id = cache.elf_build_id(path)
+        assert build_id is not None and len(build_id) >= 16, path
+        if readelf:
+            notes = subprocess.run([readelf, "-n", str(path)], capture_output=True, text=True,
+                                   check=True).stdout
+            assert f"Build ID: {build_id}" in notes, path
+    # So a reinstall of the same build (a copy with a new time) keeps the toolchain's
+    # fingerprint, and the cache with it; another library (or the same file changed) does not.
+    # A file that is not ELF is named by its size and time.
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    shutil.copy(libraries[0], libs / libraries[0].name)
+    (libs / "other.so").write_bytes(b"not an ELF file")
+    monkeypatch.setattr(cache.importlib.util, "find_spec",
+                        lambda name: SimpleNamespace(submodule_search_locations=[str(libs)]))
+    before = cache._sources_fingerprint()
+    for path in libs.iterdir():
+        os.utime(path, ns=(1, 1))
+    after = cache._sources_fingerprint()
+    named = [line for line in after if line.startswith(libraries[0].name)]
+    assert named == [f"{libraries[0].name} build-id {cache.elf_build_id(libraries[0])}"]
+    assert before != after and [x for x in before if "other.so" not in x] == [
+        x for x in after if "other.so" not in x]
+    assert "other.so 15 1" in after
+    shutil.copy(libraries[-1], libs / libraries[0].name)
+    assert cache._sources_fingerprint() != after
+    # Truncated or foreign files have no build ID; a directory cannot be read.
+    (libs / "short.so").write_bytes(b"\x7fELF\x02\x01" + bytes(10))
+    for name in ("short.so", "other.so"):
+        assert cache.elf_build_id(libs / name) is None
+    with pytest.raises(OSError):
+        cache.elf_build_id(libs)
 
 
 _COMPILE_WHEN_TOLD = """
