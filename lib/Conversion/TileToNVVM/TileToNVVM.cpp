@@ -149,6 +149,31 @@ void widenFloatToBoolCasts(KernelOp kernel) {
   });
 }
 
+/// LLVM 22's NVPTX back end converts sitofp from i1 to bf16 on sm_90 and
+/// newer as if unsigned (cvt.rn.bf16.s32 of a select of 1, not -1;
+/// llvm-project#187000, fixed in LLVM 23): a select of -1.0 and 0.0
+/// instead, on every chip.
+void selectBoolToBf16Casts(KernelOp kernel) {
+  kernel.walk([](arith::SIToFPOp op) {
+    Type type = op.getType();
+    Type elem = getElementTypeOrSelf(type);
+    if (!getElementTypeOrSelf(op.getIn().getType()).isInteger(1) ||
+        !elem.isBF16())
+      return;
+    OpBuilder b(op);
+    auto constant = [&](double value) -> Value {
+      TypedAttr attr = b.getFloatAttr(elem, value);
+      if (auto tile = dyn_cast<RankedTensorType>(type))
+        attr = SplatElementsAttr::get(tile, attr);
+      return arith::ConstantOp::create(b, op.getLoc(), attr);
+    };
+    op.replaceAllUsesWith(arith::SelectOp::create(b, op.getLoc(), op.getIn(),
+                                                  constant(-1.0), constant(0.0))
+                              .getResult());
+    op.erase();
+  });
+}
+
 /// math.absi has no lowering on the NVVM path (convert-gpu-to-nvvm maps
 /// float math to libdevice only): max(x, 0 - x), which wraps at the most
 /// negative value as torch.abs does.
@@ -646,6 +671,7 @@ struct ConvertTileToNVVM
 
     for (KernelOp kernel : kernels) {
       widenFloatToBoolCasts(kernel);
+      selectBoolToBf16Casts(kernel);
       expandIntegerAbs(kernel);
       sinkSelectsIntoBranches(kernel);
       markBranchesInWgmmaLoops(kernel, state);

@@ -1314,6 +1314,30 @@ tile.kernel @float_to_bool(%x: memref<?xf32>, %y: memref<?xi1>, %f: f32) attribu
 
 // -----
 
+#tobf16 = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// i1 -> bf16 sitofp is a select of -1.0 and 0.0 (NVPTX converts it as
+// unsigned on sm_90), tiles and scalars.
+// CHECK-LABEL: gpu.func @bool_to_bf16
+// CHECK-NOT: arith.sitofp
+// CHECK-DAG: %[[Z:.*]] = arith.constant dense<0.000000e+00> : vector<1xbf16>
+// CHECK-DAG: %[[M:.*]] = arith.constant dense<-1.000000e+00> : vector<1xbf16>
+// CHECK: arith.select %{{.*}}, %[[M]], %[[Z]] : vector<1xi1>, vector<1xbf16>
+// CHECK-DAG: %[[SZ:.*]] = arith.constant 0.000000e+00 : bf16
+// CHECK-DAG: %[[SM:.*]] = arith.constant -1.000000e+00 : bf16
+// CHECK: arith.select %{{.*}}, %[[SM]], %[[SZ]] : bf16
+tile.kernel @bool_to_bf16(%x: memref<?xi1>, %y: memref<?xbf16>, %b: i1) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xi1> -> tensor<32xi1, #tobf16>
+  %f = arith.sitofp %t : tensor<32xi1, #tobf16> to tensor<32xbf16, #tobf16>
+  tile.store %f, %y[%c0] : tensor<32xbf16, #tobf16>, memref<?xbf16>
+  %s = arith.sitofp %b : i1 to bf16
+  memref.store %s, %y[%c0] : memref<?xbf16>
+  tile.return
+}
+
+// -----
+
 #abs = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 
 // Integer abs is max(x, 0 - x): the NVVM path has no lowering of math.absi.

@@ -223,6 +223,41 @@ def test_float_to_bool_casts(target: str) -> None:
     assert torch.equal(y, x.trunc().bool())
 
 
+BOOL_TO_FLOAT = """
+tile.kernel @bool_to_float(%x: memref<?xi1>, %flag: i1, %s: memref<?xbf16>, %u: memref<?xbf16>,
+                           %h: memref<?xf16>, %f: memref<?xbf16>) {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xi1> -> tensor<64xi1>
+  %signed = arith.sitofp %t : tensor<64xi1> to tensor<64xbf16>
+  tile.store %signed, %s[%c0] : tensor<64xbf16>, memref<?xbf16>
+  %unsigned = arith.uitofp %t : tensor<64xi1> to tensor<64xbf16>
+  tile.store %unsigned, %u[%c0] : tensor<64xbf16>, memref<?xbf16>
+  %half = arith.sitofp %t : tensor<64xi1> to tensor<64xf16>
+  tile.store %half, %h[%c0] : tensor<64xf16>, memref<?xf16>
+  %one = arith.sitofp %flag : i1 to bf16
+  %splat = tile.splat %one : bf16 -> tensor<2xbf16>
+  tile.store %splat, %f[%c0] : tensor<2xbf16>, memref<?xbf16>
+  tile.return
+}
+"""
+
+
+def test_bool_to_float_casts(target: str) -> None:
+    """sitofp from i1 gives -1.0 for true (a signed 1-bit integer), uitofp 1.0: LLVM 22's NVPTX
+    back end gave 1.0 for sitofp to bf16 on sm_90 (its cvt.rn.bf16.s32 of an unsigned bit)."""
+    kernel = tileopt.compile(BOOL_TO_FLOAT, target=target, num_warps=1)
+    x = torch.tensor([True, False, False, True, True] * 12)
+    outs = [torch.zeros(60, dtype=dtype) for dtype in (torch.bfloat16, torch.bfloat16,
+                                                        torch.float16)]
+    for flag in (True, False):
+        f = torch.zeros(2, dtype=torch.bfloat16)
+        kernel.launch(1, x, flag, *outs, f)
+        assert torch.equal(f, torch.full((2,), -1.0 if flag else 0.0, dtype=torch.bfloat16))
+    assert torch.equal(outs[0], -x.to(torch.bfloat16))
+    assert torch.equal(outs[1], x.to(torch.bfloat16))
+    assert torch.equal(outs[2], -x.to(torch.float16))
+
+
 def sign_kernel() -> KernelBuilder:
     """y = 1 if x > 0 else -1, on rank-0 views (a where() of rank-0 tiles)."""
     kb = KernelBuilder("sign", x=View("f32", 0), y=View("f32", 0))
