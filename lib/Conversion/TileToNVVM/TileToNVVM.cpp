@@ -149,6 +149,13 @@ void widenFloatToBoolCasts(KernelOp kernel) {
   });
 }
 
+/// A constant of `type` (a scalar type or a tile) holding `value`.
+Value constantLike(OpBuilder &b, Location loc, Type type, TypedAttr value) {
+  if (auto tile = dyn_cast<RankedTensorType>(type))
+    value = SplatElementsAttr::get(tile, value);
+  return arith::ConstantOp::create(b, loc, value);
+}
+
 /// LLVM 22's NVPTX back end converts sitofp from i1 to bf16 on sm_90 and
 /// newer as if unsigned (cvt.rn.bf16.s32 of a select of 1, not -1;
 /// llvm-project#187000, fixed in LLVM 23): a select of -1.0 and 0.0
@@ -161,17 +168,56 @@ void selectBoolToBf16Casts(KernelOp kernel) {
         !elem.isBF16())
       return;
     OpBuilder b(op);
-    auto constant = [&](double value) -> Value {
-      TypedAttr attr = b.getFloatAttr(elem, value);
-      if (auto tile = dyn_cast<RankedTensorType>(type))
-        attr = SplatElementsAttr::get(tile, attr);
-      return arith::ConstantOp::create(b, op.getLoc(), attr);
-    };
-    op.replaceAllUsesWith(arith::SelectOp::create(b, op.getLoc(), op.getIn(),
-                                                  constant(-1.0), constant(0.0))
-                              .getResult());
+    Location loc = op.getLoc();
+    op.replaceAllUsesWith(
+        arith::SelectOp::create(
+            b, loc, op.getIn(),
+            constantLike(b, loc, type, b.getFloatAttr(elem, -1.0)),
+            constantLike(b, loc, type, b.getFloatAttr(elem, 0.0)))
+            .getResult());
     op.erase();
   });
+}
+
+/// Shifts by an amount outside [0, bits) (poison in arith) shift as
+/// torch's do: shli and shrui give 0, shrsi the sign. The shift itself takes
+/// the amount clamped to bits - 1, which also keeps LLVM 22's NVPTX back end
+/// from making select(s < 64, x << s, 0) a shl.b64 by the low 32 bits of s
+/// (llvm-project#201165). shli drops nsw: the back end makes
+/// sext(shl nsw x, N - 1) a mul.wide by -2^(N-1) (llvm-project#200924).
+void defineOutOfRangeShifts(KernelOp kernel) {
+  SmallVector<Operation *> shifts;
+  kernel.walk([&](Operation *op) {
+    if (isa<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>(op))
+      shifts.push_back(op);
+  });
+  for (Operation *op : shifts) {
+    if (auto shl = dyn_cast<arith::ShLIOp>(op))
+      shl.setOverflowFlags(shl.getOverflowFlags() &
+                           ~arith::IntegerOverflowFlags::nsw);
+    Value amount = op->getOperand(1);
+    Type type = amount.getType();
+    auto elem = cast<IntegerType>(getElementTypeOrSelf(type));
+    unsigned bits = elem.getWidth();
+    APInt known;
+    if (matchPattern(amount, m_ConstantInt(&known)) && known.ult(bits))
+      continue;
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    auto constant = [&](int64_t value) {
+      return constantLike(b, loc, type, b.getIntegerAttr(elem, value));
+    };
+    op->setOperand(1,
+                   arith::MinUIOp::create(b, loc, amount, constant(bits - 1)));
+    if (isa<arith::ShRSIOp>(op))
+      continue;
+    b.setInsertionPointAfter(op);
+    Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          amount, constant(bits));
+    auto select =
+        arith::SelectOp::create(b, loc, inRange, op->getResult(0), constant(0));
+    op->getResult(0).replaceAllUsesExcept(select, select);
+  }
 }
 
 /// math.absi has no lowering on the NVVM path (convert-gpu-to-nvvm maps
@@ -672,6 +718,7 @@ struct ConvertTileToNVVM
     for (KernelOp kernel : kernels) {
       widenFloatToBoolCasts(kernel);
       selectBoolToBf16Casts(kernel);
+      defineOutOfRangeShifts(kernel);
       expandIntegerAbs(kernel);
       sinkSelectsIntoBranches(kernel);
       markBranchesInWgmmaLoops(kernel, state);

@@ -14,9 +14,13 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   compute in f32 and round once at the end, as torch's kernels do; torch-mlir would
   accumulate in the tensor's own type (sums of 4,096 f16 values came out up to 11 ulps from
   eager's, bf16 ones 1.7).
-- ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar`` and ``aten.fmod.Scalar``
-  (``x | 3``, ``x.fmod(2.5)``) are their ``.Tensor`` forms with a 0-d tensor of the scalar
-  (which promotes as the scalar does): torch-mlir lowers only those.
+- ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar``, ``aten.fmod.Scalar`` and the
+  shifts' ``Tensor_Scalar`` and ``Scalar_Tensor`` forms (``x | 3``, ``x.fmod(2.5)``,
+  ``torch.bitwise_left_shift(x, 3)``) are their ``.Tensor`` forms with a 0-d tensor of the
+  scalar (which promotes as the scalar does), and ``x << s`` and ``x >> s`` of tensors
+  (``aten.__lshift__.Tensor``, ``aten.__rshift__.Tensor``) are ``bitwise_left_shift`` and
+  ``bitwise_right_shift``: torch-mlir lowers only those. (Shift amounts outside the width
+  give torch's results in the GPU lowering: 0, or the sign shifting right.)
 - ``aten.addmv`` (``torch.addmv``) decomposes with torch's own decomposition (torch-mlir has
   no lowering for it).
 - ``aten.rms_norm`` decomposes with torch's own decomposition, which upcasts f16/bf16 to f32
@@ -867,22 +871,38 @@ def _in_computation_dtype(op: Any) -> Callable[..., Any]:
     return replacement
 
 
-#: Scalar forms torch-mlir has no lowering for, and their tensor forms (module docstring).
+#: Forms torch-mlir has no lowering for, and the tensor forms they compute (module
+#: docstring).
 _SCALAR_AS_TENSOR = {
     aten.bitwise_or.Scalar: aten.bitwise_or.Tensor,
     aten.bitwise_xor.Scalar: aten.bitwise_xor.Tensor,
     aten.fmod.Scalar: aten.fmod.Tensor,
+    aten.__lshift__.Tensor: aten.bitwise_left_shift.Tensor,
+    aten.__rshift__.Tensor: aten.bitwise_right_shift.Tensor,
+    aten.bitwise_left_shift.Tensor_Scalar: aten.bitwise_left_shift.Tensor,
+    aten.bitwise_right_shift.Tensor_Scalar: aten.bitwise_right_shift.Tensor,
+    aten.bitwise_left_shift.Scalar_Tensor: aten.bitwise_left_shift.Tensor,
+    aten.bitwise_right_shift.Scalar_Tensor: aten.bitwise_right_shift.Tensor,
 }
 
 
 def _scalar_as_tensor(op: Any) -> Callable[..., Any]:
-    """``op`` (a ``.Tensor`` overload) of ``x`` and a 0-d tensor of the Python scalar, whose
-    dtype (int64, the default float type or bool) promotes with ``x`` as the scalar does."""
+    """``op`` (a ``.Tensor`` overload) of its two arguments, a Python scalar among them as a
+    0-d tensor of it, whose dtype (int64, the default float type or bool) promotes with the
+    other argument as the scalar does."""
 
-    def decomposed(x: torch.Tensor, other: bool | int | float) -> Any:
-        dtype = (torch.bool if isinstance(other, bool) else
-                 torch.int64 if isinstance(other, int) else torch.get_default_dtype())
-        return op(x, torch.scalar_tensor(other, dtype=dtype, device=x.device))
+    def decomposed(x: torch.Tensor | bool | int | float,
+                   other: torch.Tensor | bool | int | float) -> Any:
+        device = (x if isinstance(x, torch.Tensor) else other).device  # type: ignore[union-attr]
+
+        def tensor(v: torch.Tensor | bool | int | float) -> torch.Tensor:
+            if isinstance(v, torch.Tensor):
+                return v
+            dtype = (torch.bool if isinstance(v, bool) else
+                     torch.int64 if isinstance(v, int) else torch.get_default_dtype())
+            return torch.scalar_tensor(v, dtype=dtype, device=device)
+
+        return op(tensor(x), tensor(other))
 
     return decomposed
 

@@ -1338,6 +1338,45 @@ tile.kernel @bool_to_bf16(%x: memref<?xi1>, %y: memref<?xbf16>, %b: i1) attribut
 
 // -----
 
+#shifts = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// Shifts by amounts that may be out of range shift by the amount clamped to
+// bits - 1; shli and shrui then select 0 where it was out of range (torch's
+// results), shrsi keeps the sign. shli drops nsw. A constant amount in range
+// stays as it is.
+// CHECK-LABEL: gpu.func @shifts
+// CHECK: %[[TOP:.*]] = arith.constant dense<63> : vector<1xi64>
+// CHECK: %[[A:.*]] = arith.minui %[[S:.*]], %[[TOP]] : vector<1xi64>
+// CHECK: %[[L:.*]] = arith.shli %[[S]], %[[A]] : vector<1xi64>
+// CHECK: %[[W:.*]] = arith.constant dense<64> : vector<1xi64>
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %[[S]], %[[W]] : vector<1xi64>
+// CHECK: %[[Z:.*]] = arith.constant dense<0> : vector<1xi64>
+// CHECK: %[[G:.*]] = arith.select %[[IN]], %[[L]], %[[Z]]
+// CHECK: %[[A2:.*]] = arith.minui %[[S]], %{{.*}} : vector<1xi64>
+// CHECK-NEXT: arith.shrsi %[[G]], %[[A2]] : vector<1xi64>
+// CHECK-NOT: arith.select
+// CHECK: %[[N:.*]] = arith.shli %{{.*}}, %c3_i32 : i32
+// CHECK: %[[K:.*]] = arith.minui %[[AMT:.*]], %c31{{.*}} : i32
+// CHECK: %[[U:.*]] = arith.shrui %[[N]], %[[K]] : i32
+// CHECK: %[[IN2:.*]] = arith.cmpi ult, %[[AMT]], %c32{{.*}} : i32
+// CHECK: arith.select %[[IN2]], %[[U]], %c0{{.*}} : i32
+tile.kernel @shifts(%x: memref<?xi64>, %y: memref<?xi64>, %n: i32, %k: i32) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xi64> -> tensor<32xi64, #shifts>
+  %l = arith.shli %t, %t : tensor<32xi64, #shifts>
+  %r = arith.shrsi %l, %t : tensor<32xi64, #shifts>
+  tile.store %r, %y[%c0] : tensor<32xi64, #shifts>, memref<?xi64>
+  %c3 = arith.constant 3 : i32
+  %s = arith.shli %n, %c3 overflow<nsw> : i32
+  %u = arith.shrui %s, %k : i32
+  %i = arith.index_cast %u : i32 to index
+  %v = memref.load %x[%i] : memref<?xi64>
+  memref.store %v, %y[%c0] : memref<?xi64>
+  tile.return
+}
+
+// -----
+
 #abs = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 
 // Integer abs is max(x, 0 - x): the NVVM path has no lowering of math.absi.

@@ -141,6 +141,31 @@ def test_int8_products_and_extremes() -> None:
     check(f, inputs)
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_shifts_by_any_amount(dtype: torch.dtype) -> None:
+    # Shift amounts past the width or negative give torch's 0 (left, and right when unsigned)
+    # or sign (right); torch-mlir lowers them to arith shifts, whose result is poison there,
+    # and int64 amounts of 2^32 and more shifted by their low 32 bits. x << s of tensors and
+    # the scalar forms of bitwise_*_shift had no lowering (_decompositions).
+    bits = torch.iinfo(dtype).bits
+
+    def f(x: torch.Tensor, s: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x << s, x >> s, torch.bitwise_left_shift(x, s), torch.bitwise_right_shift(x, s),
+                torch.bitwise_left_shift(x, 3), torch.bitwise_right_shift(x, bits + 1),
+                torch.bitwise_left_shift(5, s), x << 2, x >> 1)
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        info = torch.iinfo(dtype)
+        x = torch.randint(info.min, info.max, (3, 37), dtype=dtype)
+        amounts = [0, 1, bits - 1, bits, bits + 1, -1, 2 * bits + 3]
+        if dtype == torch.int64:
+            amounts += [2**32, 2**32 + 1, -(2**40)]
+        pick = torch.randint(0, len(amounts), (3, 37))
+        return x, torch.tensor(amounts, dtype=dtype)[pick]
+
+    check(f, inputs)
+
+
 @pytest.mark.parametrize(("target", "instruction", "copy"), [
     ("sm_90", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "cp.async.cg.shared.global"),
     ("sm_90a", "wgmma.mma_async.sync.aligned.m64n", "cp.async.bulk.tensor.2d"),

@@ -258,6 +258,68 @@ def test_bool_to_float_casts(target: str) -> None:
     assert torch.equal(outs[2], -x.to(torch.float16))
 
 
+def shifts_kernel(ty: str) -> str:
+    """Shifts of x by s three ways, select(s < bits, x << s, 0) (a bounds-checked shift) and
+    sext(x << (bits - 1) with nsw) to i64 (defined where x is 0 or -1)."""
+    view, tile, wide = f"memref<?x{ty}>", f"tensor<32x{ty}>", "tensor<32xi64>"
+    bits = int(ty[1:])
+    outs = ", ".join(f"%o{i}: {view}" for i in range(4))
+    extend = f"arith.extsi %n : {tile} to {wide}" if bits < 64 else "arith.addi %n, %zero : " + tile
+    return f"""
+tile.kernel @shifts(%x: {view}, %s: {view}, {outs}, %wide: memref<?xi64>) {{
+  %c0 = arith.constant 0 : index
+  %xv = tile.load %x[%c0] : {view} -> {tile}
+  %sv = tile.load %s[%c0] : {view} -> {tile}
+  %l = arith.shli %xv, %sv : {tile}
+  %r = arith.shrsi %xv, %sv : {tile}
+  %u = arith.shrui %xv, %sv : {tile}
+  %width = arith.constant dense<{bits}> : {tile}
+  %zero = arith.constant dense<0> : {tile}
+  %in = arith.cmpi ult, %sv, %width : {tile}
+  %guarded = arith.select %in, %l, %zero : tensor<32xi1>, {tile}
+  %top = arith.constant dense<{bits - 1}> : {tile}
+  %n = arith.shli %xv, %top overflow<nsw> : {tile}
+  %e = {extend}
+  tile.store %l, %o0[%c0] : {tile}, {view}
+  tile.store %r, %o1[%c0] : {tile}, {view}
+  tile.store %u, %o2[%c0] : {tile}, {view}
+  tile.store %guarded, %o3[%c0] : {tile}, {view}
+  tile.store %e, %wide[%c0] : {wide}, memref<?xi64>
+  tile.return
+}}"""
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_shifts_by_any_amount(target: str, dtype: torch.dtype) -> None:
+    """Amounts outside [0, bits) (poison in arith) shift as torch's: 0 shifting left or
+    logically right, the sign arithmetically right. LLVM 22's NVPTX back end shifted a
+    bounds-checked i64 shift by the amount's low 32 bits, and made sext(shl nsw x, bits - 1)
+    a multiply by +2^(bits-1)."""
+    bits = torch.iinfo(dtype).bits
+    kernel = tileopt.compile(shifts_kernel(f"i{bits}"), target=target, num_warps=1)
+    amounts = [0, 1, 3, bits - 1, bits, bits + 1, 2 * bits, -1, -bits]
+    if dtype == torch.int64:
+        amounts += [2**32, 2**32 + 1, 2**33 + 5, -(2**40)]
+    gen = torch.Generator().manual_seed(bits)
+    info = torch.iinfo(dtype)
+    x = torch.randint(info.min, info.max, (32,), generator=gen, dtype=dtype)
+    x[:4] = torch.tensor([-1, 0, -1, 0])
+    s = torch.tensor(amounts, dtype=dtype)[torch.randint(0, len(amounts), (32,), generator=gen)]
+    outs = [torch.zeros(32, dtype=dtype) for _ in range(4)]
+    wide = torch.zeros(32, dtype=torch.int64)
+    kernel.launch(1, x, s, *outs, wide)
+    left = torch.bitwise_left_shift(x, s)
+    assert torch.equal(outs[0], left)
+    assert torch.equal(outs[1], torch.bitwise_right_shift(x, s))
+    logical = [(int(a) % 2**bits) >> int(b) if 0 <= int(b) < bits else 0
+               for a, b in zip(x, s, strict=True)]
+    signed = [v - 2**bits if v >= 2 ** (bits - 1) else v for v in logical]
+    assert torch.equal(outs[2], torch.tensor(signed, dtype=dtype))
+    assert torch.equal(outs[3], left)
+    top = -(2 ** (bits - 1))
+    assert torch.equal(wide[:4], torch.tensor([top, 0, top, 0]))
+
+
 def sign_kernel() -> KernelBuilder:
     """y = 1 if x > 0 else -1, on rank-0 views (a where() of rank-0 tiles)."""
     kb = KernelBuilder("sign", x=View("f32", 0), y=View("f32", 0))
