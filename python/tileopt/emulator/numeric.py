@@ -143,6 +143,25 @@ def f64_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     return f32_bits_to_bf16(b, mode)
 
 
+def int_to_f64_odd(x: np.ndarray) -> np.ndarray:
+    """Integers as float64, rounded to odd where 64-bit ones are inexact (the last bit of the
+    nearer-to-zero neighbour set), so that rounding the result once more to a format of at
+    most 51 significant bits (f32, f16, bf16), in any mode, rounds the integer once."""
+    x = np.asarray(x)
+    if x.dtype.itemsize < 8:
+        return x.astype(np.float64)
+    low = np.array(0xFFFFFFFF, x.dtype)
+    hi = (x & ~low).astype(np.float64)  # at most 32 significant bits: exact
+    lo = (x & low).astype(np.float64)
+    s = hi + lo
+    # TwoSum: hi + lo == s + err exactly.
+    b = s - hi
+    err = (hi - (s - b)) + (lo - b)
+    even = (s.view(np.uint64) & np.uint64(1)) == 0
+    towards = np.where(err > 0, np.inf, -np.inf)
+    return np.where((err != 0) & even, np.nextafter(s, towards), s)
+
+
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     """Widen bfloat16 bit patterns (uint16) to float32 exactly."""
     return (np.asarray(bits).astype(np.uint32) << np.uint32(16)).view(np.float32)

@@ -1542,7 +1542,7 @@ def h_cvt(cx, ins):
             elif dt_ == "f64" and mode == "rn":
                 y = x.astype(np.float64)
             elif small or dt_ != "f64":
-                y = enc(x.astype(np.float64))
+                y = enc(nm.int_to_f64_odd(x))
             else:
                 raise_unsupported_runtime(ins)
             if sat:

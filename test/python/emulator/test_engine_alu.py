@@ -464,6 +464,34 @@ def test_cvt_int_to_float_rounding() -> None:
         assert float(np.nextafter(rp[i], np.float32(-np.inf))) < v
 
 
+def _rounded(v: int, bits: int, mode: str) -> int:
+    """The integer v rounded to `bits` significant bits in a PTX rounding mode."""
+    m = abs(v)
+    drop = max(m.bit_length() - bits, 0)
+    q, r = divmod(m, 1 << drop)
+    half = (1 << drop) >> 1
+    up = {"rn": drop > 0 and (r > half or (r == half and q & 1 == 1)), "rz": False,
+          "rp": r > 0 and v > 0, "rm": r > 0 and v < 0}[mode]
+    return (q + up) << drop if v >= 0 else -((q + up) << drop)
+
+
+@pytest.mark.parametrize("mode", ["rn", "rz", "rm", "rp"])
+@pytest.mark.parametrize("source", ["s64", "u64"])
+def test_cvt_64_bit_integers_round_once(source: str, mode: str) -> None:
+    # 64-bit integers have more bits than float64 holds: converting through it rounded twice
+    # (2^62 + 2^54 + 1 to bf16 gave 2^62, not 2^62 + 2^55).
+    values = [2**62 + 2**54 + 1, 2**53 + 2**45 + 1, 2**63 - 1, 2**40 + 2**16 + 1,
+              2**60 + 2**36 + 2**8, 2**55 + 2**31 + 1, 2**24 + 1, 7, 0, 2**62 + 2**38 + 2**37]
+    values += [-v for v in values[:6]] if source == "s64" else [2**64 - 1, 2**63 + 2**39 + 1]
+    x = np.array(values, np.int64 if source == "s64" else np.uint64)
+    bf16 = elementwise(f"cvt.{mode}.bf16.{source} %o, %i0;", [(source, x)], "b16")
+    f32 = elementwise(f"cvt.{mode}.f32.{source} %o, %i0;", [(source, x)], "f32")
+    as_f32 = (bf16.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    for i, v in enumerate(values):
+        assert int(as_f32[i]) == _rounded(v, 8, mode), (v, mode)
+        assert int(f32[i]) == _rounded(v, 24, mode), (v, mode)
+
+
 def test_cvt_integer_narrowing_sign_extension_and_sat() -> None:
     x = np.array([300, -300, 127, -128, 255, 65535, -1, 70000] * 4, np.int32)
     got = elementwise("cvt.s8.s32 %r1, %i0;\n cvt.s32.s8 %o, %r1;", [("s32", x)], "s32").view(
