@@ -494,7 +494,9 @@ class Gen:
             if d == "i1":
                 return
             b = self.like(ty)
-            amt = self.binary("andi", b, self.splat_const(ty, BITS[d] - 1), ty)
+            # Mostly in range; else any amount (outside [0, bits): torch's 0 or sign).
+            amt = b if self.rng.random() < 0.25 else self.binary(
+                "andi", b, self.splat_const(ty, BITS[d] - 1), ty)
             self.binary(op, a, amt, ty)
         elif op in ("cmpf", "cmpi"):
             b = self.like(ty)
@@ -556,12 +558,14 @@ class Gen:
                     elif op in ("divui", "remui"):
                         ux = unsigned(xa, bits)
                         r = ux // ya if op == "divui" else ux % ya
-                    elif op == "shli":
-                        r = xa << ya
-                    elif op == "shrsi":
-                        r = xa >> ya
-                    else:
-                        r = unsigned(xa, bits) >> ya
+                    elif op in ("shli", "shrsi", "shrui"):
+                        amount = unsigned(ya, bits)
+                        inside = amount < bits
+                        k = np.where(inside, amount, 0)
+                        r = (np.where(inside, xa << k, 0) if op == "shli" else
+                             np.where(inside, xa >> k, np.where(xa < 0, -1, 0))
+                             if op == "shrsi" else
+                             np.where(inside, unsigned(xa, bits) >> k, 0))
                     env[name] = V(wrap(np.asarray(r, dtype=object), bits), np.maximum(x.e, y.e))
 
         self.emit(f"{name} = arith.{op} {a}, {b} : {self.t(ty)}", run)
