@@ -561,7 +561,7 @@ class Gen:
                     elif op in ("shli", "shrsi", "shrui"):
                         amount = unsigned(ya, bits)
                         inside = amount < bits
-                        k = np.where(inside, amount, 0)
+                        k = np.where(inside, amount, 0).astype(object)
                         r = (np.where(inside, xa << k, 0) if op == "shli" else
                              np.where(inside, xa >> k, np.where(xa < 0, -1, 0))
                              if op == "shrsi" else
