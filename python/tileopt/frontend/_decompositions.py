@@ -73,6 +73,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
   (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
 
+- Integer ``aten.neg`` (``-x``) is ``0 - x``, and integer floor division (``x // y``,
+  ``torch.div(..., rounding_mode="floor")``, ``floor_divide``) is the truncated quotient,
+  one less where the remainder is nonzero and its sign differs from the divisor's
+  (``MIN // -1`` wraps to ``MIN``; int8 in int32): torch-mlir computes both through floats
+  (int32 off past 2^24, int64 past 2^53, ``-MIN`` and ``MIN // -1`` saturated).
+
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
   masked give 0), the scale applied to the scores: the shape kernel formation recognises as
@@ -871,6 +877,34 @@ def _in_computation_dtype(op: Any) -> Callable[..., Any]:
     return replacement
 
 
+def _integer_neg(x: Any) -> Any:
+    """``-x`` of an integer tensor as ``0 - x`` (which wraps at the type's minimum)."""
+    if not isinstance(x, torch.Tensor) or x.dtype.is_floating_point or x.dtype == torch.bool:
+        return NotImplemented
+    return aten.sub.Tensor(torch.scalar_tensor(0, dtype=x.dtype, device=x.device), x)
+
+
+def _integer_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floor") -> Any:
+    """Integer ``x // y`` as torch's (module docstring); NotImplemented for floats or
+    another rounding mode."""
+    if rounding_mode != "floor" or not isinstance(x, torch.Tensor):
+        return NotImplemented
+    dtype = torch.result_type(x, y)
+    if dtype.is_floating_point or dtype == torch.bool:
+        return NotImplemented
+    wide = torch.int32 if dtype == torch.int8 else dtype  # torch-mlir's int8 division fails
+    x = x.to(wide)
+    y = (y.to(wide) if isinstance(y, torch.Tensor)
+         else torch.scalar_tensor(y, dtype=wide, device=x.device))
+    minus_one = y == -1
+    # MIN / -1 overflows the division; x // -1 is -x.
+    q = torch.where(minus_one, -x, torch.div(x, torch.where(minus_one, 1, y),
+                                             rounding_mode="trunc"))
+    r = x - q * y
+    q = q - ((r != 0) & ((r < 0) != (y < 0))).to(wide)
+    return q.to(dtype)
+
+
 #: Forms torch-mlir has no lowering for, and the tensor forms they compute (module
 #: docstring).
 _SCALAR_AS_TENSOR = {
@@ -955,6 +989,12 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     # Over every dimension, as aten.max and aten.min of a whole tensor.
     table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
     table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))
+    table[aten.neg.default] = _first(_integer_neg, table.get(aten.neg.default))
+    for op in (aten.div.Tensor_mode, aten.div.Scalar_mode):
+        table[op] = _first(_integer_floor_division, table.get(op))
+    for op in (aten.floor_divide.default, aten.floor_divide.Scalar):
+        table[op] = _first(functools.partial(_integer_floor_division, rounding_mode="floor"),
+                           table.get(op))
     for op, tensor_op in _SCALAR_AS_TENSOR.items():
         table[op] = _scalar_as_tensor(tensor_op)
     for op in _HALF_REDUCTIONS:

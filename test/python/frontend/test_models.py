@@ -142,6 +142,28 @@ def test_int8_products_and_extremes() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
+def test_integer_negation_and_floor_division(dtype: torch.dtype) -> None:
+    # torch-mlir computed both through floats: int32 past 2^24 and int64 past 2^53 lost
+    # digits, -MIN and MIN // -1 saturated to MAX (torch wraps), int8 // int8 did not compile.
+    info = torch.iinfo(dtype)
+
+    def f(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (-x, torch.neg(x[0]), x // y, torch.div(x, y, rounding_mode="floor"),
+                torch.floor_divide(x, 3), x // -4, x // y[2])
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        x = torch.randint(info.min, info.max, (4, 33), dtype=dtype)
+        x[0, :4] = torch.tensor([info.min, info.max, info.min + 1, -7])
+        y = torch.randint(-9, 9, (4, 33), dtype=dtype)
+        y[y == 0] = 1
+        y[0, :4] = torch.tensor([-1, -1, 2, -2])
+        y[0, 2] = 3
+        return x, y
+
+    check(f, inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
 def test_shifts_by_any_amount(dtype: torch.dtype) -> None:
     # Shift amounts past the width or negative give torch's 0 (left, and right when unsigned)
     # or sign (right); torch-mlir lowers them to arith shifts, whose result is poison there,
