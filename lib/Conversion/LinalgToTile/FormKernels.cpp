@@ -42,6 +42,103 @@ using namespace tileopt::formation;
 
 namespace {
 
+bool isHalf(Type type) { return type.isF16() || type.isBF16(); }
+
+/// An op of a generic's body that rounds its f16/bf16 result (exact ones,
+/// such as negf, absf or floor, do not count).
+bool roundsHalf(Operation &op) {
+  if (op.getNumResults() != 1 || !isHalf(op.getResult(0).getType()))
+    return false;
+  if (isa<arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp,
+          arith::RemFOp>(op))
+    return true;
+  return isa<math::MathDialect>(op.getDialect()) &&
+         !isa<math::AbsFOp, math::CopySignOp, math::FloorOp, math::CeilOp,
+              math::RoundOp, math::RoundEvenOp, math::TruncOp>(op);
+}
+
+/// An arith or math op of a generic's body that computes on f16/bf16 values
+/// and could as well on f32 ones: its float operands and results are all
+/// f16/bf16 (conversions, bitcasts and constants are not).
+bool widensToF32(Operation &op) {
+  if (!isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) ||
+      isa<arith::ExtFOp, arith::TruncFOp, arith::BitcastOp, arith::ConstantOp,
+          arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp, arith::FPToUIOp>(
+          op))
+    return false;
+  auto types =
+      llvm::concat<const Type>(op.getOperandTypes(), op.getResultTypes());
+  return llvm::all_of(types,
+                      [](Type t) { return !isa<FloatType>(t) || isHalf(t); }) &&
+         llvm::any_of(types, isHalf);
+}
+
+/// Computes an elementwise generic's f16/bf16 arithmetic in f32, rounding
+/// once where its results leave the body: PyTorch computes an op on half
+/// tensors in f32 and rounds its result once, but torch-mlir lowers a
+/// composite op (sigmoid, gelu) to one generic of half results that rounds
+/// every step (f16 sigmoid(-12.6) was 0: exp overflowed). Bodies with fewer
+/// than two rounding steps stay as they are (one rounding in f32 or in the
+/// half type gives the same result). Before fusion: a generic is still one
+/// op.
+void computeHalfBodyInF32(GenericOp op) {
+  Block &body = *op.getBody();
+  if (!llvm::all_of(op.getIteratorTypesArray(), linalg::isParallelIterator) ||
+      !llvm::all_of(body.getTerminator()->getOperandTypes(), isHalf) ||
+      llvm::count_if(body.without_terminator(), roundsHalf) < 2)
+    return;
+  OpBuilder b(op.getContext());
+  Type f32 = b.getF32Type();
+  DenseMap<Value, Value> wide; // an f16/bf16 value -> its f32 value
+  SmallVector<Operation *> roundings;
+  auto widen = [&](Value v) -> Value {
+    if (!isHalf(v.getType()))
+      return v;
+    if (Value w = wide.lookup(v))
+      return w;
+    OpBuilder::InsertionGuard guard(b);
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      b.setInsertionPointToStart(&body);
+    else
+      b.setInsertionPointAfter(v.getDefiningOp());
+    FloatAttr constant;
+    Value w = matchPattern(v, m_Constant(&constant))
+                  ? Value(arith::ConstantOp::create(
+                        b, v.getLoc(),
+                        b.getF32FloatAttr(constant.getValueAsDouble())))
+                  : Value(arith::ExtFOp::create(b, v.getLoc(), f32, v));
+    return wide[v] = w;
+  };
+  for (Operation &inner :
+       llvm::make_early_inc_range(body.without_terminator())) {
+    if (!widensToF32(inner))
+      continue;
+    b.setInsertionPoint(&inner);
+    SmallVector<Value> operands =
+        llvm::map_to_vector(inner.getOperands(), widen);
+    SmallVector<Type> types = llvm::map_to_vector(
+        inner.getResultTypes(), [&](Type t) { return isHalf(t) ? f32 : t; });
+    OperationState state(inner.getLoc(), inner.getName(), operands, types,
+                         inner.getAttrs());
+    Operation *widened = b.create(state);
+    for (auto [old, result] :
+         llvm::zip_equal(inner.getResults(), widened->getResults())) {
+      Value replacement = result;
+      if (isHalf(old.getType())) {
+        replacement =
+            arith::TruncFOp::create(b, inner.getLoc(), old.getType(), result);
+        wide[replacement] = result;
+        roundings.push_back(replacement.getDefiningOp());
+      }
+      old.replaceAllUsesWith(replacement);
+    }
+    inner.erase();
+  }
+  for (Operation *rounding : roundings)
+    if (rounding->use_empty())
+      rounding->erase();
+}
+
 bool isViewGeneric(GenericOp op) {
   std::string why;
   FailureOr<GenericKind> kind = classify(op, why);
@@ -1442,6 +1539,7 @@ struct TileFormKernelsPass
         func.emitError("unsupported: a function with control flow");
         return signalPassFailure();
       }
+      func.walk([](GenericOp op) { computeHalfBodyInF32(op); });
       // Fold views into their readers first, so that copies inserted for
       // reshapes read the original buffers.
       func.walk([](tensor::ConcatOp op) { rewriteConcat(op); });

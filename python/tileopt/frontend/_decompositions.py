@@ -14,6 +14,11 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   compute in f32 and round once at the end, as torch's kernels do; torch-mlir would
   accumulate in the tensor's own type (sums of 4,096 f16 values came out up to 11 ulps from
   eager's, bf16 ones 1.7).
+- ``aten.elu`` (``selu`` and ``celu`` too), ``aten.gelu`` and ``aten.leaky_relu`` of f16
+  and bf16 tensors compute in f32 and round once, as torch's kernels do; torch-mlir splits
+  elu and tanh-gelu into ops that each round to the half type (bf16 elu(-0.001) was 0) and
+  multiplies by the slope rounded to it. (kernel formation computes the other composite
+  ops that torch-mlir lowers to one generic, sigmoid and gelu among them, in f32.)
 - ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar``, ``aten.fmod.Scalar`` and the
   shifts' ``Tensor_Scalar`` and ``Scalar_Tensor`` forms (``x | 3``, ``x.fmod(2.5)``,
   ``torch.bitwise_left_shift(x, 3)``) are their ``.Tensor`` forms with a 0-d tensor of the
@@ -863,6 +868,10 @@ def _of_int8(op: Any) -> Callable[..., Any]:
 #: The reductions that torch computes in f32 for f16 and bf16 tensors (module docstring).
 _HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
 
+#: Activations that torch computes in f32 for f16 and bf16 tensors and torch-mlir splits
+#: into ops that each round to the half type (module docstring).
+_HALF_ACTIVATIONS = (aten.elu.default, aten.gelu.default, aten.leaky_relu.default)
+
 
 def _in_computation_dtype(op: Any) -> Callable[..., Any]:
     """``op`` of an f16 or bf16 tensor (without another ``dtype``) in f32
@@ -997,6 +1006,6 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
                            table.get(op))
     for op, tensor_op in _SCALAR_AS_TENSOR.items():
         table[op] = _scalar_as_tensor(tensor_op)
-    for op in _HALF_REDUCTIONS:
+    for op in (*_HALF_REDUCTIONS, *_HALF_ACTIVATIONS):
         table[op] = _first(_in_computation_dtype(op), table.get(op))
     return table

@@ -852,3 +852,41 @@ func.func @sum_over_broadcast(%arg0: tensor<6x10xf32>) -> tensor<6x10xf32> {
   } -> tensor<6x10xf32>
   return %4 : tensor<6x10xf32>
 }
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+
+// A generic of half results with two or more rounding steps (torch-mlir's
+// sigmoid) computes in f32 and rounds once, where its result leaves the
+// body; one with a single rounding step stays in f16.
+// CHECK-LABEL: func.func @half_bodies
+// CHECK: ^bb0(%[[X:.*]]: f16, %{{.*}}: f16):
+// CHECK-NEXT: %[[W:.*]] = arith.extf %[[X]] : f16 to f32
+// CHECK-NEXT: %[[N:.*]] = arith.negf %[[W]] : f32
+// CHECK-NEXT: %[[E:.*]] = math.exp %[[N]] : f32
+// CHECK-NEXT: %[[A:.*]] = arith.addf %[[E]], %{{.*}} : f32
+// CHECK-NEXT: %[[D:.*]] = arith.divf %{{.*}}, %[[A]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.truncf %[[D]] : f32 to f16
+// CHECK-NEXT: linalg.yield %[[R]] : f16
+// CHECK: arith.addf %{{.*}}, %{{.*}} : f16
+func.func @half_bodies(%x: tensor<37xf16>) -> (tensor<37xf16>, tensor<37xf16>) {
+  %one = arith.constant 1.0 : f16
+  %e = tensor.empty() : tensor<37xf16>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<37xf16>) outs(%e : tensor<37xf16>) {
+  ^bb0(%a: f16, %o: f16):
+    %n = arith.negf %a : f16
+    %x1 = math.exp %n : f16
+    %s = arith.addf %x1, %one : f16
+    %r = arith.divf %one, %s : f16
+    linalg.yield %r : f16
+  } -> tensor<37xf16>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<37xf16>) outs(%e : tensor<37xf16>) {
+  ^bb0(%a: f16, %o: f16):
+    %s = arith.addf %a, %a : f16
+    linalg.yield %s : f16
+  } -> tensor<37xf16>
+  return %0, %1 : tensor<37xf16>, tensor<37xf16>
+}

@@ -340,6 +340,19 @@ def test_half_sums_accumulate_in_f32(dtype: torch.dtype) -> None:
         assert ((got.double() - want.double()).abs() <= ulp).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_activations_round_once(dtype: torch.dtype) -> None:
+    # As torch's kernels: computed in f32, rounded once. Rounded at every step (torch-mlir's
+    # lowering), f16 sigmoid(-12.6) was 0 (exp overflowed), gelu(-4) -0 (eager -1.27e-4)
+    # and bf16 elu(-0.001) 0.
+    x = torch.linspace(-14, 6, 4001).to(dtype)
+    f: Callable[..., Any]
+    for f in (torch.sigmoid, F.gelu, F.elu, F.selu, F.silu, lambda x: F.leaky_relu(x, 0.01),
+              lambda x: F.gelu(x, approximate="tanh")):
+        got, want = tileopt.compile(f, (x,))(x), f(x)
+        torch.testing.assert_close(got, want, rtol=2 * torch.finfo(dtype).eps, atol=1e-6)
+
+
 @pytest.mark.parametrize("op", ["sum", "amax"])
 def test_reduction_over_a_broadcast_dimension(op: str) -> None:
     # Kernel formation folded the broadcast into the reduction, which then had no operand
