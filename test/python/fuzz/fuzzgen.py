@@ -559,13 +559,17 @@ class Gen:
                         ux = unsigned(xa, bits)
                         r = ux // ya if op == "divui" else ux % ya
                     elif op in ("shli", "shrsi", "shrui"):
-                        amount = unsigned(ya, bits)
+                        # Python integers throughout (0-d arrays give scalars that numpy
+                        # would take back as int64).
+                        xo = np.asarray(xa, dtype=object)
+                        amount = np.asarray(unsigned(ya, bits), dtype=object)
                         inside = amount < bits
                         k = np.where(inside, amount, 0).astype(object)
-                        r = (np.where(inside, xa << k, 0) if op == "shli" else
-                             np.where(inside, xa >> k, np.where(xa < 0, -1, 0))
-                             if op == "shrsi" else
-                             np.where(inside, unsigned(xa, bits) >> k, 0))
+                        shifted = (xo << k if op == "shli" else xo >> k if op == "shrsi"
+                                   else np.asarray(unsigned(xo, bits), dtype=object) >> k)
+                        fill = np.where((xo < 0) & (op == "shrsi"), -1, 0)
+                        r = np.where(inside, np.asarray(shifted, dtype=object),
+                                     fill.astype(object))
                     env[name] = V(wrap(np.asarray(r, dtype=object), bits), np.maximum(x.e, y.e))
 
         self.emit(f"{name} = arith.{op} {a}, {b} : {self.t(ty)}", run)
