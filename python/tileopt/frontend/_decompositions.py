@@ -78,6 +78,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
   (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
 
+- ``aten.maximum``, ``aten.minimum``, ``aten.clamp`` (``clamp_min``, ``clamp_max``,
+  ``hardtanh``, ``relu6``) and ``aten.hardsigmoid`` of float tensors keep NaN, as torch's
+  kernels do: torch-mlir's compare-and-select gave the other operand or the bound.
 - Integer ``aten.neg`` (``-x``) is ``0 - x``, and integer floor division (``x // y``,
   ``torch.div(..., rounding_mode="floor")``, ``floor_divide``) is the truncated quotient,
   one less where the remainder is nonzero and its sign differs from the divisor's
@@ -870,7 +873,8 @@ _HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
 
 #: Activations that torch computes in f32 for f16 and bf16 tensors and torch-mlir splits
 #: into ops that each round to the half type (module docstring).
-_HALF_ACTIVATIONS = (aten.elu.default, aten.gelu.default, aten.leaky_relu.default)
+_HALF_ACTIVATIONS = (aten.elu.default, aten.gelu.default, aten.leaky_relu.default,
+                     aten.hardsigmoid.default)
 
 
 def _in_computation_dtype(op: Any) -> Callable[..., Any]:
@@ -912,6 +916,35 @@ def _integer_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floo
     r = x - q * y
     q = q - ((r != 0) & ((r < 0) != (y < 0))).to(wide)
     return q.to(dtype)
+
+
+def _is_float(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.dtype.is_floating_point
+
+
+def _nan_extreme(greater: bool) -> Callable[..., Any]:
+    """``torch.maximum`` (``greater``) or ``torch.minimum`` of float tensors, NaN where
+    either operand is NaN."""
+
+    def decomposed(x: Any, y: Any) -> Any:
+        if not (_is_float(x) or _is_float(y)):
+            return NotImplemented
+        return torch.where(torch.isnan(x) | ((x > y) if greater else (x < y)), x, y)
+
+    return decomposed
+
+
+def _nan_clamp(x: Any, min: Any = None, max: Any = None) -> Any:
+    """``torch.clamp`` of a float tensor: NaN stays NaN (and a NaN bound gives NaN); with
+    ``min > max``, ``max`` everywhere."""
+    if not (_is_float(x) and torch.result_type(x, 0.0 if min is None else min) == x.dtype
+            and torch.result_type(x, 0.0 if max is None else max) == x.dtype):
+        return NotImplemented
+    for bound, outside in ((min, torch.lt), (max, torch.gt)):
+        if bound is not None:
+            nan_bound = torch.isnan(bound) if isinstance(bound, torch.Tensor) else bound != bound
+            x = torch.where(outside(x, bound) | nan_bound, bound, x)
+    return x
 
 
 #: Forms torch-mlir has no lowering for, and the tensor forms they compute (module
@@ -999,6 +1032,20 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
     table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))
     table[aten.neg.default] = _first(_integer_neg, table.get(aten.neg.default))
+    table[aten.maximum.default] = _first(_nan_extreme(True), table.get(aten.maximum.default))
+    table[aten.minimum.default] = _first(_nan_extreme(False), table.get(aten.minimum.default))
+    for op in (aten.clamp.default, aten.clamp.Tensor):
+        table[op] = _first(_nan_clamp, table.get(op))
+    for op, min_or_max in ((aten.clamp_min.default, "min"), (aten.clamp_min.Tensor, "min"),
+                           (aten.clamp_max.default, "max"), (aten.clamp_max.Tensor, "max")):
+        table[op] = _first(
+            lambda x, bound, key=min_or_max: _nan_clamp(x, **{key: bound}), table.get(op))
+    table[aten.hardtanh.default] = _first(
+        lambda x, min_val=-1.0, max_val=1.0: _nan_clamp(x, min_val, max_val),
+        table.get(aten.hardtanh.default))
+    table[aten.hardsigmoid.default] = _first(
+        lambda x: _nan_clamp(x + 3, 0.0, 6.0) / 6 if _is_float(x) else NotImplemented,
+        table.get(aten.hardsigmoid.default))
     for op in (aten.div.Tensor_mode, aten.div.Scalar_mode):
         table[op] = _first(_integer_floor_division, table.get(op))
     for op in (aten.floor_divide.default, aten.floor_divide.Scalar):

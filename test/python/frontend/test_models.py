@@ -340,6 +340,28 @@ def test_half_sums_accumulate_in_f32(dtype: torch.dtype) -> None:
         assert ((got.double() - want.double()).abs() <= ulp).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_nan_propagates_through_maxima_and_clamps(dtype: torch.dtype) -> None:
+    # torch-mlir's compare-and-select lost NaN: maximum(nan, 1) was 1, clamp(nan, -1, 1) -1,
+    # relu6(nan) 0.
+    def f(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (torch.maximum(x, y), torch.minimum(x, y), torch.clamp(x, -1.0, 1.0),
+                torch.clamp(x, min=y), torch.clamp(x, y, y + 1), x.clamp_max(0.5),
+                torch.clamp(x, 2.0, -1.0), F.hardtanh(x), F.relu6(x), F.hardsigmoid(x),
+                F.hardswish(x))
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        x, y = randn(4, 37, dtype=dtype) * 5, randn(4, 37, dtype=dtype) * 5
+        x[0, :3], y[0, 1], y[2, :3] = float("nan"), float("nan"), float("nan")
+        x[1, 1], x[1, 2] = float("inf"), -float("inf")
+        return x, y
+
+    torch.manual_seed(0)
+    args = inputs()
+    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_activations_round_once(dtype: torch.dtype) -> None:
     # As torch's kernels: computed in f32, rounded once. Rounded at every step (torch-mlir's
