@@ -78,6 +78,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   are ``amax`` and ``amin``: torch-mlir's lowering of those int8 forms crashes the process
   (a segmentation fault in convert-torch-to-linalg, torch-mlir 20251003).
 
+- A Python float beside a float64 tensor (``0.1 - x``, ``torch.div(x, 0.1,
+  rounding_mode="trunc")``, ``x // 0.1``, ``x % 0.1``, ``torch.fmod(x, 0.1)``) is a 0-d
+  float64 tensor: torch-mlir rounded it to f32 in these ops.
 - ``aten.maximum``, ``aten.minimum``, ``aten.clamp`` (``clamp_min``, ``clamp_max``,
   ``hardtanh``, ``relu6``) and ``aten.hardsigmoid`` of float tensors keep NaN, as torch's
   kernels do: torch-mlir's compare-and-select gave the other operand or the bound.
@@ -962,6 +965,38 @@ _SCALAR_AS_TENSOR = {
 }
 
 
+def _float_scalar_dtype(like: torch.Tensor) -> torch.dtype:
+    """The dtype of a 0-d tensor holding a Python float beside ``like``: float64 beside a
+    float64 tensor (the scalar exactly), else the default dtype (which promotes with
+    ``like`` as the Python float does)."""
+    return torch.float64 if like.dtype == torch.float64 else torch.get_default_dtype()
+
+
+#: Ops whose Python float operand torch-mlir rounds to the default dtype (f32) even beside a
+#: float64 tensor (module docstring), and their overloads for a tensor in its place.
+_FLOAT_SCALAR_OPS = {
+    aten.sub.Tensor: aten.sub.Tensor, aten.rsub.Scalar: aten.rsub.Tensor,
+    aten.div.Tensor_mode: aten.div.Tensor_mode, aten.div.Scalar_mode: aten.div.Tensor_mode,
+    aten.floor_divide.default: aten.floor_divide.default,
+    aten.floor_divide.Scalar: aten.floor_divide.default, aten.fmod.Tensor: aten.fmod.Tensor,
+    aten.remainder.Scalar: aten.remainder.Tensor, aten.remainder.Tensor: aten.remainder.Tensor,
+}
+
+
+def _exact_float_scalars(tensor_op: Any) -> Callable[..., Any]:
+    """``tensor_op`` of the arguments with their Python floats as 0-d float64 tensors, where
+    a tensor argument is float64; NotImplemented elsewhere."""
+
+    def replacement(*args: Any, **kwargs: Any) -> Any:
+        if not (any(isinstance(a, float) for a in args) and any(
+                isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in args)):
+            return NotImplemented
+        return tensor_op(*[torch.scalar_tensor(a, dtype=torch.float64)
+                           if isinstance(a, float) else a for a in args], **kwargs)
+
+    return replacement
+
+
 def _scalar_as_tensor(op: Any) -> Callable[..., Any]:
     """``op`` (a ``.Tensor`` overload) of its two arguments, a Python scalar among them as a
     0-d tensor of it, whose dtype (int64, the default float type or bool) promotes with the
@@ -969,14 +1004,15 @@ def _scalar_as_tensor(op: Any) -> Callable[..., Any]:
 
     def decomposed(x: torch.Tensor | bool | int | float,
                    other: torch.Tensor | bool | int | float) -> Any:
-        device = (x if isinstance(x, torch.Tensor) else other).device  # type: ignore[union-attr]
+        like = x if isinstance(x, torch.Tensor) else other
+        assert isinstance(like, torch.Tensor)
 
         def tensor(v: torch.Tensor | bool | int | float) -> torch.Tensor:
             if isinstance(v, torch.Tensor):
                 return v
-            dtype = (torch.bool if isinstance(v, bool) else
-                     torch.int64 if isinstance(v, int) else torch.get_default_dtype())
-            return torch.scalar_tensor(v, dtype=dtype, device=device)
+            dtype = (torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int)
+                     else _float_scalar_dtype(like))
+            return torch.scalar_tensor(v, dtype=dtype, device=like.device)
 
         return op(tensor(x), tensor(other))
 
@@ -1053,6 +1089,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
                            table.get(op))
     for op, tensor_op in _SCALAR_AS_TENSOR.items():
         table[op] = _scalar_as_tensor(tensor_op)
+    for op, tensor_op in _FLOAT_SCALAR_OPS.items():
+        table[op] = _first(_exact_float_scalars(tensor_op), table.get(op))
     for op in (*_HALF_REDUCTIONS, *_HALF_ACTIVATIONS):
         table[op] = _first(_in_computation_dtype(op), table.get(op))
     return table

@@ -340,6 +340,16 @@ def test_half_sums_accumulate_in_f32(dtype: torch.dtype) -> None:
         assert ((got.double() - want.double()).abs() <= ulp).all()
 
 
+def test_python_floats_beside_float64_tensors_stay_exact() -> None:
+    # torch-mlir rounded the scalar to f32 in these forms: 0.1 - 1.0 was -0.8999999985 and
+    # trunc(1 / 0.1) 9.
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (0.1 - x, torch.div(x, 0.1, rounding_mode="trunc"), x - 0.1, x % 0.3,
+                torch.remainder(x, 0.3), torch.fmod(x, 0.5), x.float() - 0.1)
+
+    check(f, lambda: (torch.tensor([1.0, 3.0, 1e10, -2.5], dtype=torch.float64),), tol=0.0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_nan_propagates_through_maxima_and_clamps(dtype: torch.dtype) -> None:
     # torch-mlir's compare-and-select lost NaN: maximum(nan, 1) was 1, clamp(nan, -1, 1) -1,
