@@ -815,7 +815,8 @@ Value KernelWriter::padWithIdentity(Value t, const llvm::SmallBitVector &full,
                                     TypedAttr identity, Location loc) {
   Value mask;
   for (int s : dims.set_bits()) {
-    if (space[s] % tiling.block[s] == 0)
+    // Whole blocks have no padding; an empty dimension has nothing else.
+    if (space[s] != 0 && space[s] % tiling.block[s] == 0)
       continue;
     llvm::SmallBitVector one(space.size());
     one.set(s);

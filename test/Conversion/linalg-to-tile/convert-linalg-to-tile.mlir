@@ -79,6 +79,33 @@ func.func @row_sum(%x: tensor<3x1000xf32>) -> tensor<3xf32> {
 // -----
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A product over an empty dimension: its one-element block is padding, which
+// takes the combiner's identity (1) too.
+// CHECK-LABEL: tile.kernel @k0_reduce
+// CHECK: %[[ONES:.*]] = arith.constant dense<1.000000e+00> : tensor<4x1xf32>
+// CHECK: tile.load {{.*}} -> tensor<4x1xf32>
+// CHECK: arith.cmpi slt
+// CHECK: %[[PADDED:.*]] = arith.select %{{.*}}, %{{.*}}, %[[ONES]]
+// CHECK: tile.reduce %[[PADDED]]
+// CHECK: arith.mulf
+func.func @empty_product(%x: tensor<4x0xf32>) -> tensor<4xf32> {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x0xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.mulf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
 
 // A linear layer: the transposed weight is a strided view (strides [1, 64]),

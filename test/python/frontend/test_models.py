@@ -328,6 +328,16 @@ def test_reductions(op: str, shape: tuple[int, ...], dim: Any, keepdim: bool) ->
     check(f, lambda: (randn(*shape),), max_kernels=1)
 
 
+def test_reductions_over_empty_dimensions() -> None:
+    # The padding of an empty dimension was reduced as it was read (zeros): prod gave 0 and
+    # all False (torch: 1 and True).
+    def f(e: torch.Tensor, i: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (e.prod(1), e.prod(), e.all(1), e.all(), e.any(1), e.sum(1), e.mean(1),
+                torch.logsumexp(e, 1), i.prod(1), i.sum(0))
+
+    check(f, lambda: (torch.zeros(4, 0), torch.ones(3, 0, dtype=torch.int32)))
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_sums_accumulate_in_f32(dtype: torch.dtype) -> None:
     # As torch's kernels: one rounding at the end. Accumulated in f16, a row of 4,096 came
