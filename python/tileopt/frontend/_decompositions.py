@@ -83,7 +83,13 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   float64 tensor: torch-mlir rounded it to f32 in these ops.
 - ``aten.maximum``, ``aten.minimum``, ``aten.clamp`` (``clamp_min``, ``clamp_max``,
   ``hardtanh``, ``relu6``) and ``aten.hardsigmoid`` of float tensors keep NaN, as torch's
-  kernels do: torch-mlir's compare-and-select gave the other operand or the bound.
+  kernels do: torch-mlir's compare-and-select gave the other operand or the bound; an
+  integer tensor clamped to float bounds is clamped in the promoted type (torch-mlir
+  compared it as a float without converting it).
+- An integer tensor to a non-negative integer power (``x ** 2``, ``torch.square``) is
+  products by squaring, to a float power (``x ** 0.5``) the power of it converted to the
+  promoted float type: torch-mlir lowers powers of floats only; ``aten.isfinite``
+  (no lowering) is ``x - x == 0``.
 - Integer ``aten.neg`` (``-x``) is ``0 - x``, and integer floor division (``x // y``,
   ``torch.div(..., rounding_mode="floor")``, ``floor_divide``) is the truncated quotient,
   one less where the remainder is nonzero and its sign differs from the divisor's
@@ -921,6 +927,33 @@ def _integer_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floo
     return q.to(dtype)
 
 
+def _isfinite(x: Any) -> Any:
+    """``torch.isfinite``: ``x - x`` is 0 unless ``x`` is infinite or NaN; integers are."""
+    if not isinstance(x, torch.Tensor):
+        return NotImplemented
+    return (x - x) == 0 if x.dtype.is_floating_point else torch.ones_like(x, dtype=torch.bool)
+
+
+def _integer_power(x: Any, exponent: Any) -> Any:
+    """An integer tensor to a non-negative Python integer power, by squaring (wrapping as
+    torch's), or to a float power in the promoted float type; torch-mlir lowers powers of
+    floats only."""
+    if not isinstance(x, torch.Tensor) or x.dtype.is_floating_point or x.dtype == torch.bool:
+        return NotImplemented
+    if isinstance(exponent, float):
+        return aten.pow.Tensor_Scalar(x.to(torch.result_type(x, exponent)), exponent)
+    if isinstance(exponent, bool) or not isinstance(exponent, int) or exponent < 0:
+        return NotImplemented
+    result, power = torch.ones_like(x), x
+    while exponent:
+        if exponent & 1:
+            result = result * power
+        exponent >>= 1
+        if exponent:
+            power = power * power
+    return result
+
+
 def _is_float(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.dtype.is_floating_point
 
@@ -938,11 +971,18 @@ def _nan_extreme(greater: bool) -> Callable[..., Any]:
 
 
 def _nan_clamp(x: Any, min: Any = None, max: Any = None) -> Any:
-    """``torch.clamp`` of a float tensor: NaN stays NaN (and a NaN bound gives NaN); with
-    ``min > max``, ``max`` everywhere."""
-    if not (_is_float(x) and torch.result_type(x, 0.0 if min is None else min) == x.dtype
-            and torch.result_type(x, 0.0 if max is None else max) == x.dtype):
+    """``torch.clamp`` of a float tensor, or of an integer one with float bounds (in the
+    promoted type): NaN stays NaN (and a NaN bound gives NaN); with ``min > max``, ``max``
+    everywhere."""
+    if not isinstance(x, torch.Tensor):
         return NotImplemented
+    dtype = x.dtype
+    for bound in (min, max):
+        if bound is not None:
+            dtype = torch.promote_types(dtype, torch.result_type(x, bound))
+    if not dtype.is_floating_point:
+        return NotImplemented
+    x = x.to(dtype)
     for bound, outside in ((min, torch.lt), (max, torch.gt)):
         if bound is not None:
             nan_bound = torch.isnan(bound) if isinstance(bound, torch.Tensor) else bound != bound
@@ -1068,6 +1108,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
     table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))
     table[aten.neg.default] = _first(_integer_neg, table.get(aten.neg.default))
+    table[aten.pow.Tensor_Scalar] = _first(_integer_power, table.get(aten.pow.Tensor_Scalar))
+    table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
     table[aten.maximum.default] = _first(_nan_extreme(True), table.get(aten.maximum.default))
     table[aten.minimum.default] = _first(_nan_extreme(False), table.get(aten.minimum.default))
     for op in (aten.clamp.default, aten.clamp.Tensor):

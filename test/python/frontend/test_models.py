@@ -163,6 +163,17 @@ def test_integer_negation_and_floor_division(dtype: torch.dtype) -> None:
     check(f, inputs)
 
 
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64], ids=str)
+def test_integer_powers_float_clamps_and_isfinite(dtype: torch.dtype) -> None:
+    # torch-mlir lowers none of these forms (x ** 2 of an integer tensor, clamp of one to
+    # float bounds, isfinite).
+    def f(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x ** 2, torch.square(x), x ** 0, x.pow(7), torch.clamp(x, -2.5, 3.5),
+                x.clamp(min=0.5), x.abs() ** 0.5, torch.isfinite(x), torch.isfinite(y / x))
+
+    check(f, lambda: (torch.randint(-20, 20, (3, 37), dtype=dtype), randn(3, 37)))
+
+
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64], ids=str)
 def test_shifts_by_any_amount(dtype: torch.dtype) -> None:
     # Shift amounts past the width or negative give torch's 0 (left, and right when unsigned)
