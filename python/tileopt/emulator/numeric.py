@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 
 # PTX fundamental types -> (bit width, kind).  kind: u, s, b (bits), f (float), p (predicate)
@@ -68,33 +71,33 @@ def np_dtype(t: str) -> np.dtype:
 # ---------------------------------------------------------------- rounding
 
 
-def _nextafter_dir(y: np.ndarray, x: np.ndarray, mode: str) -> np.ndarray:
-    """Fix a round-to-nearest result *y* of exact value *x* (float64) for a directed mode."""
-    yd = y.astype(np.float64)
+def _nextafter_dir(y: np.ndarray, err: np.ndarray, mode: str) -> np.ndarray:
+    """Fix a round-to-nearest result *y* whose exact value is ``y + err`` for a directed mode:
+    only the sign of *err* counts (NaN: exact)."""
     if mode == "rz":
-        bad = np.abs(yd) > np.abs(x)
+        bad = ((err < 0) & (y > 0)) | ((err > 0) & (y < 0))
         tgt = np.zeros((), y.dtype)
     elif mode == "rm":
-        bad = yd > x
+        bad = err < 0
         tgt = np.array(-np.inf, y.dtype)
     elif mode == "rp":
-        bad = yd < x
+        bad = err > 0
         tgt = np.array(np.inf, y.dtype)
     else:
         return y
-    bad &= ~np.isnan(x)
-    if np.any(bad):
-        y = np.where(bad, np.nextafter(y, tgt), y)
+    if np.count_nonzero(bad):
+        with np.errstate(over="ignore"):  # (the largest finite value steps to inf)
+            y = np.where(bad, np.nextafter(y, tgt), y)
     return y
 
 
 def _round_to(x: np.ndarray, dtype: type, mode: str) -> np.ndarray:
     x = np.asarray(x, np.float64)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # (overflow; inf - inf: exact)
         y = x.astype(dtype)
-    if mode in ("rn", ""):
-        return y
-    return _nextafter_dir(y, x, mode)
+        if mode in ("rn", ""):
+            return y
+        return _nextafter_dir(y, x - y.astype(np.float64), mode)
 
 
 def round_to_f32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
@@ -143,6 +146,31 @@ def f64_to_bf16(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     return f32_bits_to_bf16(b, mode)
 
 
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knuth's TwoSum: ``s = a + b`` rounded to nearest and its error, ``a + b == s + e``
+    exactly unless an operation overflowed (then *e* is inf or NaN)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def add_to_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a + b`` in float64 rounded to odd: where inexact, the neighbour whose last bit is set.
+    Rounding that once more to at most 51 significant bits, in any mode, rounds ``a + b`` once."""
+    s, err = two_sum(a, b)
+    inexact = (err != 0) & np.isfinite(s)
+    if not np.count_nonzero(inexact):
+        return s
+    even = (np.asarray(s).view(np.uint64) & np.uint64(1)) == 0
+    return np.where(inexact & even, np.nextafter(s, np.copysign(np.inf, err)), s)
+
+
+def _int_halves(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 64-bit integer as two float64 of at most 32 significant bits each (both exact)."""
+    low = np.array(0xFFFFFFFF, x.dtype)
+    return (x & ~low).astype(np.float64), (x & low).astype(np.float64)
+
+
 def int_to_f64_odd(x: np.ndarray) -> np.ndarray:
     """Integers as float64, rounded to odd where 64-bit ones are inexact (the last bit of the
     nearer-to-zero neighbour set), so that rounding the result once more to a format of at
@@ -150,16 +178,163 @@ def int_to_f64_odd(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype.itemsize < 8:
         return x.astype(np.float64)
-    low = np.array(0xFFFFFFFF, x.dtype)
-    hi = (x & ~low).astype(np.float64)  # at most 32 significant bits: exact
-    lo = (x & low).astype(np.float64)
-    s = hi + lo
-    # TwoSum: hi + lo == s + err exactly.
-    b = s - hi
-    err = (hi - (s - b)) + (lo - b)
-    even = (s.view(np.uint64) & np.uint64(1)) == 0
-    towards = np.where(err > 0, np.inf, -np.inf)
-    return np.where((err != 0) & even, np.nextafter(s, towards), s)
+    return add_to_odd(*_int_halves(x))
+
+
+def int_to_f64(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """Integers as float64 rounded once in a PTX mode (rn, rz, rm, rp)."""
+    x = np.asarray(x)
+    if x.dtype.itemsize < 8 or mode in ("rn", ""):
+        return x.astype(np.float64)
+    return _nextafter_dir(*two_sum(*_int_halves(x)), mode)
+
+
+# ---------------------------------------------------------------- exact float64 arithmetic
+# numpy's float64 + - * / and sqrt round to nearest even. fma, and the directed modes of
+# all of them, come from a round-to-nearest result and the sign of its exact error, given by
+# error-free transforms (TwoSum, Dekker's TwoProduct) where they are exact: everywhere but
+# where an intermediate overflows (its inf or NaN reaches the error) or a product's error
+# underflows. Those rare elements are computed with fractions.Fraction.
+
+_SPLIT = 2.0**27 + 1  # Veltkamp's splitter for 53-bit significands
+_TINY = 2.0**-968  # |a*b| at least: the error of the product is a float (e_a + e_b >= -970)
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's TwoProduct with Veltkamp's split: ``p = a * b`` rounded to nearest and its
+    error, ``a * b == p + e`` exactly unless *e* is not finite or :func:`_prod_underflow`."""
+    p = a * b
+    t = _SPLIT * a
+    ah = t - (t - a)
+    t = _SPLIT * b
+    bh = t - (t - b)
+    al, bl = a - ah, b - bh
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _prod_underflow(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Where the error of the product ``p`` of nonzero *a* and *b* may not be a float."""
+    tiny = np.abs(p) < _TINY
+    if np.count_nonzero(tiny):
+        tiny &= (a != 0) & (b != 0)
+    return tiny
+
+
+def zero_sum_sign(s: np.ndarray, p: np.ndarray, z: np.ndarray, mode: str,
+                  zero: np.ndarray | None = None) -> np.ndarray:
+    """IEEE 754 6.3: an exact zero sum ``p + z`` (where *zero*, by default ``s == 0``) is -0
+    when both addends are negative, or under .rm when either is, and +0 otherwise."""
+    if zero is None:
+        zero = s == 0
+    if not np.count_nonzero(zero):
+        return s
+    sp, sz = np.signbit(p), np.signbit(z)
+    neg = (sp | sz) if mode == "rm" else (sp & sz)
+    return np.where(zero, np.where(neg, -0.0, 0.0), s)
+
+
+def _fallback(y, err, lanes, fn, *xs) -> tuple[np.ndarray, np.ndarray]:
+    """*y* and *err* with, on *lanes*, the nearest float64 to the exact value ``fn(*xs)`` (in
+    Fraction arithmetic) and the sign of its error."""
+    shape = np.broadcast_shapes(np.shape(y), *(np.shape(x) for x in xs))
+    y, err = (np.array(np.broadcast_to(v, shape), np.float64) for v in (y, err))
+    xs = [np.broadcast_to(x, shape) for x in xs]
+    for i in np.flatnonzero(np.broadcast_to(lanes, shape)):
+        q = fn(*(Fraction(float(x.flat[i])) for x in xs))
+        try:
+            f = float(q)  # rounded to nearest even, subnormals included
+        except OverflowError:
+            f = math.inf if q > 0 else -math.inf
+        y.flat[i] = f
+        err.flat[i] = -f if math.isinf(f) else (q > f) - (q < f)
+    return y, err
+
+
+def _finite(*xs) -> np.ndarray:
+    r = np.isfinite(xs[0])
+    for x in xs[1:]:
+        r = r & np.isfinite(x)
+    return r
+
+
+def fma_f64(a: np.ndarray, b: np.ndarray, c: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """``a * b + c`` rounded once to float64 (Boldo and Melquiond's emulation: with the exact
+    product ``a * b == uh + ul`` and sum ``c + uh == th + tl``, ``th + RO(tl + ul)`` rounds as
+    ``a * b + c`` does, in every mode; RO: :func:`add_to_odd`)."""
+    a, b, c = (np.asarray(x, np.float64) for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        uh, ul = two_prod(a, b)
+        th, tl = two_sum(c, uh)
+        y, err = two_sum(th, add_to_odd(tl, ul))
+        bad = ~np.isfinite(err) | _prod_underflow(a, b, uh)
+        if np.count_nonzero(bad):
+            special = ~_finite(a, b, c)  # IEEE's exact results (c = inf, a * b finite: c)
+            y = np.where(special, np.where(_finite(a, b), c, a * b + c), y)
+            err = np.where(special, 0.0, err)
+            y, err = _fallback(y, err, bad & ~special, lambda a, b, c: a * b + c, a, b, c)
+        zero = y == 0
+        if np.count_nonzero(zero):
+            y = zero_sum_sign(y, a * b, c, mode, zero & (err == 0))
+    return _nextafter_dir(y, err, mode)
+
+
+def add_f64(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    """``a + b`` rounded to float64 in a PTX mode (rn, rz, rm, rp)."""
+    a, b = (np.asarray(x, np.float64) for x in (a, b))
+    with np.errstate(all="ignore"):
+        y, err = two_sum(a, b)
+        bad = ~np.isfinite(err)
+        if np.count_nonzero(bad):
+            special = ~_finite(a, b)
+            err = np.where(special, 0.0, err)
+            y, err = _fallback(y, err, bad & ~special, lambda a, b: a + b, a, b)
+        y = zero_sum_sign(y, a, b, mode)
+    return _nextafter_dir(y, err, mode)
+
+
+def mul_f64(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    """``a * b`` rounded to float64 in a PTX mode."""
+    a, b = (np.asarray(x, np.float64) for x in (a, b))
+    with np.errstate(all="ignore"):
+        y, err = two_prod(a, b)
+        bad = ~np.isfinite(err) | _prod_underflow(a, b, y)
+        if np.count_nonzero(bad):
+            special = ~_finite(a, b) | (a == 0) | (b == 0)
+            err = np.where(special, 0.0, err)
+            y, err = _fallback(y, err, bad & ~special, lambda a, b: a * b, a, b)
+    return _nextafter_dir(y, err, mode)
+
+
+def div_f64(a: np.ndarray, b: np.ndarray, mode: str) -> np.ndarray:
+    """``a / b`` rounded to float64 in a PTX mode: the error of ``q = a / b`` has the sign of
+    ``(a - q * b) / b``, where ``a - ph`` is exact for ``q * b == ph + pl`` (Sterbenz) when q
+    is normal."""
+    a, b = (np.asarray(x, np.float64) for x in (a, b))
+    with np.errstate(all="ignore"):
+        y = a / b
+        ph, pl = two_prod(y, b)
+        d = a - ph
+        err = np.where(b < 0, pl - d, d - pl)
+        bad = ~np.isfinite(err) | (np.abs(y) < 2.0**-1022) | (np.abs(ph) < _TINY)
+        if np.count_nonzero(bad):
+            special = ~_finite(a, b) | (a == 0) | (b == 0)
+            err = np.where(special, 0.0, err)
+            y, err = _fallback(y, err, bad & ~special, lambda a, b: a / b, a, b)
+    return _nextafter_dir(y, err, mode)
+
+
+def sqrt_f64(a: np.ndarray, mode: str) -> np.ndarray:
+    """``sqrt(a)`` rounded to float64 in a PTX mode: the error of ``s`` has the sign of
+    ``a - s * s``, with *a* scaled by an even power of 2 so that ``s * s`` is exact (the root
+    of a float64 is a normal number, so the scaling does not change its rounding)."""
+    a = np.asarray(a, np.float64)
+    k = np.where(a < 2.0**-900, 300, np.where(a > 2.0**900, -300, 0))
+    with np.errstate(all="ignore"):
+        a2 = np.ldexp(a, 2 * k)
+        y = np.sqrt(a2)
+        ph, pl = two_prod(y, y)
+        err = np.where(_finite(a) & (a > 0), (a2 - ph) - pl, 0.0)
+    return np.ldexp(_nextafter_dir(y, err, mode), -k)
 
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
@@ -196,11 +371,55 @@ def round_integral(x: np.ndarray, mode: str) -> np.ndarray:
 
 def ftz32(x: np.ndarray) -> np.ndarray:
     """Flush float32 subnormals to sign-preserving zero."""
+    return _flush(x, np.float32(1.1754944e-38))
+
+
+def ftz16(x: np.ndarray) -> np.ndarray:
+    """Flush f16 subnormals (values held in any float dtype) to sign-preserving zero."""
+    return _flush(x, 2.0**-14)
+
+
+def ftz64(x: np.ndarray) -> np.ndarray:
+    """Flush float64 subnormals to sign-preserving zero."""
+    return _flush(x, 2.0**-1022)
+
+
+def _flush(x: np.ndarray, tiny) -> np.ndarray:
     x = np.asarray(x)
-    sub = np.abs(x) < np.float32(1.1754944e-38)
-    if np.any(sub & (x != 0)):
-        return np.where(sub, np.copysign(np.float32(0), x), x).astype(np.float32)
+    sub = np.abs(x) < tiny
+    if np.count_nonzero(sub & (x != 0)):
+        return np.where(sub, np.copysign(x.dtype.type(0), x), x)
     return x
+
+
+# The canonical NaN of PTX (.NaN, .relu): bf16 rounding (f32_bits_to_bf16) already gives it.
+_CANONICAL_NAN = {
+    "f32": np.array(0x7FFFFFFF, np.uint32).view(np.float32),
+    "f16": np.array(0x7FFF, np.uint16).view(np.float16),
+}
+
+
+def canonical_nan(v: np.ndarray, t: str) -> np.ndarray:
+    """Register values of PTX float type *t* (f32, f16, f16x2; others as they are) with every
+    NaN replaced by the canonical NaN (per lane for f16x2)."""
+    if t == "f16x2":
+        h = np.ascontiguousarray(np.atleast_1d(v)).view(np.float16)
+        return canonical_nan(h, "f16").view(np.uint32).reshape(np.shape(v))
+    nan = _CANONICAL_NAN.get(t)
+    if nan is None:
+        return v
+    isnan = np.isnan(v)
+    return np.where(isnan, nan, v) if np.any(isnan) else v
+
+
+MAX_FINITE = {"f16": 65504.0, "bf16": float.fromhex("0x1.fep127"),
+              "tf32": float.fromhex("0x1.ffcp127")}
+
+
+def satfinite(x: np.ndarray, t: str) -> np.ndarray:
+    """cvt's .satfinite: magnitudes above the largest finite value of *t* (infinities too)
+    become it, with their sign; NaN stays NaN."""
+    return np.clip(x, -MAX_FINITE[t], MAX_FINITE[t])
 
 
 def sat01(x: np.ndarray) -> np.ndarray:

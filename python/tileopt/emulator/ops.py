@@ -26,6 +26,7 @@ from tileopt.emulator.program import BAR, BRA, BRX, CALL, EXIT, PLAIN, RET, TRAP
 HANDLERS: dict = {}
 
 ROUND = {"rn", "rz", "rm", "rp"}
+DIRECTED = {"rz", "rm", "rp"}
 ROUNDI = {"rni", "rzi", "rmi", "rpi"}
 
 
@@ -183,17 +184,26 @@ def _bcast_packed(vals):
     return [np.broadcast_to(np.atleast_1d(v), (n,)) if np.size(v) != n else v for v in vals]
 
 
-def float_op(cx, ins, t, mods, nargs, f32fn, f64fn, *, exact32=True, allowed=()):
-    """Generic float instruction: dst = f(srcs) with rounding/ftz/sat/relu modifiers."""
+def round_mode(mods) -> str:
+    """The floating-point rounding modifier among *mods* ('' if none)."""
+    return next((m for m in mods if m in ROUND), "")
+
+
+def float_op(cx, ins, t, mods, nargs, f32fn, f64fn, *, exact32=True, allowed=(),
+             directed64=False):
+    """Generic float instruction: dst = f(srcs) with rounding/ftz/sat/relu modifiers.
+    *directed64*: f64fn rounds f64 results in the instruction's directed mode itself."""
     allowed = set(allowed) | ROUND | {"ftz", "sat", "relu", "noftz", "NaN", "approx", "full"}
     check_mods(cx, mods, allowed)
     nops(cx, ins, nargs + 1)
-    mode = next((m for m in mods if m in ROUND), "")
-    if t == "f64" and mode in ("rz", "rm", "rp"):
-        raise cx.unsupported("directed rounding of f64 arithmetic")
+    mode = round_mode(mods)
+    if t == "f64" and mode in DIRECTED and not directed64:
+        raise cx.unsupported("directed rounding of this f64 instruction")
     ftz = "ftz" in mods and t == "f32"
+    ftz16 = "ftz" in mods and t in ("f16", "f16x2")
     sat = "sat" in mods
     relu = "relu" in mods
+    canon = relu or "NaN" in mods  # their NaN results are the canonical NaN
     rds = [cx.reader(o, t) for o in ins.operands[1:]]
     wr = cx.writer(ins.operands[0], t)
     packed = t in ("f16x2", "bf16x2")
@@ -211,6 +221,8 @@ def float_op(cx, ins, t, mods, nargs, f32fn, f64fn, *, exact32=True, allowed=())
                 y = nm.sat01(y)
             if relu:
                 y = np.where(y < 0, np.float32(0), y)
+            if canon:
+                y = nm.canonical_nan(y, t)
             wr(st, idx, y)
 
         return run32
@@ -224,14 +236,20 @@ def float_op(cx, ins, t, mods, nargs, f32fn, f64fn, *, exact32=True, allowed=())
         if ftz:
             xs = [nm.ftz32(x) for x in xs]
         xs = [np.asarray(dec(x), np.float64) for x in xs]
+        if ftz16:
+            xs = [nm.ftz16(x) for x in xs]
         y = f64fn(*xs)
         if relu:
             y = np.where(y < 0, 0.0, y)
         if sat:
             y = nm.sat01(np.asarray(y, np.float64))
+        if ftz16:  # flush the rounded result (re-encoding it is exact)
+            y = nm.ftz16(nm.round_to_f16(y, mode))
         y = enc(np.asarray(y, np.float64))
         if ftz:
             y = nm.ftz32(y)
+        if canon:
+            y = nm.canonical_nan(y, t)
         wr(st, idx, y)
 
     return run
@@ -340,14 +358,22 @@ def h_addsub(cx, ins):
     sub = base == "sub"
     if is_float(t):
         f = np.subtract if sub else np.add
-        if t == "f32" and any(m in ("rz", "rm", "rp") for m in mods):
+        mode = round_mode(mods)
+        if t == "f64" and mode in DIRECTED:
+
+            def f(x, y):
+                return nm.add_f64(x, np.negative(y) if sub else y, mode)
+
+        elif t == "f32" and mode in DIRECTED:
             # Directed rounding of a float64 sum rounded to nearest loses the bits below
             # float64's ulp (1 + 1e-30 toward zero is 1 - 2^-24); rounded to odd it keeps
-            # them. (To nearest, rounding twice through float64 is exact.)
+            # them. (To nearest, rounding twice through float64 is exact.) .rm makes exact
+            # zero sums -0.
             def f(x, y):
-                return fma_to_odd(x, 1.0, np.negative(y) if sub else y)
+                z = np.negative(y) if sub else y
+                return nm.zero_sum_sign(fma_to_odd(x, 1.0, z), x, z, mode)
 
-        return float_op(cx, ins, t, mods, 2, f, f), "fp"
+        return float_op(cx, ins, t, mods, 2, f, f, directed64=True), "fp"
     check_mods(cx, mods, {"sat", "cc"})
     nops(cx, ins, 3)
     a, b = (cx.reader(o, t) for o in ins.operands[1:])
@@ -420,7 +446,14 @@ def h_mul(cx, ins):
     base, types, mods = split(ins)
     t = one_type(cx, types)
     if is_float(t):
-        return float_op(cx, ins, t, mods, 2, np.multiply, np.multiply), "fp"
+        mode = round_mode(mods)
+        f = np.multiply
+        if t == "f64" and mode in DIRECTED:
+
+            def f(x, y):
+                return nm.mul_f64(x, y, mode)
+
+        return float_op(cx, ins, t, mods, 2, f, f, directed64=True), "fp"
     check_mods(cx, mods, {"lo", "hi", "wide"})
     nops(cx, ins, 3)
     a, b = (cx.reader(o, t) for o in ins.operands[1:])
@@ -480,23 +513,9 @@ def fma_f32(x, y, z):
 
 
 def fma_to_odd(x, y, z):
-    """x*y+z in float64 rounded to odd, so one more rounding to f32/f16/bf16 is exact (fused).
-
-    The product of two f32 (or narrower) values is exact in float64; the sum is corrected with
-    TwoSum: when inexact, it is moved toward zero and its last bit set (round-to-odd), which makes
-    the final rounding to a format of at most 51 bits equal to a single rounding of x*y+z.
-    """
-    p = np.asarray(x, np.float64) * y
-    s = np.asarray(p + z, np.float64)
-    bb = s - p
-    err = (p - (s - bb)) + (z - bb)
-    inexact = (err != 0) & np.isfinite(s)
-    if not np.any(inexact):
-        return s
-    away = inexact & ((err < 0) == (s > 0))
-    s = np.where(away, np.nextafter(s, 0.0), s)
-    bits = np.ascontiguousarray(np.atleast_1d(s)).view(np.uint64) | inexact.astype(np.uint64)
-    return bits.view(np.float64).reshape(np.shape(s))
+    """x*y+z in float64 rounded to odd, so one more rounding to f32/f16/bf16 is exact (fused):
+    the product of two f32 (or narrower) values is exact in float64."""
+    return nm.add_to_odd(np.asarray(x, np.float64) * y, np.asarray(z, np.float64))
 
 
 @handler("fma", "mad", "mad24", "madc")
@@ -504,14 +523,20 @@ def h_fma(cx, ins):
     base, types, mods = split(ins)
     t = one_type(cx, types)
     if is_float(t):
+        mode = round_mode(mods)
         if t == "f64":
 
-            def f64fma(x, y, z):
-                return (np.asarray(x, np.longdouble) * y + z).astype(np.float64)
+            def f(x, y, z):
+                return nm.fma_f64(x, y, z, mode)
 
-            return float_op(cx, ins, t, mods, 3, None, f64fma, exact32=False), "fp"
-        f = fma_f32 if t == "f32" else fma_to_odd
-        return float_op(cx, ins, t, mods, 3, None, f, exact32=False), "fp"
+        elif t == "f32" and mode in DIRECTED:  # (.rm makes exact zero sums -0)
+
+            def f(x, y, z):
+                return nm.zero_sum_sign(fma_f32(x, y, z), np.multiply(x, y), z, mode)
+
+        else:
+            f = fma_f32 if t == "f32" else fma_to_odd
+        return float_op(cx, ins, t, mods, 3, None, f, exact32=False, directed64=True), "fp"
     check_mods(cx, mods, {"lo", "hi", "wide", "cc", "sat"})
     nops(cx, ins, 4)
     a, b, c = (cx.reader(o, t) for o in ins.operands[1:])
@@ -582,7 +607,16 @@ def h_div(cx, ins):
     if is_float(t):
         if base == "rem":
             raise cx.unsupported()
-        return float_op(cx, ins, t, mods, 2, np.divide, np.divide), "fp"
+        mode = round_mode(mods)
+        f = np.divide
+        if t == "f64" and mode in DIRECTED:
+
+            def f(x, y):
+                return nm.div_f64(x, y, mode)
+
+        elif t == "f32" and "approx" in mods:
+            f = div_approx
+        return float_op(cx, ins, t, mods, 2, f, f, directed64=True), "fp"
     check_mods(cx, mods, set())
     nops(cx, ins, 3)
     a, b = (cx.reader(o, t) for o in ins.operands[1:])
@@ -614,6 +648,17 @@ def h_div(cx, ins):
     return run, "alu"
 
 
+def div_approx(x, y):
+    """div.approx.f32 is x * (1/y): for 2^126 < |y| < 2^128, 1/y is subnormal and flushed, so
+    the result is a zero with the sign of x * y, or the canonical NaN for x infinite or NaN."""
+    d = np.divide(x, y)
+    big = np.abs(y) > np.float32(2.0**126)
+    if np.count_nonzero(big) and np.count_nonzero(big := big & np.isfinite(y)):
+        zero = np.where(np.isfinite(x), x * np.copysign(np.float32(0), y), np.float32(np.nan))
+        d = np.where(big, nm.canonical_nan(zero, "f32"), d)
+    return d
+
+
 @handler("abs", "neg")
 def h_absneg(cx, ins):
     base, types, mods = split(ins)
@@ -631,12 +676,16 @@ def h_absneg(cx, ins):
         smask = ut.type(sign)
         neg = base == "neg"
         ftz = "ftz" in mods and t == "f32"
+        ftz16 = "ftz" in mods and t in ("f16", "f16x2")
         dt = nm.np_dtype(t)
 
         def run(st, idx):
             x = a(st, idx)
             if ftz:
                 x = nm.ftz32(x)
+            elif ftz16:  # (f16x2: per lane)
+                h = np.ascontiguousarray(np.atleast_1d(x)).view(np.float16)
+                x = nm.ftz16(h).view(dt).reshape(np.shape(x))
             u = (
                 np.asarray(x).view(ut)
                 if np.asarray(x).dtype.itemsize == ut.itemsize
@@ -667,6 +716,8 @@ def h_minmax(cx, ins):
         xorsign = "xorsign" in mods
         if xorsign != ("abs" in mods):
             raise cx.unsupported(".xorsign and .abs go together")
+        if t == "f64" and ("NaN" in mods or xorsign):
+            raise cx.error(f"{base}.f64 has no .NaN, .xorsign or .abs")
         if "NaN" in mods:
             f = np.minimum if is_min else np.maximum
         else:
@@ -708,7 +759,11 @@ def h_funcs(cx, ins):
     t = one_type(cx, types)
     if not is_float(t):
         raise cx.unsupported()
+    approx = "approx" in mods
     mods = [m for m in mods if m not in ("approx", "full")]
+    if t == "f64" and approx and "ftz" in mods and base in ("rcp", "rsqrt"):
+        return float_op(cx, ins, t, mods, 1, None, _approx_ftz_f64(base)), "fp"
+    mode = round_mode(mods)
     f = {
         "rcp": lambda x: 1.0 / x,
         "sqrt": np.sqrt,
@@ -719,8 +774,39 @@ def h_funcs(cx, ins):
         "cos": np.cos,
         "tanh": np.tanh,
     }[base]
-    exact32 = base in ("rcp", "sqrt") and "approx" not in ins.opcode
-    return float_op(cx, ins, t, mods, 1, f if exact32 else None, f, exact32=exact32), "fp"
+    exact32 = base in ("rcp", "sqrt") and not approx
+    f64 = f
+    if t == "f64" and mode in DIRECTED and exact32:
+        if base == "rcp":
+
+            def f64(x):
+                return nm.div_f64(1.0, x, mode)
+
+        else:
+
+            def f64(x):
+                return nm.sqrt_f64(x, mode)
+
+    return float_op(cx, ins, t, mods, 1, f if exact32 else None, f64, exact32=exact32,
+                    directed64=exact32), "fp"
+
+
+_HI_WORD = np.uint64(0xFFFFFFFF00000000)
+
+
+def _approx_ftz_f64(base: str):
+    """rcp.approx.ftz.f64 and rsqrt.approx.ftz.f64 read the upper word of a (1.11.20, the low
+    32 bits ignored), flush subnormal inputs and results to sign-preserving zero, and zero the
+    low 32 bits of the result (here the exact result truncated); NaN gives 0x7FFFFFFF00000000."""
+    f = np.reciprocal if base == "rcp" else (lambda x: 1.0 / np.sqrt(x))
+
+    def run(x):
+        x = nm.ftz64((np.asarray(x, np.float64).view(np.uint64) & _HI_WORD).view(np.float64))
+        y = nm.ftz64(f(x))
+        bits = np.asarray(y).view(np.uint64) & _HI_WORD
+        return np.where(np.isnan(y), np.uint64(0x7FFFFFFF00000000), bits).view(np.float64)
+
+    return run
 
 
 @handler("copysign")
@@ -1260,9 +1346,9 @@ def h_setp(cx, ins):
     if not bops and len(ins.operands) != 3:
         raise cx.error("wrong number of operands")
     if t in ("f16x2", "bf16x2"):
-        return _packed_compare(cx, ins, base, cmps[0], t, dtype_out, bops)
+        return _packed_compare(cx, ins, base, cmps[0], t, dtype_out, bops, "ftz" in mods)
     cmpf = comparator(cx, cmps[0], t)
-    ftz = "ftz" in mods and t == "f32"
+    ftz = {"f32": nm.ftz32, "f16": nm.ftz16}.get(t) if "ftz" in mods else None
     dst = ins.operands[0]
     a, b = (cx.reader(o, t) for o in ins.operands[1:3])
     c = None
@@ -1297,8 +1383,8 @@ def h_setp(cx, ins):
 
     def run(st, idx):
         x, y = a(st, idx), b(st, idx)
-        if ftz:
-            x, y = nm.ftz32(x), nm.ftz32(y)
+        if ftz is not None:
+            x, y = ftz(x), ftz(y)
         p = np.asarray(cmpf(x, y))
         if c is not None:
             cv = c(st, idx)
@@ -1313,8 +1399,9 @@ def h_setp(cx, ins):
     return run, "alu"
 
 
-def _packed_compare(cx, ins, base, cmp, t, dtype_out, bops):
-    """setp/set on .f16x2/.bf16x2: lanes compared separately (lower half -> p, upper -> q)."""
+def _packed_compare(cx, ins, base, cmp, t, dtype_out, bops, ftz):
+    """setp/set on .f16x2/.bf16x2: lanes compared separately (lower half -> p, upper -> q);
+    .ftz (f16x2) flushes subnormal lanes."""
     et = t[:-2]
     cmpf = comparator(cx, cmp, et)
     a, b = (cx.reader(o, "b32") for o in ins.operands[1:3])
@@ -1326,6 +1413,8 @@ def _packed_compare(cx, ins, base, cmp, t, dtype_out, bops):
         lo = (v & np.uint32(0xFFFF)).astype(np.uint16)
         hi = (v >> np.uint32(16)).astype(np.uint16)
         if et == "f16":
+            if ftz:
+                return nm.ftz16(lo.view(np.float16)), nm.ftz16(hi.view(np.float16))
             return lo.view(np.float16), hi.view(np.float16)
         return lo, hi
 
@@ -1388,8 +1477,10 @@ def h_slct(cx, ins):
     a, b = (cx.reader(o, t) for o in ins.operands[1:3])
     c = cx.reader(ins.operands[3], ct)
     wr = cx.writer(ins.operands[0], t)
+    # .ftz flushes a subnormal c: a negative one is -0, so >= 0 selects a
+    flush = nm.ftz32 if "ftz" in mods and ct == "f32" else np.asarray
     return (
-        lambda st, idx: wr(st, idx, np.where(np.asarray(c(st, idx)) >= 0, a(st, idx), b(st, idx)))
+        lambda st, idx: wr(st, idx, np.where(flush(c(st, idx)) >= 0, a(st, idx), b(st, idx)))
     ), "alu"
 
 
@@ -1458,6 +1549,7 @@ def h_cvt(cx, ins):
     ftz = "ftz" in mods
     sat = "sat" in mods
     relu = "relu" in mods
+    satfinite = "satfinite" in mods
     if dt_ in _FP8X2 or st_ in _FP8X2 or dt_ in ("e4m3", "e5m2") or st_ in ("e4m3", "e5m2"):
         return _cvt_fp8(cx, ins, dt_, st_, mods)
     # packed conversions: cvt.rn.f16x2.f32 d, a, b  (a -> upper half)
@@ -1470,23 +1562,20 @@ def h_cvt(cx, ins):
         ft = dt_[:-2]
         mode = rmode or "rn"
 
-        def runp(st, idx):
-            hi = np.asarray(a(st, idx), np.float64)
-            lo = np.asarray(b(st, idx), np.float64)
+        def half(x):
+            x = np.asarray(x, np.float64)
             if relu:
-                hi, lo = np.where(hi < 0, 0.0, hi), np.where(lo < 0, 0.0, lo)
-            if ft == "f16":
-                h = nm.round_to_f16(hi, mode).view(np.uint16)
-                lw = nm.round_to_f16(lo, mode).view(np.uint16)
-            else:
-                h = nm.f64_to_bf16(hi, mode)
-                lw = nm.f64_to_bf16(lo, mode)
-            wr(
-                st,
-                idx,
-                (np.asarray(h).astype(np.uint32) << np.uint32(16))
-                | np.asarray(lw).astype(np.uint32),
-            )
+                x = np.where(x < 0, 0.0, x)
+            if satfinite:
+                x = nm.satfinite(x, ft)
+            if ft == "bf16":
+                return nm.f64_to_bf16(x, mode)  # (NaN: the canonical one)
+            h = nm.round_to_f16(x, mode)
+            return np.asarray(nm.canonical_nan(h, "f16") if relu else h).view(np.uint16)
+
+        def runp(st, idx):
+            h, lw = half(a(st, idx)), half(b(st, idx))
+            wr(st, idx, (h.astype(np.uint32) << np.uint32(16)) | lw.astype(np.uint32))
 
         return runp, "cvt"
     nops(cx, ins, 2)
@@ -1501,6 +1590,9 @@ def h_cvt(cx, ins):
             raise cx.unsupported("float-to-int conversion needs an integer rounding mode")
         dec = fdecode(st_)
         info = np.iinfo(ddt)
+        w = _w(dt_)
+        # NaN gives 0, but 1 << (w - 1) from f64 or to a 64-bit integer (PTX ISA, cvt)
+        nan_int = np.array(0 if st_ != "f64" and w < 64 else 1 << (w - 1), nm.UINT[w]).view(ddt)
 
         def f2i(st, idx):
             x = np.asarray(a(st, idx))
@@ -1525,6 +1617,8 @@ def h_cvt(cx, ins):
                 )
             else:
                 res = r.astype(np.int64).astype(ddt)
+            if nan_int != 0:
+                res = np.where(np.isnan(x), nan_int, res)
             wr(st, idx, res)
 
         return f2i, "cvt"
@@ -1533,20 +1627,17 @@ def h_cvt(cx, ins):
         if mode not in ROUND:
             raise cx.unsupported()
         enc = fencode(dt_, mode)
-        small = nm.TYPES[st_][0] <= 32
 
         def i2f(st, idx):
             x = np.asarray(a(st, idx))
             if dt_ == "f32" and mode == "rn":
                 y = x.astype(np.float32)
-            elif dt_ == "f64" and mode == "rn":
-                y = x.astype(np.float64)
-            elif small or dt_ != "f64":
-                y = enc(nm.int_to_f64_odd(x))
+            elif dt_ == "f64":
+                y = nm.int_to_f64(x, mode)
             else:
-                raise_unsupported_runtime(ins)
+                y = enc(nm.int_to_f64_odd(x))
             if sat:
-                y = nm.sat01(np.asarray(y)) if dt_ in ("f32", "f64") else y
+                y = _sat_float(y, dt_, enc)
             wr(st, idx, y)
 
         return i2f, "cvt"
@@ -1576,6 +1667,8 @@ def h_cvt(cx, ins):
 
             def totf32(st, idx):
                 x = np.asarray(a(st, idx), np.float32)
+                if satfinite:
+                    x = nm.satfinite(x, "tf32")
                 wr(st, idx, nm.f32_to_tf32(x, mode).view(np.uint32))
 
             wr = cx.writer(ins.operands[0], "b32")
@@ -1592,15 +1685,15 @@ def h_cvt(cx, ins):
                 y = np.asarray(dec(x)).astype(ddt)
             elif dt_ == "f32" and st_ == "f64" and mode == "rn":
                 y = x.astype(np.float32)
+            elif satfinite and dt_ in nm.MAX_FINITE:
+                y = enc(nm.satfinite(np.asarray(dec(x), np.float64), dt_))
             else:
                 y = enc(np.asarray(dec(x), np.float64))
             if relu:
                 y = np.where(fdecode(dt_)(y) < 0, enc(np.zeros(np.shape(y))), y)
+                y = nm.canonical_nan(y, dt_)
             if sat:
-                if dt_ in ("f32", "f64"):
-                    y = nm.sat01(np.asarray(y))
-                else:
-                    y = enc(nm.sat01(np.asarray(fdecode(dt_)(y), np.float64)))
+                y = _sat_float(y, dt_, enc)
             if ftz and dt_ == "f32":
                 y = nm.ftz32(y)
             wr(st, idx, y)
@@ -1626,6 +1719,13 @@ def h_cvt(cx, ins):
         wr(st, idx, y)
 
     return i2i, "cvt"
+
+
+def _sat_float(y, t: str, enc):
+    """cvt's .sat on float results of type *t*: clamped to [0, 1], NaN to 0."""
+    if t in ("f32", "f64"):
+        return nm.sat01(np.asarray(y))
+    return enc(nm.sat01(np.asarray(fdecode(t)(y), np.float64)))
 
 
 _FP8X2 = ("e4m3x2", "e5m2x2")
@@ -1680,12 +1780,6 @@ def _cvt_fp8(cx, ins, dt_, st_, mods):
 
         return runu, "cvt"
     raise cx.unsupported("this fp8 conversion")
-
-
-def raise_unsupported_runtime(ins):
-    from tileopt.emulator.errors import UnsupportedInstructionError
-
-    raise UnsupportedInstructionError(f"line {ins.line}: unsupported conversion `{ins.text}`")
 
 
 @handler("cvta")
