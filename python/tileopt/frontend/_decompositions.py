@@ -14,11 +14,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   compute in f32 and round once at the end, as torch's kernels do; torch-mlir would
   accumulate in the tensor's own type (sums of 4,096 f16 values came out up to 11 ulps from
   eager's, bf16 ones 1.7).
-- ``aten.elu`` (``selu`` and ``celu`` too), ``aten.gelu`` and ``aten.leaky_relu`` of f16
-  and bf16 tensors compute in f32 and round once, as torch's kernels do; torch-mlir splits
-  elu and tanh-gelu into ops that each round to the half type (bf16 elu(-0.001) was 0) and
-  multiplies by the slope rounded to it. (kernel formation computes the other composite
-  ops that torch-mlir lowers to one generic, sigmoid and gelu among them, in f32.)
+- ``aten.elu`` (``selu`` and ``celu`` too), ``aten.gelu``, ``aten.leaky_relu`` and
+  ``aten.hardsigmoid`` of f16 and bf16 tensors compute in f32 and round once, as torch's
+  kernels do; torch-mlir splits elu and tanh-gelu into ops that each round to the half
+  type (bf16 elu(-0.001) was 0) and multiplies by the slope rounded to it. (Kernel
+  formation computes the other composite ops that torch-mlir lowers to one generic,
+  sigmoid and erf-gelu among them, in f32.)
 - ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar``, ``aten.fmod.Scalar`` and the
   shifts' ``Tensor_Scalar`` and ``Scalar_Tensor`` forms (``x | 3``, ``x.fmod(2.5)``,
   ``torch.bitwise_left_shift(x, 3)``) are their ``.Tensor`` forms with a 0-d tensor of the
@@ -1031,7 +1032,8 @@ def _exact_float_scalars(tensor_op: Any) -> Callable[..., Any]:
         if not (any(isinstance(a, float) for a in args) and any(
                 isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in args)):
             return NotImplemented
-        return tensor_op(*[torch.scalar_tensor(a, dtype=torch.float64)
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        return tensor_op(*[torch.scalar_tensor(a, dtype=torch.float64, device=device)
                            if isinstance(a, float) else a for a in args], **kwargs)
 
     return replacement
