@@ -11,6 +11,10 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
     Decides which ops of each function on tensors become one kernel, and
     over which iteration space, for `convert-linalg-to-tile`:
 
+    - First, an elementwise generic of f16/bf16 results whose body rounds to
+      the half type more than once (torch-mlir's sigmoid, gelu) computes in
+      f32 and rounds once where its results leave the body, as PyTorch
+      computes an op on half tensors.
     - Views cost nothing: a `linalg.generic` that only reads its input
       through a projected permutation (a transpose, broadcast or copy) is
       folded into the indexing maps of the generics that read it; one that
@@ -163,7 +167,9 @@ def ConvertTileToNVVM : Pass<"convert-tile-to-nvvm", "::mlir::ModuleOp"> {
     others (the consumers), as Triton's and CUTLASS's warp-specialised kernels: the
     consumers' loop waits for copies and runs the dots, with no barrier
     across the block and no copies to issue. Index
-    loops with 32-bit bounds count in i32.
+    loops with 32-bit bounds count in i32. Shifts by an amount outside
+    [0, bits), poison in `arith`, give torch's results (0 for shli and
+    shrui, the sign for shrsi).
     Host functions' `tile.launch` ops become `gpu.launch_func` with the same
     expanded arguments (from `memref.extract_strided_metadata`). The output
     holds gpu, nvvm, llvm, vector, scf, arith, math and memref ops for the

@@ -97,7 +97,7 @@ void computeHalfBodyInF32(GenericOp op) {
     if (Value w = wide.lookup(v))
       return w;
     OpBuilder::InsertionGuard guard(b);
-    if (auto arg = dyn_cast<BlockArgument>(v))
+    if (isa<BlockArgument>(v))
       b.setInsertionPointToStart(&body);
     else
       b.setInsertionPointAfter(v.getDefiningOp());
