@@ -1006,11 +1006,15 @@ _SCALAR_AS_TENSOR = {
 }
 
 
-def _float_scalar_dtype(like: torch.Tensor) -> torch.dtype:
-    """The dtype of a 0-d tensor holding a Python float beside ``like``: float64 beside a
-    float64 tensor (the scalar exactly), else the default dtype (which promotes with
-    ``like`` as the Python float does)."""
-    return torch.float64 if like.dtype == torch.float64 else torch.get_default_dtype()
+def _as_tensor(v: torch.Tensor | bool | int | float, like: torch.Tensor) -> torch.Tensor:
+    """``v``, a Python scalar as a 0-d tensor beside ``like`` that promotes as the scalar does:
+    bool, int64, or for a float the default dtype, float64 beside a float64 tensor (the
+    scalar exactly)."""
+    if isinstance(v, torch.Tensor):
+        return v
+    dtype = (torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int)
+             else torch.float64 if like.dtype == torch.float64 else torch.get_default_dtype())
+    return torch.scalar_tensor(v, dtype=dtype, device=like.device)
 
 
 #: Ops whose Python float operand torch-mlir rounds to the default dtype (f32) even beside a
@@ -1032,9 +1036,9 @@ def _exact_float_scalars(tensor_op: Any) -> Callable[..., Any]:
         if not (any(isinstance(a, float) for a in args) and any(
                 isinstance(a, torch.Tensor) and a.dtype == torch.float64 for a in args)):
             return NotImplemented
-        device = next(a.device for a in args if isinstance(a, torch.Tensor))
-        return tensor_op(*[torch.scalar_tensor(a, dtype=torch.float64, device=device)
-                           if isinstance(a, float) else a for a in args], **kwargs)
+        like = next(a for a in args if isinstance(a, torch.Tensor) and a.dtype == torch.float64)
+        return tensor_op(*[_as_tensor(a, like) if isinstance(a, float) else a for a in args],
+                         **kwargs)
 
     return replacement
 
@@ -1048,15 +1052,7 @@ def _scalar_as_tensor(op: Any) -> Callable[..., Any]:
                    other: torch.Tensor | bool | int | float) -> Any:
         like = x if isinstance(x, torch.Tensor) else other
         assert isinstance(like, torch.Tensor)
-
-        def tensor(v: torch.Tensor | bool | int | float) -> torch.Tensor:
-            if isinstance(v, torch.Tensor):
-                return v
-            dtype = (torch.bool if isinstance(v, bool) else torch.int64 if isinstance(v, int)
-                     else _float_scalar_dtype(like))
-            return torch.scalar_tensor(v, dtype=dtype, device=like.device)
-
-        return op(tensor(x), tensor(other))
+        return op(_as_tensor(x, like), _as_tensor(other, like))
 
     return decomposed
 
