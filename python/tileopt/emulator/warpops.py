@@ -12,7 +12,7 @@ import numpy as np
 from tileopt.emulator import numeric as nm
 from tileopt.emulator.memops import addr_reader, parse_space, read_elems, resolve, write_elems
 from tileopt.emulator.memory import ALL, bank_conflicts, thread_ids
-from tileopt.emulator.ops import check_mods, fdecode, handler, split
+from tileopt.emulator.ops import check_mods, fdecode, handler, nops, split
 from tileopt.emulator.parser import Pair, Sink, Vec
 
 
@@ -269,6 +269,7 @@ def _matrix_common(cx, ins, load: bool):
     check_mods(
         cx, mods, {"sync", "aligned", "m8n8", "x1", "x2", "x4", "trans", "shared", "shared::cta"}
     )
+    nops(cx, ins, 2)
     data, address = ins.operands if load else ins.operands[::-1]
     regs = list(data.items) if isinstance(data, Vec) else [data]
     if len(regs) != int(nums[0][1:]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tileopt.emulator as emu
+from tileopt.errors import TileoptError
 
 HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
 
@@ -193,6 +194,16 @@ def test_ldmatrix_x4_layout(trans: bool) -> None:
             m = mats[i].T if trans else mats[i]
             assert out[t, i] == int(m[g, 2 * q]) | (int(m[g, 2 * q + 1]) << 16), (t, i)
     assert st.shared_bank_conflicts > 0  # rows 32 bytes apart: two rows per bank group
+
+
+@pytest.mark.parametrize("operands", ["{%r10, %r11, %r12, %r13}",
+                                      "{%r10, %r11, %r12, %r13}, [%r8], %r9"])
+def test_ldmatrix_with_a_wrong_operand_count_is_an_error(operands: str) -> None:
+    # A mutant with three operands unpacked into two (ValueError, found by ptxmutate seed 44).
+    text = LDM.replace("TRANS", "").replace("{%r10, %r11, %r12, %r13}, [%r8];", operands + ";")
+    with pytest.raises(TileoptError, match="expected 2 operands"):
+        emu.load_ptx(text).launch("ldm", grid=1, block=32,
+                                  args=[np.zeros((32, 4), np.uint32), np.zeros((32, 8), np.uint16)])
 
 
 STM = (
