@@ -202,6 +202,13 @@ Buffer &Converter::bufferFor(Value v) {
   ElementsAttr dense;
   auto type = cast<RankedTensorType>(v.getType());
   auto memType = MemRefType::get(type.getShape(), type.getElementType());
+  if (v.getDefiningOp<tensor::EmptyOp>()) {
+    // Read as a value (a result of the function): its contents are undefined,
+    // so any buffer (the frontend returns tensors with no elements this way).
+    Value alloc = memref::AllocOp::create(builder, v.getLoc(), memType,
+                                          builder.getI64IntegerAttr(64));
+    return buffers[v] = {alloc, StridedLayout::contiguous(type.getShape())};
+  }
   if (!matchPattern(v, m_Constant(&dense))) {
     Value scalar = getScalarSource(v);
     Attribute attr;
@@ -2542,6 +2549,10 @@ LogicalResult Converter::run() {
       SmallVector<Value> results;
       for (Value v : ret.getOperands()) {
         Buffer &buffer = bufferFor(v);
+        if (!buffer.root)
+          return ret.emitError() << "unsupported: a result that no kernel "
+                                    "computes, defined by "
+                                 << v;
         auto type = cast<RankedTensorType>(v.getType());
         if (buffer.layout.offset == 0 &&
             buffer.layout.strides ==

@@ -96,6 +96,14 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   one less where the remainder is nonzero and its sign differs from the divisor's
   (``MIN // -1`` wraps to ``MIN``; int8 in int32): torch-mlir computes both through floats
   (int32 off past 2^24, int64 past 2^53, ``-MIN`` and ``MIN // -1`` saturated).
+- Float ``aten.fmod`` is the exact remainder of the magnitudes (``arith.remf``, libdevice's
+  fmod) with the sign of the dividend, and float floor division is torch's
+  ``div_floor_floating`` over it: torch-mlir's ``x - trunc(x / y) * y`` and ``floor(x / y)``
+  were wrong wherever the quotient is inexact (``fmod(1e10, 3.3)``, ``1.0 // 0.1``).
+- Comparisons of a tensor with a Python scalar of another kind (``x == 2`` of a float
+  tensor, ``i < 0.5`` of an integer one, ``mask == 1``) compare in the promoted type, the
+  scalar cast to it; ``x == x`` of a float tensor is ``x <= x`` (False at NaN): torch-mlir's
+  folders got constants of these forms wrong (and crashed the process on some).
 
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
@@ -112,6 +120,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -592,7 +601,7 @@ def topk(x: torch.Tensor, k: int, dim: int = -1, largest: bool = True,
         same = (x == best) | (nan & torch.isnan(best)) if floating else x == best
         index = torch.argmax((same & ~taken).to(torch.int32), dim, keepdim=True)
         taken = taken | (position == index)
-        values.append(best)
+        values.append(torch.gather(x, dim, index))  # the element itself: -0.0 or 0.0
         indices.append(index)
     return torch.cat(values, dim), torch.cat(indices, dim)
 
@@ -630,10 +639,12 @@ def _scatter(x: torch.Tensor, dim: int, index: torch.Tensor, src: torch.Tensor |
         return NotImplemented
     if isinstance(src, torch.Tensor):
         src = src[tuple(slice(0, size) for size in index.shape)].to(x.dtype)
+    else:  # a Python scalar takes x's type (int32 x, 1.5: 1), as PyTorch casts it
+        src = torch.scalar_tensor(src, dtype=x.dtype, device=x.device)
     position = _positions(x, dim)
     out = x
     for i in range(m):
-        value = src.narrow(dim, i, 1) if isinstance(src, torch.Tensor) else src
+        value = src.narrow(dim, i, 1) if src.ndim else src
         out = _put(out, position == index.narrow(dim, i, 1), value, add)
     return out
 
@@ -680,6 +691,108 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     for i in range(index.shape[0]):
         out = _put(out, position == index[i], values.narrow(dim, i, 1), accumulate)
     return out
+
+
+def roll(x: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) -> Any:
+    """``aten.roll``: each dimension's two slices swapped, the shift taken modulo the size;
+    with no dims, of the flattened tensor. torch-mlir's decomposition sliced by the shift
+    itself (a shift of the size or more rolled nothing, a negative one failed)."""
+    if not dims:
+        if len(shifts) != 1:
+            return NotImplemented
+        return roll(x.reshape(-1), shifts, [0]).reshape(x.shape)
+    if len(shifts) != len(dims):
+        return NotImplemented
+    for shift, dim in zip(shifts, dims, strict=True):
+        size = x.shape[dim]
+        shift = shift % size if size else 0
+        if shift:
+            x = torch.cat([x.narrow(dim, size - shift, shift), x.narrow(dim, 0, size - shift)],
+                          dim)
+    return x
+
+
+def index_with_int64_indices(x: torch.Tensor,
+                             indices: Sequence[torch.Tensor | None]) -> Any:
+    """``aten.index`` (``x[i]``) with integer indices of other types as int64: torch-mlir's
+    lowering compares them with int64 bounds and fails on int32."""
+    if not any(i is not None and i.dtype not in (torch.int64, torch.bool, torch.uint8)
+               and not i.is_floating_point() for i in indices):
+        return NotImplemented
+    return aten.index.Tensor(x, [i.to(torch.int64) if i is not None and i.dtype not in (
+        torch.bool, torch.uint8) else i for i in indices])
+
+
+def _reduction_in_dtype(op: Any, bool_op: Any) -> Callable[..., Any]:
+    """``op`` (sum, mean or prod) with a ``dtype`` other than its input's as torch computes
+    it: of the input cast to ``dtype`` (an f16 or bf16 one then summed in f32, rounded once),
+    but the mean of floats to a narrower float in their own type, rounded once; to bool,
+    ``bool_op`` (any or all; None: as torch-mlir lowers it). torch-mlir summed in the half
+    type, added bools as 1-bit integers (the parity), and crashed the process on int8 of
+    another type."""
+
+    def replacement(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or dtype is None or (
+                dtype == x.dtype != torch.bool) or (dtype == torch.bool and bool_op is None):
+            return NotImplemented
+        if (op in (aten.mean.dim, aten.mean.default) and x.is_floating_point()
+                and dtype.is_floating_point and dtype.itemsize < x.dtype.itemsize):
+            return op(x, *args, **kwargs).to(dtype)
+        x = x.to(dtype)
+        if dtype == torch.bool:
+            return bool_op(x, *args, **kwargs)
+        return op(x, *args, dtype=dtype, **kwargs)
+
+    return replacement
+
+
+def _bool_add(x: Any, other: Any, *, alpha: Any = 1) -> Any:
+    """``x + other`` of bools (a bool tensor and ``True``): or, as torch adds bools;
+    torch-mlir added them as 1-bit integers, which wrap (``True + True`` was False)."""
+    if not (isinstance(x, torch.Tensor) and x.dtype == torch.bool and isinstance(other, bool)
+            and alpha == 1):
+        return NotImplemented
+    return aten.bitwise_or.Tensor(x, torch.scalar_tensor(other, dtype=torch.bool,
+                                                         device=x.device))
+
+
+def _softmax_of_0d(op: Any) -> Callable[..., Any]:
+    """``op`` (softmax or log-softmax) of a 0-d tensor, as of one element: torch-mlir's
+    decomposition fails on 0-d and its pass manager retries without end."""
+
+    def replacement(x: Any, dim: int, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or x.ndim != 0:
+            return NotImplemented
+        return op(x.reshape(1), 0, *args, **kwargs).reshape(())
+
+    return replacement
+
+
+def _half_by_scalar_in_f32(op: Any) -> Callable[..., Any]:
+    """``op`` (mul or div) of an f16 or bf16 tensor and a Python number or a 0-d tensor of
+    another type as torch computes it: in f32, the number rounded to f32 only, the result
+    rounded once (torch-mlir rounded the number to the half type: ``x * 1e5`` was inf, and
+    ``x * 0.1`` one ulp off for a third of the values)."""
+
+    def replacement(x: Any, other: Any) -> Any:
+        half = (torch.float16, torch.bfloat16)
+        tensor, number = (x, other) if isinstance(x, torch.Tensor) and (
+            x.dtype in half) else (other, x)
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype not in half:
+            return NotImplemented
+        if isinstance(number, torch.Tensor):
+            if number.ndim != 0 or number.dtype in half or not number.is_floating_point():
+                return NotImplemented
+            number = number.to(torch.float32)
+        elif isinstance(number, bool) or not isinstance(number, (int, float)):
+            return NotImplemented
+        else:
+            number = torch.scalar_tensor(number, dtype=torch.float32, device=tensor.device)
+        wide = tensor.to(torch.float32)
+        result = op(wide, number) if tensor is x else op(number, wide)
+        return result.to(tensor.dtype)
+
+    return replacement
 
 
 def cdist(x1: torch.Tensor, x2: torch.Tensor, p: float,
@@ -879,7 +992,8 @@ def _of_int8(op: Any) -> Callable[..., Any]:
 
 
 #: The reductions that torch computes in f32 for f16 and bf16 tensors (module docstring).
-_HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim)
+_HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim,
+                    aten.linalg_vector_norm.default)
 
 #: Activations that torch computes in f32 for f16 and bf16 tensors and torch-mlir splits
 #: into ops that each round to the half type (module docstring).
@@ -926,6 +1040,125 @@ def _integer_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floo
     r = x - q * y
     q = q - ((r != 0) & ((r < 0) != (y < 0))).to(wide)
     return q.to(dtype)
+
+
+def _float_operands(x: Any, y: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``x`` and ``y`` as tensors of their promoted type (a Python float rounded to it, as
+    torch's kernels cast a scalar operand), or None where that type is not a float or
+    neither is a tensor."""
+    like = x if isinstance(x, torch.Tensor) else y
+    if not isinstance(like, torch.Tensor):
+        return None
+    x, y = _as_tensor(x, like), _as_tensor(y, like)
+    dtype = torch.result_type(x, y)
+    if not dtype.is_floating_point:
+        return None
+    return x.to(dtype), y.to(dtype)
+
+
+def _float_fmod(x: Any, y: Any) -> Any:
+    """Float ``torch.fmod``, C's exact fmod: the remainder of the magnitudes (an exact
+    ``arith.remf``, libdevice's fmod; f16 and bf16 in f32, which is exact too) with the
+    sign of ``x``; a zero ``x`` is returned as it is (``x - 0`` keeps -0). torch-mlir
+    computed ``x - trunc(x / y) * y``, wrong wherever the quotient is inexact:
+    ``fmod(1e10, 3.3)`` was 323.7 for 0.296."""
+    operands = _float_operands(x, y)
+    if operands is None:
+        return NotImplemented
+    x, y = operands
+    dtype, wide = x.dtype, get_computation_dtype(x.dtype)
+    x = x.to(wide)
+    r = aten.remainder.Tensor(x.abs(), y.to(wide).abs())
+    return torch.where(x < 0, -r, torch.where(x == 0, x - r, r)).to(dtype)
+
+
+def _float_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floor") -> Any:
+    """Float ``x // y`` as torch's ``div_floor_floating``: ``(x - fmod(x, y)) / y``, one
+    less where the remainder's sign differs from ``y``'s, rounded to the nearest integer
+    (``floor``, and up past one half), ``x / y`` where ``y`` is 0; each step rounds to f16
+    or bf16 as torch's vectorised kernel does, but for a divisor of one value. torch-mlir's
+    ``floor(x / y)`` took the rounded quotient (``1.0 // 0.1`` was 10, torch's is 9) and
+    gave infinity for ``inf // 2`` (torch's NaN)."""
+    if rounding_mode != "floor":
+        return NotImplemented
+    operands = _float_operands(x, y)
+    if operands is None:
+        return NotImplemented
+    dtype = operands[0].dtype
+    if dtype in (torch.float16, torch.bfloat16) and (
+            not isinstance(y, torch.Tensor) or y.numel() == 1):
+        # torch's kernel divides f16 and bf16 by one value in f32 throughout, that value
+        # (a Python float) rounded to f32 only.
+        x = operands[0].to(torch.float32)
+        y = (y.to(torch.float32) if isinstance(y, torch.Tensor)
+             else torch.scalar_tensor(y, dtype=torch.float32, device=x.device))
+        return _float_floor_division(x, y).to(dtype)
+    x, y = operands
+    mod = _float_fmod(x, y)
+    div = (x - mod) / y
+    div = torch.where((mod != 0) & ((x < 0) != (y < 0)), div - 1, div)
+    floor = torch.floor(div)
+    floor = torch.where(div - floor > 0.5, floor + 1, floor)
+    quotient = x / y
+    # A zero quotient has the sign of x / y (finite here: |x| < |y|).
+    floor = torch.where(div != 0, floor, quotient * 0)
+    return torch.where(y != 0, floor, quotient)
+
+
+def _exactly(value: float, dtype: torch.dtype) -> bool:
+    """Whether the Python float ``value`` is a value of the float type ``dtype``."""
+    if dtype == torch.float64 or not math.isfinite(value):
+        return True
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return False
+    fmt = "<e" if dtype == torch.float16 else "<f"
+    try:
+        packed = struct.pack(fmt, value)
+    except OverflowError:
+        return False
+    # bfloat16 is the top half of a float32.
+    return (struct.unpack(fmt, packed)[0] == value
+            and (dtype != torch.bfloat16 or packed[:2] == b"\0\0"))
+
+
+def _compare_in_promoted_type(op: Any, tensor_op: Any) -> Callable[..., Any]:
+    """``op``, a ``.Scalar`` comparison of a tensor and a Python scalar, as torch computes it:
+    both in the promoted type (bool as int64), the scalar cast to it (a float rounded, an
+    integer wrapped). torch-mlir's folder of a constant tensor compared with a scalar read a
+    float tensor as integers beside an integer scalar (``scalar_tensor(2.0) == 2`` was False;
+    it also crashed the process), sign-extended bools, and compared floats in double and
+    integers unwrapped; its lowering compared an integer tensor with a float exactly where
+    torch rounds the integer to float32. ``tensor_op`` is the ``.Tensor`` form, which takes
+    a float scalar not exact in the type as a 0-d tensor of it."""
+
+    def decomposed(x: Any, other: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or isinstance(other, torch.Tensor):
+            return NotImplemented
+        dtype = torch.result_type(x, other)
+        if dtype == torch.bool:
+            dtype = torch.int64
+        if dtype.is_floating_point:
+            if x.dtype == dtype and isinstance(other, float) and _exactly(other, dtype):
+                return NotImplemented
+            if _exactly(float(other), dtype):
+                return op(x.to(dtype), float(other))
+            return tensor_op(x.to(dtype), torch.scalar_tensor(other, dtype=dtype,
+                                                              device=x.device))
+        bits = torch.iinfo(dtype).bits
+        wrapped = (int(other) + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+        if x.dtype == dtype and not isinstance(other, bool) and wrapped == other:
+            return NotImplemented
+        return op(x.to(dtype), wrapped)
+
+    return decomposed
+
+
+def _float_equal(x: Any, other: Any) -> Any:
+    """``x == x`` of a float tensor: False where ``x`` is NaN (``x <= x``); torch-mlir folds an
+    equality of a value with itself to True."""
+    if x is not other or not _is_float(x):
+        return NotImplemented
+    return aten.le.Tensor(x, x)
 
 
 def _isfinite(x: Any) -> Any:
@@ -1108,6 +1341,23 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.neg.default] = _first(_integer_neg, table.get(aten.neg.default))
     table[aten.pow.Tensor_Scalar] = _first(_integer_power, table.get(aten.pow.Tensor_Scalar))
     table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
+    table[aten.roll.default] = roll
+    table[aten.add.Tensor] = _first(_bool_add, table.get(aten.add.Tensor))
+    table[aten.index.Tensor] = _first(index_with_int64_indices, table.get(aten.index.Tensor))
+    for op, bool_op in ((aten.sum.dim_IntList, aten.any.dims), (aten.sum.default, aten.any.default),
+                        (aten.prod.dim_int, aten.all.dim), (aten.prod.default, aten.all.default),
+                        (aten.mean.dim, None), (aten.mean.default, None)):
+        table[op] = _first(_reduction_in_dtype(op, bool_op), table.get(op))
+    for op in (aten._softmax.default, aten._log_softmax.default, aten.softmax.int,
+               aten.log_softmax.int):
+        table[op] = _first(_softmax_of_0d(op), table.get(op))
+    for op in (aten.mul.Tensor, aten.div.Tensor, aten.mul.Scalar, aten.div.Scalar):
+        table[op] = _first(_half_by_scalar_in_f32(op), table.get(op))
+    for op, tensor_op in ((aten.lt.Scalar, aten.lt.Tensor), (aten.le.Scalar, aten.le.Tensor),
+                          (aten.gt.Scalar, aten.gt.Tensor), (aten.ge.Scalar, aten.ge.Tensor),
+                          (aten.eq.Scalar, aten.eq.Tensor), (aten.ne.Scalar, aten.ne.Tensor)):
+        table[op] = _first(_compare_in_promoted_type(op, tensor_op), table.get(op))
+    table[aten.eq.Tensor] = _first(_float_equal, table.get(aten.eq.Tensor))
     table[aten.maximum.default] = _first(_nan_extreme(True), table.get(aten.maximum.default))
     table[aten.minimum.default] = _first(_nan_extreme(False), table.get(aten.minimum.default))
     for op in (aten.clamp.default, aten.clamp.Tensor):
@@ -1123,10 +1373,12 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         lambda x: _nan_clamp(x + 3, 0.0, 6.0) / 6 if _is_float(x) else NotImplemented,
         table.get(aten.hardsigmoid.default))
     for op in (aten.div.Tensor_mode, aten.div.Scalar_mode):
-        table[op] = _first(_integer_floor_division, table.get(op))
+        table[op] = _first(_integer_floor_division,
+                           _first(_float_floor_division, table.get(op)))
     for op in (aten.floor_divide.default, aten.floor_divide.Scalar):
         table[op] = _first(functools.partial(_integer_floor_division, rounding_mode="floor"),
-                           table.get(op))
+                           _first(_float_floor_division, table.get(op)))
+    table[aten.fmod.Tensor] = _first(_float_fmod, table.get(aten.fmod.Tensor))
     for op, tensor_op in _SCALAR_AS_TENSOR.items():
         table[op] = _scalar_as_tensor(tensor_op)
     for op, tensor_op in _FLOAT_SCALAR_OPS.items():

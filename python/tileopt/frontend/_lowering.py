@@ -101,6 +101,10 @@ class _LocatingContextCache(ContextCache):
         return ir.Location.name(op, childLoc=child, context=self._c)
 
 
+#: How many of torch-mlir's diagnostics an import keeps.
+_MAX_DIAGNOSTICS = 100
+
+
 def lower_to_linalg(graph: torch.fx.Graph, func_name: str) -> str:
     """Import ``graph`` (a functional ATen graph whose placeholders are the function's
     arguments and whose output node returns tensors) and lower it to linalg-on-tensors;
@@ -127,7 +131,10 @@ def lower_to_linalg(graph: torch.fx.Graph, func_name: str) -> str:
     diagnostics: list[_Diagnostic] = []
 
     def keep(d: ir.Diagnostic) -> bool:
-        diagnostics.append(_Diagnostic(d))
+        # The first ones name the problem; a pattern that fails on every retry (torch-mlir's
+        # softmax of a 0-d tensor) would otherwise fill the memory.
+        if len(diagnostics) < _MAX_DIAGNOSTICS:
+            diagnostics.append(_Diagnostic(d))
         return True
 
     with context:

@@ -169,6 +169,33 @@ def _views_as_reshapes(program: Any) -> None:
         program.graph_module.recompile()
 
 
+def _empty_results_as_constants(program: Any) -> None:
+    """Replaces each op whose result has no elements (``x[2:]`` of two rows, ``x.repeat(0,
+    2)``, a reshape of an empty input) by ``aten.empty`` of that shape: its value is known.
+    torch-mlir's lowering of a reshape with a zero dimension divides by zero (SIGFPE: the
+    process died), and a slice starting at the end of its dimension left an offset that
+    kernel formation could not place."""
+    import torch
+
+    graph = program.graph_module.graph
+    changed = False
+    for node in list(graph.nodes):
+        value = node.meta.get("val")
+        if (node.op != "call_function" or not isinstance(value, torch.Tensor)
+                or value.numel() != 0 or node.target is torch.ops.aten.empty.memory_format):
+            continue
+        with graph.inserting_before(node):
+            empty = graph.call_function(
+                torch.ops.aten.empty.memory_format, (list(value.shape),),
+                {"dtype": value.dtype, "device": value.device})
+        empty.meta = dict(node.meta)
+        node.replace_all_uses_with(empty)
+        changed = True
+    if changed:
+        graph.eliminate_dead_code()
+        program.graph_module.recompile()
+
+
 def _decompose(program: Any, table: dict[Any, Callable[..., Any]]) -> Any:
     """``program.run_decompositions(table)``, without most of its fixed cost.
 
@@ -297,6 +324,7 @@ def import_graph(
                 f"torch's decompositions failed on {_describe(model)}: "
                 f"{type(e).__name__}: {e}"
             ) from e
+        _empty_results_as_constants(program)
     exported = time.perf_counter()
 
     fx_graph = program.graph_module.print_readable(print_output=False)

@@ -1081,3 +1081,15 @@ func.func @resource_indices(%x: tensor<4xf32>) -> tensor<2x3xf32> {
     }
   }
 #-}
+
+// -----
+
+// A result that is an empty tensor (the frontend's result with no elements)
+// gets a fresh buffer: its contents are undefined.
+// CHECK-LABEL: func.func @returns_empty
+// CHECK: %[[A:.*]] = memref.alloc() {alignment = 64 : i64} : memref<0x3xf32>
+// CHECK: return %[[A]] : memref<0x3xf32>
+func.func @returns_empty(%x: tensor<2x3xf32>) -> tensor<0x3xf32> {
+  %0 = tensor.empty() : tensor<0x3xf32>
+  return %0 : tensor<0x3xf32>
+}

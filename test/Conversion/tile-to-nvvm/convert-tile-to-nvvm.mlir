@@ -1394,6 +1394,24 @@ tile.kernel @integer_abs(%x: memref<?xi32>, %y: memref<?xi32>) attributes {tile.
 
 // -----
 
+#rem = #tile.blocked<sizePerThread = [2], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
+
+// arith.remf runs per element, which convert-gpu-to-nvvm makes libdevice's
+// exact fmod: NVPTX expands a vector frem as x - trunc(x / y) * y.
+// CHECK-LABEL: gpu.func @float_remainder
+// CHECK-COUNT-2: arith.remf %{{.*}}, %{{.*}} : f32
+// CHECK-NOT: arith.remf
+// CHECK: gpu.return
+tile.kernel @float_remainder(%x: memref<?xf32>, %y: memref<?xf32>) attributes {tile.num_warps = 1 : i32} {
+  %c0 = arith.constant 0 : index
+  %t = tile.load %x[%c0] : memref<?xf32> -> tensor<64xf32, #rem>
+  %r = arith.remf %t, %t : tensor<64xf32, #rem>
+  tile.store %r, %y[%c0] : tensor<64xf32, #rem>, memref<?xf32>
+  tile.return
+}
+
+// -----
+
 #g = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerCTA = [1], order = [0]>
 
 // A gather loads each element at the address its indices give, predicated

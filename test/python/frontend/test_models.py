@@ -4,6 +4,7 @@ baked into the compiled graph). The blocks and their parts are ``tileopt.testing
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -371,6 +372,122 @@ def test_python_floats_beside_float64_tensors_stay_exact() -> None:
     check(f, lambda: (torch.tensor([1.0, 3.0, 1e10, -2.5], dtype=torch.float64),), tol=0.0)
 
 
+def _assert_same_values(got: torch.Tensor, want: torch.Tensor) -> None:
+    """Equal bit for bit but for NaN payloads: the same NaNs, values and signs of zero."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    nan = want.isnan() if want.is_floating_point() else torch.zeros_like(want, dtype=torch.bool)
+    if want.is_floating_point():
+        assert torch.equal(got.isnan(), nan)
+        assert torch.equal(got[~nan].signbit(), want[~nan].signbit())
+    assert torch.equal(got[~nan], want[~nan]), (got[~nan], want[~nan])
+
+
+def _wide_floats(n: int, dtype: torch.dtype) -> torch.Tensor:
+    """Values from 1e-3 to 1e7 in magnitude, with signed zeros, infinities and NaN."""
+    x = torch.randn(n, dtype=torch.float64) * 10.0 ** torch.randint(-3, 8, (n,))
+    x[::17], x[::19], x[::23], x[::29], x[::31] = 0.0, -0.0, math.inf, -math.inf, math.nan
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=str)
+def test_float_fmod_remainder_and_floor_division_equal_eager(dtype: torch.dtype) -> None:
+    # fmod was x - trunc(x / y) * y (fmod(1e10, 3.3) gave 323.7 for 0.296; NVPTX expands
+    # frem the same way), x // y floor(x / y) (1.0 // 0.1 was 10 for 9, inf // 2 inf for
+    # NaN); f16 and bf16 floor division rounds every step, but by one value in f32.
+    def f(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (torch.fmod(x, y), torch.remainder(x, y), x // y,
+                torch.div(x, y, rounding_mode="floor"), torch.fmod(x, 0.1), x % -2.5,
+                x // 0.1, 0.1 // y, x // y[3], torch.fmod(x, y[5]))
+
+    torch.manual_seed(0)
+    for _ in range(2):
+        x, y = _wide_floats(700, dtype), _wide_floats(700, dtype)
+        x[:4] = torch.tensor([1e10, 1.0, 5.3, -7.0]).to(dtype)
+        y[:4] = torch.tensor([3.3, 0.1, 2.0, -2.5]).to(dtype)
+        y[3], y[5] = 0.3, -2.7
+        graph = tileopt.compile(f, (x, y))
+        for got, want in zip(graph(x, y), f(x, y), strict=True):
+            _assert_same_values(got, want)
+
+
+def test_results_with_no_elements() -> None:
+    # torch-mlir's lowering of a reshape with a zero dimension divided by zero (SIGFPE), a
+    # result it folded to an empty tensor aborted kernel formation, and a slice starting at
+    # the end of its dimension failed there.
+    def f(x: torch.Tensor, e: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x[2:] * 2, x[:, 3:], x.narrow(1, 3, 0) + 1, F.pad(x, (-3, 0)) + 1,
+                x.repeat(0, 2), x.repeat_interleave(0, dim=0), x[:, 3:].reshape(-1),
+                e + 1, e.sum(0), e.sum(1), torch.softmax(e, 0), e.amax(0), r.reshape(-1),
+                r.flatten(), x.sum() + e.sum())
+
+    check(f, lambda: (randn(2, 3), randn(3, 0), randn(0, 6)))
+
+
+def test_reductions_with_a_dtype_and_of_0d_tensors_equal_eager() -> None:
+    # torch-mlir summed f32 as f16 in f16 (off by ulps), bools as 1-bit integers (their
+    # parity), crashed the process on sum(dtype=int8) of another type, summed f16 squares
+    # in f16 for a norm (inf), and never returned from a softmax of a 0-d tensor.
+    def f(x: torch.Tensor, i: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x.sum(1, dtype=torch.float16), x.sum(dtype=torch.bfloat16),
+                x.mean(1, dtype=torch.float16), i.sum(1, dtype=torch.int8),
+                x.sum(0, dtype=torch.int8), i.prod(1, dtype=torch.int8),
+                (x > 0).sum(1, dtype=torch.bool), x.sum(1, dtype=torch.bool),
+                x.prod(0, dtype=torch.bool), torch.linalg.vector_norm(h, dim=1),
+                torch.norm(h, 3.0, dim=1), F.normalize(h, dim=1), torch.softmax(x[0, 0], 0),
+                torch.log_softmax(x[1, 1], -1), (x > 0) + True)
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        x = torch.randn(4, 256) * 100
+        x[3, 7:] = 0.0
+        return x, torch.randint(-2**40, 2**40, (4, 256)), (torch.randn(4, 256) * 100).half()
+
+    torch.manual_seed(0)
+    args = inputs()
+    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
+        _assert_same_values(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_tensor_times_a_float_rounds_once(dtype: torch.dtype) -> None:
+    # torch multiplies and divides f16 and bf16 by a number in f32, rounding the product
+    # once; torch-mlir rounded the number to the half type first (x * 1e5 was inf).
+    def f(x: torch.Tensor, s: torch.Tensor, d: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (x * 0.1, x / 3.3, 0.7978845608 * x, x * 1e5, x / 1e5, x * s, x / d, 2.5 / x,
+                x * 3, x * 100000, x + 0.1)
+
+    torch.manual_seed(0)
+    args = ((torch.randn(3, 300) * 10).to(dtype), torch.tensor(0.1),
+            torch.tensor(3.3, dtype=torch.float64))
+    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
+        _assert_same_values(got, want)
+
+
+def test_comparisons_with_scalars_of_another_kind_equal_eager() -> None:
+    # torch-mlir folded a constant compared with a scalar from the wrong bits
+    # (scalar_tensor(2.0) == 2 was False, and it crashed the process), in double, and
+    # without wrapping; it compared an integer tensor with a float exactly where torch
+    # rounds the integer to float32; and it folded x == x to True where x is NaN.
+    def f(x: torch.Tensor, i: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        two, tenth = torch.scalar_tensor(2.0), torch.scalar_tensor(0.1)
+        return (x.ne(0) & (two == 2), x.ne(0) & (tenth < 0), x.ne(0) & (tenth >= 1),
+                x.ne(0) & (torch.scalar_tensor(2**24) < 2**24 + 1),
+                x.ne(0) & (torch.scalar_tensor(True) == 1), x.ne(0) & (two < 16777217),
+                x == x, x != x, i < 0.5, i == 16777217.0, i.to(torch.int8) == 258,
+                i.to(torch.int8) < 16777217, b == 1, b > 0.5, b < True, x.half() == 1e10,
+                x.bfloat16() == 1.00390625, x < 16777217)
+
+    def inputs() -> tuple[torch.Tensor, ...]:
+        x = torch.tensor([1.0, math.nan, 16777216.0, -0.1, 1.0e10, 2.0, 0.5])
+        i = torch.tensor([16777217, 16777216, 0, -3, 2, 2**31 - 1, -(2**31)], dtype=torch.int32)
+        return x, i, i % 2 == 0
+
+    torch.manual_seed(0)
+    args = inputs()
+    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
+        _assert_same_values(got, want)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
 def test_nan_propagates_through_maxima_and_clamps(dtype: torch.dtype) -> None:
     # torch-mlir's compare-and-select lost NaN: maximum(nan, 1) was 1, clamp(nan, -1, 1) -1,
@@ -530,6 +647,20 @@ def test_topk_ties_and_nan() -> None:
     torch.testing.assert_close(torch.gather(x, -1, indices), values, equal_nan=True, rtol=0,
                                atol=0)
     assert all(len(set(row.tolist())) == 6 for row in indices)
+
+
+def test_sort_and_topk_values_are_the_elements() -> None:
+    # The values were the row's maxima: 0.0 where the element sorted there is -0.0.
+    # A stable sort's order is PyTorch's too; topk leaves the order of ties open.
+    x = torch.tensor([[0.0, -0.0, 1.0, -0.0, 0.0], [-0.0, 2.0, 0.0, -1.0, -0.0]])
+    for f, stable in ((lambda t: torch.sort(t, -1), True),
+                      (lambda t: torch.sort(t, -1, descending=True), True),
+                      (lambda t: torch.topk(t, 3, -1), False),
+                      (lambda t: torch.topk(t, 4, -1, largest=False), False)):
+        values, indices = tileopt.compile(f, (x,))(x)
+        _assert_same_values(values, torch.gather(x, -1, indices))
+        if stable:
+            _assert_same_values(values, f(x)[0])
 
 
 @pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 2.0, 3.0, float("inf")], ids=str)
@@ -1094,6 +1225,21 @@ def test_index_select() -> None:
           lambda: (randn(9, 4), torch.randint(0, 9, (5,))))
 
 
+def test_indexing_with_int32_indices() -> None:
+    # torch-mlir's aten.index compared int32 indices with int64 bounds and failed.
+    check(lambda x, i: (x[i], x[:, i % 4], x[i, i % 4]),
+          lambda: (randn(9, 4), torch.randint(-9, 9, (5,), dtype=torch.int32)))
+
+
+def test_scatter_of_a_python_scalar_keeps_the_tensor_type() -> None:
+    # The scalar was written as it is, promoting the result (int32 x, 1.5: a float32 1.5).
+    def f(x: torch.Tensor, i: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.scatter(1, i, 1.5), x.long().scatter(1, i, -2.7), b.scatter(1, i, 2)
+
+    check(f, lambda: (torch.randint(-5, 5, (2, 4), dtype=torch.int32),
+                      torch.tensor([[0, 2], [1, 3]]), torch.rand(2, 4) > 0.5))
+
+
 def _pool_input(*shape: int) -> Any:
     """Small integers (ties, whose first index wins), some NaN (whose last index wins, as in
     PyTorch's kernel) and -inf."""
@@ -1223,8 +1369,13 @@ def test_concat() -> None:
 
 
 def test_roll() -> None:
-    # torch-mlir concatenates slices cast to dynamic sizes.
-    check(lambda x: torch.roll(x, 1, -1) + torch.roll(x, (2, -3), (0, 1)), lambda: (randn(5, 12),))
+    # torch-mlir concatenates slices cast to dynamic sizes; it sliced by the shift itself (a
+    # shift of the size or more rolled nothing, a negative one failed to compile) and took
+    # no roll of the flattened tensor.
+    check(lambda x: (torch.roll(x, 1, -1) + torch.roll(x, (2, -3), (0, 1)), torch.roll(x, 13, 1),
+                     torch.roll(x, -5, 0), torch.roll(x, 12, 1), torch.roll(x, 7),
+                     torch.roll(x, -61)),
+          lambda: (randn(5, 12),))
 
 
 def test_llama_block() -> None:
