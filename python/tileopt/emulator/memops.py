@@ -66,16 +66,22 @@ def parse_space(mods):
     return sp[0] if sp else "generic"
 
 
+def _signed64(v: int) -> int:
+    """An address constant modulo 2^64, as the int64 the addresses are held in: PTX address
+    arithmetic wraps, so [%rd+0xFFFFFFFFFFFFFFF0] is %rd-16."""
+    return ((v + (1 << 63)) % (1 << 64)) - (1 << 63)
+
+
 def addr_reader(cx, op):
     """(symbol space or None, reader giving int64 addresses) for an address operand."""
     if not isinstance(op, Addr):
         raise cx.error("expected an address operand [..]")
-    off = op.offset
+    off = _signed64(op.offset)
     if op.base is None:
         return None, (lambda st, idx: np.int64(off))
     if isinstance(op.base, Sym):
         s = cx.symbol(op.base.name)
-        a = s.addr + off
+        a = _signed64(s.addr + off)
         return s, (lambda st, idx: np.int64(a))
     name = op.base.name
     slot = cx.reg_slot(name)
@@ -88,7 +94,8 @@ def addr_reader(cx, op):
     def rd(st, idx):
         v = st.regs[slot][idx].astype(np.int64)
         if off:
-            v += off
+            with np.errstate(over="ignore"):  # modulo 2^64, as PTX address arithmetic
+                v += off
             if wrap32:  # [%r+imm] with a 32-bit register is computed modulo 2^32
                 v &= 0xFFFFFFFF
         return v
@@ -386,7 +393,8 @@ def h_ld(cx, ins):
     dtype = nm.np_dtype(t)
     if t == "pred":
         raise cx.unsupported()
-    wrs = [cx.writer(d, t) if not isinstance(d, Sink) else None for d in dsts]
+    # ld may load into registers wider than .t (PTX ISA: operand size exceeding type size)
+    wrs = [cx.writer(d, t, relaxed=True) if not isinstance(d, Sink) else None for d in dsts]
     sym, ard = addr_reader(cx, src)
     if space == "param" and sym is None and cx.cur_fn.is_entry:
         space = "kparam"  # a kernel parameter through its address (mov %r, param)
@@ -427,7 +435,9 @@ def h_ld(cx, ins):
 @handler("st")
 def h_st(cx, ins):
     t, mods, nvec, space, srcs, dst, esize = _decode_access(cx, ins, load=False)
-    rds = [cx.reader(s, t) for s in srcs]
+    if space == "const":  # constant memory is read-only: st.{global,local,shared,param}
+        raise cx.error("st has no .const state space")
+    rds = [cx.reader(s, t, relaxed=True) for s in srcs]  # st may store from wider registers
     sym, ard = addr_reader(cx, dst)
     if space == "param" or (sym is not None and sym.space in ("kparam", "tparam")):
         if sym is None or sym.space != "tparam":
@@ -622,12 +632,21 @@ def h_atom(cx, ins):
         aop, rest = operands[0], operands[1:]
     else:
         dst, aop, rest = operands[0], operands[1], operands[2:]
+    if op == "add" and t in ("f16", "f16x2", "bf16", "bf16x2") and "noftz" not in mods:
+        # PTX ISA: atom.add and red.add of these types require the .noftz qualifier
+        raise cx.error(f"{base}.add.{t} requires .noftz")
     w = nm.type_width(t)
     if w not in (16, 32, 64):
         raise cx.unsupported()
     esize = w // 8
     dt = nm.np_dtype(t)
     f = None if op == "cas" else _atom_fn(cx, op, t)
+    # PTX ISA (atom, red): atom.add.f32 on global memory flushes subnormal inputs and results
+    # to sign-preserving zero; on shared memory it keeps them.
+    f_global = (
+        (lambda a, b: nm.ftz32(np.add(nm.ftz32(a), nm.ftz32(b))))
+        if op == "add" and t == "f32" else f
+    )
     if op == "cas" and t not in ("b32", "b64", "u32", "u64", "s32", "s64", "b16"):
         raise cx.unsupported()
 
@@ -656,10 +675,11 @@ def h_atom(cx, ins):
             bv = np.broadcast_to(np.asarray(rb(st, idx), dt), (n,))
             old = np.empty(n, dt)
             for views, off, pos in parts:
+                fn = f_global if views is st.gm.mem else f
                 if pos is None:
-                    old[:] = atomic_update(views, off + j * esize, esize, dt, op, f, bv, cv)
+                    old[:] = atomic_update(views, off + j * esize, esize, dt, op, fn, bv, cv)
                 else:
-                    old[pos] = atomic_update(views, off + j * esize, esize, dt, op, f,
+                    old[pos] = atomic_update(views, off + j * esize, esize, dt, op, fn,
                                              bv[pos], None if cv is None else cv[pos])
             if wr is not None:
                 wr(st, idx, old)

@@ -564,9 +564,10 @@ def raise_access_error(
     t = int(tids[i])
     cta, tid = st.describe_thread(t)
     addr = int(addrs[i])
+    shown = addr & ((1 << 64) - 1)  # addresses are held in int64; show them as PTX's u64
     raise MemoryAccessError(
         f"{what} in kernel {st.kernel_name!r} at PTX line {ins.line}: `{ins.text}`\n"
-        f"  CTA {cta}, thread {tid}: {space} address 0x{addr:x}\n"
+        f"  CTA {cta}, thread {tid}: {space} address 0x{shown:x}\n"
         f"  {detail_fn(addr)}\n"
         f"  ({int(np.count_nonzero(bad))} of {bad.size} active threads faulted)"
     )

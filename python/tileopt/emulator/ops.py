@@ -478,6 +478,8 @@ def h_mul(cx, ins):
 
         return run24, "alu"
     if "wide" in mods:
+        if _w(t) not in (16, 32):  # PTX has no 128-bit results
+            raise cx.error(".wide needs a 16- or 32-bit integer type")
         wt = widen_t(t)
         wdt = nm.np_dtype(wt)
         wr = cx.writer(ins.operands[0], wt)
@@ -539,13 +541,15 @@ def h_fma(cx, ins):
         return float_op(cx, ins, t, mods, 3, None, f, exact32=False, directed64=True), "fp"
     check_mods(cx, mods, {"lo", "hi", "wide", "cc", "sat"})
     nops(cx, ins, 4)
-    a, b, c = (cx.reader(o, t) for o in ins.operands[1:])
     if base == "mad24":
         raise cx.unsupported()
+    a, b = (cx.reader(o, t) for o in ins.operands[1:3])
     if "wide" in mods:
+        if _w(t) not in (16, 32):  # PTX has no 128-bit results
+            raise cx.error(".wide needs a 16- or 32-bit integer type")
         wt = widen_t(t)
         wdt = nm.np_dtype(wt)
-        c = cx.reader(ins.operands[3], wt)
+        c = cx.reader(ins.operands[3], wt)  # c and d are twice as wide as a and b
         wr = cx.writer(ins.operands[0], wt)
         if "cc" in mods or base == "madc":
             raise cx.unsupported("mad.wide with carry")
@@ -559,6 +563,7 @@ def h_fma(cx, ins):
             )
 
         return runw, "alu"
+    c = cx.reader(ins.operands[3], t)
     wr = cx.writer(ins.operands[0], t)
     hi = "hi" in mods
     if "cc" in mods or base == "madc":
@@ -1557,8 +1562,8 @@ def h_cvt(cx, ins):
         if st_ != "f32":
             raise cx.unsupported()
         nops(cx, ins, 3)
-        a, b = (cx.reader(o, "f32") for o in ins.operands[1:])
-        wr = cx.writer(ins.operands[0], "u32")
+        a, b = (cx.reader(o, "f32", relaxed=True) for o in ins.operands[1:])
+        wr = cx.writer(ins.operands[0], "u32", relaxed=True)
         ft = dt_[:-2]
         mode = rmode or "rn"
 
@@ -1579,8 +1584,8 @@ def h_cvt(cx, ins):
 
         return runp, "cvt"
     nops(cx, ins, 2)
-    a = cx.reader(ins.operands[1], st_)
-    wr = cx.writer(ins.operands[0], dt_)
+    a = cx.reader(ins.operands[1], st_, relaxed=True)
+    wr = cx.writer(ins.operands[0], dt_, relaxed=True)
     fd = is_float(dt_)
     fs = is_float(st_)
     ddt = nm.np_dtype(dt_)
@@ -1671,7 +1676,7 @@ def h_cvt(cx, ins):
                     x = nm.satfinite(x, "tf32")
                 wr(st, idx, nm.f32_to_tf32(x, mode).view(np.uint32))
 
-            wr = cx.writer(ins.operands[0], "b32")
+            wr = cx.writer(ins.operands[0], "b32", relaxed=True)
             return totf32, "cvt"
         enc = fencode(dt_, mode)
 
@@ -1738,10 +1743,10 @@ def _cvt_fp8(cx, ins, dt_, st_, mods):
         fmt = dt_[:-2]
         if "satfinite" not in mods or "rn" not in mods:
             raise cx.unsupported("f32 -> fp8 needs .rn.satfinite")
-        wr = cx.writer(ins.operands[0], "b16")
+        wr = cx.writer(ins.operands[0], "b16", relaxed=True)
         if st_ == "f32":
             nops(cx, ins, 3)
-            a, b = (cx.reader(o, "f32") for o in ins.operands[1:])
+            a, b = (cx.reader(o, "f32", relaxed=True) for o in ins.operands[1:])
 
             def run2(st, idx):
                 hi = nm.to_fp8(a(st, idx), fmt, relu).astype(np.uint16)
@@ -1751,7 +1756,7 @@ def _cvt_fp8(cx, ins, dt_, st_, mods):
             return run2, "cvt"
         if st_ == "f16x2":
             nops(cx, ins, 2)
-            a = cx.reader(ins.operands[1], "b32")
+            a = cx.reader(ins.operands[1], "b32", relaxed=True)
             dec = fdecode("f16x2")
 
             def runh(st, idx):
@@ -1765,8 +1770,8 @@ def _cvt_fp8(cx, ins, dt_, st_, mods):
     if st_ in _FP8X2 and dt_ == "f16x2":
         fmt = st_[:-2]
         nops(cx, ins, 2)
-        a = cx.reader(ins.operands[1], "b16")
-        wr = cx.writer(ins.operands[0], "b32")
+        a = cx.reader(ins.operands[1], "b16", relaxed=True)
+        wr = cx.writer(ins.operands[0], "b32", relaxed=True)
 
         def runu(st, idx):
             v = np.atleast_1d(np.asarray(a(st, idx))).astype(np.uint16)

@@ -143,6 +143,61 @@ class Instruction:
         return self.opcode.split(".")
 
 
+class RegTable(dict[str, str]):
+    """A function's registers, name -> type. A parameterized declaration ``%r<N>`` is kept as
+    a range and its names resolved on lookup: N is unbounded in PTX, and expanding it eagerly
+    would take time and memory proportional to N."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        # prefix -> [(declaration number, N, type)]
+        self.ranges: dict[str, list[tuple[int, int, str]]] = {}
+
+    def declare_range(self, prefix: str, n: int, typ: str) -> None:
+        # a later declaration wins, as when the names were stored one by one
+        for name in [k for k in self if k.startswith(prefix)]:
+            if _range_index(name[len(prefix):]) < n:
+                del self[name]
+        seq = sum(len(v) for v in self.ranges.values())
+        self.ranges.setdefault(prefix, []).append((seq, n, typ))
+
+    def _in_range(self, name: str) -> str | None:
+        # %rd1<5> declares %rd10..%rd14, so every split of the trailing digits is a candidate
+        best: tuple[int, str] | None = None
+        for i in range(len(name) - 1, 0, -1):
+            k = _range_index(name[i:])
+            if k < 0:
+                if not name[i].isdigit():
+                    break
+                continue
+            for seq, n, typ in self.ranges.get(name[:i], ()):
+                if k < n and (best is None or seq > best[0]):
+                    best = (seq, typ)
+        return best[1] if best else None
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        t = super().get(name)
+        if t is None and self.ranges:
+            t = self._in_range(name)
+        return default if t is None else t
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def __getitem__(self, name: str) -> str:
+        t = self.get(name)
+        if t is None:
+            raise KeyError(name)
+        return t
+
+
+def _range_index(digits: str) -> int:
+    """K of a name %rK that a ``%r<N>`` declaration makes (decimal, no leading zeros), else -1."""
+    if not (digits.isascii() and digits.isdigit()) or (len(digits) > 1 and digits[0] == "0"):
+        return -1
+    return int(digits)
+
+
 @dataclass
 class Function:
     """An .entry kernel or a .func device function."""
@@ -154,7 +209,7 @@ class Function:
     line: int
     body: list[Instruction] = field(default_factory=list)
     labels: dict[str, int] = field(default_factory=dict)
-    regs: dict[str, str] = field(default_factory=dict)  # name -> type
+    regs: RegTable = field(default_factory=lambda: RegTable())  # name -> type
     vars: list[Var] = field(default_factory=list)  # .shared/.local/.param declared inside
     branch_targets: dict[str, list[str]] = field(default_factory=dict)
     directives: dict[str, tuple[int, ...]] = field(default_factory=dict)
@@ -343,8 +398,9 @@ _DECIMAL_FLOAT_RE = re.compile(r"(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?")
 _SYMBOL_RE = re.compile(r"[A-Za-z_$][\w$]*")
 
 
-def parse_int(tok: str) -> int | None:
-    """Parse a PTX integer literal (decimal, hex, octal, binary, U suffix); None if not one."""
+def parse_int(tok: str, line: int | None = None) -> int | None:
+    """Parse a PTX integer literal (decimal, hex, octal, binary, U suffix); None if not one.
+    PTX literals are 64-bit: wider ones raise PTXLoadError (naming *line* when given)."""
     t = tok.strip()
     neg = False
     if t.startswith("-"):
@@ -366,6 +422,9 @@ def parse_int(tok: str) -> int | None:
             return None
     except ValueError:
         return None
+    if v >> 64:  # a leading '-' negates modulo 2^64, so only the magnitude is limited
+        where = f"line {line}: " if line is not None else ""
+        raise PTXLoadError(f"{where}integer literal {tok.strip()!r} does not fit in 64 bits")
     return -v if neg else v
 
 
@@ -430,13 +489,15 @@ def parse_operand(tok: str, line: int) -> Operand:
     f = parse_float(t)
     if f is not None:
         return f
-    v = parse_int(t)
+    v = parse_int(t, line)
     if v is not None:
         return Imm(v)
     if _SYMBOL_RE.fullmatch(t):
         return Sym(t)
     # simple constant expressions such as (1+2) or -(4)
     if re.fullmatch(r"[\d\s+\-*()xXa-fA-F]+", t):
+        for lit in re.findall(r"0[xX][0-9a-fA-F]+|\d+", t):
+            parse_int(lit, line)  # each literal is 64-bit
         try:
             return Imm(int(eval(t, {"__builtins__": {}})))  # noqa: S307 - digits and operators only
         except Exception:  # noqa: BLE001
@@ -447,7 +508,7 @@ def parse_operand(tok: str, line: int) -> Operand:
 def _parse_addr(s: str, line: int) -> Addr:
     m = re.fullmatch(r"([%A-Za-z_$][\w$.]*)?\s*(?:([+-])\s*(.+))?", s)
     if not m:
-        v = parse_int(s)
+        v = parse_int(s, line)
         if v is None:
             raise PTXLoadError(f"line {line}: bad address expression [{s}]")
         return Addr(None, v)
@@ -455,12 +516,12 @@ def _parse_addr(s: str, line: int) -> Addr:
     offset = 0
     if off is not None:
         off = off.strip().replace("+-", "-").replace("+ -", "-")
-        v = parse_int(off)
+        v = parse_int(off, line)
         if v is None:
             raise PTXLoadError(f"line {line}: bad address offset in [{s}]")
         offset = -v if sign == "-" else v
     if name is None:
-        v = parse_int(s)
+        v = parse_int(s, line)
         return Addr(None, v if v is not None else 0)
     if name.startswith("%"):
         return Addr(Reg(name), offset)
@@ -505,7 +566,7 @@ def _mods_info(mods: list[str], line: int):
         if m == ".align":
             if i + 1 == len(mods):
                 raise PTXLoadError(f"line {line}: .align needs a number of bytes")
-            align = parse_int(mods[i + 1]) or 0
+            align = parse_int(mods[i + 1], line) or 0
             i += 2
             continue
         name = m[1:]
@@ -539,7 +600,7 @@ def _encode_init(items: list[str], typ: str, line: int) -> bytes:
             if f is not None:
                 v = f.value
             else:
-                iv = parse_int(it)
+                iv = parse_int(it, line)
                 if iv is None:
                     raise UnsupportedInstructionError(
                         f"line {line}: unsupported initialiser {it!r}"
@@ -547,7 +608,7 @@ def _encode_init(items: list[str], typ: str, line: int) -> bytes:
                 v = float(iv)
             out += struct.pack("<f" if typ == "f32" else "<d", v)
             continue
-        iv = parse_int(it)
+        iv = parse_int(it, line)
         if iv is None:
             if f is not None and f.width:
                 iv = struct.unpack(
@@ -587,7 +648,7 @@ def parse_var(s: str, line: int) -> list[Var]:
             if d == "":
                 unsized = True
             else:
-                count *= parse_int(d) or 0
+                count *= parse_int(d, line) or 0
         data = None
         if init is not None:
             items = _flatten_init(init)
@@ -840,8 +901,7 @@ def _parse_reg(s: str, line: int, fn: Function) -> None:
         nm = nm.strip()
         m = re.fullmatch(r"(%?[\w$]+)<(\d+)>", nm)
         if m:
-            for k in range(int(m.group(2))):
-                fn.regs[f"{m.group(1)}{k}"] = typ
+            fn.regs.declare_range(m.group(1), int(m.group(2)), typ)
         elif re.fullmatch(r"%?[\w$]+", nm):
             fn.regs[nm] = typ
         else:

@@ -345,8 +345,20 @@ class Compiler:
 
     # ------------------------------------------------------------ operands
 
-    def reader(self, op, t: str) -> Reader:
-        """A closure ``(st, idx) -> values`` reading operand *op* as PTX type *t*."""
+    def _check_size(self, name: str, sdt: np.dtype, dt: np.dtype, t: str, relaxed: bool) -> None:
+        """PTX ISA (Operand Size Exceeding Instruction-Type Size): a register must have the
+        size of its operand's type (no automatic conversion; ptxas: "Arguments mismatch"),
+        except that ld, st and cvt (*relaxed*) take registers wider than the type."""
+        if sdt.itemsize == dt.itemsize or (relaxed and sdt.itemsize > dt.itemsize):
+            return
+        raise self.error(
+            f"register {name} is {sdt.itemsize * 8}-bit, the .{t} operand needs "
+            f"{dt.itemsize * 8} bits{' or more' if relaxed else ''}"
+        )
+
+    def reader(self, op, t: str, relaxed: bool = False) -> Reader:
+        """A closure ``(st, idx) -> values`` reading operand *op* as PTX type *t*; *relaxed*
+        (ld, st, cvt) lets the register be wider than *t* (its low bits are read)."""
         dt = nm.np_dtype(t)
         if isinstance(op, Sym) and op.name in self.cur_fn.regs:  # e.g. `.reg .pred __$temp3;`
             op = Reg(op.name)
@@ -366,6 +378,7 @@ class Compiler:
                         return lambda st, idx: st.regs[slot][idx].astype(dt)
                     raise self.error(f"register {op.name} used as a predicate")
                 return lambda st, idx: st.regs[slot][idx]
+            self._check_size(op.name, sdt, dt, t, relaxed)
             if sdt.itemsize == dt.itemsize:
                 if sdt == dt:
                     return lambda st, idx: st.regs[slot][idx]
@@ -422,8 +435,10 @@ class Compiler:
 
         return rd
 
-    def writer(self, op, t: str) -> Writer:
-        """A closure ``(st, idx, values)`` writing values of PTX type *t* to register *op*."""
+    def writer(self, op, t: str, relaxed: bool = False) -> Writer:
+        """A closure ``(st, idx, values)`` writing values of PTX type *t* to register *op*;
+        *relaxed* (ld, cvt) lets the register be wider than *t* (sign-extended for .s types,
+        zero-extended otherwise)."""
         if isinstance(op, Sink):
             return lambda st, idx, v: None
         if isinstance(op, Sym) and op.name in self.cur_fn.regs:  # register named without '%'
@@ -441,32 +456,27 @@ class Compiler:
                 st.regs[slot][idx] = v
 
             return wp
+        self._check_size(op.name, sdt, dt, t, relaxed)
         if sdt.itemsize == dt.itemsize:
 
             def w_same(st, idx, v):
                 st.regs[slot][idx] = np.asarray(v).astype(dt, copy=False).view(sdt)
 
             return w_same
-        if sdt.itemsize > dt.itemsize:
-            if nm.TYPES[t][1] == "s":
-                wide = nm.SINT[sdt.itemsize * 8]
+        # a wider register (relaxed): .s types sign-extend, the others zero-extend
+        if nm.TYPES[t][1] == "s":
+            wide = nm.SINT[sdt.itemsize * 8]
 
-                def w_sext(st, idx, v):
-                    st.regs[slot][idx] = np.asarray(v).astype(dt, copy=False).astype(wide).view(sdt)
+            def w_sext(st, idx, v):
+                st.regs[slot][idx] = np.asarray(v).astype(dt, copy=False).astype(wide).view(sdt)
 
-                return w_sext
-            udt = nm.UINT[dt.itemsize * 8]
-
-            def w_zext(st, idx, v):
-                st.regs[slot][idx] = np.asarray(v).astype(dt, copy=False).view(udt).astype(sdt)
-
-            return w_zext
+            return w_sext
         udt = nm.UINT[dt.itemsize * 8]
 
-        def w_trunc(st, idx, v):
+        def w_zext(st, idx, v):
             st.regs[slot][idx] = np.asarray(v).astype(dt, copy=False).view(udt).astype(sdt)
 
-        return w_trunc
+        return w_zext
 
     # ------------------------------------------------------------ compile
 

@@ -155,6 +155,7 @@ def h_vote(cx, ins):
 
 @handler("activemask")
 def h_activemask(cx, ins):
+    nops(cx, ins, 1)
     wr = cx.writer(ins.operands[0], "b32")
 
     def run(st, idx):
@@ -170,7 +171,11 @@ def h_match(cx, ins):
     if len(types) != 1 or types[0] not in ("b32", "b64"):
         raise cx.unsupported()
     t = types[0]
-    kind = "any" if "any" in mods else "all"
+    kinds = [m for m in mods if m in ("any", "all")]
+    if len(kinds) != 1:
+        raise cx.error("match needs exactly one of .any and .all")
+    kind = kinds[0]
+    nops(cx, ins, 3)  # the membermask is mandatory
     dst = ins.operands[0]
     if isinstance(dst, Pair):
         wd = cx.writer(dst.first, "b32")
@@ -205,6 +210,7 @@ def h_redux(cx, ins):
         raise cx.unsupported()
     t = types[0]
     op = ops_[0]
+    nops(cx, ins, 3)  # the membermask is mandatory
     ra = cx.reader(ins.operands[1], t)
     mask = _mask_reader(cx, ins, 2)
     wr = cx.writer(ins.operands[0], t)
@@ -236,17 +242,19 @@ def h_redux(cx, ins):
 def h_elect(cx, ins):
     base, types, mods = split(ins)
     check_mods(cx, mods, {"sync"})
+    nops(cx, ins, 2)  # d|p, membermask
     dst = ins.operands[0]
     if not isinstance(dst, Pair):
         raise cx.error("elect.sync needs d|p")
     wd = cx.writer(dst.first, "b32") if not isinstance(dst.first, Sink) else None
     wp = cx.writer(dst.second, "pred")
+    mask = _mask_reader(cx, ins, 1)
 
     def run(st, idx):
         tids = thread_ids(st, idx)
-        part = _participants(st, idx).reshape(-1, 32)
-        leader = np.argmax(part, axis=1)
-        ld = leader[tids >> 5]
+        # the leader is the lowest executing lane of each thread's own membermask (tiled
+        # partitions elect one leader per group)
+        ld = np.argmax(_groups(st, idx, mask), axis=1)
         if wd is not None:
             wd(st, idx, ld.astype(np.uint32))
         wp(st, idx, (tids & 31) == ld)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tileopt.emulator as emu
@@ -653,3 +655,49 @@ def test_bmsk_and_szext() -> None:
             low = v & ((1 << k) - 1)
             exp = low - (1 << k) if low >> (k - 1) else low
         assert got[i] == exp, (i, got[i], exp)
+
+
+@pytest.mark.parametrize("ins", ["mul.wide.u64 %rd1, %rd2, %rd3;", "mul.wide.s64 %rd1, %rd2, %rd3;",
+                                 "mad.wide.u64 %rd1, %rd2, %rd3, %rd4;"])
+def test_wide_multiply_of_64_bit_integers_is_a_load_error(ins: str) -> None:
+    # PTX has .wide for 16- and 32-bit types only (there are no 128-bit registers); was a raw
+    # KeyError('u128').
+    ptx = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n" + REGS
+           + f"  {ins}\n  ret;\n}}\n")
+    with pytest.raises(emu.PTXLoadError, match=r"line 13: \.wide needs a 16- or 32-bit"):
+        emu.load_ptx(ptx)
+
+
+@pytest.mark.parametrize(("ins", "message"), [
+    # was 0x100000000 for %r1 = -1: the 32-bit register zero-extended
+    ("add.s64 %rd1, %r1, 1;", "register %r1 is 32-bit, the .s64 operand needs 64 bits"),
+    ("add.u32 %r1, %rd1, 1;", "register %rd1 is 64-bit, the .u32 operand needs 32 bits"),
+    ("setp.eq.u64 %p1, %r1, %r2;", "register %r1 is 32-bit, the .u64 operand needs 64 bits"),
+    ("bfind.u32 %rd1, %r1;", "register %rd1 is 64-bit, the .u32 operand needs 32 bits"),
+    ("add.u64 %rd1, %f1, %rd2;", "register %f1 is 32-bit, the .u64 operand needs 64 bits"),
+    # ld, st and cvt take wider registers only
+    ("ld.global.u32 %h1, [%rd1];",
+     "register %h1 is 16-bit, the .u32 operand needs 32 bits or more"),
+])
+def test_register_size_must_match_the_operand_type(ins: str, message: str) -> None:
+    # PTX ISA: no automatic conversion between operand types; only ld, st and cvt take
+    # registers wider than the instruction type (ptxas: "Arguments mismatch").
+    ptx = (".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k()\n{\n" + REGS
+           + f"  {ins}\n  ret;\n}}\n")
+    with pytest.raises(emu.PTXLoadError, match=rf"line 13: {re.escape(message)}"):
+        emu.load_ptx(ptx)
+
+
+def test_cvt_takes_wider_registers() -> None:
+    # The ISA's relaxed rule for cvt (and ld, st): the low bits of a wider source; a wider
+    # destination sign-extended for .s types, zero-extended otherwise.
+    src = np.array([0x180, 0x7F, 0xFFFFFF01, 0x12345680], np.uint32)
+    body = """cvt.s16.s8 %r1, %i0;
+  cvt.u16.u8 %rd1, %i0;
+  shl.b64 %rd1, %rd1, 32;
+  cvt.u64.u32 %rd2, %r1;
+  or.b64 %o, %rd1, %rd2;"""
+    got = elementwise(body, [("u32", src)], "u64")
+    low = (src & 0xFF).astype(np.uint8)
+    ref = (low.astype(np.uint64) << 32) | low.view(np.int8).astype(np.int32).view(np.uint32)
+    np.testing.assert_array_equal(got, ref)

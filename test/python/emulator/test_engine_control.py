@@ -102,6 +102,13 @@ def test_unsupported_instruction_fails_at_load_with_line() -> None:
          " setp.lt.s32 %p1, %r1;\n ret;\n}\n", r"wrong number of operands"),
         (HEAD + ".visible .entry k()\n{\n .reg .pred %p<2>;\n .reg .b32 %r<3>;\n"
          " setp.lt.and.s32 %p1, %r1, %r2;\n ret;\n}\n", r"needs a predicate operand c"),
+        # PTX integer literals are 64-bit (these were silently truncated)
+        (HEAD + ".visible .entry k()\n{\n .reg .b32 %r<3>;\n"
+         " mov.u32 %r1, 0x1FFFFFFFFFFFFFFFFFFFF;\n ret;\n}\n",
+         r"line 7: integer literal '0x1FFFFFFFFFFFFFFFFFFFF' does not fit in 64 bits"),
+        (HEAD + ".visible .entry k()\n{\n .reg .b32 %r<3>;\n .reg .b64 %rd<3>;\n"
+         " ld.global.u32 %r1, [%rd1+18446744073709551616];\n ret;\n}\n",
+         r"line 8: integer literal '18446744073709551616' does not fit in 64 bits"),
     ],
 )
 def test_malformed_ptx_is_a_load_error(ptx: str, message: str) -> None:
@@ -109,6 +116,34 @@ def test_malformed_ptx_is_a_load_error(ptx: str, message: str) -> None:
     errors that name the line, not raw IndexError/ValueError."""
     with pytest.raises(emu.PTXLoadError, match=message):
         emu.load_ptx(ptx)
+
+
+def test_parameterized_register_declarations_are_resolved_lazily() -> None:
+    # `%r<N>` declares %r0..%r{N-1} for any N; expanding the names eagerly hung the loader
+    # (and ended in a MemoryError) for N = 10^11. %rd1<3> declares %rd10..%rd12.
+    ptx = (
+        HEAD
+        + """.visible .entry k(.param .u64 out)
+{
+  .reg .b32 %r<99999999999>;
+  .reg .b64 %rd<2>;
+  .reg .b64 %rd1<3>;
+  mov.u32 %r99999999998, 7;
+  mov.u64 %rd12, 5;
+  cvt.u64.u32 %rd10, %r99999999998;
+  add.s64 %rd10, %rd10, %rd12;
+  ld.param.u64 %rd1, [out];
+  st.global.u64 [%rd1], %rd10;
+  ret;
+}
+"""
+    )
+    out = np.zeros(1, np.uint64)
+    emu.load_ptx(ptx).launch("k", grid=1, block=1, args=[out])
+    assert out[0] == 12
+    for undeclared in ("%r99999999999", "%r01", "%rd13"):
+        with pytest.raises(emu.PTXLoadError, match=f"undeclared register {undeclared}"):
+            emu.load_ptx(ptx.replace("mov.u64 %rd12, 5", f"mov.u32 {undeclared}, 5"))
 
 
 def test_divergent_loop_reconverges_before_shuffle() -> None:

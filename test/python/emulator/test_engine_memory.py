@@ -597,3 +597,69 @@ def test_atomics_other_types(op: str, dtype, ref: str) -> None:
         "or": lambda g: np.bitwise_or.reduce(g, axis=0),
     }[ref](groups)
     np.testing.assert_array_equal(dst, exp.astype(dtype))
+
+
+def _one_thread(body: str, buf: np.ndarray, extra: str = "") -> None:
+    """Run `body` on one thread with %rd1 = the address of `buf` (sm_90: every atomic form)."""
+    ptx = (
+        HEAD.replace("sm_80", "sm_90")
+        + f""".visible .entry k(.param .u64 buf)
+{{
+  .reg .b16 %h<4>;
+  .reg .b32 %r<8>;
+  .reg .f32 %f<8>;
+  .reg .b64 %rd<4>;
+  {extra}
+  ld.param.u64 %rd1, [buf];
+  {body}
+  ret;
+}}
+"""
+    )
+    emu.load_ptx(ptx).launch("k", grid=1, block=1, args=[buf])
+
+
+def test_atom_add_f32_flushes_subnormals_on_global_memory_only() -> None:
+    # PTX ISA (atom, red): atom.add.f32 on global memory flushes subnormal inputs and results
+    # to sign-preserving zero; on shared memory it keeps them.
+    tiny = 0x00000001  # the smallest subnormal
+    buf = np.array([tiny, 0x00C00000, 0x80000001, 0, 0, 0], np.uint32)
+    _one_thread(f"""mov.b32 %f1, {tiny};
+  atom.global.add.f32 %f2, [%rd1], %f1;      // tiny + tiny: both inputs flush
+  mov.b32 %r1, %f2;
+  st.global.u32 [%rd1+12], %r1;              // the old value is memory's, unflushed
+  mov.b32 %f3, 0x80800000;
+  red.global.add.f32 [%rd1+4], %f3;          // 1.5 * 2^-126 - 2^-126: a subnormal result
+  mov.b32 %f5, 0x80000001;
+  red.add.f32 [%rd1+8], %f5;                 // generic into global: -tiny + -tiny = -0
+  mov.u32 %r2, sm;
+  st.shared.u32 [%r2], {tiny};
+  atom.shared.add.f32 %f4, [%r2], %f1;       // shared: tiny + tiny = 2 * tiny
+  ld.shared.u32 %r3, [%r2];
+  st.global.u32 [%rd1+16], %r3;""", buf, ".shared .align 4 .b8 sm[4];")
+    np.testing.assert_array_equal(buf, [0, 0, 0x80000000, tiny, 2 * tiny, 0])
+
+
+def test_address_offsets_wrap_modulo_2_64() -> None:
+    # PTX address arithmetic is modulo 2^64: [%rd+0xFFFFFFFFFFFFFFF0] is %rd - 16.
+    buf = np.arange(8, dtype=np.uint32)
+    _one_thread("""add.s64 %rd2, %rd1, 32;
+  ld.global.u32 %r1, [%rd2+0xFFFFFFFFFFFFFFF0];
+  st.global.u32 [%rd1], %r1;""", buf)
+    assert buf[0] == 4
+    # an absolute address above 2^63 is out of bounds, not an overflow in the emulator
+    for body in ["ld.global.u32 %r1, [0x8000000000000000];",
+                 "atom.global.add.u32 %r1, [0xFFFFFFFFFFFFFFFF], 1;"]:
+        with pytest.raises(emu.MemoryAccessError, match="global address 0x[8f]"):
+            _one_thread(body, buf)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("st.const.u32 [%rd1], 7;", "st has no .const state space"),
+    ("mov.b16 %h1, 0x3C00;\n  atom.global.add.f16 %h2, [%rd1], %h1;",
+     "atom.add.f16 requires .noftz"),
+    ("red.global.add.bf16x2 [%rd1], %r1;", "red.add.bf16x2 requires .noftz"),
+])
+def test_stores_and_atomics_ptx_lacks_are_load_errors(body: str, message: str) -> None:
+    with pytest.raises(emu.PTXLoadError, match=re.escape(message)):
+        _one_thread(body, np.zeros(4, np.uint32))

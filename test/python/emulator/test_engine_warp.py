@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import tileopt.emulator as emu
@@ -10,10 +12,10 @@ from tileopt.errors import TileoptError
 HEAD = ".version 8.0\n.target sm_80\n.address_size 64\n"
 
 
-def lanes_kernel(body: str, n: int = 64, extra: str = "") -> np.ndarray:
+def lanes_kernel(body: str, n: int = 64, extra: str = "", target: str = "sm_80") -> np.ndarray:
     """Run `body` with %r1 = tid.x, %r2 = a per-thread value (tid*7+3); returns %r9 per thread."""
     ptx = (
-        HEAD
+        HEAD.replace("sm_80", target)
         + f""".visible .entry w(.param .u64 out)
 {{
   .reg .pred %p<8>;
@@ -152,6 +154,36 @@ def _group_ref(values: np.ndarray, reduce) -> np.ndarray:
 def test_collectives_combine_the_lanes_of_each_membermask(body: str,
                                                           expected: np.ndarray) -> None:
     np.testing.assert_array_equal(lanes_kernel(_GROUP_MASK + "\n  " + body), expected)
+
+
+def test_elect_sync_elects_the_lowest_lane_of_each_membermask() -> None:
+    # A tiled partition of 16: lanes 0-15 name 0x0000FFFF, lanes 16-31 0xFFFF0000, so each
+    # half elects its own leader (PTX ISA elect.sync: the lowest lane of the membermask).
+    got = lanes_kernel("""and.b32 %r3, %r1, 16;
+  mov.u32 %r4, 0xFFFF;
+  shl.b32 %r4, %r4, %r3;
+  elect.sync %r5|%p1, %r4;
+  selp.u32 %r6, 0x100, 0, %p1;
+  or.b32 %r9, %r5, %r6;""", target="sm_90")
+    lane = np.arange(64) % 32
+    leader = lane // 16 * 16
+    np.testing.assert_array_equal(got, leader | np.where(lane == leader, 0x100, 0))
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("match.any.sync.b32 %r9;", "expected 3 operands"),
+    ("match.any.sync.b32 %r9, %r2;", "expected 3 operands"),  # the membermask is mandatory
+    ("match.sync.b32 %r9, %r2, -1;", "exactly one of .any and .all"),
+    ("redux.sync.add.u32 %r9;", "expected 3 operands"),
+    ("redux.sync.add.u32 %r9, %r2;", "expected 3 operands"),
+    ("activemask.b32;", "expected 1 operands"),
+    ("elect.sync;", "expected 2 operands"),
+    ("elect.sync %r9|%p1;", "expected 2 operands"),
+])
+def test_malformed_warp_collectives_are_load_errors(body: str, message: str) -> None:
+    # Were raw IndexErrors (missing operands), or ran with a guessed mode or membermask.
+    with pytest.raises(emu.PTXLoadError, match=re.escape(message)):
+        lanes_kernel(body, n=32, target="sm_90")  # elect is sm_90's
 
 
 LDM = (
