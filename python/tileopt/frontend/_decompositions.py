@@ -769,10 +769,10 @@ def _softmax_of_0d(op: Any) -> Callable[..., Any]:
 
 
 def _half_by_scalar_in_f32(op: Any) -> Callable[..., Any]:
-    """``op`` (mul or div) of an f16 or bf16 tensor and a Python number or a 0-d tensor of
-    another type as torch computes it: in f32, the number rounded to f32 only, the result
-    rounded once (torch-mlir rounded the number to the half type: ``x * 1e5`` was inf, and
-    ``x * 0.1`` one ulp off for a third of the values)."""
+    """``op`` (mul or div) of an f16 or bf16 tensor and a Python number the half type does
+    not hold, or a 0-d tensor of another type, as torch computes it: in f32, the number
+    rounded to f32 only, the result rounded once (torch-mlir rounded the number to the half
+    type: ``x * 1e5`` was inf, and ``x * 0.1`` one ulp off for a third of the values)."""
 
     def replacement(x: Any, other: Any) -> Any:
         half = (torch.float16, torch.bfloat16)
@@ -784,8 +784,9 @@ def _half_by_scalar_in_f32(op: Any) -> Callable[..., Any]:
             if number.ndim != 0 or number.dtype in half or not number.is_floating_point():
                 return NotImplemented
             number = number.to(torch.float32)
-        elif isinstance(number, bool) or not isinstance(number, (int, float)):
-            return NotImplemented
+        elif isinstance(number, bool) or not isinstance(number, (int, float)) or _exactly(
+                float(number), tensor.dtype):
+            return NotImplemented  # a half number: the half type's op rounds the same
         else:
             number = torch.scalar_tensor(number, dtype=torch.float32, device=tensor.device)
         wide = tensor.to(torch.float32)

@@ -171,7 +171,8 @@ def _views_as_reshapes(program: Any) -> None:
 
 def _empty_results_as_constants(program: Any) -> None:
     """Replaces each op whose result has no elements (``x[2:]`` of two rows, ``x.repeat(0,
-    2)``, a reshape of an empty input) by ``aten.empty`` of that shape: its value is known.
+    2)``, a reshape of an empty input; static shapes only) by ``aten.empty`` of that shape:
+    its value is known.
     torch-mlir's lowering of a reshape with a zero dimension divides by zero (SIGFPE: the
     process died), and a slice starting at the end of its dimension left an offset that
     kernel formation could not place."""
@@ -182,7 +183,8 @@ def _empty_results_as_constants(program: Any) -> None:
     for node in list(graph.nodes):
         value = node.meta.get("val")
         if (node.op != "call_function" or not isinstance(value, torch.Tensor)
-                or value.numel() != 0 or node.target is torch.ops.aten.empty.memory_format):
+                or not all(isinstance(d, int) for d in value.shape) or value.numel() != 0
+                or node.target is torch.ops.aten.empty.memory_format):
             continue
         with graph.inserting_before(node):
             empty = graph.call_function(
