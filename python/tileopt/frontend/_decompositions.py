@@ -14,10 +14,14 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   compute in f32 and round once at the end, as torch's kernels do; torch-mlir would
   accumulate in the tensor's own type (sums of 4,096 f16 values came out up to 11 ulps from
   eager's, bf16 ones 1.7).
-- ``aten.elu`` (``selu`` and ``celu`` too), ``aten.gelu``, ``aten.leaky_relu`` and
-  ``aten.hardsigmoid`` of f16 and bf16 tensors compute in f32 and round once, as torch's
-  kernels do; torch-mlir splits elu and tanh-gelu into ops that each round to the half
-  type (bf16 elu(-0.001) was 0) and multiplies by the slope rounded to it. (Kernel
+- ``aten.elu`` (``selu`` and ``celu`` too), ``aten.gelu``, ``aten.leaky_relu``,
+  ``aten.hardsigmoid`` and ``aten.round.decimals`` of f16 and bf16 tensors compute in f32
+  and round once, as torch's kernels do; torch-mlir splits elu and tanh-gelu into ops that
+  each round to the half type (bf16 elu(-0.001) was 0) and multiplies by the slope rounded
+  to it. elu itself is torch's reference, with ``expm1`` (torch-mlir's ``exp(x) - 1``
+  cancelled: elu(-1e-10) was 0); powers 2, 3, 0.5, -0.5, -1 and -2 of floats are the
+  products, roots and reciprocals torch's kernels compute (C's ``pow`` differs at -0 and
+  -inf); float ``trunc`` is ``ceil`` below zero and ``floor`` above (-0 stays -0). (Kernel
   formation computes the other composite ops that torch-mlir lowers to one generic,
   sigmoid and erf-gelu among them, in f32.)
 - ``aten.bitwise_or.Scalar``, ``aten.bitwise_xor.Scalar``, ``aten.fmod.Scalar`` and the
@@ -756,6 +760,46 @@ def _bool_add(x: Any, other: Any, *, alpha: Any = 1) -> Any:
                                                          device=x.device))
 
 
+def _elu(x: Any, alpha: Any = 1.0, scale: Any = 1.0, input_scale: Any = 1.0) -> Any:
+    """``aten.elu`` (``selu``, ``celu``) of floats as torch's reference computes it, with
+    ``expm1``: torch-mlir's ``exp(x) - 1`` cancelled (``elu(-1e-10)`` was 0, ``elu(-1e-7)``
+    19% off) and its ``max(0, x)`` turned -0 into 0."""
+    if not _is_float(x):
+        return NotImplemented
+    return torch.where(x > 0, x * scale, (alpha * scale) * torch.expm1(x * input_scale))
+
+
+#: The powers torch's kernels compute without ``pow`` (``pow_tensor_scalar_optimized``).
+_POWERS: dict[float, Callable[[torch.Tensor], torch.Tensor]] = {
+    2.0: lambda x: x * x,
+    3.0: lambda x: x * x * x,
+    0.5: torch.sqrt,
+    -0.5: torch.rsqrt,
+    -1.0: lambda x: 1 / x,
+    -2.0: lambda x: 1 / (x * x),
+}
+
+
+def _float_power_as_torch(x: Any, exponent: Any) -> Any:
+    """A float tensor to the power 2, 3, 0.5, -0.5, -1 or -2 as torch computes it (products,
+    sqrt, rsqrt, reciprocals; f16 and bf16 in f32, rounded once): C's ``pow`` that
+    torch-mlir calls differs at the edges (``(-0.0) ** 0.5`` was 0 for -0, ``(-inf) ** 0.5``
+    inf for NaN)."""
+    if (not _is_float(x) or isinstance(exponent, bool)
+            or not isinstance(exponent, (int, float)) or float(exponent) not in _POWERS):
+        return NotImplemented
+    wide = get_computation_dtype(x.dtype)
+    return _POWERS[float(exponent)](x.to(wide)).to(x.dtype)
+
+
+def _float_trunc(x: Any) -> Any:
+    """``torch.trunc`` of floats: ``ceil`` below zero, else ``floor`` (-0 stays -0);
+    torch-mlir's ``sign(x) * floor(|x|)`` gave 0 for -0."""
+    if not _is_float(x):
+        return NotImplemented
+    return torch.where(x < 0, torch.ceil(x), torch.floor(x))
+
+
 def _softmax_of_0d(op: Any) -> Callable[..., Any]:
     """``op`` (softmax or log-softmax) of a 0-d tensor, as of one element: torch-mlir's
     decomposition fails on 0-d and its pass manager retries without end."""
@@ -999,7 +1043,7 @@ _HALF_REDUCTIONS = (aten.sum.dim_IntList, aten.mean.default, aten.mean.dim,
 #: Activations that torch computes in f32 for f16 and bf16 tensors and torch-mlir splits
 #: into ops that each round to the half type (module docstring).
 _HALF_ACTIVATIONS = (aten.elu.default, aten.gelu.default, aten.leaky_relu.default,
-                     aten.hardsigmoid.default)
+                     aten.hardsigmoid.default, aten.round.decimals)
 
 
 def _in_computation_dtype(op: Any) -> Callable[..., Any]:
@@ -1340,9 +1384,12 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.max.default] = _first(_of_int8(aten.amax.default), table.get(aten.max.default))
     table[aten.min.default] = _first(_of_int8(aten.amin.default), table.get(aten.min.default))
     table[aten.neg.default] = _first(_integer_neg, table.get(aten.neg.default))
-    table[aten.pow.Tensor_Scalar] = _first(_integer_power, table.get(aten.pow.Tensor_Scalar))
+    table[aten.pow.Tensor_Scalar] = _first(
+        _integer_power, _first(_float_power_as_torch, table.get(aten.pow.Tensor_Scalar)))
     table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
     table[aten.roll.default] = roll
+    table[aten.elu.default] = _first(_elu, table.get(aten.elu.default))
+    table[aten.trunc.default] = _first(_float_trunc, table.get(aten.trunc.default))
     table[aten.add.Tensor] = _first(_bool_add, table.get(aten.add.Tensor))
     table[aten.index.Tensor] = _first(index_with_int64_indices, table.get(aten.index.Tensor))
     for op, bool_op in ((aten.sum.dim_IntList, aten.any.dims), (aten.sum.default, aten.any.default),

@@ -463,6 +463,26 @@ def test_half_tensor_times_a_float_rounds_once(dtype: torch.dtype) -> None:
         _assert_same_values(got, want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_elu_powers_rounding_and_trunc_keep_eager_edges(dtype: torch.dtype) -> None:
+    # torch-mlir's elu was max(0, x) + min(0, exp(x) - 1) (elu(-1e-10) was 0, elu(-0.0) 0),
+    # its x ** 0.5 C's pow ((-0.0) ** 0.5 was 0, (-inf) ** 0.5 inf), its half round(x, 2)
+    # scaled in the half type (f16 round(10000., 2) was inf), its trunc(-0.0) 0.
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (F.elu(x), F.selu(x), F.celu(x, 0.5), x ** 0.5, x ** -0.5, x ** 2, x ** 3,
+                x ** -1, x ** -2, torch.round(x, decimals=2), torch.round(x.half(), decimals=2),
+                torch.round(x, decimals=-1), torch.trunc(x), torch.frac(x))
+
+    x = torch.tensor([-1e-10, -1e-7, -0.0, 0.0, -1.0, 2.205078125, -20.0, math.nan, math.inf,
+                      -math.inf, 10000.0, 105.0625, -2.5, 1e-3, 7.0]).to(dtype)
+    for got, want in zip(tileopt.compile(f, (x,))(x), f(x), strict=True):
+        nan = want.isnan()
+        assert torch.equal(got.isnan(), nan) and torch.equal(got.signbit()[~nan],
+                                                               want.signbit()[~nan])
+        torch.testing.assert_close(got, want, rtol=4 * torch.finfo(want.dtype).eps, atol=0,
+                                   equal_nan=True)
+
+
 def test_comparisons_with_scalars_of_another_kind_equal_eager() -> None:
     # torch-mlir folded a constant compared with a scalar from the wrong bits
     # (scalar_tensor(2.0) == 2 was False, and it crashed the process), in double, and
