@@ -315,6 +315,21 @@ def _draws_random_numbers(name: str) -> bool:
         name == p or name.startswith(p + "_") for p in _RANDOM_NAMES)
 
 
+def _asks_in_place(node: torch.fx.Node) -> bool:
+    """Whether a call passes ``inplace=True`` (``F.silu(x, inplace=True)``, ``F.hardtanh(x,
+    -1, 1, True)``), by keyword or by position."""
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op != "call_function" or not node.args:
+        return False
+    try:
+        signature = inspect.signature(node.target)
+        bound = signature.bind(*node.args, **node.kwargs)
+    except (TypeError, ValueError):
+        return False
+    return bound.arguments.get("inplace") is True
+
+
 def side_effect(node: torch.fx.Node) -> str | None:
     """What a node changes besides its result (an in-place op, random numbers, grad mode...),
     or that it is called for such a change; None for a pure node. Nodes must not move across
@@ -331,9 +346,9 @@ def side_effect(node: torch.fx.Node) -> str | None:
     # operator.and_ and operator.or_ (a & b, a | b) end in "_" too, and are pure.
     in_place_name = (name.endswith("_") and not name.endswith("__")
                      and getattr(target, "__module__", None) not in ("operator", "_operator"))
-    if (target in _INPLACE_OPERATORS or in_place_name
+    if (target in _INPLACE_OPERATORS or in_place_name or _asks_in_place(node)
             or (schema is not None and getattr(schema, "is_mutable", False))):
-        return "changes a tensor in place"  # x.add_(1), x += 1, x[i] = y
+        return "changes a tensor in place"  # x.add_(1), x += 1, x[i] = y, inplace=True
     if name.startswith("dropout") and _argument_problem(node, "dropout") is None:
         return None  # dropout in eval mode: the identity
     if _draws_random_numbers(name):
@@ -970,7 +985,7 @@ def _first_line(error: BaseException) -> str:
 
 class _Partition(torch.nn.Module):
     """A compiled partition in the split graph: the CompiledGraph, and the partition's
-    eager GraphModule for when it fails."""
+    eager GraphModule for when it fails; its outputs take eager's strides (None: any)."""
 
     def __init__(
         self,
@@ -979,6 +994,7 @@ class _Partition(torch.nn.Module):
         eager: torch.fx.GraphModule,
         expected: Sequence[tuple[tuple[int, ...], torch.dtype]],
         graph_name: str,
+        strides: Sequence[tuple[int, ...] | None],
     ) -> None:
         super().__init__()
         self.name = name
@@ -986,6 +1002,7 @@ class _Partition(torch.nn.Module):
         self.eager = eager
         self.expected = list(expected)
         self.graph_name = graph_name
+        self.strides = list(strides)
         self.checked = False
 
     def forward(self, *args: Any) -> Any:
@@ -995,7 +1012,7 @@ class _Partition(torch.nn.Module):
                 if not self.checked:
                     self._check(outputs)
                     self.checked = True
-                return outputs
+                return tuple(map(_with_strides, outputs, self.strides))
             except Exception as e:
                 _log_fallback(f"{self.graph_name}: {self.name} failed in tileopt and runs "
                               f"eagerly from now on: {_first_line(e)}")
@@ -1009,6 +1026,17 @@ class _Partition(torch.nn.Module):
                 f"the compiled partition returned {got}, but the graph expects "
                 f"{self.expected}"
             )
+
+
+def _with_strides(t: torch.Tensor, stride: tuple[int, ...] | None) -> torch.Tensor:
+    """``t`` laid out with ``stride``, eager's (a copy where its own differ): code after a
+    compiled partition may take views that only eager's layout allows (``y.t().view(-1)``
+    of a transposed input's ``exp``), and users see eager's strides."""
+    if stride is None or all(a == b or n < 2 for a, b, n in zip(t.stride(), stride, t.shape,
+                                                                 strict=True)):
+        return t
+    out = torch.empty_strided(t.shape, stride, dtype=t.dtype, device=t.device)
+    return out.copy_(t)
 
 
 def _stable_order(
@@ -1088,6 +1116,13 @@ class PartitionedGraph:
         self.report = report if report is not None else FallbackReport()
         self.specialisations: dict[tuple[Any, ...], _Specialisation] = {}
         self.scalar_inputs = scalar_inputs(gm)
+        # torch.enable_grad() inside (or the end of a no_grad block): what runs under it may
+        # need autograd, which kernels lack.
+        self.enables_grad = any(
+            n.op == "call_function" and n.target is torch._C._set_grad_enabled
+            and n.args and n.args[0] is True for n in gm.graph.nodes)
+        self.sets_requires_grad = any(target_name(n) == "requires_grad_"
+                                      for n in gm.graph.nodes)
         self._logged: set[str] = set()
 
     # -- calls
@@ -1105,7 +1140,8 @@ class PartitionedGraph:
         if spec is None:
             if len(self.specialisations) >= self.MAX_SPECIALISATIONS:
                 reason = (f"{self.name} compiled {len(self.specialisations)} sets of input "
-                          f"shapes already; new ones run eagerly")
+                          f"shapes and numbers already (each number is compiled in); new "
+                          f"ones run eagerly")
                 if self.strict:
                     raise CompilationError(reason)
                 self._log_once(reason)
@@ -1116,13 +1152,16 @@ class PartitionedGraph:
     def _key(self, args: Sequence[Any]) -> tuple[Any, ...]:
         """What a specialisation is for: the tensors' shapes, strides, dtypes and devices,
         the numbers, and the values of the inputs read as numbers (:func:`scalar_inputs`)."""
+        def exactly(v: Any) -> Any:  # -0.0 is not 0.0 (x / -0.0), and NaN is one key
+            return v.hex() if isinstance(v, float) else v
+
         key: list[Any] = [
             ("tensor", tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type)
-            if isinstance(a, torch.Tensor) else (type(a).__name__, a)
+            if isinstance(a, torch.Tensor) else (type(a).__name__, exactly(a))
             for a in args
         ]
         for i in self.scalar_inputs:
-            key[i] = (*key[i], _scalar_value(args[i]))
+            key[i] = (*key[i], exactly(_scalar_value(args[i])))
         return tuple(key)
 
     def _log_once(self, message: str) -> None:
@@ -1132,8 +1171,11 @@ class PartitionedGraph:
             self.report.notes.append(message)
             _log_fallback(message)
 
-    @staticmethod
-    def _eager_call_reason(args: Sequence[Any]) -> str | None:
+    def _eager_call_reason(self, args: Sequence[Any]) -> str | None:
+        if self.enables_grad and (self.sets_requires_grad or any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args)):
+            return ("it turns grad mode on (torch.enable_grad()) and a tensor requires grad; "
+                    "tileopt compiles for inference")
         for arg in args:
             if not isinstance(arg, torch.Tensor | bool | int | float):
                 return (f"an input is a {type(arg).__name__}; tileopt compiles graphs of "
@@ -1338,10 +1380,13 @@ class PartitionedGraph:
             sub, ins, outs = fuse_as_graphmodule(g, nodes, f"tileopt_{i}",
                                                  always_return_tuple=True)
             expected = [(tuple(_value(o).shape), _value(o).dtype) for o in outs]
+            strides = [tuple(_value(o).stride()) for o in outs]
             sources = tuple(dict.fromkeys(s for s in map(_source, nodes) if s))
             ops = tuple(op_name(n) for n in nodes if not _is_bookkeeping(n))
             part_name = f"tileopt_{len(parts)}"
-            module = _Partition(part_name, graph, sub, expected, name)
+            module = _Partition(part_name, graph, sub, expected, name,
+                                [s if all(isinstance(d, int) for d in s) else None
+                                 for s in strides])
             g.add_submodule(part_name, module)
             last = nodes[-1]
             key = (segments[last], order[last])

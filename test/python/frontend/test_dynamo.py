@@ -543,6 +543,65 @@ def test_side_effects_keep_their_order() -> None:
     assert {"Tensor.add_", "Tensor.mul_"} <= {op.op for op in report.eager}
 
 
+def test_in_place_activations_change_their_input() -> None:
+    # inplace=True made no name end in "_": the call, its result unused, was dropped as pure.
+    def f(x: Any, y: Any) -> Any:
+        F.silu(y, inplace=True)
+        F.hardtanh(x, -0.5, 0.5, True)
+        return x * 2.0 + y
+
+    compiled = torch.compile(f, backend="tileopt", options=OPTIONS)
+    x, y = randn(4, 6), randn(4, 6)
+    x1, y1, x2, y2 = x.clone(), y.clone(), x.clone(), y.clone()
+    with torch.no_grad():
+        close(compiled(x2, y2), f(x1, y1))
+    close((x2, y2), (x1, y1))
+
+
+def test_outputs_take_eager_strides() -> None:
+    # A compiled partition returned contiguous tensors: the eager view after it failed, and
+    # a channels-last model's output was contiguous.
+    def f(x: Any) -> Any:
+        y = torch.exp(x)
+        return torch.cumprod(y, 0), y.t().view(-1)  # cumprod runs eagerly
+
+    x = randn(4, 5).t()
+    c = randn(2, 3, 4, 4).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        close(torch.compile(f, backend="tileopt", options=OPTIONS)(x), f(x))
+        got = torch.compile(lambda t: t * 2.0 + 1.0, backend="tileopt", options=OPTIONS)(c)
+    assert got.stride() == (c * 2.0 + 1.0).stride()
+    close(got, c * 2.0 + 1.0)
+
+
+def test_negative_zero_is_its_own_number() -> None:
+    # Specialisations were keyed by ==, where -0.0 == 0.0: x / -0.0 reused x / 0.0's code.
+    # (Dynamo itself bakes the first value it sees in the same way: 1.0 comes first here.)
+    compiled = torch.compile(lambda x, b: x / b, backend="tileopt", options=OPTIONS)
+    x = torch.tensor([1.0, -2.0])
+    with torch.no_grad():
+        compiled(x, 1.0)
+        compiled(x, 0.0)
+        assert compiled(x, -0.0).tolist() == (x / -0.0).tolist()
+
+
+def test_enable_grad_inside_runs_eagerly() -> None:
+    # Called under no_grad, a forward that turns grad on (forces from an energy) lost its
+    # autograd history in tileopt's kernels.
+    torch.manual_seed(0)
+    net = mlp()
+
+    def forces(x: Any) -> Any:
+        with torch.enable_grad():
+            x = x.detach().requires_grad_()
+            (g,) = torch.autograd.grad(net(x).sum(), x)
+        return -g
+
+    x = randn(4, 16)
+    with torch.no_grad():
+        close(torch.compile(forces, backend="tileopt", options=OPTIONS)(x), forces(x))
+
+
 def test_views_of_inputs_stay_views() -> None:
     def f(x: Any) -> Any:
         return x.view(-1), x.t(), (x * 2.0).view(-1), x.transpose(0, 1) * 2.0
