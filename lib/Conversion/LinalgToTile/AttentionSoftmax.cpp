@@ -3,8 +3,8 @@
 // The rewrite changes rounding only: the scores stay in f32 between the
 // product and the softmax, as flash attention keeps them (torch's own
 // attention kernels and Triton's tutorial do not round them to f16 either),
-// and `max(s) k` is exactly the maximum of the rounded `s k` for k > 0
-// (rounding is monotonic).
+// and the row maxima stay in the units of the scores, `k` applied to their
+// differences.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +17,9 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace tileopt;
@@ -193,10 +195,15 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
       break;
     case Link::Select: {
       auto select = cast<arith::SelectOp>(op);
-      // The constant in units of y: c / factor (infinities stay).
+      // The constant in units of y: c / factor (infinities stay; a finite one
+      // stays finite: finfo.min after a scale of 1/8 would be -inf in y, and a
+      // row masked whole would give NaN where torch averages it).
       double c =
-          splatFloat(op->getOperand(3 - link.operand))->convertToDouble() /
-          factor;
+          splatFloat(op->getOperand(3 - link.operand))->convertToDouble();
+      if (std::isfinite(c))
+        c = std::clamp(c / factor,
+                       -double(std::numeric_limits<float>::max()),
+                       double(std::numeric_limits<float>::max()));
       Value constant = splatLike(b, loc, y, c);
       Value cond = select.getCondition();
       if (link.operand == 1)
@@ -218,20 +225,19 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
     }
     }
   }
-  Value scaled = arith::MulFOp::create(b, loc, y, splatLike(b, loc, y, k));
-  // max(y) k is the maximum of y k; the differences read y k.
+  // The exponents are (y - max) k, not y k - max k: a large finite mask
+  // (Hugging Face's finfo.min, -3.4e38) times k >= 1.44 would overflow to -inf,
+  // and a row masked whole gave NaN (-inf - -inf) where torch averages it.
   maxInput->set(y);
-  b.setInsertionPointAfter(rowMax);
-  Value blockMax = rowMax->getResult(0);
-  auto scaledMax =
-      arith::MulFOp::create(b, loc, blockMax, splatLike(b, loc, blockMax, k));
-  blockMax.replaceAllUsesExcept(scaledMax, scaledMax);
   for (arith::SubFOp sub : differences)
-    sub->setOperand(0, scaled);
+    sub->setOperand(0, y);
   auto toExp2 = [&](math::ExpOp exp) {
     b.setInsertionPoint(exp);
-    Value exp2 = math::Exp2Op::create(b, exp.getLoc(), exp.getOperand(),
-                                      exp.getFastmathAttr());
+    Value arg = exp.getOperand();
+    Value scaled = arith::MulFOp::create(b, exp.getLoc(), arg,
+                                         splatLike(b, exp.getLoc(), arg, k));
+    Value exp2 =
+        math::Exp2Op::create(b, exp.getLoc(), scaled, exp.getFastmathAttr());
     exp.replaceAllUsesWith(exp2);
     exp.erase();
   };
@@ -244,5 +250,5 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
   for (const Link &link : chain)
     if (link.op->use_empty())
       link.op->erase();
-  return scaled;
+  return y;
 }

@@ -1,11 +1,12 @@
 //===- AttentionSoftmax.h - an online softmax in base 2 ---------*- C++ -*-===//
 //
 // Flash attention computes its softmax in base 2 with the scale folded into
-// one multiply-add: `p = 2^(s k - m)` with `k = scale * log2(e)` and `m` the
-// row maximum of `s k`, taken as `max(s) k`. A model's graph says
-// `exp(x - max(x))` of `x = scale * s`, usually rounded to f16 on the way
-// (torch's decomposition rounds the product's result, then scales it in
-// f16). This rewrites the step of an online softmax that the conversion
+// the exponent: `p = 2^((s - m) k)` with `k = scale * log2(e)` and `m` the
+// row maximum of `s` (Triton's tutorial takes `s k - max(s k)` in one
+// multiply-add, which overflows where `s` is a large finite mask). A model's
+// graph says `exp(x - max(x))` of `x = scale * s`, usually rounded to f16 on
+// the way (torch's decomposition rounds the product's result, then scales it
+// in f16). This rewrites the step of an online softmax that the conversion
 // wrote in the graph's terms into flash attention's.
 //
 //===----------------------------------------------------------------------===//
@@ -33,13 +34,12 @@ struct SoftmaxStep {
 /// Rewrites `step` into base 2: the scores' chain from an f32 value (casts,
 /// multiplications and divisions by positive constants, selects of a
 /// constant, sums with other tiles) is recomputed in f32 with its constant
-/// factors and log2(e) gathered into one multiply `k`, the row maximum is
-/// taken before that multiply and scaled after it, and the exponentials
-/// become `exp2`. The maxima the loop carries are then in base 2, so `step`'s
-/// scores must feed only its row maximum and its exponentials, and its
-/// maximum only its exponentials' differences. Returns the
-/// new scores (`y * k`, whose mask `keptKeyBound` reads as before), or
-/// nullptr where the step is not of that form; then nothing changed.
+/// factors and log2(e) gathered into one multiply `k` of the exponentials'
+/// differences, which become `exp2`. `step`'s scores must feed only its row
+/// maximum and its exponentials, and its maximum only its exponentials'
+/// differences. Returns the new scores `y` (whose mask `keptKeyBound` reads
+/// as before), or nullptr where the step is not of that form; then nothing
+/// changed.
 mlir::Value softmaxInBase2(mlir::OpBuilder &b, SoftmaxStep &step);
 
 } // namespace tileopt::formation

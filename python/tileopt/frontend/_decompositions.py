@@ -397,9 +397,9 @@ def max_pool(
     padding: Sequence[int] | int = 0, dilation: Sequence[int] | int = 1, ceil_mode: bool = False,
 ) -> Any:
     """``max_pool{n}d_with_indices`` as PyTorch's kernel computes it, one window offset after
-    another over strided views of ``x`` padded with -inf: a value replaces the maximum where
-    it is greater or NaN, and its flat index (into the pooled dimensions) the index, which
-    starts at the window's first element inside ``x``."""
+    another over strided views of ``x`` padded with -inf (an integer type's least value): a
+    value replaces the maximum where it is greater or NaN, and its flat index (into the
+    pooled dimensions) the index, which starts at the window's first element inside ``x``."""
     pool = _Pooling(x, n, kernel_size, stride, padding, dilation, ceil_mode)
     index = torch.zeros(pool.out, dtype=torch.int64, device=x.device)
     for d in range(n):
@@ -407,9 +407,11 @@ def max_pool(
         # the first position inside x: past the left padding in steps of the dilation
         first = start + (start.neg().clamp(min=0) + dl - 1) // dl * dl
         index = index * pool.sizes[d] + first
-    best = torch.full(x.shape[: x.ndim - n] + tuple(pool.out), float("-inf"), dtype=x.dtype,
+    # The least value of x's type: -inf of an integer type is poison (zeros came out).
+    low = float("-inf") if x.is_floating_point() else torch.iinfo(x.dtype).min
+    best = torch.full(x.shape[: x.ndim - n] + tuple(pool.out), low, dtype=x.dtype,
                       device=x.device)
-    for view, positions in pool.views(pool.padded(float("-inf"))):
+    for view, positions in pool.views(pool.padded(low)):
         flat = torch.zeros_like(index)
         for d, position in enumerate(positions):
             flat = flat * pool.sizes[d] + position
@@ -898,7 +900,8 @@ def scaled_dot_product_attention(
     probs = torch.softmax(scores, dim=-1)
     masked = (scores == float("-inf")).all(dim=-1, keepdim=True)
     probs = torch.where(masked, torch.zeros((), dtype=probs.dtype, device=probs.device), probs)
-    return probs @ value
+    # An f32 mask beside f16 or bf16 tensors made the scores f32: the result is value's type.
+    return probs.to(value.dtype) @ value
 
 
 def _first(replacement: Callable[..., Any],

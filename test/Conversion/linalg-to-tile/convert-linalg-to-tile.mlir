@@ -444,8 +444,9 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // keeps the running row maximum (0 in place of -inf) and sum, and adds
 // exp(x - m) rounded to f16 times v to the rescaled output. The softmax is in
 // base 2 as flash attention's: with k = scale * log2(e), the maximum is
-// max(s) k and the exponentials 2^(s k - m) (`afn`: results below 2^-126 may
-// flush to zero, less than the rounding of a sum whose largest term is 1); the
+// max(s) and the exponentials 2^((s - m) k) (not s k - m k, which overflows for
+// a finite mask of -3.4e38; `afn`: results below 2^-126 may flush to zero,
+// less than the rounding of a sum whose largest term is 1); the
 // output is multiplied by the inverse row sums after the loop (one division a
 // row), transposed to the space's order (the head dimension before the rows:
 // the loop's scores and row statistics then have only leading unit dimensions)
@@ -460,7 +461,7 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK-LABEL: tile.kernel @k2_attention
 // CHECK-SAME: (%arg0: index {tile.index_bitwidth = 32 : i64}, %arg1: {{[^%]*}}, %arg2: {{[^%]*}}, %arg3: {{[^%]*}}, %arg4: {{[^%]*}}) attributes
 // CHECK-SAME: tile.fused = "matmul, cmpi+mulf+select, reduce(maximumf), subf+exp, reduce(addf), divf, truncf, matmul"
-// CHECK-DAG: %[[KROW:.*]] = arith.constant dense<0.255034864> : tensor<1x1x1x64xf32>
+// CHECK-DAG: %[[KROW:.*]] = arith.constant dense<0.255034864> : tensor<1x1x1x64x1xf32>
 // CHECK-DAG: %[[K:.*]] = arith.constant dense<0.255034864> : tensor<1x1x1x64x64xf32>
 // CHECK: %[[DIM:.*]] = memref.dim %arg2, %c2
 // CHECK: %[[Q:.*]] = tile.load %arg1{{.*}} -> tensor<1x64x32xf16>
@@ -472,19 +473,20 @@ func.func @long_softmax(%x: tensor<2x20000xf32>) -> tensor<2x20000xf32> {
 // CHECK: %[[S:.*]] = tile.dot %[[Q2]], %{{.*}} : tensor<64x32xf16>, tensor<32x64xf16> -> tensor<64x64xf32>
 // CHECK: %[[S5:.*]] = tile.reshape %[[S]]
 // CHECK: %[[MASKED:.*]] = arith.select %{{.*}}, %[[S5]], %[[NINF:.*]] : tensor<1x1x1x64x64xi1>, tensor<1x1x1x64x64xf32>
-// CHECK: %[[X:.*]] = arith.mulf %[[MASKED]], %[[K]]
 // CHECK: %[[PADDED:.*]] = arith.select %{{.*}}, %[[MASKED]], %[[NINF]]
 // CHECK: %[[BMAX:.*]] = tile.reduce %[[PADDED]]
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
-// CHECK: %[[BMAXK:.*]] = arith.mulf %[[BMAX]], %[[KROW]]
-// CHECK: %[[BMAX5:.*]] = tile.expand_dims %[[BMAXK]]
+// CHECK: %[[BMAX5:.*]] = tile.expand_dims %[[BMAX]]
 // CHECK: %[[MNEW:.*]] = arith.maximumf %[[M]], %[[BMAX5]] : tensor<1x1x1x64x1xf32>
 // CHECK: arith.cmpf oeq, %[[MNEW]]
 // CHECK: %[[SAFE:.*]] = arith.select
-// CHECK: %[[ALPHA:.*]] = math.exp2 %{{.*}} fastmath<afn>
+// CHECK: %[[DM:.*]] = arith.subf %[[M]], %[[SAFE]]
+// CHECK: %[[DMK:.*]] = arith.mulf %[[DM]], %[[KROW]]
+// CHECK: %[[ALPHA:.*]] = math.exp2 %[[DMK]] fastmath<afn>
 // CHECK: %[[SAFEB:.*]] = tile.broadcast %[[SAFE]]
-// CHECK: %[[D:.*]] = arith.subf %[[X]], %[[SAFEB]]
-// CHECK: math.exp2 %[[D]] fastmath<afn>
+// CHECK: %[[D:.*]] = arith.subf %[[MASKED]], %[[SAFEB]]
+// CHECK: %[[DK:.*]] = arith.mulf %[[D]], %[[K]]
+// CHECK: math.exp2 %[[DK]] fastmath<afn>
 // CHECK: tile.reduce
 // CHECK: arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK: arith.mulf %[[L]], %[[ALPHA]]
@@ -893,11 +895,10 @@ func.func @causal_attention(%q: tensor<4x200x32xf16>, %k: tensor<4x100x32xf16>, 
 // Scores that torch's decomposition rounds to f16 and scales in f16, plus an
 // additive f16 bias: the loop keeps them in f32 (the f16 bias extended), as
 // flash attention does, with the scale applied before the bias and log2(e)
-// after it: x = (s 0.125 + bias) log2(e), max(s 0.125 + bias) log2(e).
+// to the exponents: y = s 0.125 + bias, 2^((y - max(y)) log2(e)).
 // CHECK-LABEL: tile.kernel @k2_attention
 // CHECK-DAG: %[[SCALE:.*]] = arith.constant dense<1.250000e-01> : tensor<1x1x1x64x64xf32>
 // CHECK-DAG: %[[LOG2E:.*]] = arith.constant dense<1.44269502> : tensor<1x1x1x64x64xf32>
-// CHECK-DAG: %[[LOG2EROW:.*]] = arith.constant dense<1.44269502> : tensor<1x1x1x64xf32>
 // CHECK: scf.for
 // CHECK: %[[S:.*]] = tile.dot
 // CHECK: %[[S5:.*]] = tile.reshape %[[S]]
@@ -906,12 +907,11 @@ func.func @causal_attention(%q: tensor<4x200x32xf16>, %k: tensor<4x100x32xf16>, 
 // CHECK: %[[SCALED:.*]] = arith.mulf %[[S5]], %[[SCALE]]
 // CHECK: %[[BIAS32:.*]] = arith.extf %[[BIAS]]
 // CHECK: %[[Y:.*]] = arith.addf %[[SCALED]], %[[BIAS32]]
-// CHECK: %[[X:.*]] = arith.mulf %[[Y]], %[[LOG2E]]
 // CHECK: %[[PADDED:.*]] = arith.select %{{.*}}, %[[Y]], %{{.*}}
 // CHECK: %[[BMAX:.*]] = tile.reduce %[[PADDED]]
-// CHECK: %[[BMAXK:.*]] = arith.mulf %[[BMAX]], %[[LOG2EROW]]
 // CHECK: math.exp2
-// CHECK: arith.subf %[[X]], %{{.*}}
+// CHECK: %[[D:.*]] = arith.subf %[[Y]], %{{.*}}
+// CHECK: arith.mulf %[[D]], %[[LOG2E]]
 // CHECK: math.exp2
 // CHECK-NOT: math.exp
 // CHECK: scf.yield

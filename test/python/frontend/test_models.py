@@ -1087,6 +1087,50 @@ def test_attention_rows_masked_whole_are_nan_or_zero() -> None:
         torch.testing.assert_close(got.nan_to_num(), want.nan_to_num(), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_attention_rows_masked_whole_with_the_least_float_are_averages(dtype: Any) -> None:
+    # Hugging Face masks with finfo.min, not -inf: a row masked whole is a softmax of equal
+    # scores, the mean of v. The kernel took s k - max(s) k with k = scale log2(e) >= 1.44,
+    # where -3.4e38 k overflowed to -inf (NaN, or 0 through SDPA's safe softmax), and made a
+    # fill after a scale of 1/8 -inf in the scores' units.
+    keep = torch.ones(24, 40, dtype=torch.bool).tril(16)
+    keep[3] = False
+    low = torch.finfo(dtype).min
+
+    def sdpa(q: Any, k: Any, v: Any) -> Any:
+        mask = torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, low)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    def scale_then_fill(q: Any, k: Any, v: Any) -> Any:
+        scores = (q @ k.transpose(-2, -1) / 8.0).masked_fill(~keep, low)
+        return torch.softmax(scores.float(), -1).to(q.dtype) @ v
+
+    def fill_then_scale(q: Any, k: Any, v: Any) -> Any:
+        scores = (q @ k.transpose(-2, -1)).masked_fill(~keep, low) / 8.0
+        return torch.softmax(scores.float(), -1).to(q.dtype) @ v
+
+    torch.manual_seed(0)
+    q, k, v = randn(1, 2, 24, 64, dtype=dtype), randn(1, 2, 40, 64, dtype=dtype), randn(
+        1, 2, 40, 64, dtype=dtype)
+    for fn in (sdpa, scale_then_fill, fill_then_scale):
+        graph = tileopt.compile(fn, (q, k, v))  # (sdpa's mask is made by a kernel of its own)
+        assert [n.name for n in graph.kernels][-1].endswith("_attention"), graph.summary()
+        with torch.no_grad():
+            got, want = graph(q, k, v), fn(q, k, v)
+        assert not got.isnan().any(), fn.__name__
+        _close(got, want, TOL[dtype])
+
+
+def test_float32_mask_beside_half_attention() -> None:
+    # The f32 mask made the scores f32, and the product with the f16 values failed.
+    def f(q: Any, k: Any, v: Any, mask: Any) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    check(f, lambda: (randn(1, 2, 16, 32, dtype=torch.float16),
+                      randn(1, 2, 24, 32, dtype=torch.float16),
+                      randn(1, 2, 24, 32, dtype=torch.float16), randn(16, 24)))
+
+
 def test_grouped_query_attention() -> None:
     # enable_gqa: k and v broadcast to the query heads. Correct, not yet one kernel (the
     # product with the broadcast v is a reduction, not a tile.dot).
@@ -1281,6 +1325,13 @@ def test_max_pooling(pool: Callable[[], Any], shape: tuple[int, ...]) -> None:
     """A running maximum over the window's offsets, each a strided view of the input padded
     with -inf: one elementwise kernel after the padding's."""
     check(pool(), lambda: (_pool_input(*shape),), max_kernels=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64], ids=str)
+def test_max_pooling_of_integers(dtype: Any) -> None:
+    # The padding and the first maximum were -inf converted to an integer: poison (zeros).
+    check(nn.MaxPool2d(3, 2, 1, return_indices=True),
+          lambda: (torch.randint(-100, 100, (1, 2, 7, 9), dtype=dtype),))
 
 
 @pytest.mark.parametrize(("pool", "shape"), [
