@@ -201,8 +201,7 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
       double c =
           splatFloat(op->getOperand(3 - link.operand))->convertToDouble();
       if (std::isfinite(c))
-        c = std::clamp(c / factor,
-                       -double(std::numeric_limits<float>::max()),
+        c = std::clamp(c / factor, -double(std::numeric_limits<float>::max()),
                        double(std::numeric_limits<float>::max()));
       Value constant = splatLike(b, loc, y, c);
       Value cond = select.getCondition();
