@@ -382,6 +382,13 @@ def _assert_same_values(got: torch.Tensor, want: torch.Tensor) -> None:
     assert torch.equal(got[~nan], want[~nan]), (got[~nan], want[~nan])
 
 
+def _check_same_values(f: Callable[..., Any], args: Sequence[torch.Tensor]) -> None:
+    """Compiles ``f`` for ``args`` and checks its outputs on them against eager's bit for
+    bit (:func:`_assert_same_values`)."""
+    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
+        _assert_same_values(got, want)
+
+
 def _wide_floats(n: int, dtype: torch.dtype) -> torch.Tensor:
     """Values from 1e-3 to 1e7 in magnitude, with signed zeros, infinities and NaN."""
     x = torch.randn(n, dtype=torch.float64) * 10.0 ** torch.randint(-3, 8, (n,))
@@ -406,9 +413,7 @@ def test_float_fmod_remainder_and_floor_division_equal_eager(dtype: torch.dtype)
         x[:4] = torch.tensor([1e10, 1.0, 5.3, -7.0]).to(dtype)
         y[:4] = torch.tensor([3.3, 0.1, 2.0, -2.5]).to(dtype)
         y[3], y[5] = 0.3, -2.7
-        graph = tileopt.compile(f, (x, y))
-        for got, want in zip(graph(x, y), f(x, y), strict=True):
-            _assert_same_values(got, want)
+        _check_same_values(f, (x, y))
 
 
 def test_results_with_no_elements() -> None:
@@ -443,9 +448,7 @@ def test_reductions_with_a_dtype_and_of_0d_tensors_equal_eager() -> None:
         return x, torch.randint(-2**40, 2**40, (4, 256)), (torch.randn(4, 256) * 100).half()
 
     torch.manual_seed(0)
-    args = inputs()
-    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
-        _assert_same_values(got, want)
+    _check_same_values(f, inputs())
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
@@ -457,10 +460,8 @@ def test_half_tensor_times_a_float_rounds_once(dtype: torch.dtype) -> None:
                 x * 3, x * 100000, x + 0.1)
 
     torch.manual_seed(0)
-    args = ((torch.randn(3, 300) * 10).to(dtype), torch.tensor(0.1),
-            torch.tensor(3.3, dtype=torch.float64))
-    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
-        _assert_same_values(got, want)
+    _check_same_values(f, ((torch.randn(3, 300) * 10).to(dtype), torch.tensor(0.1),
+                           torch.tensor(3.3, dtype=torch.float64)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
@@ -497,15 +498,9 @@ def test_comparisons_with_scalars_of_another_kind_equal_eager() -> None:
                 i.to(torch.int8) < 16777217, b == 1, b > 0.5, b < True, x.half() == 1e10,
                 x.bfloat16() == 1.00390625, x < 16777217)
 
-    def inputs() -> tuple[torch.Tensor, ...]:
-        x = torch.tensor([1.0, math.nan, 16777216.0, -0.1, 1.0e10, 2.0, 0.5])
-        i = torch.tensor([16777217, 16777216, 0, -3, 2, 2**31 - 1, -(2**31)], dtype=torch.int32)
-        return x, i, i % 2 == 0
-
-    torch.manual_seed(0)
-    args = inputs()
-    for got, want in zip(tileopt.compile(f, args)(*args), f(*args), strict=True):
-        _assert_same_values(got, want)
+    x = torch.tensor([1.0, math.nan, 16777216.0, -0.1, 1.0e10, 2.0, 0.5])
+    i = torch.tensor([16777217, 16777216, 0, -3, 2, 2**31 - 1, -(2**31)], dtype=torch.int32)
+    _check_same_values(f, (x, i, i % 2 == 0))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
