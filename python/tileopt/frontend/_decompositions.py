@@ -108,6 +108,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   tensor, ``i < 0.5`` of an integer one, ``mask == 1``) compare in the promoted type, the
   scalar cast to it; ``x == x`` of a float tensor is ``x <= x`` (False at NaN): torch-mlir's
   folders got constants of these forms wrong (and crashed the process on some).
+- As torch computes them, where torch-mlir did not: ``sum``, ``mean`` and ``prod`` with a
+  ``dtype`` (:func:`_reduction_in_dtype`), f16/bf16 vector norms in f32, an f16/bf16 tensor
+  times or over a number it does not hold (in f32, :func:`_half_by_scalar_in_f32`), a bool
+  tensor plus ``True``, softmax of a 0-d tensor, ``roll`` by any shift, ``x[i]`` with int32
+  indices, ``scatter`` of a Python scalar (in the tensor's type), sort and topk values (the
+  elements themselves: -0.0 stays -0.0), max pooling of integers.
 
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
