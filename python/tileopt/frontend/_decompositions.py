@@ -161,8 +161,11 @@ def var_mean_correction(
 
     The mean is the sum divided by N, the variance the sum of squared differences from it
     divided by ``max(0, N - correction)`` (``correction`` defaults to 1); both are cast back
-    to ``a``'s dtype, as torch's reference implementation does.
+    to ``a``'s dtype, as torch's reference implementation does. Integer tensors are an
+    error, as in torch (the integer variance was truncated).
     """
+    if not a.is_floating_point():
+        raise TypeError(f"std and var take floating-point tensors, as torch's; got {a.dtype}")
     dims = _reduction_dims(a, dim)
     n = 1
     for d in dims:

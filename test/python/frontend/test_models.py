@@ -451,6 +451,16 @@ def test_reductions_with_a_dtype_and_of_0d_tensors_equal_eager() -> None:
     _check_same_values(f, inputs())
 
 
+def test_variance_of_integers_is_an_error() -> None:
+    # As in eager (RuntimeError); the variance was a truncated integer.
+    x = torch.randint(-9, 9, (4, 8))
+    with pytest.raises(RuntimeError):
+        torch.var(x, 1)
+    for f in (lambda t: torch.var(t, 1), lambda t: torch.std(t), lambda t: torch.var_mean(t)):
+        with pytest.raises(tileopt.ExportError, match="floating"):
+            tileopt.compile(f, (x,))
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_tensor_times_a_float_rounds_once(dtype: torch.dtype) -> None:
     # torch multiplies and divides f16 and bf16 by a number in f32, rounding the product
