@@ -111,9 +111,9 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
 - As torch computes them, where torch-mlir did not: ``sum``, ``mean`` and ``prod`` with a
   ``dtype`` (:func:`_reduction_in_dtype`), f16/bf16 vector norms in f32, an f16/bf16 tensor
   times or over a number it does not hold (in f32, :func:`_half_by_scalar_in_f32`), a bool
-  tensor plus ``True``, softmax of a 0-d tensor, ``roll`` by any shift, ``x[i]`` with int32
-  indices, ``scatter`` of a Python scalar (in the tensor's type), sort and topk values (the
-  elements themselves: -0.0 stays -0.0), max pooling of integers.
+  tensor plus ``True``, softmax of a 0-d tensor, ``roll`` by any shift, circular padding,
+  ``x[i]`` with int32 indices, ``scatter`` of a Python scalar (in the tensor's type), sort
+  and topk values (the elements themselves: -0.0 stays -0.0), max pooling of integers.
 
 - ``aten.scaled_dot_product_attention`` (without dropout) decomposes into
   ``softmax(q k^T * scale + mask) v`` with torch's safe softmax (rows whose every score is
@@ -724,6 +724,23 @@ def roll(x: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) -> An
         if shift:
             x = torch.cat([x.narrow(dim, size - shift, shift), x.narrow(dim, 0, size - shift)],
                           dim)
+    return x
+
+
+def circular_pad(x: torch.Tensor, pad: Sequence[int], mode: str = "constant",
+                 value: float | None = None) -> Any:
+    """``F.pad(x, pad, mode="circular")`` (``padding_mode="circular"`` convolutions) with
+    pads from 0 to the size: each dimension, the last first, between its own last and first
+    elements; torch's decomposition writes the wrapped parts with ``slice_scatter``, which
+    kernel formation does not take."""
+    if mode != "circular" or len(pad) % 2 or len(pad) // 2 > x.ndim:
+        return NotImplemented
+    for i in range(len(pad) // 2):
+        dim, left, right = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        size = x.shape[dim]
+        if not (0 <= left <= size and 0 <= right <= size):
+            return NotImplemented
+        x = torch.cat([x.narrow(dim, size - left, left), x, x.narrow(dim, 0, right)], dim)
     return x
 
 
@@ -1400,6 +1417,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         _integer_power, _first(_float_power_as_torch, table.get(aten.pow.Tensor_Scalar)))
     table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
     table[aten.roll.default] = roll
+    table[aten.pad.default] = _first(circular_pad, table.get(aten.pad.default))
     table[aten.elu.default] = _first(_elu, table.get(aten.elu.default))
     table[aten.trunc.default] = _first(_float_trunc, table.get(aten.trunc.default))
     table[aten.add.Tensor] = _first(_bool_add, table.get(aten.add.Tensor))

@@ -1444,6 +1444,17 @@ def test_concat() -> None:
     check(lambda a, b: torch.cat([a * 2, b], dim=1) + 1, lambda: (randn(4, 5), randn(4, 7)))
 
 
+def test_circular_padding() -> None:
+    # torch's decomposition wrote the wrapped parts with slice_scatter (unsupported).
+    conv = nn.Conv2d(3, 4, 3, padding=(1, 2), padding_mode="circular")
+
+    def f(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (F.pad(x, (1, 2, 3, 0), mode="circular"), F.pad(x[0], (6, 6), mode="circular"),
+                conv(x))
+
+    check(f, lambda: (randn(2, 3, 5, 6),))
+
+
 def test_roll() -> None:
     # torch-mlir concatenates slices cast to dynamic sizes; it sliced by the shift itself (a
     # shift of the size or more rolled nothing, a negative one failed to compile) and took
