@@ -778,6 +778,21 @@ def _reduction_in_dtype(op: Any, bool_op: Any) -> Callable[..., Any]:
     return replacement
 
 
+def _over_elements(op: Any, name: str) -> Callable[..., Any]:
+    """``op`` (a maximum, minimum or their index) as torch has it: an error over a dimension
+    of size 0, which has no identity (the result was -inf, or an arbitrary index)."""
+
+    def check(x: Any, dim: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.ndim:
+            for d in _reduction_dims(x, dim):
+                if x.shape[d] == 0:
+                    raise ValueError(f"{name}(): expected reduction dim {d} to have non-zero "
+                                     f"size, as torch does")
+        return NotImplemented
+
+    return check
+
+
 def _bool_add(x: Any, other: Any, *, alpha: Any = 1) -> Any:
     """``x + other`` of bools (a bool tensor and ``True``): or, as torch adds bools;
     torch-mlir added them as 1-bit integers, which wrap (``True + True`` was False)."""
@@ -1417,6 +1432,11 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         _integer_power, _first(_float_power_as_torch, table.get(aten.pow.Tensor_Scalar)))
     table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
     table[aten.roll.default] = roll
+    for op, name in ((aten.amax.default, "amax"), (aten.amin.default, "amin"),
+                     (aten.max.dim, "max"), (aten.min.dim, "min"), (aten.max.default, "max"),
+                     (aten.min.default, "min"), (aten.argmax.default, "argmax"),
+                     (aten.argmin.default, "argmin")):
+        table[op] = _first(_over_elements(op, name), table.get(op))
     table[aten.pad.default] = _first(circular_pad, table.get(aten.pad.default))
     table[aten.elu.default] = _first(_elu, table.get(aten.elu.default))
     table[aten.trunc.default] = _first(_float_trunc, table.get(aten.trunc.default))

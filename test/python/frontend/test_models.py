@@ -451,6 +451,18 @@ def test_reductions_with_a_dtype_and_of_0d_tensors_equal_eager() -> None:
     _check_same_values(f, inputs())
 
 
+def test_maxima_over_a_dimension_of_size_0_are_an_error() -> None:
+    # As in eager; the result was -inf (or index 0). Over other dimensions they compile.
+    x = torch.randn(3, 0)
+    for f in (lambda t: t.amax(1), lambda t: t.max(1), lambda t: t.argmin(1),
+              lambda t: t.max(), lambda t: torch.argmax(t)):
+        with pytest.raises((IndexError, RuntimeError)):
+            f(x)
+        with pytest.raises(tileopt.ExportError, match="reduc"):
+            tileopt.compile(f, (x,))
+    check(lambda t: (t.amax(0), t.min(0).values), lambda: (randn(3, 0),))
+
+
 def test_variance_of_integers_is_an_error() -> None:
     # As in eager (RuntimeError); the variance was a truncated integer.
     x = torch.randint(-9, 9, (4, 8))
