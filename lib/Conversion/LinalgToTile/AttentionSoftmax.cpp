@@ -200,9 +200,9 @@ Value formation::softmaxInBase2(OpBuilder &b, SoftmaxStep &step) {
       // row masked whole would give NaN where torch averages it).
       double c =
           splatFloat(op->getOperand(3 - link.operand))->convertToDouble();
+      const double most = std::numeric_limits<float>::max();
       if (std::isfinite(c))
-        c = std::clamp(c / factor, -double(std::numeric_limits<float>::max()),
-                       double(std::numeric_limits<float>::max()));
+        c = std::clamp(c / factor, -most, most);
       Value constant = splatLike(b, loc, y, c);
       Value cond = select.getCondition();
       if (link.operand == 1)

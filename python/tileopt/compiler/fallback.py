@@ -1380,13 +1380,13 @@ class PartitionedGraph:
             sub, ins, outs = fuse_as_graphmodule(g, nodes, f"tileopt_{i}",
                                                  always_return_tuple=True)
             expected = [(tuple(_value(o).shape), _value(o).dtype) for o in outs]
-            strides = [tuple(_value(o).stride()) for o in outs]
+            # Eager's strides where known numbers (symbolic ones: any layout).
+            strides = [s if all(isinstance(d, int) for d in s) else None
+                       for s in (tuple(_value(o).stride()) for o in outs)]
             sources = tuple(dict.fromkeys(s for s in map(_source, nodes) if s))
             ops = tuple(op_name(n) for n in nodes if not _is_bookkeeping(n))
             part_name = f"tileopt_{len(parts)}"
-            module = _Partition(part_name, graph, sub, expected, name,
-                                [s if all(isinstance(d, int) for d in s) else None
-                                 for s in strides])
+            module = _Partition(part_name, graph, sub, expected, name, strides)
             g.add_submodule(part_name, module)
             last = nodes[-1]
             key = (segments[last], order[last])

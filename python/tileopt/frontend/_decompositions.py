@@ -139,6 +139,9 @@ from torch._prims_common import get_computation_dtype
 
 aten = torch.ops.aten
 
+#: The half-precision float types, which torch computes most ops on in f32.
+_HALF_TYPES = (torch.float16, torch.bfloat16)
+
 
 def _reduction_dims(a: torch.Tensor, dim: Sequence[int] | int | None) -> list[int]:
     """``dim`` as a list of non-negative dims; None or empty: every dim (torch's rule)."""
@@ -862,13 +865,13 @@ def _half_by_scalar_in_f32(op: Any) -> Callable[..., Any]:
     type: ``x * 1e5`` was inf, and ``x * 0.1`` one ulp off for a third of the values)."""
 
     def replacement(x: Any, other: Any) -> Any:
-        half = (torch.float16, torch.bfloat16)
         tensor, number = (x, other) if isinstance(x, torch.Tensor) and (
-            x.dtype in half) else (other, x)
-        if not isinstance(tensor, torch.Tensor) or tensor.dtype not in half:
+            x.dtype in _HALF_TYPES) else (other, x)
+        if not isinstance(tensor, torch.Tensor) or tensor.dtype not in _HALF_TYPES:
             return NotImplemented
         if isinstance(number, torch.Tensor):
-            if number.ndim != 0 or number.dtype in half or not number.is_floating_point():
+            if (number.ndim != 0 or number.dtype in _HALF_TYPES
+                    or not number.is_floating_point()):
                 return NotImplemented
             number = number.to(torch.float32)
         elif isinstance(number, bool) or not isinstance(number, (int, float)) or _exactly(
@@ -1095,7 +1098,7 @@ def _in_computation_dtype(op: Any) -> Callable[..., Any]:
     (``get_computation_dtype``), rounded once to the tensor's type."""
 
     def replacement(x: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
-        if not (isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
+        if not (isinstance(x, torch.Tensor) and x.dtype in _HALF_TYPES
                 and dtype in (None, x.dtype)):
             return NotImplemented
         return op(x.to(get_computation_dtype(x.dtype)), *args, **kwargs).to(x.dtype)
@@ -1174,7 +1177,7 @@ def _float_floor_division(x: Any, y: Any, *, rounding_mode: str | None = "floor"
     if operands is None:
         return NotImplemented
     dtype = operands[0].dtype
-    if dtype in (torch.float16, torch.bfloat16) and (
+    if dtype in _HALF_TYPES and (
             not isinstance(y, torch.Tensor) or y.numel() == 1):
         # torch's kernel divides f16 and bf16 by one value in f32 throughout, that value
         # (a Python float) rounded to f32 only.
@@ -1198,7 +1201,7 @@ def _exactly(value: float, dtype: torch.dtype) -> bool:
     """Whether the Python float ``value`` is a value of the float type ``dtype``."""
     if dtype == torch.float64 or not math.isfinite(value):
         return True
-    if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if dtype not in (torch.float32, *_HALF_TYPES):
         return False
     fmt = "<e" if dtype == torch.float16 else "<f"
     try:
