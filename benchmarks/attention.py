@@ -54,9 +54,14 @@ def cases(seq: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
     def causal(q: Any, k: Any, v: Any) -> Any:
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
+    def grouped(q: Any, k: Any, v: Any) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+    q8 = torch.randn(1, 8, seq, 64).to(torch.float16)
     return {
         f"sdpa causal f16, seq {seq}": (causal, qkv(torch.float16)),
         f"sdpa causal f32, seq {seq}": (causal, qkv(torch.float32)),
+        f"gqa 8q/2kv causal f16, {seq}": (grouped, (q8, *qkv(torch.float16, heads=2)[1:])),
         "gpt block, seq 64": (GPTBlock().eval(), (torch.randn(2, 64, 64),)),
     }
 

@@ -46,7 +46,8 @@ from matmul_tflops import correct, gpu_unavailable, time_launch
 
 @dataclass(frozen=True)
 class Case:
-    """Attention over (batch, heads, seq, head_dim) q, k and v."""
+    """Attention over (batch, heads, seq, head_dim) q and (batch, kv_heads, seq, head_dim) k
+    and v; grouped-query attention (``enable_gqa``) where kv_heads divides heads."""
 
     name: str
     batch: int
@@ -54,19 +55,29 @@ class Case:
     seq: int
     head_dim: int
     causal: bool
+    kv_heads: int = 0  # 0: as many as heads
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
         return (self.batch, self.heads, self.seq, self.head_dim)
+
+    @property
+    def kv_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.kv_heads or self.heads, self.seq, self.head_dim)
+
+    @property
+    def gqa(self) -> bool:
+        return self.kv_shape != self.shape
 
     def flops(self) -> float:
         full = 4 * self.batch * self.heads * self.seq**2 * self.head_dim
         return full / 2 if self.causal else full
 
 
-CASES = [Case(f"{model}{' causal' if causal else ''}", *shape, causal)
-         for model, shape in (("gpt2", (1, 12, 1024, 64)), ("llama7b", (1, 32, 2048, 128)),
-                              ("long", (1, 16, 4096, 64)))
+CASES = [Case(f"{model}{' causal' if causal else ''}", *shape, causal, kv_heads)
+         for model, shape, kv_heads in (
+             ("gpt2", (1, 12, 1024, 64), 0), ("llama7b", (1, 32, 2048, 128), 0),
+             ("long", (1, 16, 4096, 64), 0), ("llama3_8b", (1, 32, 2048, 128), 8))
          for causal in (False, True)]
 
 
@@ -79,11 +90,13 @@ def compile_case(dtype: str, case: Case, target: str) -> Any:
 
     class Attention(nn.Module):
         def forward(self, q: Any, k: Any, v: Any) -> Any:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=case.causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=case.causal,
+                                                  enable_gqa=case.gqa)
 
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     # Three tensors: one passed three times would be one graph input.
-    q, k, v = (torch.zeros(case.shape, dtype=torch_dtype) for _ in range(3))
+    q = torch.zeros(case.shape, dtype=torch_dtype)
+    k, v = (torch.zeros(case.kv_shape, dtype=torch_dtype) for _ in range(2))
     return tileopt.compile(Attention(), (q, k, v), target=target)
 
 
@@ -156,17 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     for entry in entries:
         case = entry["case"]
         torch_dtype = getattr(torch, TORCH_DTYPES[entry["dtype"]])
-        q, k, v = (torch.randn(case.shape, device="cuda", generator=gen).to(torch_dtype)
-                   for _ in range(3))
+        q, k, v = (torch.randn(shape, device="cuda", generator=gen).to(torch_dtype)
+                   for shape in (case.shape, case.kv_shape, case.kv_shape))
         forward = entry.get("forward") or saved_layer(entry, opts.load)
         want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
-                                              is_causal=case.causal)
+                                              is_causal=case.causal, enable_gqa=case.gqa)
         label = f"{entry['dtype']} {case.name}"
         if wrong := correct(forward(q, k, v)[0], want):
             failures.append(f"{label}: {wrong}")
             continue
-        theirs = time_launch(lambda q=q, k=k, v=v, c=case.causal:
-                             F.scaled_dot_product_attention(q, k, v, is_causal=c), 10, 20, 10)[0]
+        theirs = time_launch(lambda q=q, k=k, v=v, c=case:
+                             F.scaled_dot_product_attention(q, k, v, is_causal=c.causal,
+                                                            enable_gqa=c.gqa), 10, 20, 10)[0]
         ours = time_launch(lambda f=forward, q=q, k=k, v=v: f(q, k, v), 10, 20, 10)[0]
         ratios.append(theirs / ours)
         tflops = case.flops() / 1e9  # per ms

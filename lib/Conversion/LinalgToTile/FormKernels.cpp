@@ -173,13 +173,12 @@ void foldViewProducers(GenericOp consumer) {
     consumer.setIndexingMapsAttr(Builder(consumer).getAffineMapArrayAttr(maps));
 }
 
-/// Whether a generic reading the expand_shape `fused` may collapse its
-/// loops to read the expand's source instead: when that source is a
-/// contraction's result, directly or through its epilogue, so that the
-/// consumer (GELU after a linear layer over [batch, tokens]) lines up with
-/// the contraction's 2-D output and joins its kernel.
-bool followsContraction(Value v) {
-  for (int hops = 0; hops < 4; ++hops) {
+/// The contraction whose result `v` is, or that of the ops before it through
+/// reshapes and the first input of each that a generic computes, up to
+/// `maxHops` elementwise ops (and reductions, with `throughReductions`); null
+/// if none.
+GenericOp getContractionBefore(Value v, int maxHops, bool throughReductions) {
+  for (int hops = 0; hops < maxHops; ++hops) {
     while (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
         v.getDefiningOp()))
       v = v.getDefiningOp()->getOperand(0);
@@ -188,21 +187,70 @@ bool followsContraction(Value v) {
     FailureOr<GenericKind> kind =
         producer ? classify(producer, ignored) : FailureOr<GenericKind>();
     if (failed(kind))
-      return false;
+      return nullptr;
     if (*kind == GenericKind::Contraction)
-      return true;
-    if (*kind != GenericKind::Elementwise)
-      return false;
+      return producer;
+    if (*kind != GenericKind::Elementwise &&
+        !(throughReductions && *kind == GenericKind::Reduction))
+      return nullptr;
     // getDpsInputs() returns a vector by value: keep it while iterating.
     SmallVector<Value> inputs = producer.getDpsInputs();
     auto next = llvm::find_if(inputs, [](Value in) {
       return isa_and_nonnull<GenericOp>(in.getDefiningOp());
     });
     if (next == inputs.end())
-      return false;
+      return nullptr;
     v = *next;
   }
-  return false;
+  return nullptr;
+}
+
+/// Whether a generic reading the expand_shape `fused` may collapse its
+/// loops to read the expand's source instead: when that source is a
+/// contraction's result, directly or through its epilogue, so that the
+/// consumer (GELU after a linear layer over [batch, tokens]) lines up with
+/// the contraction's 2-D output and joins its kernel.
+bool followsContraction(Value v) {
+  return getContractionBefore(v, /*maxHops=*/4, /*throughReductions=*/false);
+}
+
+/// Whether a contraction reads an operand broadcast along one of its batch
+/// loops (grouped-query attention's keys: one head for several query heads).
+bool broadcastsBatch(GenericOp contraction) {
+  ContractionDimensions dims = *getContractionDims(contraction);
+  MLIRContext *ctx = contraction.getContext();
+  // The maps through which the operands read their sources, through views
+  // (foldViewProducers has not folded them yet).
+  SmallVector<AffineMap> reads;
+  for (OpOperand *o : contraction.getDpsInputOperands()) {
+    AffineMap map = contraction.getMatchingIndexingMap(o);
+    Value v = o->get();
+    while (auto view = v.getDefiningOp<GenericOp>()) {
+      if (!isViewGeneric(view))
+        break;
+      AffineMap in = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
+      AffineMap out = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
+      map = in.compose(inversePermutation(out)).compose(map);
+      v = view.getDpsInputOperand(0)->get();
+    }
+    reads.push_back(map);
+  }
+  return llvm::any_of(dims.batch, [&](unsigned d) {
+    return llvm::any_of(reads, [&](AffineMap map) {
+      return !map.getResultPosition(getAffineDimExpr(d, ctx)).has_value();
+    });
+  });
+}
+
+/// Whether `v` is the result of a contraction that broadcasts an operand
+/// along a batch loop (broadcastsBatch), or of the elementwise ops and
+/// reductions after one (its epilogue, the softmax of its scores). Such a
+/// contraction cannot collapse its batch loops, so the ops after it take its
+/// loops instead.
+bool followsBroadcastContraction(Value v) {
+  GenericOp contraction =
+      getContractionBefore(v, /*maxHops=*/32, /*throughReductions=*/true);
+  return contraction && broadcastsBatch(contraction);
 }
 
 /// The input of `op` whose element the body value `v` is (a block argument
@@ -270,7 +318,7 @@ GenericOp getRoundedContraction(GenericOp op) {
 /// batch loops.
 bool splitsOnlyBatch(GenericOp contraction,
                      ArrayRef<ReassociationIndices> groups) {
-  ContractionDimensions dims = *inferContractionDims(contraction);
+  ContractionDimensions dims = *getContractionDims(contraction);
   AffineMap out =
       contraction.getMatchingIndexingMap(contraction.getDpsInitOperand(0));
   return llvm::all_of(llvm::enumerate(groups), [&](auto it) {
@@ -280,14 +328,41 @@ bool splitsOnlyBatch(GenericOp contraction,
   });
 }
 
+/// Whether a contraction reads through `operand` an expanded tensor whose
+/// dimensions that `groups` split off are all batch loops of its.
+bool readsSplitBatch(GenericOp contraction, OpOperand *operand,
+                     ArrayRef<ReassociationIndices> groups) {
+  ContractionDimensions dims = *getContractionDims(contraction);
+  AffineMap map = contraction.getMatchingIndexingMap(operand);
+  auto isBatch = [&](int64_t j) {
+    auto d = dyn_cast<AffineDimExpr>(map.getResult(j));
+    return d && llvm::is_contained(dims.batch, d.getPosition());
+  };
+  return llvm::all_of(groups, [&](const ReassociationIndices &group) {
+    return group.size() == 1 || llvm::all_of(group, isBatch);
+  });
+}
+
 bool mayCollapseLoops(OpOperand *fused) {
   auto expand = fused->get().getDefiningOp<tensor::ExpandShapeOp>();
-  if (!expand || !isa<GenericOp>(fused->getOwner()) ||
-      !followsContraction(expand.getSrc()))
+  auto consumer = dyn_cast<GenericOp>(fused->getOwner());
+  if (!expand || !consumer || !followsContraction(expand.getSrc()))
     return false;
-  // A rounded contraction result expands instead (mayExpandLoops).
-  auto rounded = expand.getSrc().getDefiningOp<GenericOp>();
-  GenericOp contraction = rounded ? getRoundedContraction(rounded) : nullptr;
+  // A contraction reading the expand keeps the batch loops it splits
+  // (mayExpandLoops splits them: the product of attention's probabilities
+  // with v over batch x heads).
+  std::string ignored;
+  if (classify(consumer, ignored) == GenericKind::Contraction &&
+      readsSplitBatch(consumer, fused, expand.getReassociationIndices()))
+    return false;
+  // A rounded contraction result expands instead (mayExpandLoops), as does
+  // the rounding of a contraction's expanded result, and the contraction
+  // with them.
+  auto source = expand.getSrc().getDefiningOp<GenericOp>();
+  GenericOp contraction = source ? getRoundedContraction(source) : nullptr;
+  if (source && !contraction && getCastInput(consumer) == expand.getResult() &&
+      classify(source, ignored) == GenericKind::Contraction)
+    contraction = source;
   return !contraction ||
          !splitsOnlyBatch(contraction, expand.getReassociationIndices());
 }
@@ -337,12 +412,20 @@ bool mayExpandLoops(OpOperand *fused, int64_t maxRank) {
     return false;
   std::string why;
   FailureOr<GenericKind> kind = classify(g, why);
-  if (failed(kind) || *kind == GenericKind::View || *kind == GenericKind::Fill)
+  if (failed(kind) || *kind == GenericKind::Fill)
     return false;
+  // A view (a transpose) of a collapse takes the collapsed loops apart, so
+  // that its reader may too: the keys of grouped-query attention, a key
+  // head broadcast to its query heads and transposed, stay a view.
+  if (*kind == GenericKind::View)
+    return isa<GenericOp>(fused->getOwner());
   if (*kind != GenericKind::Contraction) {
     // An epilogue keeps the shape of the contraction it follows, and takes
     // it where it reads the contraction's result through a collapse (the
-    // scale of attention scores over batch x heads).
+    // scale of attention scores over batch x heads), or that of its
+    // epilogue where the contraction broadcasts an operand (the softmax of
+    // grouped-query attention, whose scores run over key heads x queries
+    // per key head).
     auto collapse = fused->get().getDefiningOp<tensor::CollapseShapeOp>();
     auto source =
         collapse ? collapse.getSrc().getDefiningOp<GenericOp>() : GenericOp();
@@ -350,7 +433,8 @@ bool mayExpandLoops(OpOperand *fused, int64_t maxRank) {
     FailureOr<GenericKind> sourceKind =
         source ? classify(source, ignored) : FailureOr<GenericKind>();
     if (isa<GenericOp>(fused->getOwner()) && succeeded(sourceKind) &&
-        *sourceKind == GenericKind::Contraction)
+        (*sourceKind == GenericKind::Contraction ||
+         followsBroadcastContraction(source->getResult(0))))
       return true;
     // A conversion of a contraction's result (f16 scores rounded from the
     // f32 accumulator) splits the loops the contraction may split, its
@@ -360,7 +444,7 @@ bool mayExpandLoops(OpOperand *fused, int64_t maxRank) {
       return splitsOnlyBatch(contraction, groups);
     return llvm::none_of(g.getDpsInputs(), followsContraction);
   }
-  ContractionDimensions dims = *inferContractionDims(g);
+  ContractionDimensions dims = *getContractionDims(g);
   for (auto [j, group] : llvm::enumerate(groups)) {
     if (group.size() == 1)
       continue;
@@ -370,6 +454,85 @@ bool mayExpandLoops(OpOperand *fused, int64_t maxRank) {
   }
   return true;
 }
+
+using UnitDrop = std::pair<SmallVector<ReassociationIndices>, AffineMap>;
+
+/// The reassociation that drops the unit dimensions an indexing map reads
+/// at the constant 0, and the map without them; nullopt for a projected
+/// permutation or a map with other expressions.
+std::optional<UnitDrop> getUnitDrop(AffineMap map, RankedTensorType type) {
+  if (map.isProjectedPermutation())
+    return std::nullopt;
+  SmallVector<ReassociationIndices> groups;
+  SmallVector<AffineExpr> kept;
+  ReassociationIndices pending; // unit dimensions before the next kept one
+  for (auto [j, e] : llvm::enumerate(map.getResults())) {
+    pending.push_back(j);
+    auto c = dyn_cast<AffineConstantExpr>(e);
+    if (c && c.getValue() == 0 && type.getDimSize(j) == 1)
+      continue;
+    if (!isa<AffineDimExpr>(e))
+      return std::nullopt;
+    groups.push_back(std::move(pending));
+    pending.clear();
+    kept.push_back(e);
+  }
+  if (!pending.empty() && !groups.empty())
+    llvm::append_range(groups.back(), pending);
+  return std::make_pair(
+      groups, AffineMap::get(map.getNumDims(), 0, kept, map.getContext()));
+}
+
+/// Reads and writes each operand that a generic indexes at a constant 0 (a
+/// unit dimension torch-mlir keeps for broadcasting, such as a softmax's
+/// row maximum [rows, 1]) through reshapes that drop those dimensions, so
+/// that its indexing maps are projected permutations, which upstream's
+/// reshape propagation needs to expand the generic. Only for ops after a
+/// contraction that broadcasts an operand along a batch loop (the softmax
+/// of grouped-query attention), which take its loops.
+struct DropUnitDims : OpRewritePattern<GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GenericOp op,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    SmallVector<std::optional<UnitDrop>> drops;
+    for (OpOperand &o : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(o.get().getType());
+      drops.push_back(type ? getUnitDrop(maps[o.getOperandNumber()], type)
+                           : std::nullopt);
+    }
+    if (llvm::none_of(drops, [](auto &d) { return d.has_value(); }) ||
+        llvm::none_of(op.getDpsInputs(), followsBroadcastContraction))
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Value> operands = op->getOperands();
+    for (auto [i, drop] : llvm::enumerate(drops))
+      if (drop) {
+        operands[i] = tensor::CollapseShapeOp::create(rewriter, loc,
+                                                      operands[i], drop->first);
+        maps[i] = drop->second;
+      }
+    unsigned inputs = op.getNumDpsInputs();
+    auto generic = GenericOp::create(
+        rewriter, loc, ValueRange(operands).drop_front(inputs).getTypes(),
+        ValueRange(operands).take_front(inputs),
+        ValueRange(operands).drop_front(inputs), maps,
+        op.getIteratorTypesArray());
+    generic->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    rewriter.inlineRegionBefore(op.getRegion(), generic.getRegion(),
+                                generic.getRegion().end());
+    SmallVector<Value> results;
+    for (auto [i, result] : llvm::enumerate(generic->getResults())) {
+      auto &drop = drops[inputs + i];
+      results.push_back(drop ? Value(tensor::ExpandShapeOp::create(
+                                   rewriter, loc, op->getResult(i).getType(),
+                                   result, drop->first))
+                             : Value(result));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
 
 /// tensor.concat as a generic over the result that gathers each element
 /// from the input holding it (the others' reads fall out of bounds and are
@@ -927,7 +1090,7 @@ void Former::anchor(GenericOp op, GenericKind kind) {
   // them.
   llvm::SmallDenseSet<unsigned> keep;
   if (g.contraction) {
-    ContractionDimensions dims = *inferContractionDims(op);
+    ContractionDimensions dims = *getContractionDims(op);
     keep.insert(dims.m.begin(), dims.m.end());
     keep.insert(dims.n.begin(), dims.n.end());
   }
@@ -1017,7 +1180,7 @@ bool matchZeroRows(GenericOp op) {
 /// softmax.
 bool Former::tryAttention(Group &out) {
   GenericOp pv = out.members.front().first;
-  auto dims = inferContractionDims(pv);
+  auto dims = getContractionDims(pv);
   if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
       dims->k.size() != 1 || !isZeroTensor(pv.getDpsInitOperand(0)->get()))
     return false;
@@ -1184,7 +1347,7 @@ bool Former::tryAttention(Group &out) {
   GenericOp qk = scores.members.front().first;
   if (qk->hasAttr(kAttentionAttr))
     return false; // already the output of another attention
-  auto qkDims = inferContractionDims(qk);
+  auto qkDims = getContractionDims(qk);
   if (failed(qkDims) || qkDims->m.size() != 1 || qkDims->n.size() != 1 ||
       qkDims->k.size() != 1)
     return false;
@@ -1404,7 +1567,7 @@ void Former::finish(func::FuncOp func) {
       return role && role.getValue() == kOutput;
     });
     if (output != g.members.end()) {
-      ContractionDimensions dims = *inferContractionDims(output->first);
+      ContractionDimensions dims = *getContractionDims(output->first);
       int64_t rows = output->second[dims.m[0]];
       int64_t keys = output->second[dims.k[0]];
       int64_t head = output->second[dims.n[0]];
@@ -1563,6 +1726,7 @@ struct TileFormKernelsPass
           patterns, [maxRank](OpOperand *fused) {
             return mayExpandLoops(fused, maxRank);
           });
+      patterns.add<DropUnitDims>(&getContext());
       // Index-only values (a causal mask from iotas) are recomputed where
       // they are read rather than stored; gathers (a concatenation) are not:
       // they would turn a contraction reading them into a reduction of

@@ -147,6 +147,32 @@ bool isZeroTensor(Value tensor) {
   return v && (matchPattern(v, m_Zero()) || matchPattern(v, m_AnyZeroFloat()));
 }
 
+FailureOr<ContractionDimensions> getContractionDims(GenericOp op) {
+  FailureOr<ContractionDimensions> dims = inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty())
+    return dims;
+  SmallVector<int64_t> sizes = op.getStaticLoopRanges();
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  MLIRContext *ctx = op.getContext();
+  auto keepOne = [&](SmallVector<unsigned, 2> &loops) {
+    auto innermost = [&](unsigned d) {
+      return *out.getResultPosition(getAffineDimExpr(d, ctx));
+    };
+    unsigned kept = *llvm::max_element(loops, [&](unsigned a, unsigned b) {
+      return std::make_pair(sizes[a], innermost(a)) <
+             std::make_pair(sizes[b], innermost(b));
+    });
+    for (unsigned d : loops)
+      if (d != kept)
+        dims->batch.push_back(d);
+    loops = {kept};
+  };
+  keepOne(dims->m);
+  keepOne(dims->n);
+  llvm::sort(dims->batch);
+  return dims;
+}
+
 /// Each result is a loop dimension (at most once) or the constant 0.
 static bool isProjectedPermutationWithZeros(AffineMap map) {
   llvm::SmallBitVector seen(map.getNumDims());
@@ -183,6 +209,10 @@ static bool isContraction(GenericOp op) {
   if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op.getNumReductionLoops() != 1)
     return false;
+  // A product with a constant tensor (a transposed convolution's weight of
+  // ones) is a reduction: tile.dot reads its operands from memory.
+  if (llvm::any_of(op.getDpsInputs(), getScalarSource))
+    return false;
   // Float products (of fp8 too: exact in f32), or i8 ones summed in i32
   // (tile.dot's integer form).
   Operation *c = getCombiner(op, 0);
@@ -210,7 +240,7 @@ static bool isContraction(GenericOp op) {
                        Float8E5M2Type>(e))
       return false;
   }
-  FailureOr<ContractionDimensions> dims = inferContractionDims(op);
+  FailureOr<ContractionDimensions> dims = getContractionDims(op);
   return succeeded(dims) && dims->m.size() == 1 && dims->n.size() == 1 &&
          dims->k.size() == 1 && op.getStaticLoopRanges()[dims->k[0]] > 1;
 }

@@ -81,6 +81,14 @@ enum class GenericKind {
   Contraction,
 };
 
+/// The loops of a contraction as tile.dot runs it: upstream's
+/// inferContractionDims, but with one M and one N loop, the largest (the
+/// innermost in the result among equals), and the other M and N loops as
+/// batch loops that the operand without them broadcasts: grouped-query
+/// attention reads one key head for several query heads.
+llvm::FailureOr<mlir::linalg::ContractionDimensions>
+getContractionDims(mlir::linalg::GenericOp op);
+
 /// What the generic computes, or an explanation starting "unsupported:" of
 /// why tileopt cannot form a kernel of it.
 llvm::FailureOr<GenericKind> classify(mlir::linalg::GenericOp op,

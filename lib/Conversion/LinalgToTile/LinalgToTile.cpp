@@ -971,7 +971,7 @@ FailureOr<MatmulOperands> KernelWriter::matmulOperands(
     std::function<Value(Value, const StridedLayout &)> view,
     std::function<const Buffer *(Value)> bufferOf) {
   Location loc = op.getLoc();
-  ContractionDimensions dims = *inferContractionDims(op);
+  ContractionDimensions dims = *getContractionDims(op);
   MatmulOperands mm;
   unsigned m = dims.m[0], n = dims.n[0], k = dims.k[0];
   mm.sm = opSpace[m];
@@ -988,6 +988,7 @@ FailureOr<MatmulOperands> KernelWriter::matmulOperands(
   if (!usesLoop(mm.lhs, m))
     std::swap(mm.lhs, mm.rhs);
   // Views [batch..., rows, cols] of the operands, in their own order.
+  SmallVector<int64_t> loops = getLoopSizes(op);
   auto operandView = [&](OpOperand *o,
                          ArrayRef<unsigned> order) -> FailureOr<Value> {
     if (getScalarSource(o->get()) || values.count(o->get()))
@@ -1000,10 +1001,12 @@ FailureOr<MatmulOperands> KernelWriter::matmulOperands(
     AffineMap map = op.getMatchingIndexingMap(o);
     StridedLayout layout;
     layout.offset = buffer->layout.offset;
+    // A batch loop the operand does not have reads it broadcast: stride 0
+    // over the loop's extent (grouped-query attention's key heads).
     for (unsigned d : order) {
       std::optional<unsigned> j =
           map.getResultPosition(getAffineDimExpr(d, op.getContext()));
-      layout.sizes.push_back(j ? buffer->layout.sizes[*j] : 1);
+      layout.sizes.push_back(j ? buffer->layout.sizes[*j] : loops[d]);
       layout.strides.push_back(j ? buffer->layout.strides[*j] : 0);
     }
     return view(o->get(), layout);
@@ -1107,7 +1110,7 @@ LogicalResult KernelWriter::writeContraction(
       matmulOperands(op, opSpace, /*lhsInRegisters=*/false, view, bufferOf);
   if (failed(mm))
     return failure();
-  ContractionDimensions dims = *inferContractionDims(op);
+  ContractionDimensions dims = *getContractionDims(op);
   int64_t bm = tiling.block[mm->sm], bn = tiling.block[mm->sn],
           bk = tiling.block[mm->sk];
   // An f32 accumulator, or i32 for i8 operands (tile.dot's two forms).
@@ -1987,7 +1990,7 @@ constexpr int64_t kHalvedStageBytes = 64 * 1024;
 void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
                              const llvm::SmallBitVector &reduced,
                              GenericOp contraction, bool allowTf32) {
-  ContractionDimensions dims = *inferContractionDims(contraction);
+  ContractionDimensions dims = *getContractionDims(contraction);
   auto opSpace = getSpace(contraction);
   auto clampPow2 = [](int64_t n, int64_t lo, int64_t hi) {
     return std::min(std::max<int64_t>(nextPowerOf2(n), lo), hi);
@@ -2143,8 +2146,8 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
   Tiling t;
   t.block.assign(space.size(), 1);
   t.chunked.resize(space.size());
-  ContractionDimensions qkDims = *inferContractionDims(qk);
-  ContractionDimensions pvDims = *inferContractionDims(pv);
+  ContractionDimensions qkDims = *getContractionDims(qk);
+  ContractionDimensions pvDims = *getContractionDims(pv);
   int64_t sm = getSpace(qk)[qkDims.m[0]], keys = getSpace(qk)[qkDims.n[0]],
           sd = getSpace(qk)[qkDims.k[0]], sv = getSpace(pv)[pvDims.n[0]];
   bool f32 = llvm::any_of(pv.getDpsInputs(), [](Value v) {

@@ -1093,3 +1093,86 @@ func.func @returns_empty(%x: tensor<2x3xf32>) -> tensor<0x3xf32> {
   %0 = tensor.empty() : tensor<0x3xf32>
   return %0 : tensor<0x3xf32>
 }
+
+// -----
+
+// Grouped-query attention (form-kernels.mlir's @grouped_query_attention):
+// one flash-attention kernel over key heads x copies x row blocks whose k and
+// v views read each key head for both of its query heads (stride 0 along the
+// copies, over their extent of 2, so that every copy's index is in bounds).
+// CHECK-LABEL: tile.kernel @k2_attention
+// CHECK-LABEL: func.func @grouped_query_attention
+// CHECK: memref.reinterpret_cast %arg1 to offset: [0], sizes: [2, 2, 32, 100], strides: [3200, 0, 1, 32]
+// CHECK: memref.reinterpret_cast %arg2 to offset: [0], sizes: [2, 2, 100, 32], strides: [3200, 0, 32, 1]
+// CHECK: tile.launch @k2_attention grid(%c8, %c1, %c1)
+// CHECK-NOT: tile.launch
+#bc_in = affine_map<(h, c, n, d) -> (h, n, d)>
+#bc_out = affine_map<(h, c, n, d) -> (h, c, n, d)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row1 = affine_map<(b, m, n) -> (b, m, 0)>
+#row = affine_map<(b, m, n) -> (b, m)>
+#scalar = affine_map<(b, m, n) -> ()>
+
+func.func @grouped_query_attention(%q: tensor<4x40x32xf32>, %k: tensor<2x100x32xf32>, %v: tensor<2x100x32xf32>) -> tensor<4x40x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant dense<0.17677669> : tensor<f32>
+  %eb = tensor.empty() : tensor<2x2x100x32xf32>
+  %kb = linalg.generic {indexing_maps = [#bc_in, #bc_out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%k : tensor<2x100x32xf32>) outs(%eb : tensor<2x2x100x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x100x32xf32>
+  %kc = tensor.collapse_shape %kb [[0, 1], [2], [3]] : tensor<2x2x100x32xf32> into tensor<4x100x32xf32>
+  %et = tensor.empty() : tensor<4x32x100xf32>
+  %kt = linalg.transpose ins(%kc : tensor<4x100x32xf32>) outs(%et : tensor<4x32x100xf32>) permutation = [0, 2, 1]
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<4x40x32xf32>, tensor<4x32x100xf32>) outs(%s0 : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #scalar, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %scale : tensor<4x40x100xf32>, tensor<f32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %m1 = tensor.expand_shape %m [[0], [1, 2]] output_shape [4, 40, 1] : tensor<4x40xf32> into tensor<4x40x1xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row1, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m1 : tensor<4x40x100xf32>, tensor<4x40x1xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %el = tensor.empty() : tensor<4x40x1xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%el : tensor<4x40x1xf32>) -> tensor<4x40x1xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row1], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x1xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row1, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40x1xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %vb = linalg.generic {indexing_maps = [#bc_in, #bc_out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<2x100x32xf32>) outs(%eb : tensor<2x2x100x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x100x32xf32>
+  %vc = tensor.collapse_shape %vb [[0, 1], [2], [3]] : tensor<2x2x100x32xf32> into tensor<4x100x32xf32>
+  %eo = tensor.empty() : tensor<4x40x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<4x40x100xf32>, tensor<4x100x32xf32>) outs(%o0 : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  return %o : tensor<4x40x32xf32>
+}

@@ -890,3 +890,87 @@ func.func @half_bodies(%x: tensor<37xf16>) -> (tensor<37xf16>, tensor<37xf16>) {
   } -> tensor<37xf16>
   return %0, %1 : tensor<37xf16>, tensor<37xf16>
 }
+
+// -----
+
+// Grouped-query attention as torch-mlir writes it: each key and value head
+// broadcast to its two query heads (a copy over heads x copies, collapsed),
+// the keys transposed, batch matmuls over the collapsed heads, and a softmax
+// whose row statistics are [rows, 1]. The ops take heads x copies apart, the
+// products read k and v broadcast along the copies (no copy kernel), and the
+// whole attention is one group.
+// CHECK-LABEL: func.func @grouped_query_attention
+// CHECK-NOT: tile.copy
+// CHECK: tensor<2x2x40x100xf32>) attrs = {tile.attention = "scores", tile.group = [[G:[0-9]+]] : i64, tile.space = array<i64: 1, 2, 4, 5, 0>}
+// CHECK: tensor<2x2x40x32xf32>) attrs = {tile.attention = "output", tile.group = [[G]] : i64, tile.space = array<i64: 1, 2, 4, 3, 5>}
+// CHECK-NOT: tile.group = {{[0-9]+}} : i64, tile.space
+#bc_in = affine_map<(h, c, n, d) -> (h, n, d)>
+#bc_out = affine_map<(h, c, n, d) -> (h, c, n, d)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row1 = affine_map<(b, m, n) -> (b, m, 0)>
+#row = affine_map<(b, m, n) -> (b, m)>
+#scalar = affine_map<(b, m, n) -> ()>
+
+func.func @grouped_query_attention(%q: tensor<4x40x32xf32>, %k: tensor<2x100x32xf32>, %v: tensor<2x100x32xf32>) -> tensor<4x40x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant dense<0.17677669> : tensor<f32>
+  %eb = tensor.empty() : tensor<2x2x100x32xf32>
+  %kb = linalg.generic {indexing_maps = [#bc_in, #bc_out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%k : tensor<2x100x32xf32>) outs(%eb : tensor<2x2x100x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x100x32xf32>
+  %kc = tensor.collapse_shape %kb [[0, 1], [2], [3]] : tensor<2x2x100x32xf32> into tensor<4x100x32xf32>
+  %et = tensor.empty() : tensor<4x32x100xf32>
+  %kt = linalg.transpose ins(%kc : tensor<4x100x32xf32>) outs(%et : tensor<4x32x100xf32>) permutation = [0, 2, 1]
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<4x40x32xf32>, tensor<4x32x100xf32>) outs(%s0 : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #scalar, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s, %scale : tensor<4x40x100xf32>, tensor<f32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %r = arith.mulf %a, %c : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %m1 = tensor.expand_shape %m [[0], [1, 2]] output_shape [4, 40, 1] : tensor<4x40xf32> into tensor<4x40x1xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row1, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m1 : tensor<4x40x100xf32>, tensor<4x40x1xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %el = tensor.empty() : tensor<4x40x1xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%el : tensor<4x40x1xf32>) -> tensor<4x40x1xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row1], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x1xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row1, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40x1xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %vb = linalg.generic {indexing_maps = [#bc_in, #bc_out], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<2x100x32xf32>) outs(%eb : tensor<2x2x100x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  } -> tensor<2x2x100x32xf32>
+  %vc = tensor.collapse_shape %vb [[0, 1], [2], [3]] : tensor<2x2x100x32xf32> into tensor<4x100x32xf32>
+  %eo = tensor.empty() : tensor<4x40x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  %o = linalg.batch_matmul ins(%p, %vc : tensor<4x40x100xf32>, tensor<4x100x32xf32>) outs(%o0 : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  return %o : tensor<4x40x32xf32>
+}
