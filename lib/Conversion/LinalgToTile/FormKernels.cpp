@@ -1229,9 +1229,20 @@ bool Former::tryAttention(Group &out) {
                           [](auto it) { return !isParallel(it); }) == 1;
   };
   // p = e / sum(e), or torch's safe softmax: p with 0 for the rows whose
-  // every score is -inf, where(all(x == -inf), 0, p).
+  // every score is -inf, where(all(x == -inf), 0, p); either rounded to v's
+  // type (f16 attention whose softmax runs in f32; an f32 mask makes the
+  // safe softmax's select f32, rounded after it).
   Value p = skipReshapes(probs->get());
-  GenericOp zeroRows, allMasked, isMasked;
+  GenericOp zeroRows, allMasked, isMasked, probsCast;
+  auto matchCast = [&] {
+    if (auto cast = p.getDefiningOp<GenericOp>();
+        cast && inGroup(softmax, p) && getCastInput(cast)) {
+      probsCast = cast;
+      p = skipReshapes(getCastInput(cast));
+    }
+  };
+  matchCast();
+  bool castLast = probsCast != nullptr;
   if (auto select = p.getDefiningOp<GenericOp>();
       select && inGroup(softmax, p) && matchZeroRows(select)) {
     zeroRows = select;
@@ -1239,13 +1250,8 @@ bool Former::tryAttention(Group &out) {
                     .getDefiningOp<GenericOp>();
     p = skipReshapes(select.getDpsInputOperand(1)->get());
   }
-  // p rounded to v's type (f16 attention, whose softmax runs in f32).
-  GenericOp probsCast;
-  if (auto cast = p.getDefiningOp<GenericOp>();
-      cast && inGroup(softmax, p) && getCastInput(cast)) {
-    probsCast = cast;
-    p = skipReshapes(getCastInput(cast));
-  }
+  if (!probsCast)
+    matchCast();
   auto normalize = p.getDefiningOp<GenericOp>();
   auto division = matchBinary<arith::DivFOp>(normalize);
   if (!division || !inGroup(softmax, p))
@@ -1369,9 +1375,15 @@ bool Former::tryAttention(Group &out) {
     special.insert(allMasked);
     special.insert(isMasked);
   }
-  Operation *last = zeroRows    ? zeroRows.getOperation()
-                    : probsCast ? probsCast.getOperation()
-                                : normalize.getOperation();
+  // The chain from the division to the product.
+  SmallVector<Operation *> tail = {normalize};
+  if (probsCast && !castLast)
+    tail.push_back(probsCast);
+  if (zeroRows)
+    tail.push_back(zeroRows);
+  if (probsCast && castLast)
+    tail.push_back(probsCast);
+  Operation *last = tail.back();
   std::function<bool(Value, function_ref<bool(Operation *)>)> usersOk =
       [&](Value v, function_ref<bool(Operation *)> ok) {
         return llvm::all_of(v.getUsers(), [&](Operation *u) {
@@ -1397,12 +1409,7 @@ bool Former::tryAttention(Group &out) {
         if (!usersOk(result, ok))
           return false;
     }
-  // The chain from the division to the product, one user each.
-  SmallVector<Operation *> tail = {normalize};
-  if (probsCast)
-    tail.push_back(probsCast);
-  if (zeroRows)
-    tail.push_back(zeroRows);
+  // The chain, one user each.
   for (auto [from, to] : llvm::zip(tail, llvm::drop_begin(tail)))
     if (!usersOk(from->getResult(0), [&](Operation *u) { return u == to; }))
       return false;

@@ -581,6 +581,124 @@ func.func @attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %v: tens
 
 // -----
 
+// Attention whose safe softmax selects 0 for the rows masked whole in f32
+// and rounds to v's type after the select (SDPA with an f32 mask beside f16
+// tensors): one group, the select and the rounding in either order.
+// CHECK-LABEL: func.func @safe_softmax_attention
+// CHECK: tile.attention = "scores", tile.group = [[G:[0-9]+]] : i64
+// CHECK-DAG: tile.attention = "masked_rows", tile.group = [[G]] : i64
+// CHECK-DAG: tile.attention = "zero_masked_rows", tile.group = [[G]] : i64
+// CHECK-DAG: tile.attention = "probs_cast", tile.group = [[G]] : i64
+// CHECK: tile.attention = "output", tile.group = [[G]] : i64
+#qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
+#qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
+#qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row3 = affine_map<(b, m, n) -> (b, m)>
+#pv_p = affine_map<(b, m, d, n) -> (b, m, n)>
+#pv_v = affine_map<(b, m, d, n) -> (b, n, d)>
+#pv_o = affine_map<(b, m, d, n) -> (b, m, d)>
+
+func.func @safe_softmax_attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %v: tensor<4x100x32xf16>) -> tensor<4x40x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.17677669 : f32
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x40x32xf16>, tensor<4x100x32xf16>) outs(%s0 : tensor<4x40x100xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  // The scale and a causal mask.
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x40x100xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %seen = arith.cmpi ule, %j, %i : index
+    %t = arith.mulf %a, %scale : f32
+    %r = arith.select %seen, %t, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  // torch's safe softmax: where(all(x == -inf), 0, p), in f32, then rounded.
+  %eb = tensor.empty() : tensor<4x40x100xi1>
+  %inf = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%eb : tensor<4x40x100xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %r = arith.cmpf oeq, %a, %ninf : f32
+    linalg.yield %r : i1
+  } -> tensor<4x40x100xi1>
+  %true = arith.constant true
+  %ea = tensor.empty() : tensor<4x40xi1>
+  %a0 = linalg.fill ins(%true : i1) outs(%ea : tensor<4x40xi1>) -> tensor<4x40xi1>
+  %all = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%inf : tensor<4x40x100xi1>) outs(%a0 : tensor<4x40xi1>) {
+  ^bb0(%a: i1, %o: i1):
+    %r = arith.andi %a, %o : i1
+    linalg.yield %r : i1
+  } -> tensor<4x40xi1>
+  %z = linalg.generic {indexing_maps = [#row3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%all, %p : tensor<4x40xi1>, tensor<4x40x100xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%c: i1, %a: f32, %o: f32):
+    %r = arith.select %c, %zero, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %eh = tensor.empty() : tensor<4x40x100xf16>
+  %p16 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%z : tensor<4x40x100xf32>) outs(%eh : tensor<4x40x100xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %r = arith.truncf %a : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<4x40x100xf16>
+  %eo = tensor.empty() : tensor<4x40x32xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p16, %v : tensor<4x40x100xf16>, tensor<4x100x32xf16>) outs(%o0 : tensor<4x40x32xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x32xf32>
+  return %o : tensor<4x40x32xf32>
+}
+
+// -----
+
 // The probabilities also leave the function: no attention kernel (the
 // scores, the softmax and the product stay three groups).
 // CHECK-LABEL: func.func @attention_probs_returned
