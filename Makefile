@@ -78,9 +78,10 @@ fuzz: build
 	  $(if $(FUZZ_AVOID),--avoid $(FUZZ_AVOID))
 	$(PY) test/python/fuzz/ptxmutate.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
-# A long run of random PyTorch programs through tileopt.compile against eager.
+# A long run of random PyTorch programs and attentions through tileopt.compile against eager.
 fuzz-models: build
 	$(PY) test/python/fuzz/modelfuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
+	$(PY) test/python/fuzz/attentionfuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
 # The dialect reference, generated from ODS into docs/generated/.
 docs: build
