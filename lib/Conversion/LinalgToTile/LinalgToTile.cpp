@@ -2053,6 +2053,45 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
                                               : 4));
 }
 
+/// Whether a group's ops compute 64-bit integers (a causal mask's j - i in
+/// i64, which tile-narrow-integer-tiles cannot narrow where program offsets
+/// have no bound it can prove): each element of such a tile takes two
+/// registers.
+bool computes64BitIntegers(ArrayRef<GenericOp> ops) {
+  return llvm::any_of(ops, [](GenericOp op) {
+    WalkResult found = op.getBody()->walk([](Operation *inner) {
+      return llvm::any_of(inner->getResultTypes(),
+                          [](Type t) { return t.isInteger(64); })
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    return found.wasInterrupted();
+  });
+}
+
+/// A matmul block whose epilogue computes 64-bit integer tiles holds at most
+/// 64 elements a thread (a 128 x 128 block on 4 warps needed 256 registers
+/// for one such tile beside the accumulator's 128): more warps, up to 8,
+/// then the block's longer side halves.
+void fit64BitEpilogue(Tiling &t, const llvm::SmallBitVector &reduced) {
+  int64_t elements = 1; // of the output block
+  for (auto [s, b] : llvm::enumerate(t.block))
+    if (!reduced.test(s))
+      elements *= b;
+  while (elements / (32 * t.numWarps) > 64) {
+    if (t.numWarps < 8) {
+      t.numWarps *= 2;
+      continue;
+    }
+    int64_t *longest = nullptr;
+    for (auto [s, b] : llvm::enumerate(t.block))
+      if (!reduced.test(s) && (!longest || b > *longest))
+        longest = &b;
+    *longest /= 2;
+    elements /= 2;
+  }
+}
+
 /// Block sizes and warps (Inductor's heuristics, simplified): a program
 /// covers up to 1024 elements of an elementwise kernel, whole rows of a
 /// reduction up to kPersistentRowElements (several rows while they are
@@ -2065,12 +2104,15 @@ void chooseContractionTiling(Tiling &t, ArrayRef<int64_t> space,
 /// multi-row norm kernels keep their weights in registers.
 Tiling chooseTiling(ArrayRef<int64_t> space,
                     const llvm::SmallBitVector &reduced, GenericOp contraction,
-                    ArrayRef<Access> accesses, bool allowTf32) {
+                    ArrayRef<Access> accesses, bool allowTf32,
+                    bool epilogue64) {
   Tiling t;
   t.block.assign(space.size(), 1);
   t.chunked.resize(space.size());
   if (contraction) {
     chooseContractionTiling(t, space, reduced, contraction, allowTf32);
+    if (epilogue64)
+      fit64BitEpilogue(t, reduced);
   } else {
     int64_t whole = 1;
     for (int s : reduced.set_bits())
@@ -2337,7 +2379,8 @@ LogicalResult Converter::emitGroup(int64_t id, ArrayRef<Operation *> members) {
   Tiling tiling =
       attention
           ? chooseAttentionTiling(space, findRole(members, kScores), attention)
-          : chooseTiling(space, reduced, contraction, accesses, allowTf32);
+          : chooseTiling(space, reduced, contraction, accesses, allowTf32,
+                         computes64BitIntegers(ops));
 
   // The kernel.
   std::string name = "k" + std::to_string(id) + "_" +

@@ -1176,3 +1176,47 @@ func.func @grouped_query_attention(%q: tensor<4x40x32xf32>, %k: tensor<2x100x32x
   %o = linalg.batch_matmul ins(%p, %vc : tensor<4x40x100xf32>, tensor<4x100x32xf32>) outs(%o0 : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
   return %o : tensor<4x40x32xf32>
 }
+
+// -----
+
+// A matmul whose epilogue computes a causal mask on i64 tiles (torch-mlir's
+// j - i <= 0 from linalg.index), each element two registers: at most 64 a
+// thread, so the 128 x 256 block a matmul this large takes is 128 x 128 on 8
+// warps (an i64 tile of 128 x 256 needed 256 registers a thread on 8 warps).
+// CHECK-LABEL: tile.kernel @k0_matmul
+// CHECK-SAME: tile.num_warps = 8
+// CHECK: tile.load {{.*}} -> tensor<1x64x128xf16>
+// CHECK: arith.subi {{.*}} : tensor<1x128x128xi64>
+#a = affine_map<(b, m, n, k) -> (b, m, k)>
+#b = affine_map<(b, m, n, k) -> (b, k, n)>
+#c = affine_map<(b, m, n, k) -> (b, m, n)>
+#id = affine_map<(b, m, n) -> (b, m, n)>
+func.func @masked_scores(%q: tensor<8x1024x64xf16>, %k: tensor<8x64x1024xf16>) -> tensor<8x1024x1024xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c0 = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<8x1024x1024xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%e : tensor<8x1024x1024xf32>) -> tensor<8x1024x1024xf32>
+  %s = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<8x1024x64xf16>, tensor<8x64x1024xf16>) outs(%s0 : tensor<8x1024x1024xf32>) {
+  ^bb0(%x: f16, %y: f16, %o: f32):
+    %x32 = arith.extf %x : f16 to f32
+    %y32 = arith.extf %y : f16 to f32
+    %t = arith.mulf %x32, %y32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<8x1024x1024xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<8x1024x1024xf32>) outs(%e : tensor<8x1024x1024xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %i64 = arith.index_cast %i : index to i64
+    %j64 = arith.index_cast %j : index to i64
+    %d = arith.subi %j64, %i64 : i64
+    %seen = arith.cmpi sle, %d, %c0 : i64
+    %r = arith.select %seen, %x, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<8x1024x1024xf32>
+  return %m : tensor<8x1024x1024xf32>
+}

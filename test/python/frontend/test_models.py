@@ -1181,6 +1181,15 @@ def test_attention_over_128_head_dims_keeps_scores_in_f32(dtype: Any) -> None:
     assert len(graph.kernels) == 3, graph.summary()
 
 
+def test_unfused_causal_attention_with_large_blocks() -> None:
+    # Head dimension 160 (no attention kernel) over 1,024 keys: the scores' matmul takes
+    # 128 x 128 blocks and computes the causal mask's j - i on i64 tiles, two registers an
+    # element (256 a thread on 4 warps). It failed to compile; it takes 8 warps now.
+    graph = check(causal_attention, lambda: tuple(
+        randn(1, 1, 1024, 160, dtype=torch.bfloat16) for _ in range(3)))
+    assert len(graph.kernels) == 3, graph.summary()
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_float32_mask_beside_half_attention(dtype: Any) -> None:
     # An f32 mask makes the scores f32, and the safe softmax's select, which the rounding to
