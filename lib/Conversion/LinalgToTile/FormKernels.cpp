@@ -145,6 +145,14 @@ bool isViewGeneric(GenericOp op) {
   return succeeded(kind) && *kind == GenericKind::View;
 }
 
+/// The map through which a reader that reads `view`'s result by `read`
+/// reads the view's input.
+AffineMap readThroughView(GenericOp view, AffineMap read) {
+  AffineMap in = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
+  AffineMap out = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
+  return in.compose(inversePermutation(out)).compose(read);
+}
+
 /// Reads through View-kind generics: the consumer reads their input with
 /// the composed indexing map, so a transpose or broadcast costs nothing.
 /// Not a broadcast along a loop that nothing else of the consumer's spans (a
@@ -156,11 +164,9 @@ void foldViewProducers(GenericOp consumer) {
     while (auto view = in->get().getDefiningOp<GenericOp>()) {
       if (!isViewGeneric(view))
         break;
-      AffineMap vin = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
-      AffineMap vout = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
       unsigned i = in->getOperandNumber();
       AffineMap read = maps[i];
-      maps[i] = vin.compose(inversePermutation(vout)).compose(read);
+      maps[i] = readThroughView(view, read);
       if (!inversePermutation(concatAffineMaps(maps, consumer.getContext()))) {
         maps[i] = read;
         break;
@@ -228,9 +234,7 @@ bool broadcastsBatch(GenericOp contraction) {
     while (auto view = v.getDefiningOp<GenericOp>()) {
       if (!isViewGeneric(view))
         break;
-      AffineMap in = view.getMatchingIndexingMap(view.getDpsInputOperand(0));
-      AffineMap out = view.getMatchingIndexingMap(view.getDpsInitOperand(0));
-      map = in.compose(inversePermutation(out)).compose(map);
+      map = readThroughView(view, map);
       v = view.getDpsInputOperand(0)->get();
     }
     reads.push_back(map);

@@ -16,13 +16,16 @@ them, or be refused with ``UnsupportedOperatorError``; anything else is a failur
 
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from modelfuzz import run_seeds  # noqa: E402
 
 LENGTHS = (1, 5, 16, 37, 64, 65, 100)
 HEAD_DIMS = (8, 16, 40, 64, 96, 128, 160)
@@ -156,20 +159,7 @@ def check(seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--count", type=int, default=100)
-    args = parser.parse_args(argv)
-    failures = 0
-    for seed in range(args.seed, args.seed + args.count):
-        try:
-            result = check(seed)
-        except Exception as e:  # a bug: report it, go on, fail at the end
-            failures += 1
-            result = f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:400]}"
-        print(f"{seed} {result}", flush=True)
-    print(f"{args.count} attentions, {failures} failures")
-    return 1 if failures else 0
+    return run_seeds(check, str, "attentions", __doc__.splitlines()[0], 100, argv)
 
 
 if __name__ == "__main__":

@@ -169,10 +169,13 @@ def check(seed: int) -> str:
     return "ok"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_seeds(check: Callable[[int], str], label: Callable[[int], str], noun: str,
+              description: str, count: int, argv: list[str] | None) -> int:
+    """The command line of a fuzzer: ``--seed`` and ``--count``; each seed's ``label`` and
+    ``check`` result, or FAILED with the exception; exit status 1 on any failure."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--count", type=int, default=200)
+    parser.add_argument("--count", type=int, default=count)
     args = parser.parse_args(argv)
     failures = 0
     for seed in range(args.seed, args.seed + args.count):
@@ -180,10 +183,15 @@ def main(argv: list[str] | None = None) -> int:
             result = check(seed)
         except Exception as e:  # a bug: report it, go on, fail at the end
             failures += 1
-            result = f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:300]}"
-        print(f"{seed} {program(seed).shape} {result}", flush=True)
-    print(f"{args.count} programs, {failures} failures")
+            result = f"FAILED {type(e).__name__}: {str(e).splitlines()[0][:400]}"
+        print(f"{label(seed)} {result}", flush=True)
+    print(f"{args.count} {noun}, {failures} failures")
     return 1 if failures else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_seeds(check, lambda seed: f"{seed} {program(seed).shape}", "programs",
+                     __doc__.splitlines()[0], 200, argv)
 
 
 if __name__ == "__main__":
