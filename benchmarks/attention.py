@@ -62,6 +62,7 @@ def cases(seq: int) -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
         f"sdpa causal f16, seq {seq}": (causal, qkv(torch.float16)),
         f"sdpa causal f32, seq {seq}": (causal, qkv(torch.float32)),
         f"gqa 8q/2kv causal f16, {seq}": (grouped, (q8, *qkv(torch.float16, heads=2)[1:])),
+        f"d 256 causal f16, {seq}": (causal, qkv(torch.float16, heads=2, dim=256)),
         "gpt block, seq 64": (GPTBlock().eval(), (torch.randn(2, 64, 64),)),
     }
 

@@ -3,7 +3,8 @@
 ``benchmarks/attention.py`` counts bytes in the emulator; this times what a model gets on a
 GPU: torch's SDPA (f16 or bf16, causal or not) through the frontend and kernel formation
 (one flash-attention kernel), against torch's own (its flash-attention kernel), at the
-attention shapes of GPT-2, LLaMA-7B and a long sequence. Each compiled call's output is
+attention shapes of GPT-2, LLaMA-7B, LLaMA-3-8B (grouped-query), Gemma-7B (head dimension
+256) and a long sequence. Each compiled call's output is
 checked against an f32 reference first; both sides are timed as in matmul_tflops (CUDA
 events around a replayed CUDA graph of launches). FLOPs: 4 B H S^2 D, half of it causal.
 
@@ -77,7 +78,8 @@ class Case:
 CASES = [Case(f"{model}{' causal' if causal else ''}", *shape, causal, kv_heads)
          for model, shape, kv_heads in (
              ("gpt2", (1, 12, 1024, 64), 0), ("llama7b", (1, 32, 2048, 128), 0),
-             ("long", (1, 16, 4096, 64), 0), ("llama3_8b", (1, 32, 2048, 128), 8))
+             ("long", (1, 16, 4096, 64), 0), ("llama3_8b", (1, 32, 2048, 128), 8),
+             ("gemma7b", (1, 16, 2048, 256), 0))
          for causal in (False, True)]
 
 

@@ -49,7 +49,11 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
       reads the scores or the probabilities, becomes one group from its
       three (the scores with `f`, the softmax, the product with v): its ops
       get `tile.attention` roles, and `convert-linalg-to-tile` writes one
-      flash-attention kernel. Head dimensions up to 128 (`fuse-attention`).
+      flash-attention kernel (`fuse-attention`). Head dimensions up to
+      `max-head-dim` (rounded up to powers of two; 256 by default, as flash
+      attention's): the kernel holds a block of q and of the output in
+      registers, and larger ones stay three kernels whose scores go through
+      memory in f32.
 
     Each generic of a group gets `tile.group = N` and `tile.space =
     array<i64: ...>`: for each of its loops, the dimension of the group's
@@ -61,6 +65,11 @@ def TileFormKernels : Pass<"tile-form-kernels", "::mlir::ModuleOp"> {
     Option<"fuseAttention", "fuse-attention", "bool", /*default=*/"true",
            "form one kernel of each attention (else three: the scores, the "
            "softmax, the product with v)">,
+    Option<"maxHeadDim", "max-head-dim", "int64_t", /*default=*/"256",
+           "the largest head dimension (rounded up to a power of two) of an "
+           "attention kernel: 128 where a block has less than 96 KiB of "
+           "shared memory (sm_75), which q, a block of keys and one of "
+           "values of 256 take">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",

@@ -870,9 +870,11 @@ getReshapedDims(Operation *op, ArrayRef<int64_t> sourceDims) {
 
 class Former {
 public:
+  explicit Former(int64_t maxHeadDim) : maxHeadDim(maxHeadDim) {}
   LogicalResult run(func::FuncOp func);
 
 private:
+  int64_t maxHeadDim; // the pass's max-head-dim
   SmallVector<Group> groups;
   DenseMap<Value, Held> held;
   DenseMap<Value, llvm::SmallDenseSet<int>> producers;
@@ -1362,8 +1364,8 @@ bool Former::tryAttention(Group &out) {
       qkDims->k.size() != 1)
     return false;
   SmallVector<int64_t> qkLoops = getLoopSizes(qk), pvLoops = getLoopSizes(pv);
-  if (nextPowerOf2(qkLoops[qkDims->k[0]]) > kMaxHeadDim ||
-      nextPowerOf2(pvLoops[dims->n[0]]) > kMaxHeadDim)
+  if (nextPowerOf2(qkLoops[qkDims->k[0]]) > maxHeadDim ||
+      nextPowerOf2(pvLoops[dims->n[0]]) > maxHeadDim)
     return false;
   // Nothing outside the three groups reads the scores or the softmax; the
   // softmax's special values are read only along the chain.
@@ -1776,7 +1778,7 @@ struct TileFormKernelsPass
         if (op->use_empty() && isViewGeneric(op))
           op->erase();
       });
-      Former former;
+      Former former(maxHeadDim);
       if (failed(former.run(func)))
         return signalPassFailure();
       if (fuseAttention)

@@ -49,10 +49,6 @@ inline constexpr llvm::StringLiteral kMaskedRows = "masked_rows";
 /// the unnormalised probabilities instead).
 inline constexpr llvm::StringLiteral kProbsCast = "probs_cast";
 
-/// The largest head dimension (rounded up to a power of two) attention
-/// kernels hold in registers.
-inline constexpr int64_t kMaxHeadDim = 128;
-
 /// The most elements a program reduces in registers at once (one row of a
 /// softmax or a norm, rounded up to a power of two). Longer rows loop over
 /// chunks of kRowChunkElements, reading their inputs once per reduction.

@@ -2181,8 +2181,11 @@ Tiling chooseTiling(ArrayRef<int64_t> space,
 
 /// An attention's schedule: a program takes 64 query rows (16..64, or 1) of one
 /// batch element and loops over the keys in blocks of 64 (16..64), holding
-/// the whole head dimension of q and of the output (up to kMaxHeadDim).
-/// f32 attention, whose products run on CUDA cores, takes blocks of 32.
+/// the whole head dimension of q and of the output (tile-form-kernels'
+/// max-head-dim). f32 attention, whose products run on CUDA cores, takes
+/// blocks of 32; so do the keys of head dimensions over 128, whose blocks of
+/// k and v then take as much shared memory as q's block (96 KiB in all at
+/// 256, within sm_86's 99 KiB; with blocks of 64 keys, sm_89 spilled).
 Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
                              GenericOp pv) {
   Tiling t;
@@ -2201,7 +2204,8 @@ Tiling chooseAttentionTiling(ArrayRef<int64_t> space, GenericOp qk,
   };
   // One query (decoding): a row of one.
   t.block[sm] = space[sm] == 1 ? 1 : clampPow2(space[sm], 16, rows);
-  t.block[keys] = clampPow2(space[keys], 16, rows);
+  bool wide = nextPowerOf2(std::max(space[sd], space[sv])) > 128;
+  t.block[keys] = clampPow2(space[keys], 16, wide ? 32 : rows);
   t.block[sd] = std::max<int64_t>(nextPowerOf2(space[sd]), 16);
   t.block[sv] = std::max<int64_t>(nextPowerOf2(space[sv]), 16);
   t.chunked.set(keys);

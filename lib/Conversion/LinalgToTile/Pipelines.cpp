@@ -24,6 +24,11 @@ struct LinalgToTileOptions : PassPipelineOptions<LinalgToTileOptions> {
       llvm::cl::desc("f32 contractions may round their inputs to tf32 "
                      "(convert-linalg-to-tile's allow-tf32)"),
       llvm::cl::init(false)};
+  Option<int64_t> maxHeadDim{
+      *this, "max-head-dim",
+      llvm::cl::desc("the largest head dimension of an attention kernel "
+                     "(tile-form-kernels' max-head-dim)"),
+      llvm::cl::init(256)};
 };
 
 } // namespace
@@ -39,7 +44,9 @@ void tileopt::registerLinalgToTilePipeline() {
         pm.addPass(createLinalgGeneralizeNamedOpsPass());
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());
-        pm.addPass(createTileFormKernels());
+        TileFormKernelsOptions formation;
+        formation.maxHeadDim = options.maxHeadDim;
+        pm.addPass(createTileFormKernels(formation));
         pm.addPass(createConvertLinalgToTile({options.allowTf32}));
         pm.addPass(createCanonicalizerPass());
         pm.addPass(createCSEPass());

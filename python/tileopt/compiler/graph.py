@@ -38,6 +38,7 @@ from typing import Any
 from tileopt import ir
 from tileopt.compiler import cache, hostcode
 from tileopt.compiler.kernel import Kernel, _contexts, _dump, _parse, compile, load_cached
+from tileopt.compiler.nvidia import max_shared_bytes
 from tileopt.errors import (
     ArgumentError,
     CompilationError,
@@ -50,12 +51,26 @@ from tileopt.errors import (
 LINALG_TO_TILE_PIPELINE = "builtin.module(tileopt-linalg-to-tile)"
 
 
-def linalg_to_tile_pipeline(allow_tf32: bool = False) -> str:
+#: The shared memory a block needs for attention kernels of head dimension 256 (q, a block
+#: of keys and one of values; convert-linalg-to-tile's chooseAttentionTiling).
+WIDE_ATTENTION_SHARED_BYTES = 96 * 1024
+
+
+def linalg_to_tile_pipeline(allow_tf32: bool = False, target: str | None = None) -> str:
     """Kernel formation's pass pipeline; with ``allow_tf32`` its f32 matmuls and attention
-    may round their inputs to tf32 (tensor cores, ``input_precision = tf32``)."""
+    may round their inputs to tf32 (tensor cores, ``input_precision = tf32``). On a
+    ``target`` whose blocks have less than 96 KiB of shared memory (sm_75), attention kernels
+    take head dimensions up to 128, not 256."""
+    options = []
     if allow_tf32:
-        return "builtin.module(tileopt-linalg-to-tile{allow-tf32=true})"
-    return LINALG_TO_TILE_PIPELINE
+        options.append("allow-tf32=true")
+    # (A malformed target is the GPU compiler's to name.)
+    if (target is not None and re.match(r"sm_\d", target)
+            and max_shared_bytes(target) < WIDE_ATTENTION_SHARED_BYTES):
+        options.append("max-head-dim=128")
+    if not options:
+        return LINALG_TO_TILE_PIPELINE
+    return f"builtin.module(tileopt-linalg-to-tile{{{' '.join(options)}}})"
 
 
 def tf32_allowed() -> bool:
@@ -581,7 +596,7 @@ class CompiledGraph:
             label = inp.name if inp.kind == "user" else f"{inp.kind} {inp.target}"
             descriptions.append(f"{label} {dtype}[{shape}]")
         allow_tf32 = tf32_allowed()
-        pipeline = linalg_to_tile_pipeline(allow_tf32)
+        pipeline = linalg_to_tile_pipeline(allow_tf32, self.target)
         # A formation of a test's own is not part of the key: those are compiled every time.
         key = None if self._formation is not None else _graph_key(
             graph, self.target, self.kernel_options, pipeline)

@@ -121,7 +121,7 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   one flash-attention kernel. torch's own decomposition scales q and k by the square root of
   the scale first, two more kernels that store scaled copies of q and k. The scores of
   f16/bf16 tensors are f32, as in torch's attention kernels, also where the product does not
-  fuse (head dimensions over 128).
+  fuse (head dimensions over 256, or over 128 on sm_75).
 
 Nothing else changes precision: softmax and log-softmax are lowered by torch-mlir, which
 upcasts f16/bf16 to f32 as torch's decompositions do.
@@ -911,7 +911,7 @@ def cdist(x1: torch.Tensor, x2: torch.Tensor, p: float,
 def _product_in_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` of f16/bf16 tensors in f32, as torch's attention kernels keep the scores
     (and tileopt's fused kernel does): where the product does not fuse into one attention
-    kernel (head dimensions over 128), the half type's rounding of scores of size 10-40 was
+    kernel (head dimensions over 256), the half type's rounding of scores of size 10-40 was
     0.03 (f16) / 0.24 (bf16) off. ``@``'s own reshapes to a bmm come first, so that the
     widening is the bmm's operand, which the dot reads in the half type and widens itself."""
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])

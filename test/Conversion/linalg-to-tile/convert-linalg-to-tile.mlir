@@ -589,6 +589,102 @@ func.func @attention(%q: tensor<4x40x32xf16>, %k: tensor<4x100x32xf16>, %v: tens
 
 // -----
 
+// A head dimension of 160 (256 in registers, over 128): blocks of 32 keys, so
+// that the blocks of k and v take no more shared memory than q's.
+// CHECK-LABEL: tile.kernel @k2_attention
+// CHECK: tile.load %arg1{{.*}} -> tensor<1x64x256xf16>
+// CHECK: scf.for %[[KEY:.*]] = %{{.*}} to %{{.*}} step %c32
+// CHECK: tile.load %arg2[%{{.*}}, %c0, %[[KEY]]] {{.*}} -> tensor<1x256x32xf16>
+// CHECK: tile.dot %{{.*}} : tensor<64x256xf16>, tensor<256x32xf16> -> tensor<64x32xf32>
+// CHECK: tile.load %arg3[%{{.*}}, %[[KEY]], %c0] {{.*}} -> tensor<1x32x256xf16>
+// CHECK: tile.dot %{{.*}} : tensor<64x32xf16>, tensor<32x256xf16> -> tensor<64x256xf32>
+// CHECK-LABEL: func.func @wide_attention
+#qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
+#qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
+#qk_s = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(b, m, n) -> (b, m, n)>
+#row3 = affine_map<(b, m, n) -> (b, m)>
+#pv_p = affine_map<(b, m, d, n) -> (b, m, n)>
+#pv_v = affine_map<(b, m, d, n) -> (b, n, d)>
+#pv_o = affine_map<(b, m, d, n) -> (b, m, d)>
+
+func.func @wide_attention(%q: tensor<4x40x160xf16>, %k: tensor<4x100x160xf16>, %v: tensor<4x100x160xf16>) -> tensor<4x40x160xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.17677669 : f32
+  %es = tensor.empty() : tensor<4x40x100xf32>
+  %s0 = linalg.fill ins(%zero : f32) outs(%es : tensor<4x40x100xf32>) -> tensor<4x40x100xf32>
+  %s = linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<4x40x160xf16>, tensor<4x100x160xf16>) outs(%s0 : tensor<4x40x100xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %o, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  // The scale and a causal mask.
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%s : tensor<4x40x100xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %seen = arith.cmpi ule, %j, %i : index
+    %t = arith.mulf %a, %scale : f32
+    %r = arith.select %seen, %t, %ninf : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %er = tensor.empty() : tensor<4x40xf32>
+  %m0 = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %m = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<4x40x100xf32>) outs(%m0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %m : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %t = arith.subf %a, %b : f32
+    %r = math.exp %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %l0 = linalg.fill ins(%zero : f32) outs(%er : tensor<4x40xf32>) -> tensor<4x40xf32>
+  %l = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%e : tensor<4x40x100xf32>) outs(%l0 : tensor<4x40xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%e, %l : tensor<4x40x100xf32>, tensor<4x40xf32>) outs(%es : tensor<4x40x100xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x100xf32>
+  %eh = tensor.empty() : tensor<4x40x100xf16>
+  %p16 = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%p : tensor<4x40x100xf32>) outs(%eh : tensor<4x40x100xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %r = arith.truncf %a : f32 to f16
+    linalg.yield %r : f16
+  } -> tensor<4x40x100xf16>
+  %eo = tensor.empty() : tensor<4x40x160xf32>
+  %o0 = linalg.fill ins(%zero : f32) outs(%eo : tensor<4x40x160xf32>) -> tensor<4x40x160xf32>
+  %o = linalg.generic {indexing_maps = [#pv_p, #pv_v, #pv_o], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%p16, %v : tensor<4x40x100xf16>, tensor<4x100x160xf16>) outs(%o0 : tensor<4x40x160xf32>) {
+  ^bb0(%a: f16, %b: f16, %acc: f32):
+    %a32 = arith.extf %a : f16 to f32
+    %b32 = arith.extf %b : f16 to f32
+    %t = arith.mulf %a32, %b32 : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  } -> tensor<4x40x160xf32>
+  return %o : tensor<4x40x160xf32>
+}
+
+// -----
+
 // A causal mask shifted by 3 keys, or-ed with a padding mask (keys from 90
 // hidden): row i keeps only keys j <= i + 3, so the loop ends at the
 // program's first row plus 64 + 3 keys, or at k's size.

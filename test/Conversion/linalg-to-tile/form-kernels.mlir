@@ -1,4 +1,5 @@
 // RUN: tileopt-opt %s -split-input-file -verify-diagnostics --linalg-generalize-named-ops --tile-form-kernels | FileCheck %s
+// RUN: tileopt-opt %s -split-input-file -verify-diagnostics --linalg-generalize-named-ops --tile-form-kernels="max-head-dim=16" | FileCheck %s --check-prefix=NARROW
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
@@ -495,6 +496,10 @@ func.func @window(%x: tensor<10xf32>, %k: tensor<3xf32>) -> tensor<8xf32> {
 // CHECK: tile.attention = "normalize", tile.group = [[G]] : i64
 // CHECK: tile.attention = "probs_cast", tile.group = [[G]] : i64
 // CHECK: tile.attention = "output", tile.group = [[G]] : i64, tile.space = array<i64: 1, 3, 2, 4>
+// A head dimension over max-head-dim: three groups.
+// NARROW-LABEL: func.func @attention
+// NARROW-NOT: tile.attention
+// NARROW-LABEL: func.func @safe_softmax_attention
 #qk_q = affine_map<(b, m, n, k) -> (b, m, k)>
 #qk_k = affine_map<(b, m, n, k) -> (b, n, k)>
 #qk_s = affine_map<(b, m, n, k) -> (b, m, n)>

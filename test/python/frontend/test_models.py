@@ -18,6 +18,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 import tileopt  # noqa: E402
+from tileopt.compiler.graph import linalg_to_tile_pipeline  # noqa: E402
 from tileopt.testing.models import (  # noqa: E402
     ConvNeXtBlock,
     GPTBlock,
@@ -1085,11 +1086,15 @@ ATTENTION: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] 
     ("sdpa_mqa_bool_mask", (2, 3, 37, 45, 32), torch.float32),
     ("repeat_kv", (1, 4, 40, 70, 128), torch.float16),
     ("sdpa_kv_broadcast_batch", (2, 2, 40, 70, 64), torch.float16),
+    ("sdpa", (1, 2, 40, 70, 256), torch.float16),
+    ("sdpa_gqa_causal", (1, 4, 70, 70, 160), torch.bfloat16),
+    ("sdpa_bool_mask", (1, 2, 20, 30, 200), torch.float32),
 ])
 def test_attention_is_one_kernel(name: str, shape: tuple[int, ...], dtype: Any) -> None:
     # softmax(mask(q k^T * scale)) v as one flash-attention kernel: its scores never reach
     # memory. Queries and keys cross the 64-row blocks, head dimensions are not powers of
-    # two, rows whose every key is masked give 0 (torch's safe softmax in SDPA).
+    # two (up to 256: Gemma's), rows whose every key is masked give 0 (torch's safe softmax
+    # in SDPA).
     fn, make = ATTENTION[name]
     graph = check(fn, lambda: make(*shape, dtype))
     assert [k.name.endswith("_attention") for k in graph.kernels] == [True], graph.summary()
@@ -1169,24 +1174,54 @@ def test_attention_rows_masked_whole_with_the_least_float_are_averages(dtype: An
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_attention_over_128_head_dims_keeps_scores_in_f32(dtype: Any) -> None:
-    # Head dimensions over 128 do not fuse into one kernel: the scores go through memory in
+def test_attention_over_256_head_dims_keeps_scores_in_f32(dtype: Any) -> None:
+    # Head dimensions over 256 do not fuse into one kernel: the scores go through memory in
     # f32, as torch's SDPA keeps them. Rounded to the half type, they were 0.03 (f16) and
-    # 0.24 (bf16) from eager at amplitude 8, where eager is 1e-3 and 8e-3 from f32.
+    # 0.24 (bf16) from eager at amplitude 8 (head dimension 256, when that did not fuse),
+    # where eager is 1e-3 and 8e-3 from f32.
     def inputs() -> tuple[Any, ...]:
-        q, k, v = ATTENTION["sdpa"][1](1, 2, 40, 70, 256, torch.float32)
+        q, k, v = ATTENTION["sdpa"][1](1, 2, 40, 70, 512, torch.float32)
         return (q * 8).to(dtype), (k * 8).to(dtype), v.to(dtype)
 
     graph = check(F.scaled_dot_product_attention, inputs)
     assert len(graph.kernels) == 3, graph.summary()
 
 
+@pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90a"])
+def test_wide_attention_on_each_target(target: str) -> None:
+    # Head dimension 200 (256 in registers, blocks of 32 keys): mma.sync with a cp.async
+    # pipeline in 160 KiB (sm_80) and in 99 KiB (sm_89), wgmma with TMA (sm_90a).
+    def f(q: Any, k: Any, v: Any) -> Any:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    torch.manual_seed(0)
+    q, k, v = (randn(1, 2, 65, 200, dtype=torch.bfloat16) for _ in range(3))
+    graph = tileopt.compile(f, (q, k, v), target=target)
+    assert [k.name.endswith("_attention") for k in graph.kernels] == [True], graph.summary()
+    _close(graph(q, k, v), f(q, k, v), TOL[torch.bfloat16])
+
+
+def test_wide_attention_by_shared_memory() -> None:
+    # Head dimension 256 fuses where a block holds 96 KiB of shared memory (q and a block of
+    # keys and of values: sm_86's 99 KiB); sm_75's 64 KiB keep it three kernels, which
+    # compile there (the fused kernel did not: 96 KiB).
+    assert "max-head-dim" not in linalg_to_tile_pipeline(target="sm_86")
+    assert linalg_to_tile_pipeline(True, "sm_75") == (
+        "builtin.module(tileopt-linalg-to-tile{allow-tf32=true max-head-dim=128})")
+    q, k, v = (torch.zeros(1, 2, 1024, 256, dtype=torch.bfloat16) for _ in range(3))
+    for target, attention in (("sm_75", False), ("sm_86", True)):
+        graph = tileopt.compile(F.scaled_dot_product_attention, (q, k, v), target=target)
+        assert any(k.name.endswith("_attention") for k in graph.kernels) == attention, (
+            target, graph.summary())
+
+
 def test_unfused_causal_attention_with_large_blocks() -> None:
-    # Head dimension 160 (no attention kernel) over 1,024 keys: the scores' matmul takes
+    # Head dimension 320 (no attention kernel) over 1,024 keys: the scores' matmul takes
     # 128 x 128 blocks and computes the causal mask's j - i on i64 tiles, two registers an
-    # element (256 a thread on 4 warps). It failed to compile; it takes 8 warps now.
+    # element (256 a thread on 4 warps). It failed to compile (at 160, which fuses now); it
+    # takes 8 warps now.
     graph = check(causal_attention, lambda: tuple(
-        randn(1, 1, 1024, 160, dtype=torch.bfloat16) for _ in range(3)))
+        randn(1, 1, 1024, 320, dtype=torch.bfloat16) for _ in range(3)))
     assert len(graph.kernels) == 3, graph.summary()
 
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from modelfuzz import run_seeds  # noqa: E402
 
 LENGTHS = (1, 5, 16, 37, 64, 65, 100)
-HEAD_DIMS = (8, 16, 40, 64, 96, 128, 160)
+HEAD_DIMS = (8, 16, 40, 64, 96, 128, 160, 256, 320)
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 #: The least error allowed, of the output's scale: test_models' f32 tolerance (f32 exp is
 #: ex2.approx, as Triton's and Inductor's).
