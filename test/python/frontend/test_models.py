@@ -1064,6 +1064,10 @@ ATTENTION: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] 
         randn(b, h // 2, s, d, dtype=dt))),
     "sdpa_kv_broadcast_batch": (F.scaled_dot_product_attention, lambda b, h, t, s, d, dt: (
         randn(b, h, t, d, dtype=dt), randn(1, h, s, d, dtype=dt), randn(1, h, s, d, dtype=dt))),
+    # v narrower than q and k (DeepSeek's multi-head latent attention: 192 and 128)
+    "sdpa_narrow_v": (F.scaled_dot_product_attention, lambda b, h, t, s, d, dt: (
+        randn(b, h, t, d, dtype=dt), randn(b, h, s, d, dtype=dt),
+        randn(b, h, s, d * 2 // 3, dtype=dt))),
 }
 
 
@@ -1089,6 +1093,7 @@ ATTENTION: dict[str, tuple[Callable[..., Any], Callable[..., tuple[Any, ...]]]] 
     ("sdpa", (1, 2, 40, 70, 256), torch.float16),
     ("sdpa_gqa_causal", (1, 4, 70, 70, 160), torch.bfloat16),
     ("sdpa_bool_mask", (1, 2, 20, 30, 200), torch.float32),
+    ("sdpa_narrow_v", (1, 2, 40, 70, 192), torch.bfloat16),
 ])
 def test_attention_is_one_kernel(name: str, shape: tuple[int, ...], dtype: Any) -> None:
     # softmax(mask(q k^T * scale)) v as one flash-attention kernel: its scores never reach
