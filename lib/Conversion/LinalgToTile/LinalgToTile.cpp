@@ -442,6 +442,18 @@ void KernelWriter::writeProgramOffsets() {
     Value i = arith::AddIOp::create(
         b, loc, start, arith::RemUIOp::create(b, loc, inGroup, rows));
     Value j = arith::DivUIOp::create(b, loc, inGroup, rows);
+    // i < along and j < across, which integer range analysis cannot see
+    // through the grouping: clamped to that, index tiles built from the
+    // offsets (a causal mask's j - i) narrow to i32 as they do without
+    // grouping (tile-narrow-integer-tiles). (A launch has programs only
+    // where there are blocks: along and across are at least 1.)
+    auto below = [&](Value v, Value n) {
+      Value last = arith::SubIOp::create(
+          b, loc, arith::MaxUIOp::create(b, loc, n, index(1)), index(1));
+      return arith::MinUIOp::create(b, loc, v, last);
+    };
+    i = below(i, along);
+    j = below(j, across);
     offsets[first] =
         arith::MulIOp::create(b, loc, i, index(tiling.block[first]));
     offsets[second] =

@@ -949,7 +949,9 @@ def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int,
     ``.maxntid`` of the same block; and ``.reqntid`` with ``.minnctapersm`` of the blocks an
     SM holds by the kernel's shared memory, where those are fewer than the blocks that
     ``registers`` fit in an SM's 64K registers (ptxas squeezed the registers for blocks that
-    the shared memory does not leave room for)."""
+    the shared memory does not leave room for); last, no block size at all, under which
+    ptxas allocates for one block (an 8-warp causal scores matmul on sm_90, 96 KiB of shared
+    memory: 20 bytes spilled at 128 registers to fit two blocks under either, none at 142)."""
     variants = []
     relaxed = _REQNTID.sub(r"\1.maxntid\2", ptx, count=1)
     if relaxed != ptx:
@@ -960,6 +962,9 @@ def _relaxed_blocks(ptx: str, target: str, kernel: str, shared_bytes: int,
         bounded = _REQNTID_LINE.sub(rf"\1\n.minnctapersm {blocks}", ptx, count=1)
         if bounded != ptx and blocks < 65536 // (max(registers, 1) * 32 * warps):
             variants.append(bounded)
+    unbounded = _REQNTID_LINE.sub("", ptx, count=1)
+    if unbounded != ptx:
+        variants.append(unbounded)
     return variants
 
 
@@ -979,13 +984,13 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
     under the kernel's ``.reqntid`` (its exact block, which the lowering sets), the kernel
     takes the first variant of :func:`_relaxed_blocks` under which ptxas does not spill:
     ``.maxntid`` of the same block, then ``.reqntid`` with ``.minnctapersm`` of the blocks
-    that an SM holds by the kernel's ``shared_bytes`` (per block). Told the exact block,
-    ptxas sometimes spills to fit more blocks in an SM's registers, and told a maximum it
-    chooses otherwise: attention (d = 64) on sm_80 spills 16 bytes at 128 registers under
-    ``.reqntid`` and none at 128 under ``.maxntid``, and at d = 128 the reverse; a 64 x 128 x
-    64 matmul on 8 warps, 4 stages on sm_80 (72 KiB of shared memory: 2 blocks an SM)
-    spills 24 bytes at 64 registers under either, to fit 4 blocks, and none at 101 under
-    ``.minnctapersm 2``.
+    that an SM holds by the kernel's ``shared_bytes`` (per block), then no block size.
+    Told the exact block, ptxas sometimes spills to fit more blocks in an SM's registers,
+    and told a maximum it chooses otherwise: attention (d = 64) on sm_80 spills 16 bytes at
+    128 registers under ``.reqntid`` and none at 128 under ``.maxntid``, and at d = 128 the
+    reverse; a 64 x 128 x 64 matmul on 8 warps, 4 stages on sm_80 (72 KiB of shared memory:
+    2 blocks an SM) spills 24 bytes at 64 registers under either, to fit 4 blocks, and none
+    at 101 under ``.minnctapersm 2``.
     """
     t0 = time.perf_counter()
     order = {"auto": ("ptxas", "nvjitlink"), "ptxas": ("ptxas",), "nvjitlink": ("nvjitlink",)}

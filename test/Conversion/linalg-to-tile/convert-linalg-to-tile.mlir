@@ -295,8 +295,16 @@ func.func @large_f16_matmul(%x: tensor<4096x1024xf16>, %w: tensor<1024x4096xf16>
 // CHECK: %[[R:.*]] = arith.remui %[[IN]], %[[N]]
 // CHECK: %[[I:.*]] = arith.addi %[[START]], %[[R]]
 // CHECK: %[[J:.*]] = arith.divui %[[IN]], %[[N]]
-// CHECK: %[[ROW:.*]] = arith.muli %[[I]],
-// CHECK: %[[COL:.*]] = arith.muli %[[J]],
+// i and j clamped below the block counts, a bound that integer range analysis
+// cannot see through the grouping:
+// CHECK: %[[R1:.*]] = arith.maxui %[[ROWS]], %[[C1:.*]] : index
+// CHECK: %[[LASTROW:.*]] = arith.subi %[[R1]], %[[C1]]
+// CHECK: %[[IC:.*]] = arith.minui %[[I]], %[[LASTROW]]
+// CHECK: %[[C1S:.*]] = arith.maxui %[[COLS]], %[[C1]] : index
+// CHECK: %[[LASTCOL:.*]] = arith.subi %[[C1S]], %[[C1]]
+// CHECK: %[[JC:.*]] = arith.minui %[[J]], %[[LASTCOL]]
+// CHECK: %[[ROW:.*]] = arith.muli %[[IC]],
+// CHECK: %[[COL:.*]] = arith.muli %[[JC]],
 // CHECK: tile.load %arg2[%[[ROW]], %{{.*}}]
 // CHECK: tile.load %arg3[%{{.*}}, %[[COL]]]
 // CHECK: tile.dot {{.*}} : tensor<128x64xf16>, tensor<64x128xf16> -> tensor<128x128xf32>
