@@ -58,6 +58,8 @@ def models(tf: Any) -> dict[str, tuple[Callable[[], torch.nn.Module], str]]:
         "mistral": (lambda: tf.MistralModel(tf.MistralConfig(**gqa)), "ids"),
         "qwen2": (lambda: tf.Qwen2Model(tf.Qwen2Config(**gqa)), "ids"),
         "gemma": (lambda: tf.GemmaModel(tf.GemmaConfig(**gqa, head_dim=16)), "ids"),
+        # Gemma 7B's head dimension: attention of d = 256 is one kernel.
+        "gemma_d256": (lambda: tf.GemmaModel(tf.GemmaConfig(**gqa, head_dim=256)), "ids"),
         "stablelm": (lambda: tf.StableLmModel(tf.StableLmConfig(**gqa)), "ids"),
         "phi": (lambda: tf.PhiModel(tf.PhiConfig(**SMALL)), "ids"),
         "gpt_neox": (lambda: tf.GPTNeoXModel(tf.GPTNeoXConfig(**SMALL)), "ids"),
@@ -71,8 +73,12 @@ def models(tf: Any) -> dict[str, tuple[Callable[[], torch.nn.Module], str]]:
         "opt": (lambda: tf.OPTModel(tf.OPTConfig(
             num_hidden_layers=1, hidden_size=64, num_attention_heads=4, ffn_dim=128,
             vocab_size=100, max_position_embeddings=32, word_embed_proj_dim=64)), "ids"),
+        # transformers 5's default experts ("grouped_mm": sort, histc, grouped matmuls of
+        # data-dependent sizes) are refused at aten.histc; "batched_mm" gathers each token's
+        # experts' weights and runs batched matmuls of static shapes.
         "mixtral": (lambda: tf.MixtralModel(tf.MixtralConfig(
-            **gqa, num_local_experts=4, num_experts_per_tok=2)), "ids"),
+            **gqa, num_local_experts=4, num_experts_per_tok=2,
+            experts_implementation="batched_mm")), "ids"),
         "vit": (lambda: tf.ViTModel(tf.ViTConfig(
             num_hidden_layers=1, hidden_size=64, num_attention_heads=4, intermediate_size=128,
             image_size=32, patch_size=8)), "pixels"),
