@@ -1021,6 +1021,18 @@ bool Former::tryJoin(GenericOp op, GenericKind kind, Group &g,
       s = next++;
     }
   }
+  // An op that spans new dimensions but not all of the group's parallel
+  // ones would cross them: every program would compute the op once per
+  // block of the group's dimensions it lacks, and the group's earlier values
+  // once per block of the new ones (a mixture of experts' gathers of the
+  // up and down projections' weights, [tokens, 256, 64] and [tokens, 64,
+  // 128], crossed into [tokens, 256, 64, 128]: 128x the work).
+  bool lacksParallel =
+      llvm::any_of(llvm::seq<int64_t>(g.space.size()), [&](int64_t t) {
+        return g.space[t] > 1 && !used.test(t) && !g.reduced[t];
+      });
+  if (next > (int64_t)g.space.size() && lacksParallel)
+    return false;
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
   Group grown = g;
   for (auto [d, s] : llvm::enumerate(space))

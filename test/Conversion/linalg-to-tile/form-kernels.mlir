@@ -1097,3 +1097,48 @@ func.func @grouped_query_attention(%q: tensor<4x40x32xf32>, %k: tensor<2x100x32x
   %o = linalg.batch_matmul ins(%p, %vc : tensor<4x40x100xf32>, tensor<4x100x32xf32>) outs(%o0 : tensor<4x40x32xf32>) -> tensor<4x40x32xf32>
   return %o : tensor<4x40x32xf32>
 }
+
+// -----
+
+// An op reading a group's value may add dimensions to the group (the value is
+// broadcast along them), but not while it lacks some of the group's parallel
+// dimensions: [8, 32] and [8, 16] crossed would compute each once per block
+// of the other's. The [8, 16] op forms its own group, and the [8] value the
+// two share is stored.
+#v = affine_map<(d0) -> (d0)>
+#outer = affine_map<(d0, d1) -> (d0, d1)>
+#rowOf = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @no_crossed_dimensions
+// CHECK: tile.group = 0 : i64, tile.space = array<i64: 0>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: math.exp
+// CHECK: tile.group = 0 : i64, tile.space = array<i64: 0, 1>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.mulf
+// CHECK: tile.group = 1 : i64, tile.space = array<i64: 0, 1>}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+func.func @no_crossed_dimensions(%x: tensor<8xf32>, %a: tensor<8x32xf32>, %b: tensor<8x16xf32>) -> (tensor<8x32xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#v, #v], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%i: f32, %o: f32):
+    %r = math.exp %i : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %ea = tensor.empty() : tensor<8x32xf32>
+  %ya = linalg.generic {indexing_maps = [#outer, #rowOf, #outer], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %s : tensor<8x32xf32>, tensor<8xf32>) outs(%ea : tensor<8x32xf32>) {
+  ^bb0(%i: f32, %k: f32, %o: f32):
+    %r = arith.mulf %i, %k : f32
+    linalg.yield %r : f32
+  } -> tensor<8x32xf32>
+  %eb = tensor.empty() : tensor<8x16xf32>
+  %yb = linalg.generic {indexing_maps = [#outer, #rowOf, #outer], iterator_types = ["parallel", "parallel"]}
+      ins(%b, %s : tensor<8x16xf32>, tensor<8xf32>) outs(%eb : tensor<8x16xf32>) {
+  ^bb0(%i: f32, %k: f32, %o: f32):
+    %r = arith.addf %i, %k : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %ya, %yb : tensor<8x32xf32>, tensor<8x16xf32>
+}
