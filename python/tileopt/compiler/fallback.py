@@ -198,7 +198,7 @@ _INPLACE_OPERATORS = frozenset({
 
 def _supported_callables() -> frozenset[Any]:
     """The function objects :data:`SUPPORTED_FUNCTIONS` names, as Dynamo records them."""
-    return _callables(SUPPORTED_FUNCTIONS)
+    return _callables(SUPPORTED_FUNCTIONS) | {getitem}
 
 
 @functools.cache
@@ -274,6 +274,8 @@ def op_name(node: torch.fx.Node) -> str:
     target = node.target
     if isinstance(target, str):
         return target
+    if target is getitem:
+        return "operator.getitem"
     module = getattr(target, "__module__", None) or ""
     raw = getattr(target, "__name__", None) or repr(target)
     module = {
@@ -877,6 +879,24 @@ def _describe_arg(arg: Any, read: bool = False) -> str:
 # partitions
 
 
+def getitem(x: torch.Tensor, index: Any) -> Any:
+    """``x[index]`` of a tensor, which the graphs that tileopt splits call instead of
+    ``operator.getitem`` (:func:`_rename_tensor_getitems`)."""
+    return x[index]
+
+
+def _rename_tensor_getitems(g: torch.fx.GraphModule) -> None:
+    """Indexing of tensors calls :func:`getitem`: torch.fx's partitioner takes every
+    ``operator.getitem`` for an item of a tuple and moves it into its producer's partition,
+    and an index that is a tensor too (``w[experts]``, a mixture of experts' weights) is a
+    second producer: the partitioner moved the node between the two forever."""
+    for node in g.graph.nodes:
+        if (node.op == "call_function" and node.target is operator.getitem
+                and isinstance(_value(node.args[0]), torch.Tensor)):
+            node.target = getitem
+    g.recompile()
+
+
 def _segments(graph: torch.fx.Graph) -> dict[torch.fx.Node, int]:
     """Numbers the stretches between nodes with side effects: a node with side effects has
     a number of its own, nodes between two of them share one."""
@@ -1286,6 +1306,7 @@ class PartitionedGraph:
         device_type: str,
     ) -> _Specialisation:
         """fallback="eager": the graph split into compiled partitions and PyTorch calls."""
+        _rename_tensor_getitems(g)
         segments = _segments(g.graph)
         unsupported: dict[torch.fx.Node, str] = {}
         compiled: dict[frozenset[torch.fx.Node], CompiledGraph] = {}

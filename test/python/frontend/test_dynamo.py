@@ -519,6 +519,17 @@ def test_a_view_out_of_a_tuple_runs_eagerly_with_its_producer() -> None:
     assert len(report.compiled) == 1, str(report)
 
 
+def test_a_tensor_indexed_by_a_computed_tensor_compiles() -> None:
+    # w[experts] (a mixture of experts' weights): torch.fx's partitioner took the getitem for
+    # a tuple's item and moved it between the partition of `experts` and none (w's) forever.
+    def f(w: Any, x: Any) -> Any:
+        experts = x.argmax(-1)
+        return w[experts] * 2.0, x[:, :2] + 1.0
+
+    report = report_of(f, randn(4, 8, 8), randn(5, 4))
+    assert not report.eager and len(report.compiled) == 1, str(report)
+
+
 def test_side_effects_keep_their_order() -> None:
     def f(x: Any, y: Any) -> Any:
         a = x * 2.0
