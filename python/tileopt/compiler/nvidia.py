@@ -925,6 +925,13 @@ def _spills(info: tools.PtxasInfo | None) -> bool:
     return info is not None and info.spill_store_bytes + info.spill_load_bytes > 0
 
 
+def _registers_fit(registers: int, warps: int | None) -> bool:
+    """Whether a block of ``warps`` at ``registers`` a thread fits in an SM's 64K registers
+    (allocated 8 a thread at a time). Told no block size, ptxas may take more than the
+    kernel's block can launch with."""
+    return warps is None or -(-registers // 8) * 8 * 32 * warps <= 65536
+
+
 def max_shared_bytes(target: str) -> int:
     """The most shared memory a block of ``target`` may have, opted in (CUDA's
     ``sharedMemPerBlockOptin``): the same table as ``maxSharedBytes`` in
@@ -1007,7 +1014,8 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
                     other = _assemble(tool, relaxed, options.target, kernel)
                 except PTXAssemblyError:  # too few registers for an instruction
                     continue
-                if other.info is not None and not _spills(other.info):
+                if (other.info is not None and not _spills(other.info)
+                        and _registers_fit(other.info.registers, ptx_num_warps(ptx, kernel))):
                     result = other
                     break
         return replace(result, seconds=time.perf_counter() - t0)

@@ -197,6 +197,20 @@ def test_blocks_that_shared_memory_allows_bound_the_registers() -> None:
     torch.testing.assert_close(c, a.float() @ b.float(), atol=1e-3, rtol=1e-3)
 
 
+def test_last_variant_has_no_block_size_and_must_fit_the_block() -> None:
+    # Told no block size, ptxas allocates as for one block of any size: a variant it spills
+    # none under is taken only where the kernel's own block still launches at that many
+    # registers (8 a thread at a time, 64K an SM).
+    ptx = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k(\n)\n" \
+          ".reqntid 256\n{\nret;\n}\n"
+    variants = nvidia._relaxed_blocks(ptx, "sm_80", "k", 0, 128)
+    assert ".maxntid 256" in variants[0] and "ntid" not in variants[-1]
+    assert nvidia._registers_fit(255, 8) and nvidia._registers_fit(128, 16)
+    assert not nvidia._registers_fit(142, 16) and not nvidia._registers_fit(129, 16)
+    assert nvidia._registers_fit(121, 16)  # 128 a thread
+    assert nvidia._registers_fit(1000, None)
+
+
 def test_blocks_per_sm_follow_shared_memory_and_threads() -> None:
     # sm_80: 164 KiB an SM, 1 KiB of it reserved per block; sm_90: 228 KiB.
     assert nvidia.blocks_per_sm("sm_80", 73728, 256) == 2
