@@ -215,9 +215,10 @@ GenericOp getContractionBefore(Value v, int maxHops, bool throughReductions) {
 /// loops to read the expand's source instead: when that source is a
 /// contraction's result, directly or through its epilogue, so that the
 /// consumer (GELU after a linear layer over [batch, tokens]) lines up with
-/// the contraction's 2-D output and joins its kernel.
+/// the contraction's 2-D output and joins its kernel. (Up to 16 ops: tanh
+/// GELU is 8 after the bias; at 4, its last two were kernels of their own.)
 bool followsContraction(Value v) {
-  return getContractionBefore(v, /*maxHops=*/4, /*throughReductions=*/false);
+  return getContractionBefore(v, /*maxHops=*/16, /*throughReductions=*/false);
 }
 
 /// Whether a contraction reads an operand broadcast along one of its batch

@@ -558,6 +558,18 @@ def test_tanh_gelu_takes_torchs_constants() -> None:
     torch.testing.assert_close(tileopt.compile(f, (x,))(x), f(x), rtol=4 * 2**-23, atol=4e-7)
 
 
+def test_tanh_gelu_after_a_linear_layer_is_its_epilogue() -> None:
+    # Over [batch, tokens], the GELU's ops read the linear layer's result through a reshape:
+    # they joined its kernel only up to 4 ops after it, and tanh GELU's last two (1 + t,
+    # then the product) were two kernels more (Starcoder2's, GPT-2's gelu_new).
+    def f(x: Any, w: Any, b: Any, w2: Any) -> Any:
+        h = F.linear(x, w, b)
+        return F.linear(0.5 * h * (1 + torch.tanh(0.7978845608 * (h + 0.044715 * h ** 3))), w2)
+
+    check(f, lambda: (randn(2, 16, 64), randn(128, 64), randn(128), randn(64, 128)),
+          max_kernels=2)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_activations_round_once(dtype: torch.dtype) -> None:
     # As torch's kernels: computed in f32, rounded once. Rounded at every step (torch-mlir's
