@@ -889,12 +889,12 @@ def _rename_tensor_getitems(g: torch.fx.GraphModule) -> None:
     """Indexing of tensors calls :func:`getitem`: torch.fx's partitioner takes every
     ``operator.getitem`` for an item of a tuple and moves it into its producer's partition,
     and an index that is a tensor too (``w[experts]``, a mixture of experts' weights) is a
-    second producer: the partitioner moved the node between the two forever."""
+    second producer: the partitioner moved the node between the two forever. (The graph's
+    code is regenerated once it is split.)"""
     for node in g.graph.nodes:
         if (node.op == "call_function" and node.target is operator.getitem
                 and isinstance(_value(node.args[0]), torch.Tensor)):
             node.target = getitem
-    g.recompile()
 
 
 def _segments(graph: torch.fx.Graph) -> dict[torch.fx.Node, int]:

@@ -1008,6 +1008,7 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
             continue  # no ptxas executable / no cuda.core or libnvJitLink
         if retune and options.maxnreg is None and _spills(result.info):
             assert result.info is not None  # it spills
+            warps = ptx_num_warps(ptx, kernel)
             for relaxed in _relaxed_blocks(ptx, options.target, kernel, shared_bytes,
                                            result.info.registers):
                 try:
@@ -1015,7 +1016,7 @@ def make_cubin(ptx: str, options: Options, kernel: str, retune: bool = False,
                 except PTXAssemblyError:  # too few registers for an instruction
                     continue
                 if (other.info is not None and not _spills(other.info)
-                        and _registers_fit(other.info.registers, ptx_num_warps(ptx, kernel))):
+                        and _registers_fit(other.info.registers, warps)):
                     result = other
                     break
         return replace(result, seconds=time.perf_counter() - t0)
