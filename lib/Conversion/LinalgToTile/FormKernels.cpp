@@ -688,17 +688,111 @@ void dropDeadResults(GenericOp op) {
   op->erase();
 }
 
+/// Whether element indices of `view`'s result map to its source's with index
+/// arithmetic alone: a slice with static offsets and strides and no dropped
+/// dimensions, or a reshape that only adds or drops unit dimensions.
+bool mapsIndicesToSource(Operation *view) {
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(view))
+    return slice.getSourceType().getRank() == slice.getResultType().getRank() &&
+           !ShapedType::isDynamicShape(slice.getStaticOffsets()) &&
+           !ShapedType::isDynamicShape(slice.getStaticStrides());
+  ArrayRef<int64_t> wide;
+  SmallVector<ReassociationIndices> groups;
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(view)) {
+    wide = collapse.getSrcType().getShape();
+    groups = collapse.getReassociationIndices();
+  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(view)) {
+    wide = expand.getResultType().getShape();
+    groups = expand.getReassociationIndices();
+  } else {
+    return false;
+  }
+  return llvm::all_of(groups, [&](const ReassociationIndices &group) {
+    return llvm::count_if(group, [&](int64_t d) { return wide[d] != 1; }) <= 1;
+  });
+}
+
+/// The indices into `view`'s source of the element at `indices` of its result
+/// (`view` satisfies mapsIndicesToSource).
+SmallVector<Value> sourceIndices(OpBuilder &b, Location loc, Operation *view,
+                                 ArrayRef<Value> indices) {
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(view)) {
+    SmallVector<Value> at(indices);
+    for (auto [i, offset, stride] :
+         llvm::enumerate(slice.getStaticOffsets(), slice.getStaticStrides())) {
+      if (stride != 1)
+        at[i] = arith::MulIOp::create(
+            b, loc, at[i], arith::ConstantIndexOp::create(b, loc, stride));
+      if (offset != 0)
+        at[i] = arith::AddIOp::create(
+            b, loc, at[i], arith::ConstantIndexOp::create(b, loc, offset));
+    }
+    return at;
+  }
+  // A unit-dimension reshape: in each group, the one dimension that is not
+  // unit takes the other side's index (the last one where all are unit).
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(view)) {
+    ArrayRef<int64_t> shape = collapse.getSrcType().getShape();
+    SmallVector<Value> at(shape.size(),
+                          arith::ConstantIndexOp::create(b, loc, 0));
+    for (auto [g, group] :
+         llvm::enumerate(collapse.getReassociationIndices())) {
+      int64_t d = group.back();
+      for (int64_t e : group)
+        if (shape[e] != 1)
+          d = e;
+      at[d] = indices[g];
+    }
+    return at;
+  }
+  auto expand = cast<tensor::ExpandShapeOp>(view);
+  ArrayRef<int64_t> shape = expand.getResultType().getShape();
+  SmallVector<Value> at;
+  for (const ReassociationIndices &group : expand.getReassociationIndices()) {
+    int64_t d = group.back();
+    for (int64_t e : group)
+      if (shape[e] != 1)
+        d = e;
+    at.push_back(indices[d]);
+  }
+  return at;
+}
+
+/// The most operations of a producer that a gather recomputes, and the most
+/// that a generic's body takes from the producers inlined into its gathers:
+/// past them, storing the producer's result costs less than recomputing it.
+constexpr size_t kMaxInlinedProducer = 64;
+constexpr size_t kMaxGatherBody = 400;
+
 /// Reads through a gather (a `tensor.extract` in a body) into the
 /// elementwise generic that produced the gathered tensor: its body is
 /// recomputed for the gathered elements only, so a cross-entropy's target
 /// log-probability x[i, t] - logsumexp[i] is read from x and the per-row
-/// logsumexp instead of from a stored log-softmax.
+/// logsumexp instead of from a stored log-softmax. Slices and unit-dimension
+/// reshapes between them are read through (a slice assigned to and then read
+/// back, as a slice assignment's select does).
 bool inlineIntoGather(tensor::ExtractOp extract) {
-  auto result = dyn_cast<OpResult>(extract.getTensor());
+  Value gathered = extract.getTensor();
+  SmallVector<Operation *> views;
+  while (Operation *view = gathered.getDefiningOp()) {
+    if (!mapsIndicesToSource(view))
+      break;
+    views.push_back(view);
+    gathered = view->getOperand(0);
+  }
+  auto result = dyn_cast<OpResult>(gathered);
   auto producer = result ? dyn_cast<GenericOp>(result.getOwner()) : GenericOp();
-  if (!producer || !isa<GenericOp>(extract->getParentOp()) ||
+  auto consumer = dyn_cast<GenericOp>(extract->getParentOp());
+  if (!producer || !consumer ||
       producer.getNumLoops() != producer.getNumParallelLoops() ||
       !producer.hasPureTensorSemantics())
+    return false;
+  // Each inlining copies the producer's body: the bounds keep a chain of
+  // producers that each read the one before twice (slices assigned to in
+  // turn) from growing the body exponentially.
+  size_t producerOps = producer.getBody()->getOperations().size();
+  if (producerOps > kMaxInlinedProducer ||
+      consumer.getBody()->getOperations().size() + producerOps > kMaxGatherBody)
     return false;
   AffineMap out = producer.getIndexingMapMatchingResult(result);
   if (!out.isPermutation())
@@ -708,9 +802,12 @@ bool inlineIntoGather(tensor::ExtractOp extract) {
       return false;
   OpBuilder b(extract);
   Location loc = extract.getLoc();
+  SmallVector<Value> indices(extract.getIndices());
+  for (Operation *view : views)
+    indices = sourceIndices(b, loc, view, indices);
   SmallVector<Value> loops(producer.getNumLoops());
   for (auto [j, e] : llvm::enumerate(out.getResults()))
-    loops[cast<AffineDimExpr>(e).getPosition()] = extract.getIndices()[j];
+    loops[cast<AffineDimExpr>(e).getPosition()] = indices[j];
   IRMapping m;
   for (OpOperand *in : producer.getDpsInputOperands()) {
     BlockArgument arg = producer.getMatchingBlockArgument(in);
@@ -747,7 +844,7 @@ bool inlineIntoGather(tensor::ExtractOp extract) {
 }
 
 /// Inlines gathered elementwise producers (inlineIntoGather), then erases
-/// the generics nothing reads any more.
+/// the generics and views nothing reads any more.
 void inlineIntoGathers(func::FuncOp func) {
   for (int round = 0; round < 8; ++round) {
     SmallVector<tensor::ExtractOp> extracts;
@@ -762,8 +859,10 @@ void inlineIntoGathers(func::FuncOp func) {
   for (Operation &op : func.getBody().front())
     ops.push_back(&op);
   for (Operation *op : llvm::reverse(ops))
-    if (isa<GenericOp>(op) && op->use_empty() &&
-        cast<GenericOp>(op).hasPureTensorSemantics())
+    if (op->use_empty() &&
+        (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+             tensor::ExpandShapeOp>(op) ||
+         (isa<GenericOp>(op) && cast<GenericOp>(op).hasPureTensorSemantics())))
       op->erase();
 }
 

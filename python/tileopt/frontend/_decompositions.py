@@ -58,6 +58,10 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   along the dimension (a mixture of experts' top-k weights into a row per token) decompose
   into one select (or add) per column, at the positions it names; so does ``aten.index_put``
   (``x[idx] = v``) with one 1-D index of at most ``MAX_SCATTER`` positions.
+- ``aten.slice_scatter`` and ``aten.select_scatter`` (``x[:, 2:6] = y``, ``x[i] = v``)
+  of static sizes decompose into a select between ``x`` and ``y`` gathered at each
+  position's place in the slice (torch-mlir's ``tensor.insert_slice`` has no kernel
+  formation).
 - ``aten._cdist_forward`` (``torch.cdist``) decomposes into the p-norm of the broadcast
   differences (torch-mlir has no lowering for it).
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
@@ -749,6 +753,49 @@ def circular_pad(x: torch.Tensor, pad: Sequence[int], mode: str = "constant",
             return NotImplemented
         x = torch.cat([x.narrow(dim, size - left, left), x, x.narrow(dim, 0, right)], dim)
     return x
+
+
+def slice_scatter(x: torch.Tensor, src: torch.Tensor, dim: int = 0, start: int | None = None,
+                  end: int | None = None, step: int = 1) -> Any:
+    """``aten.slice_scatter`` (``x[:, a:b:s] = src`` out of place: slice assignments, a
+    shifted window's attention mask built part by part, a cache written at fixed positions):
+    a select between ``x`` and ``src`` gathered at each position's place in the slice, which
+    kernel formation fuses into the kernel that computes ``x``. torch-mlir lowers it to
+    ``tensor.insert_slice``, which kernel formation does not take; so it stays where the
+    sizes are not known when the graph is compiled."""
+    if x.ndim == 0 or not all(isinstance(v, int) for v in (x.shape[dim], step)) or not all(
+            v is None or isinstance(v, int) for v in (start, end)):
+        return NotImplemented
+    dim = dim % x.ndim
+    size = x.shape[dim]
+    first, last, step = slice(start, end, step).indices(size)
+    count = len(range(first, last, step))
+    shape = tuple(x.shape[:dim]) + (count,) + tuple(x.shape[dim + 1:])
+    if tuple(src.shape) != shape:
+        return NotImplemented
+    if count == 0:
+        return x.clone()
+    offset = torch.arange(size, device=x.device) - first
+    taken = (offset >= 0) & (offset < last - first)
+    at = offset.clamp(0, last - first - 1)
+    if step > 1:  # at is at least 0: truncation is the floor
+        taken = taken & (at % step == 0)
+        at = torch.div(at, step, rounding_mode="trunc")
+    gathered = src.to(x.dtype).index_select(dim, at)
+    return torch.where(taken.reshape([size if d == dim else 1 for d in range(x.ndim)]),
+                       gathered, x)
+
+
+def select_scatter(x: torch.Tensor, src: torch.Tensor, dim: int, index: int) -> Any:
+    """``aten.select_scatter`` (``x[:, i] = src`` out of place): :func:`slice_scatter` of
+    the one position (a negative one counts from the end)."""
+    if x.ndim == 0 or not isinstance(x.shape[dim], int) or not isinstance(index, int):
+        return NotImplemented
+    dim = dim % x.ndim
+    if not -x.shape[dim] <= index < x.shape[dim]:
+        return NotImplemented
+    index %= x.shape[dim]
+    return slice_scatter(x, src.unsqueeze(dim), dim, index, index + 1)
 
 
 def index_with_int64_indices(x: torch.Tensor,
@@ -1464,6 +1511,8 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
         _integer_power, _first(_float_power_as_torch, table.get(aten.pow.Tensor_Scalar)))
     table[aten.isfinite.default] = _first(_isfinite, table.get(aten.isfinite.default))
     table[aten.roll.default] = roll
+    table[aten.slice_scatter.default] = slice_scatter
+    table[aten.select_scatter.default] = select_scatter
     for op, name in ((aten.amax.default, "amax"), (aten.amin.default, "amin"),
                      (aten.max.dim, "max"), (aten.min.dim, "min"), (aten.max.default, "max"),
                      (aten.min.default, "min"), (aten.argmax.default, "argmax"),

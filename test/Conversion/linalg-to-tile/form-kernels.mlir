@@ -334,6 +334,48 @@ func.func @gather_through_elementwise(%x: tensor<8x37xf32>, %lse: tensor<8x1xf32
 
 // -----
 
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A gather through a strided slice and a unit-dimension reshape of an
+// elementwise result (a slice assigned to, then read back): the element
+// (i, k) of the reshaped slice is (i + 2, 2 * k + 4) of the result, where the
+// gather recomputes it from %arg0; the result itself is not formed.
+// CHECK-LABEL: func.func @gather_through_slices
+// CHECK-NOT: tensor.extract_slice
+// CHECK: linalg.generic {{.*}}ins(%arg1 {{.*}}tile.group = 0
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[K:.*]] = arith.index_cast
+// CHECK: %[[ROW:.*]] = arith.addi %[[I]], %c2
+// CHECK: %[[TWICE:.*]] = arith.muli %[[K]], %c2
+// CHECK: %[[COL:.*]] = arith.addi %[[TWICE]], %c4
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%[[ROW]], %[[COL]]] : tensor<8x16xf32>
+// CHECK: arith.mulf %[[X]], %[[X]] : f32
+// CHECK-NOT: linalg.generic
+func.func @gather_through_slices(%x: tensor<8x16xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<8x16xf32>
+  %s = tensor.extract_slice %sq[2, 4] [4, 4] [1, 2] : tensor<8x16xf32> to tensor<4x4xf32>
+  %u = tensor.expand_shape %s [[0], [1, 2]] output_shape [4, 1, 4] : tensor<4x4xf32> into tensor<4x1x4xf32>
+  %er = tensor.empty() : tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : tensor<4xi64>) outs(%er : tensor<4xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %r = linalg.index 0 : index
+    %k = arith.index_cast %i : i64 to index
+    %c0 = arith.constant 0 : index
+    %v = tensor.extract %u[%r, %c0, %k] : tensor<4x1x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+
+// -----
+
 // A concatenation of slices cast to a dynamic size (torch-mlir's roll):
 // each input's place comes from its static source, and the gathers read the
 // sources.

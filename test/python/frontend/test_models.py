@@ -1636,6 +1636,49 @@ def test_roll() -> None:
           lambda: (randn(5, 12),))
 
 
+def _assign_slices(x: torch.Tensor, y: torch.Tensor, cache: torch.Tensor) -> tuple[Any, ...]:
+    z = x * 2
+    z[:, 2:6] = y  # a unit step
+    z[-1] = y[:, 0].sum()  # a select of a negative position, from a 0-d tensor
+    z[:, 1::3] = -1.0  # a step of 3, from a filled slice
+    z[1:, -2:] += 1  # read, modify and write back a slice from the end
+    z[:, 9:100] *= 3  # an end past the size
+    cache = cache.clone()
+    cache[:, :, 3:5] = x[:2, :8].reshape(2, 2, 4, 1).transpose(1, 2)  # a cache's new positions
+    return z, cache
+
+
+def test_slice_assignment() -> None:
+    # Assignments to slices reach the graph as aten.slice_scatter and aten.select_scatter,
+    # which torch-mlir lowers to tensor.insert_slice (no kernel formation took it): selects
+    # now.
+    check(_assign_slices, lambda: (randn(5, 11), randn(5, 4), randn(2, 4, 6, 1)))
+
+    def assign(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        z = x * 2
+        z[:, 2:6] = y.exp()
+        return z + 1
+
+    # The select joins the kernel that computes the tensor.
+    check(assign, lambda: (randn(5, 11), randn(5, 4)), max_kernels=1)
+
+
+def test_mask_built_by_slices() -> None:
+    # torchvision's Swin builds its shifted windows' mask by filling slices of zeros.
+    def mask(x: torch.Tensor) -> torch.Tensor:
+        m = torch.zeros(8, 8)
+        count = 0
+        for h in ((0, -4), (-4, -2), (-2, None)):
+            for w in ((0, -4), (-4, -2), (-2, None)):
+                m[h[0]:h[1], w[0]:w[1]] = count
+                count += 1
+        return x + m
+
+    # Each select gathers the slice it fills from the one before, through that slice:
+    # recomputed there, 4 kernels (11 when each gather read a stored result).
+    check(mask, lambda: (randn(8, 8),), max_kernels=4)
+
+
 def test_llama_block() -> None:
     llama = LlamaBlock(hidden=128, fused_qkv=True, rotate_half=True)
     check(llama, lambda: (randn(2, 16, 64),), tol=1e-4)

@@ -2,10 +2,9 @@
 
 Each seed gives a chain of up to six steps (elementwise functions, a broadcast operand,
 reductions over a random dimension, max/min with indices, softmax, layer norm, transposes,
-short cumsums, convolutions and pooling along the last dimension, products with a constant
-matrix along it: f32, int8 through ``torch._int_mm`` of the quantized input, and e4m3
-through ``torch._scaled_mm``) on a random
-shape of up to
+short cumsums, slice assignments, convolutions and pooling along the last dimension,
+products with a constant matrix along it: f32, int8 through ``torch._int_mm`` of the
+quantized input, and e4m3 through ``torch._scaled_mm``) on a random shape of up to
 20,000 elements (sizes 1, 3, 7, ... 20001: unit dimensions, odd sizes, rows longer than a
 program holds). A program must compile and match eager PyTorch, or be refused with
 ``UnsupportedOperatorError``; anything else (another exception, a wrong answer) is a
@@ -125,6 +124,20 @@ class Program:
                 x = x + _product(x, x0, r)
             elif step == "broadcast":
                 x = x + x.mean(-1, keepdim=True)
+            elif step == "transpose" and seed % 4 == 0 and x.ndim:
+                # A slice (or one position) of a copy of x assigned a function of itself
+                # (aten.slice_scatter, aten.select_scatter); the other transpose steps are
+                # those of before, so old seeds keep their programs.
+                dim = r.randrange(x.ndim)
+                size = x.shape[dim]
+                at: list[slice | int] = [slice(None)] * x.ndim
+                if r.random() < 0.25:
+                    at[dim] = r.randrange(-size, size)
+                else:
+                    at[dim] = slice(r.randrange(-size, size), r.choice(
+                        (None, r.randrange(-size, size + 3))), r.choice((1, 1, 2, 3)))
+                x = x.clone()
+                x[tuple(at)] = torch.tanh(x[tuple(at)]) * 2
             elif step == "transpose" and x.ndim >= 2:
                 x = (x.transpose(0, -1).contiguous() * 1.0).transpose(0, -1)
             elif step == "cumsum" and x.shape[-1] <= 300:
