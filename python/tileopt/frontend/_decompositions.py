@@ -57,7 +57,8 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
 - ``aten.scatter`` and ``aten.scatter_add`` whose index has at most ``MAX_SCATTER`` columns
   along the dimension (a mixture of experts' top-k weights into a row per token) decompose
   into one select (or add) per column, at the positions it names; so does ``aten.index_put``
-  (``x[idx] = v``) with one 1-D index of at most ``MAX_SCATTER`` positions.
+  (``x[idx] = v``) with one 1-D index of at most ``MAX_SCATTER`` positions, and with one
+  boolean mask and one value (``x[x < 0] = 0``) into a select where the mask holds.
 - ``aten.slice_scatter`` and ``aten.select_scatter`` (``x[:, 2:6] = y``, ``x[i] = v``)
   of static sizes decompose into a select between ``x`` and ``y`` gathered at each
   position's place in the slice (torch-mlir's ``tensor.insert_slice`` has no kernel
@@ -66,10 +67,11 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   differences (torch-mlir has no lowering for it).
 - ``aten.constant_pad_nd`` (``F.pad`` with a constant) decomposes into concatenations with
   filled tensors (torch-mlir's ``tensor.pad`` has no kernel formation).
-- ``aten.cumsum`` over at most ``MAX_MASKED_SCAN`` elements decomposes into a masked row sum,
-  y[i] = sum of x[j] for j <= i (quadratic in the length, with the mask computed in
-  registers: Hugging Face's position ids from an attention mask, RoBERTa's and OPT's); longer
-  scans stay ``tm_tensor.scan``, which kernel formation reports as unsupported.
+- ``aten.cumsum`` (and ``aten.cumprod``) over at most ``MAX_MASKED_SCAN`` elements
+  decomposes into a masked row sum (product), y[i] = sum of x[j] for j <= i (quadratic in
+  the length, with the mask computed in registers: Hugging Face's position ids from an
+  attention mask, RoBERTa's and OPT's); longer scans stay ``tm_tensor.scan``, which kernel
+  formation reports as unsupported.
 - ``aten.mul.Tensor``, ``aten.sub.Tensor``, ``aten.div.Tensor_mode`` and
   ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
   round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
@@ -558,23 +560,36 @@ def adaptive_avg_pool(n: int, x: torch.Tensor, output_size: Sequence[int]) -> An
 MAX_MASKED_SCAN = 4096
 
 
-def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
-    """``torch.cumsum`` as a sum over the elements up to each one."""
+def _masked_scan(x: torch.Tensor, dim: int, dtype: torch.dtype | None, product: bool) -> Any:
+    """``torch.cumsum`` (or with ``product``, ``torch.cumprod``) as a sum (a product) over
+    the elements up to each one."""
     if dtype is not None:
         x = x.to(dtype)
     elif not x.is_floating_point() and not x.is_complex():
-        x = x.to(torch.int64)  # torch sums booleans and integers in int64
+        x = x.to(torch.int64)  # torch scans booleans and integers in int64
     if x.ndim == 0:
         return x.clone()
     dim = dim % x.ndim
     n = x.shape[dim]
-    if n > MAX_MASKED_SCAN or x.is_complex():
+    if not isinstance(n, int) or n > MAX_MASKED_SCAN or x.is_complex():
         return NotImplemented
     rows = x.movedim(dim, -1).unsqueeze(-2)  # [..., 1, j]
     index = torch.arange(n, device=x.device)
     upto = index.unsqueeze(1) >= index.unsqueeze(0)  # [i, j]: j <= i
-    zero = torch.zeros((), dtype=x.dtype, device=x.device)
-    return torch.where(upto, rows, zero).sum(-1, dtype=x.dtype).movedim(-1, dim)
+    identity = torch.full((), 1 if product else 0, dtype=x.dtype, device=x.device)
+    masked = torch.where(upto, rows, identity)
+    scanned = masked.prod(-1, dtype=x.dtype) if product else masked.sum(-1, dtype=x.dtype)
+    return scanned.movedim(-1, dim)
+
+
+def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    """``torch.cumsum`` as a sum over the elements up to each one."""
+    return _masked_scan(x, dim, dtype, product=False)
+
+
+def masked_cumprod(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    """``torch.cumprod`` as a product over the elements up to each one."""
+    return _masked_scan(x, dim, dtype, product=True)
 
 
 def _positions(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -695,14 +710,16 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     """``aten.index_put`` (``x[idx] = v``, ``x[:, idx] += v`` out of place) with one 1-D
     integer index of at most :data:`MAX_SCATTER` positions, after whole dimensions: for each
     position (negative ones count from the end), the slice it names takes (or adds) its
-    values, later positions after earlier ones. Other indexings (several index tensors,
-    boolean masks) stay ``tm_tensor.scatter``, which kernel formation reports as
-    unsupported."""
+    values, later positions after earlier ones; or with one boolean mask and one value
+    (:func:`_put_where`). Other indexings (several index tensors, a value per masked
+    element) stay ``tm_tensor.scatter``, which kernel formation reports as unsupported."""
     named = [i for i, index in enumerate(indices) if index is not None]
     if len(named) != 1 or x.ndim == 0:
         return NotImplemented
     dim = named[0]
     index = indices[dim]
+    if index is not None and index.dtype == torch.bool:
+        return _put_where(x, dim, index, values, accumulate)
     if (index is None or index.ndim != 1 or index.dtype == torch.bool
             or index.is_floating_point() or index.shape[0] > MAX_SCATTER
             or any(i is not None for i in indices[:dim])):
@@ -717,6 +734,19 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     for i in range(index.shape[0]):
         out = _put(out, position == index[i], values.narrow(dim, i, 1), accumulate)
     return out
+
+
+def _put_where(x: torch.Tensor, dim: int, mask: torch.Tensor, values: torch.Tensor,
+               accumulate: bool) -> Any:
+    """``x[..., mask] = v`` (or ``+= v``) with a boolean ``mask`` over ``x``'s dimensions
+    from ``dim`` on and one value (``x[x < 0] = 0``): a select (or an add) where ``mask``
+    holds. A value per selected element has a shape only known when the graph runs."""
+    numel = values.numel()
+    if (not isinstance(numel, int) or numel != 1 or dim + mask.ndim > x.ndim
+            or tuple(mask.shape) != tuple(x.shape[dim:dim + mask.ndim])):
+        return NotImplemented
+    shape = [1] * dim + list(mask.shape) + [1] * (x.ndim - dim - mask.ndim)
+    return _put(x, mask.reshape(shape), values.reshape(()).to(x.dtype), accumulate)
 
 
 def roll(x: torch.Tensor, shifts: Sequence[int], dims: Sequence[int] = ()) -> Any:
@@ -1474,6 +1504,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.addmv.default] = torch_decompositions[aten.addmv.default]
     table[aten.convolution.default] = convolution
     table[aten.cumsum.default] = masked_cumsum
+    table[aten.cumprod.default] = masked_cumprod
     table[aten.constant_pad_nd.default] = constant_pad_nd
     for n, max_op, avg_op in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
                               (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):

@@ -764,6 +764,13 @@ def _add_columns(x: Any, columns: Any, values: Any) -> Any:
     return y
 
 
+def _set_masked(x: Any, mask: Any) -> Any:
+    y = x.clone()
+    y[y < 0] = 0.5  # a mask over every dimension
+    y[:, mask] = -1.0  # over the trailing ones
+    return y
+
+
 def _top2_weights(logits: Any) -> Any:
     """A mixture of experts' gate as a row per token: the top 2 softmax weights scattered
     into zeros."""
@@ -779,7 +786,12 @@ def _top2_weights(logits: Any) -> Any:
      lambda: (randn(4, 9), torch.argsort(torch.rand(4, 9), 1)[:, :3])),
     (_set_rows, lambda: (randn(6, 4), torch.tensor([4, -1, 0]), randn(3, 4))),
     (_add_columns, lambda: (randn(3, 7), torch.tensor([1, 1, 5]), randn(3, 3))),
-], ids=["moe_weights", "add_dim0", "value", "index_put_rows", "index_put_add_columns"])
+    # A boolean mask and one value: a select where the mask holds (was tm_tensor.scan).
+    (_set_masked, lambda: (randn(3, 4, 5), torch.rand(4, 5) > 0.5)),
+    (lambda x: x.index_put((x > 0.5,), torch.tensor(2.0), accumulate=True),
+     lambda: (randn(6, 10),)),
+], ids=["moe_weights", "add_dim0", "value", "index_put_rows", "index_put_add_columns",
+        "index_put_mask", "index_put_add_mask"])
 def test_scatter(f: Callable[..., Any], make: Callable[[], Sequence[Any]]) -> None:
     """One select (or add) per column of the index (per position of ``x[idx] = v``'s
     index), at the positions it names."""
@@ -1345,7 +1357,10 @@ def test_gpt_block() -> None:
     (lambda m: torch.cumsum(m, 1) * m + 1, lambda: ((torch.rand(2, 16) > 0.3).long(),), 1),
     # The cast is a kernel of its own: the sum reads it broadcast along a new dimension.
     (lambda x: torch.cumsum(x, 1, dtype=torch.int32), lambda: (torch.randint(-3, 3, (2, 9)),), 2),
-], ids=["last", "first", "position_ids", "int32"])
+    # torch.cumprod: torch-mlir's tm_tensor.scan had no kernel formation.
+    (lambda x: torch.cumprod(x, 1), lambda: (randn(4, 23) * 0.5 + 1,), 1),
+    (lambda x: torch.cumprod(x, 0), lambda: (torch.randint(-3, 4, (9, 3)),), 1),
+], ids=["last", "first", "position_ids", "int32", "cumprod", "cumprod_int"])
 def test_cumsum(f: Callable[..., Any], make: Callable[[], Sequence[Any]], kernels: int) -> None:
     check(f, make, max_kernels=kernels)
 
