@@ -720,7 +720,7 @@ def index_put(x: torch.Tensor, indices: Sequence[torch.Tensor | None], values: t
     index = indices[dim]
     if index is not None and index.dtype == torch.bool:
         return _put_where(x, dim, index, values, accumulate)
-    if (index is None or index.ndim != 1 or index.dtype == torch.bool
+    if (index is None or index.ndim != 1
             or index.is_floating_point() or index.shape[0] > MAX_SCATTER
             or any(i is not None for i in indices[:dim])):
         return NotImplemented
