@@ -86,6 +86,15 @@ def models(tf: Any) -> dict[str, tuple[Callable[[], torch.nn.Module], str]]:
         "mixtral": (lambda: tf.MixtralModel(tf.MixtralConfig(
             **gqa, num_local_experts=4, num_experts_per_tok=2,
             experts_implementation="batched_mm")), "ids"),
+        # Rotary embeddings in complex numbers (torch.polar, view_as_complex), and MoE.
+        "llama4_text": (lambda: tf.Llama4TextModel(tf.Llama4TextConfig(
+            **gqa, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
+            intermediate_size_mlp=128, experts_implementation="batched_mm")), "ids"),
+        "deepseek_v2": (lambda: tf.DeepseekV2Model(tf.DeepseekV2Config(
+            **SMALL, n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1,
+            moe_intermediate_size=32, first_k_dense_replace=0, kv_lora_rank=16,
+            q_lora_rank=None, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+            experts_implementation="batched_mm")), "ids"),
         "vit": (lambda: tf.ViTModel(tf.ViTConfig(
             num_hidden_layers=1, hidden_size=64, num_attention_heads=4, intermediate_size=128,
             image_size=32, patch_size=8)), "pixels"),

@@ -124,7 +124,7 @@ _REDUCTIONS = (
     "adaptive_max_pool2d", "adaptive_max_pool3d", "all", "amax", "amin", "aminmax", "any",
     "argmax", "argmin", "avg_pool1d", "avg_pool2d", "avg_pool3d", "batch_norm",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cdist", "cosine_similarity",
-    "cross_entropy", "cumsum", "group_norm", "huber_loss", "instance_norm", "kl_div",
+    "cross_entropy", "cumprod", "cumsum", "group_norm", "huber_loss", "instance_norm", "kl_div",
     "l1_loss", "layer_norm", "log_softmax", "logsumexp", "max", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
     "max_pool3d_with_indices", "mean", "min", "mse_loss", "nll_loss", "norm", "normalize",
@@ -156,8 +156,8 @@ _OPERATORS = (
 #: ``torch.nn.functional``, ``torch.special`` and ``torch.linalg`` (and their ``torch._C``
 #: versions, which Dynamo records), and in :mod:`operator` (``x + y``, ``x[i]``). Each
 #: compiled and checked against eager PyTorch; sorting is left out (tileopt lowers rows of up
-#: to 16 only). ``cumsum`` and ``topk`` lower in some forms only (short scans; k up to 16): the
-#: others fail to compile and are split off (step 3 below).
+#: to 16 only). ``cumsum``, ``cumprod`` and ``topk`` lower in some forms only (short scans; k up
+#: to 16): the others fail to compile and are split off (step 3 below).
 SUPPORTED_FUNCTIONS: frozenset[str] = frozenset(
     _ELEMENTWISE + _REDUCTIONS + _CONTRACTIONS + _DATA_MOVEMENT + _CASTS + _FACTORIES
 )

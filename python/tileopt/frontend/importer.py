@@ -295,6 +295,7 @@ def import_graph(
         import torch
 
         from tileopt.frontend import _lowering
+        from tileopt.frontend._complex import complex_as_real
         from tileopt.frontend._decompositions import decomposition_table
     except ImportError as e:
         raise ImportError(
@@ -327,11 +328,14 @@ def import_graph(
                 f"{type(e).__name__}: {e}"
             ) from e
         _empty_results_as_constants(program)
+        not_real = complex_as_real(program)
     exported = time.perf_counter()
 
     fx_graph = program.graph_module.print_readable(print_output=False)
     graph_inputs = _graph_inputs(program, user_names)
     output_spec = _take_tensor_outputs(program)
+    if not_real is not None:
+        raise _unsupported(_lowering, not_real, COMPLEX_OPS)
     _check_dtypes(program.graph, _lowering)
     _check_shapes_are_static(program.graph, _lowering)
     linalg = _lowering.lower_to_linalg(program.graph, func_name)
@@ -585,14 +589,23 @@ def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
                 f"fixed (torch.where instead of boolean indexing, say)")
 
 
+#: Why an op on complex tensors that :func:`complex_as_real` does not rewrite is unsupported.
+COMPLEX_OPS = (
+    "tileopt computes complex tensors through their real and imaginary parts, in the ops of "
+    "rotary embeddings only (view_as_complex, polar, complex, products, sums, conj, abs, real, "
+    "imag, reshapes, slices, cat, view_as_real). Compute with real tensors"
+)
+
+
 def _check_dtypes(graph: Any, lowering: Any) -> None:
     """UnsupportedOperatorError naming the first node that makes a tensor of a dtype
     outside :data:`SUPPORTED_DTYPES` (complex, unsigned, the other 8-bit floats)."""
     for node, v in _tensor_results(graph):
         if str(v.dtype).removeprefix("torch.") in SUPPORTED_DTYPES:
             continue
-        why = ("tileopt has no complex arithmetic. Compute with real tensors (the real "
-               "and imaginary parts)" if v.dtype.is_complex else
+        why = ("tileopt neither takes nor returns complex tensors (it computes with them "
+               "inside a graph only). Pass and return real tensors (the real and imaginary "
+               "parts, torch.view_as_real)" if v.dtype.is_complex else
                f"tileopt compiles tensors of {_dtype_list()}. Compute in one of them")
         raise _unsupported(lowering, node, f"it makes a {v.dtype} tensor, and {why}")
 

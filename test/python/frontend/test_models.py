@@ -1651,6 +1651,49 @@ def test_roll() -> None:
           lambda: (randn(5, 12),))
 
 
+def _complex_rope(x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Llama 4's and DeepSeek-V2's rotary embedding (complex products of x's pairs), and
+    the other ops on complex tensors that tileopt computes through their parts."""
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, 8, 2, dtype=x.dtype) / 8))
+    angles = positions.to(x.dtype)[:, None] * freqs
+    cis = torch.polar(torch.ones_like(angles), angles) * 0.5
+    z = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+    rotated = torch.view_as_real(z * cis[:, None, :]).flatten(2)
+    t = z.transpose(0, 1)
+    parts = torch.cat([t.conj(), t * 2.0 - t, torch.complex(t.imag, t.real) / 3], -1)[..., 1:]
+    return rotated, torch.view_as_real(parts).sum(-1) + t.abs()[..., :1] + t.real[..., :1]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_complex_rotary_embedding(dtype: torch.dtype) -> None:
+    # torch-mlir has no complex lowering: the graph computes the real and imaginary parts.
+    check(_complex_rope, lambda: (randn(5, 3, 8, dtype=dtype), torch.arange(5)))
+
+
+class _ComplexBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cis", torch.polar(torch.ones(4), torch.arange(4.0)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.view_as_real(torch.view_as_complex(x) * self.cis)
+
+
+def test_complex_tensors_unsupported() -> None:
+    def as_complex(x: torch.Tensor) -> Any:
+        return torch.view_as_complex(x)
+
+    def complex_exp(x: torch.Tensor) -> Any:
+        return torch.view_as_real(torch.exp(torch.view_as_complex(x)))
+
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="aten.exp at .*real and imag"):
+        tileopt.compile(complex_exp, (randn(4, 2),))
+    with pytest.raises(tileopt.UnsupportedOperatorError, match="neither takes nor returns"):
+        tileopt.compile(as_complex, (randn(4, 2),))
+    with pytest.raises(tileopt.errors.ExportError, match="buffer 'cis' has dtype torch.complex64"):
+        tileopt.compile(_ComplexBuffer(), (randn(4, 2),))
+
+
 def _assign_slices(x: torch.Tensor, y: torch.Tensor, cache: torch.Tensor) -> tuple[Any, ...]:
     z = x * 2
     z[:, 2:6] = y  # a unit step
