@@ -69,7 +69,11 @@ def TileNarrowIntegerTiles
     `tile.index_bitwidth = 32` has sizes, and an integer or index argument
     with it has a value, in [0, 2^31) (launchers check both), and a loop
     from a constant lower bound by a constant step visits only the values
-    the step reaches. Scalar index arithmetic keeps its width (the GPU
+    the step reaches. A signed op (division, remainder, shift, min, max,
+    signed compare) narrows only where its values fit i32 read signed, an
+    unsigned one only where they fit read unsigned: upstream's patterns take
+    either reading, and -2 % 7 unsigned is 0 in i64 but 2 in i32.
+    Scalar index arithmetic keeps its width (the GPU
     lowering reads divisors and bounds from it), but its signed divisions
     and remainders of values that cannot be negative become unsigned
     (upstream's unsigned-when-equivalent patterns): `size floordiv 64`

@@ -138,3 +138,40 @@ tile.kernel @unsigned_divisions(%k: memref<?x?xf32> {tile.index_bitwidth = 32},
   tile.store %v, %y[%c3] : tensor<4xi64>, memref<?xi64>
   tile.return
 }
+
+// -----
+
+// Signed and unsigned ops narrow only where their operands read as the same
+// numbers in 32 bits as in 64 the way the op reads them: -4..3 fits signed,
+// so its signed remainder narrows, but its unsigned one does not (-2 % 7 is 0
+// unsigned in i64 and 2 in i32); 0..2^32-1 fits unsigned only, so its
+// unsigned quotient narrows and its signed one does not.
+// CHECK-LABEL: tile.kernel @signedness
+// CHECK-DAG: arith.remsi %{{.*}}, %{{.*}} : tensor<16xi32>
+// CHECK-DAG: arith.remui %{{.*}}, %{{.*}} : tensor<16xi64>
+// CHECK-DAG: arith.divui %{{.*}}, %{{.*}} : tensor<16xi32>
+// CHECK-DAG: arith.divsi %{{.*}}, %{{.*}} : tensor<16xi64>
+tile.kernel @signedness(%x: memref<?xi64, strided<[1], offset: ?>>,
+                        %y: memref<?xi64, strided<[1], offset: ?>>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c48 = arith.constant 48 : index
+  %seven = arith.constant dense<7> : tensor<16xi64>
+  %four = arith.constant dense<4> : tensor<16xi64>
+  %three = arith.constant dense<3> : tensor<16xi64>
+  %low = arith.constant dense<4294967295> : tensor<16xi64>
+  %v = tile.load %x[%c0] : memref<?xi64, strided<[1], offset: ?>> -> tensor<16xi64>
+  %a = arith.andi %v, %seven : tensor<16xi64>
+  %neg = arith.subi %a, %four : tensor<16xi64>
+  %s = arith.remsi %neg, %three : tensor<16xi64>
+  %u = arith.remui %neg, %seven : tensor<16xi64>
+  %b = arith.andi %v, %low : tensor<16xi64>
+  %q = arith.divui %b, %seven : tensor<16xi64>
+  %p = arith.divsi %b, %seven : tensor<16xi64>
+  tile.store %s, %y[%c0] : tensor<16xi64>, memref<?xi64, strided<[1], offset: ?>>
+  tile.store %u, %y[%c16] : tensor<16xi64>, memref<?xi64, strided<[1], offset: ?>>
+  tile.store %q, %y[%c32] : tensor<16xi64>, memref<?xi64, strided<[1], offset: ?>>
+  tile.store %p, %y[%c48] : tensor<16xi64>, memref<?xi64, strided<[1], offset: ?>>
+  tile.return
+}

@@ -115,6 +115,53 @@ public:
   }
 };
 
+/// Whether every value of `v` is the same number read in 32 bits, signed
+/// (`isSigned`) or unsigned, as in its own width.
+bool fits32(DataFlowSolver &solver, Value v, bool isSigned) {
+  auto *lattice = solver.lookupState<IntegerValueRangeLattice>(v);
+  if (!lattice || lattice->getValue().isUninitialized())
+    return false;
+  const ConstantIntRanges &range = lattice->getValue().getValue();
+  unsigned width = range.smin().getBitWidth();
+  if (width <= 32)
+    return true;
+  if (isSigned)
+    return range.smin().getNumSignBits() > width - 32 &&
+           range.smax().getNumSignBits() > width - 32;
+  return range.umax().countLeadingZeros() >= width - 32;
+}
+
+/// Whether upstream's narrowing may compute `op` in 32 bits. It truncates the
+/// operands of any op whose ranges fit either reading, but a signed op of
+/// values that only fit unsigned (3e9 becomes negative), or an unsigned op of
+/// values that only fit signed (-2 % 7 unsigned is 0 in i64 and 2 in i32),
+/// computes another number; those must fit the reading the op makes.
+bool narrowsSoundly(DataFlowSolver &solver, Operation *op) {
+  std::optional<bool> isSigned;
+  if (isa<arith::DivSIOp, arith::RemSIOp, arith::CeilDivSIOp,
+          arith::FloorDivSIOp, arith::ShRSIOp, arith::MaxSIOp, arith::MinSIOp>(
+          op))
+    isSigned = true;
+  else if (isa<arith::DivUIOp, arith::RemUIOp, arith::CeilDivUIOp,
+               arith::ShRUIOp>(op))
+    isSigned = false;
+  else if (auto cmp = dyn_cast<arith::CmpIOp>(op))
+    if (llvm::is_contained(
+            {arith::CmpIPredicate::slt, arith::CmpIPredicate::sle,
+             arith::CmpIPredicate::sgt, arith::CmpIPredicate::sge},
+            cmp.getPredicate()))
+      isSigned = true;
+  if (!isSigned)
+    return true; // the same low bits, or the same order, either way
+  auto fits = [&](Value v) {
+    return !isa<RankedTensorType>(v.getType()) ||
+           !getElementTypeOrSelf(v).isInteger() ||
+           getElementTypeOrSelf(v).isInteger(1) || fits32(solver, v, *isSigned);
+  };
+  return llvm::all_of(op->getOperands(), fits) &&
+         llvm::all_of(op->getResults(), fits);
+}
+
 /// Forgets the ranges of erased values, whose storage new ones may reuse.
 class ForgetErased : public RewriterBase::Listener {
 public:
@@ -171,7 +218,8 @@ struct TileNarrowIntegerTilesPass
       };
       if (isa<arith::ArithDialect>(op->getDialect()) &&
           (llvm::any_of(op->getOperandTypes(), integerTile) ||
-           llvm::any_of(op->getResultTypes(), integerTile)))
+           llvm::any_of(op->getResultTypes(), integerTile)) &&
+          narrowsSoundly(solver, op))
         ops.push_back(op);
     });
     RewritePatternSet narrowing(ctx);
