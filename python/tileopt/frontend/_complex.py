@@ -149,7 +149,8 @@ def _lower(r: _Rewriter, node: fx.Node) -> fx.Node | None:
 
 def _cat(r: _Rewriter, node: fx.Node) -> fx.Node | None:
     """``aten.cat`` of complex tensors: of their parts."""
-    tensors, dim = node.args[0], node.args[1] if len(node.args) > 1 else 0
+    tensors = node.args[0]
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
     if not isinstance(tensors, Sequence) or not all(_is_complex(z) for z in tensors):
         return None
     return r.emit(aten.cat.default, [r.real[z] for z in tensors], _dim(dim, _rank(node)))
