@@ -688,6 +688,35 @@ void dropDeadResults(GenericOp op) {
   op->erase();
 }
 
+/// For a reshape that only adds or drops unit dimensions, the dimension of
+/// its wide side (a collapse's source, an expand's result) that each
+/// reassociation group's index lands on: the group's one dimension that is not
+/// unit, or its last where all are; nullopt for any other op.
+std::optional<SmallVector<int64_t>> unitReshapeDims(Operation *op) {
+  ArrayRef<int64_t> wide;
+  SmallVector<ReassociationIndices> groups;
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    wide = collapse.getSrcType().getShape();
+    groups = collapse.getReassociationIndices();
+  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    wide = expand.getResultType().getShape();
+    groups = expand.getReassociationIndices();
+  } else {
+    return std::nullopt;
+  }
+  SmallVector<int64_t> dims;
+  for (const ReassociationIndices &group : groups) {
+    if (llvm::count_if(group, [&](int64_t d) { return wide[d] != 1; }) > 1)
+      return std::nullopt;
+    int64_t kept = group.back();
+    for (int64_t d : group)
+      if (wide[d] != 1)
+        kept = d;
+    dims.push_back(kept);
+  }
+  return dims;
+}
+
 /// Whether element indices of `view`'s result map to its source's with index
 /// arithmetic alone: a slice with static offsets and strides and no dropped
 /// dimensions, or a reshape that only adds or drops unit dimensions.
@@ -696,20 +725,7 @@ bool mapsIndicesToSource(Operation *view) {
     return slice.getSourceType().getRank() == slice.getResultType().getRank() &&
            !ShapedType::isDynamicShape(slice.getStaticOffsets()) &&
            !ShapedType::isDynamicShape(slice.getStaticStrides());
-  ArrayRef<int64_t> wide;
-  SmallVector<ReassociationIndices> groups;
-  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(view)) {
-    wide = collapse.getSrcType().getShape();
-    groups = collapse.getReassociationIndices();
-  } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(view)) {
-    wide = expand.getResultType().getShape();
-    groups = expand.getReassociationIndices();
-  } else {
-    return false;
-  }
-  return llvm::all_of(groups, [&](const ReassociationIndices &group) {
-    return llvm::count_if(group, [&](int64_t d) { return wide[d] != 1; }) <= 1;
-  });
+  return unitReshapeDims(view).has_value();
 }
 
 /// The indices into `view`'s source of the element at `indices` of its result
@@ -729,33 +745,16 @@ SmallVector<Value> sourceIndices(OpBuilder &b, Location loc, Operation *view,
     }
     return at;
   }
-  // A unit-dimension reshape: in each group, the one dimension that is not
-  // unit takes the other side's index (the last one where all are unit).
+  SmallVector<int64_t> dims = *unitReshapeDims(view);
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(view)) {
-    ArrayRef<int64_t> shape = collapse.getSrcType().getShape();
-    SmallVector<Value> at(shape.size(),
+    // The source's unit dimensions are at 0.
+    SmallVector<Value> at(collapse.getSrcType().getRank(),
                           arith::ConstantIndexOp::create(b, loc, 0));
-    for (auto [g, group] :
-         llvm::enumerate(collapse.getReassociationIndices())) {
-      int64_t d = group.back();
-      for (int64_t e : group)
-        if (shape[e] != 1)
-          d = e;
+    for (auto [g, d] : llvm::enumerate(dims))
       at[d] = indices[g];
-    }
     return at;
   }
-  auto expand = cast<tensor::ExpandShapeOp>(view);
-  ArrayRef<int64_t> shape = expand.getResultType().getShape();
-  SmallVector<Value> at;
-  for (const ReassociationIndices &group : expand.getReassociationIndices()) {
-    int64_t d = group.back();
-    for (int64_t e : group)
-      if (shape[e] != 1)
-        d = e;
-    at.push_back(indices[d]);
-  }
-  return at;
+  return llvm::map_to_vector(dims, [&](int64_t d) { return indices[d]; });
 }
 
 /// The most operations of a producer that a gather recomputes, and the most

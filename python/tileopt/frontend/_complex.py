@@ -12,7 +12,7 @@ not rewritten here (or come in or go out of it) is left as it is, and reported u
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -22,6 +22,14 @@ aten = torch.ops.aten
 
 #: The real type of each complex type's parts.
 _PARTS = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+#: Why an op on complex tensors that :func:`complex_as_real` does not rewrite is unsupported.
+UNSUPPORTED = (
+    "tileopt computes complex tensors through their real and imaginary parts, in the ops of "
+    "rotary embeddings only (view_as_complex, polar, complex, products, sums, conj, abs, real, "
+    "imag, reshapes, slices, cat, view_as_real). Compute with real tensors"
+)
 
 
 def _is_complex(node: Any) -> bool:
@@ -37,9 +45,11 @@ class _Rewriter:
         self.mode = mode
         self.real: dict[fx.Node, fx.Node] = {}  # a complex node -> its parts
         self.origin: fx.Node | None = None
+        self.emitted: list[fx.Node] = []
 
     def emit(self, op: Any, *args: Any, **kwargs: Any) -> fx.Node:
         node = self.graph.call_function(op, args, kwargs)
+        self.emitted.append(node)
         with self.mode:
             node.meta["val"] = op(*fx.node.map_arg(args, lambda n: n.meta["val"]),
                                   **fx.node.map_arg(kwargs, lambda n: n.meta["val"]))
@@ -70,6 +80,12 @@ def _lower(r: _Rewriter, node: fx.Node) -> fx.Node | None:
     """The real node of ``node``'s result (its parts where it is complex); None where
     ``node`` is an op on complex tensors this module does not rewrite."""
     t, args, kwargs = node.target, node.args, node.kwargs
+    if t is aten.cat.default:
+        tensors = args[0]
+        dim = kwargs.get("dim", args[1] if len(args) > 1 else 0)
+        if not isinstance(tensors, Sequence) or not all(_is_complex(z) for z in tensors):
+            return None
+        return r.emit(t, [r.real[z] for z in tensors], _dim(dim, _rank(node)))
     complex_args = [a for a in args if _is_complex(a)]
     if t is aten.view_as_complex.default:
         return args[0]
@@ -147,15 +163,6 @@ def _lower(r: _Rewriter, node: fx.Node) -> fx.Node | None:
     return None
 
 
-def _cat(r: _Rewriter, node: fx.Node) -> fx.Node | None:
-    """``aten.cat`` of complex tensors: of their parts."""
-    tensors = node.args[0]
-    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
-    if not isinstance(tensors, Sequence) or not all(_is_complex(z) for z in tensors):
-        return None
-    return r.emit(aten.cat.default, [r.real[z] for z in tensors], _dim(dim, _rank(node)))
-
-
 def complex_as_real(program: Any) -> fx.Node | None:
     """Rewrites the complex tensors that ``program``'s graph makes and reads itself as real
     ones (this module's docstring). Where it cannot, leaves the graph as it is and returns
@@ -173,17 +180,12 @@ def complex_as_real(program: Any) -> fx.Node | None:
         return None
     r = _Rewriter(graph, mode)
     lowered: dict[fx.Node, fx.Node] = {}
-    emitted: list[fx.Node] = []
     for node in touched:
         r.origin = node
-        before = set(graph.nodes)
         with graph.inserting_before(node):
-            lower: Callable[[_Rewriter, fx.Node], fx.Node | None] = (
-                _cat if node.target is aten.cat.default else _lower)
-            real = lower(r, node)
-        emitted += [n for n in graph.nodes if n not in before]
+            real = _lower(r, node)
         if real is None:  # an op this module does not take: undo, leave the graph
-            for n in reversed(emitted):
+            for n in reversed(r.emitted):
                 graph.erase_node(n)
             return node
         lowered[node] = real

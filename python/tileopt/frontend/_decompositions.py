@@ -805,15 +805,13 @@ def slice_scatter(x: torch.Tensor, src: torch.Tensor, dim: int = 0, start: int |
         return NotImplemented
     if count == 0:
         return x.clone()
-    offset = torch.arange(size, device=x.device) - first
+    offset = _positions(x, dim) - first
     taken = (offset >= 0) & (offset < last - first)
     at = offset.clamp(0, last - first - 1)
     if step > 1:  # at is at least 0: truncation is the floor
         taken = taken & (at % step == 0)
         at = torch.div(at, step, rounding_mode="trunc")
-    gathered = src.to(x.dtype).index_select(dim, at)
-    return torch.where(taken.reshape([size if d == dim else 1 for d in range(x.ndim)]),
-                       gathered, x)
+    return torch.where(taken, src.to(x.dtype).index_select(dim, at.reshape(-1)), x)
 
 
 def select_scatter(x: torch.Tensor, src: torch.Tensor, dim: int, index: int) -> Any:

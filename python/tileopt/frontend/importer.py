@@ -294,8 +294,7 @@ def import_graph(
     try:
         import torch
 
-        from tileopt.frontend import _lowering
-        from tileopt.frontend._complex import complex_as_real
+        from tileopt.frontend import _complex, _lowering
         from tileopt.frontend._decompositions import decomposition_table
     except ImportError as e:
         raise ImportError(
@@ -328,14 +327,14 @@ def import_graph(
                 f"{type(e).__name__}: {e}"
             ) from e
         _empty_results_as_constants(program)
-        not_real = complex_as_real(program)
+        not_real = _complex.complex_as_real(program)
     exported = time.perf_counter()
 
     fx_graph = program.graph_module.print_readable(print_output=False)
     graph_inputs = _graph_inputs(program, user_names)
     output_spec = _take_tensor_outputs(program)
     if not_real is not None:
-        raise _unsupported(_lowering, not_real, COMPLEX_OPS)
+        raise _unsupported(_lowering, not_real, _complex.UNSUPPORTED)
     _check_dtypes(program.graph, _lowering)
     _check_shapes_are_static(program.graph, _lowering)
     linalg = _lowering.lower_to_linalg(program.graph, func_name)
@@ -587,14 +586,6 @@ def _check_shapes_are_static(graph: Any, lowering: Any) -> None:
                 f"the shape of its result, {tuple(v.shape)}, depends on the values of its "
                 f"inputs, and tileopt compiles shapes known when it compiles. Keep the shape "
                 f"fixed (torch.where instead of boolean indexing, say)")
-
-
-#: Why an op on complex tensors that :func:`complex_as_real` does not rewrite is unsupported.
-COMPLEX_OPS = (
-    "tileopt computes complex tensors through their real and imaginary parts, in the ops of "
-    "rotary embeddings only (view_as_complex, polar, complex, products, sums, conj, abs, real, "
-    "imag, reshapes, slices, cat, view_as_real). Compute with real tensors"
-)
 
 
 def _check_dtypes(graph: Any, lowering: Any) -> None:

@@ -153,11 +153,7 @@ bool narrowsSoundly(DataFlowSolver &solver, Operation *op) {
       isSigned = true;
   if (!isSigned)
     return true; // the same low bits, or the same order, either way
-  auto fits = [&](Value v) {
-    return !isa<RankedTensorType>(v.getType()) ||
-           !getElementTypeOrSelf(v).isInteger() ||
-           getElementTypeOrSelf(v).isInteger(1) || fits32(solver, v, *isSigned);
-  };
+  auto fits = [&](Value v) { return fits32(solver, v, *isSigned); };
   return llvm::all_of(op->getOperands(), fits) &&
          llvm::all_of(op->getResults(), fits);
 }
