@@ -78,10 +78,12 @@ fuzz: build
 	  $(if $(FUZZ_AVOID),--avoid $(FUZZ_AVOID))
 	$(PY) test/python/fuzz/ptxmutate.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
-# A long run of random PyTorch programs and attentions through tileopt.compile against eager.
+# A long run of random PyTorch programs and attentions through tileopt.compile against eager,
+# and of programs with in-place ops and views through torch.compile.
 fuzz-models: build
 	$(PY) test/python/fuzz/modelfuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 	$(PY) test/python/fuzz/attentionfuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
+	$(PY) test/python/fuzz/inplacefuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)
 
 # The dialect reference, generated from ODS into docs/generated/.
 docs: build

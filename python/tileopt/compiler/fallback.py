@@ -20,6 +20,9 @@ How a graph is split, once per set of input shapes (a *specialisation*):
    float arguments, so; their values are part of the specialisation's key). The shapes are
    propagated with fake tensors, size arithmetic is folded, and unused results of pure
    operators are dropped: the graph is static, like one Dynamo makes with ``dynamic=False``.
+   In-place ops on tensors the graph made (``F.relu(x, inplace=True)``, ``x += y``,
+   ``x[:, 2:] = 0``) become out-of-place ones where nothing else sees the change: no input's
+   memory, no older view of it read afterwards.
 2. :class:`TileoptSupport` says which nodes tileopt may take: tensor operators from a list of
    those the frontend lowers (:data:`SUPPORTED_FUNCTIONS`, :data:`SUPPORTED_METHODS`), on
    tensors of the compiled device and of :data:`~tileopt.frontend.SUPPORTED_DTYPES`, without
@@ -198,7 +201,7 @@ _INPLACE_OPERATORS = frozenset({
 
 def _supported_callables() -> frozenset[Any]:
     """The function objects :data:`SUPPORTED_FUNCTIONS` names, as Dynamo records them."""
-    return _callables(SUPPORTED_FUNCTIONS) | {getitem}
+    return _callables(SUPPORTED_FUNCTIONS) | {getitem, setitem}
 
 
 @functools.cache
@@ -274,8 +277,8 @@ def op_name(node: torch.fx.Node) -> str:
     target = node.target
     if isinstance(target, str):
         return target
-    if target is getitem:
-        return "operator.getitem"
+    if target in (getitem, setitem):
+        return f"operator.{target.__name__}"
     module = getattr(target, "__module__", None) or ""
     raw = getattr(target, "__name__", None) or repr(target)
     module = {
@@ -897,6 +900,137 @@ def _rename_tensor_getitems(g: torch.fx.GraphModule) -> None:
             node.target = getitem
 
 
+def setitem(x: torch.Tensor, index: Any, value: Any) -> torch.Tensor:
+    """A copy of ``x`` with ``[index] = value`` done to it: what the graphs that tileopt
+    splits call for ``x[index] = value`` on a tensor the graph made (:func:`_functionalize`)."""
+    out = x.clone()
+    out[index] = value
+    return out
+
+
+# In-place operators on tensors and their out-of-place twins (x += y is x.__iadd__(y)).
+_OUT_OF_PLACE_OPERATORS = {
+    operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+    operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv,
+    operator.imod: operator.mod, operator.ipow: operator.pow, operator.iand: operator.and_,
+    operator.ior: operator.or_, operator.ixor: operator.xor,
+    operator.imatmul: operator.matmul, operator.ilshift: operator.lshift,
+    operator.irshift: operator.rshift, operator.setitem: setitem,
+}
+
+# Methods named like an in-place op whose name without the "_" is not its twin.
+_NO_TWIN = frozenset({"resize", "resize_as", "set", "share_memory", "requires_grad",
+                      "retain_grad", "record_stream", "as_strided", "map", "apply", "copy",
+                      "fill_diagonal", "put", "index_put", "random"})
+
+
+def _out_of_place(node: torch.fx.Node) -> tuple[str, Any, tuple[Any, ...], dict[str, Any]] | None:
+    """The out-of-place call (op, target, args, kwargs) that computes what the in-place
+    ``node`` leaves in its first argument, or None where tileopt does not know one."""
+    args, kwargs = node.args, dict(node.kwargs)
+    name = target_name(node)
+    if node.op == "call_function" and node.target in _OUT_OF_PLACE_OPERATORS:
+        return "call_function", _OUT_OF_PLACE_OPERATORS[node.target], args, kwargs
+    if _asks_in_place(node):
+        if "inplace" in kwargs:
+            return node.op, node.target, args, {**kwargs, "inplace": False}
+        bound = inspect.signature(node.target).bind(*args, **kwargs)
+        bound.arguments["inplace"] = False
+        return node.op, node.target, tuple(bound.args), dict(bound.kwargs)
+    twin = name[:-1]
+    if (not name.endswith("_") or name.endswith("__") or name.startswith("_")
+            or twin in _NO_TWIN or _draws_random_numbers(twin)):
+        return None
+    if node.op == "call_method" and callable(getattr(torch.Tensor, twin, None)):
+        return "call_method", twin, args, kwargs
+    if node.op == "call_function":
+        for namespace in (torch, torch.Tensor, torch.nn.functional, torch._C._nn):
+            if getattr(namespace, name, None) is node.target:
+                found = getattr(namespace, twin, None)
+                if callable(found):
+                    return "call_function", found, args, kwargs
+    return None
+
+
+def _fake_call(node: torch.fx.Node) -> Any:
+    """What ``node`` computes, on the fake values its inputs recorded."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), _value)
+    fakes = [v for v in torch.utils._pytree.tree_leaves((args, kwargs))
+             if isinstance(v, FakeTensor)]
+    if not fakes:
+        raise ValueError("no fake tensor among the arguments")
+    with fakes[0].fake_mode:
+        if node.op == "call_method":
+            return getattr(args[0], node.target)(*args[1:], **kwargs)
+        return node.target(*args, **kwargs)
+
+
+def _functionalize(g: torch.fx.GraphModule) -> None:
+    """Replaces in-place ops on tensors that the graph made (``F.relu(x, inplace=True)``,
+    ``x += 1``, ``x[:, 2:] = y``, ``x.clamp_(0)``) by their out-of-place twins, which
+    tileopt may compile and fuse: an in-place op keeps its order among the graph's side
+    effects and runs eagerly. Only where no one else sees the change: the tensor is not an
+    input's, parameter's or buffer's memory, and no view of its memory made before the op is
+    read at or after it. The twin's result takes the tensor's dtype (``x += y`` keeps x's)."""
+    graph = g.graph
+    # Which memory each node's value is in. The nodes after a replaced op that were in the
+    # changed tensor's memory are in the twin's: they are views of it now (any view made
+    # before the op and read after it keeps the op).
+    memory = {n: _storage(_value(n)) for n in graph.nodes}
+    outside = {memory[n] for n in graph.nodes if n.op in ("placeholder", "get_attr")}
+    changed = False
+    for node in list(graph.nodes):
+        if node.op not in ("call_function", "call_method") or (
+                side_effect(node) != "changes a tensor in place"):
+            continue
+        twin = _out_of_place(node)
+        changed_tensor = node.args[0] if node.args else None
+        value = _value(changed_tensor)
+        if twin is None or not isinstance(value, torch.Tensor):
+            continue
+        storage = memory[changed_tensor]
+        position = {n: i for i, n in enumerate(graph.nodes)}
+        here = position[node]
+        if storage is None or storage in outside or any(
+                memory[other] == storage and other is not changed_tensor
+                and any(position[user] >= here for user in other.users)
+                for other in list(graph.nodes)[:here]):
+            continue
+        op, target, args, kwargs = twin
+        with graph.inserting_after(node):
+            twin_node = graph.create_node(op, target, args, kwargs)
+        try:
+            fake = _fake_call(twin_node)
+        except Exception:
+            graph.erase_node(twin_node)
+            continue
+        twin_node.meta = {k: v for k, v in node.meta.items()
+                          if k not in ("val", "example_value")}
+        twin_node.meta["val"] = fake
+        result = twin_node
+        if fake.dtype != value.dtype:
+            with graph.inserting_after(twin_node):
+                result = graph.call_method("to", (twin_node, value.dtype))
+            result.meta = {**twin_node.meta, "val": _fake_call(result)}
+        node.replace_all_uses_with(result)
+        # The uses after the op (the new nodes are not in `position`; they come right after).
+        changed_tensor.replace_all_uses_with(
+            result, delete_user_cb=lambda user, position=position, here=here:
+            position.get(user, -1) > here)
+        graph.erase_node(node)
+        new_memory = _storage(_value(result))
+        memory[twin_node] = _storage(fake)
+        memory[result] = new_memory
+        for other, i in position.items():
+            if i > here and memory[other] == storage:
+                memory[other] = new_memory
+        changed = True
+    if changed:
+        g.recompile()
+
+
 def _segments(graph: torch.fx.Graph) -> dict[torch.fx.Node, int]:
     """Numbers the stretches between nodes with side effects: a node with side effects has
     a number of its own, nodes between two of them share one."""
@@ -1268,6 +1402,7 @@ class PartitionedGraph:
             )
         static = _is_static(self.gm, args) and not self.scalar_inputs
         g = _copy(self.gm) if static else _specialise_graph(self.gm, args)
+        _functionalize(g)
         _drop_unused(g)
         if self.strict:
             return self._build_whole(g, args, name, inputs, device)

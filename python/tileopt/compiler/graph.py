@@ -762,7 +762,9 @@ class CompiledGraph:
                 args.append(self._live_tensor(inp, dtype))
         self.last_stats = []
         with torch.no_grad():
-            outputs = spec.forward(*args)
+            outputs = _in_eager_memory(
+                list(spec.forward(*args)), args,
+                getattr(spec.graph.output_spec, "memory", ()))
         self._last_min_bytes = _io_bytes(args, outputs)
         frontend = self._get_frontend()
         return frontend.unflatten_outputs(spec.graph, list(outputs))
@@ -848,6 +850,26 @@ class CompiledGraph:
 
 def _model_name(model: Any) -> str:
     return getattr(model, "__name__", None) or type(model).__name__
+
+
+def _in_eager_memory(outputs: list[Any], args: Sequence[Any],
+                     memory: Sequence[tuple[str, int] | None]) -> list[Any]:
+    """``outputs``, with a copy of each that the host code returns in an argument's memory
+    or an earlier output's where eager PyTorch returns it in memory of its own (``memory``:
+    the frontend's ``OutputSpec.memory``): ``x.clone()`` and ``x * 1.0`` fold to ``x``, and
+    a later in-place change of either must not show in the other."""
+    def key(t: Any) -> int | None:
+        storage = t.untyped_storage()
+        return storage.data_ptr() if storage.nbytes() else None
+
+    owner: dict[int | None, tuple[str, int]] = {key(a): ("input", k) for k, a in
+                                                reversed(list(enumerate(args)))}
+    for j, out in enumerate(outputs):
+        found = owner.get(key(out)) if j < len(memory) else None
+        if found is not None and found != memory[j]:
+            outputs[j] = out = out.clone()
+        owner.setdefault(key(out), ("result", j))
+    return outputs
 
 
 def _io_bytes(inputs: Sequence[Any], outputs: Sequence[Any]) -> int:

@@ -93,6 +93,10 @@ class OutputSpec:
 
     tree: TreeSpec
     constants: tuple[tuple[int, Any], ...] = ()
+    #: Per result of the function, the memory eager PyTorch returns it in: ``("input", k)``,
+    #: the function's argument k (``x.view(-1)``, ``x`` itself), ``("result", j)``, an
+    #: earlier result's (``(y, y.t())``), or None, memory of its own (``x.clone()``).
+    memory: tuple[tuple[str, int] | None, ...] = ()
 
     @property
     def num_results(self) -> int:
@@ -556,7 +560,33 @@ def _take_tensor_outputs(program: Any) -> OutputSpec:
         else:
             constants.append((i, getattr(spec.arg, "value", value)))
     output_node.args = (tuple(tensors),)
-    return OutputSpec(tree=program.call_spec.out_spec, constants=tuple(constants))
+    return OutputSpec(tree=program.call_spec.out_spec, constants=tuple(constants),
+                      memory=_result_memory(program.graph, tensors))
+
+
+def _result_memory(graph: Any, results: Sequence[Any]) -> tuple[tuple[str, int] | None, ...]:
+    """:attr:`OutputSpec.memory` of ``results`` (nodes of ``graph``), from the storages of
+    torch.export's fake values."""
+    import torch
+
+    def storage(node: Any) -> Any:
+        val = node.meta.get("val") if hasattr(node, "meta") else None
+        if not isinstance(val, torch.Tensor):
+            return None
+        try:
+            return val.untyped_storage()._cdata
+        except Exception:  # a tensor without storage
+            return None
+
+    owner: dict[Any, tuple[str, int]] = {}
+    for k, node in enumerate(n for n in graph.nodes if n.op == "placeholder"):
+        owner.setdefault(storage(node), ("input", k))
+    memory = []
+    for j, node in enumerate(results):
+        key = storage(node)
+        memory.append(None if key is None else owner.get(key))
+        owner.setdefault(key, ("result", j))
+    return tuple(memory)
 
 
 def _tensor_results(graph: Any) -> Iterator[tuple[Any, Any]]:

@@ -406,6 +406,24 @@ def test_end_to_end_softmax_and_structured_outputs() -> None:
     assert {"formation", "codegen", "host"} <= set(cg.times)
 
 
+def test_outputs_share_memory_where_eager_outputs_do() -> None:
+    # x.clone() and x * 1.0 fold to x: the host code returned x itself, so a later in-place
+    # change of the input changed the "copy" too (and the other way round).
+    needs_frontend_and_pass()
+
+    def f(x: Any) -> Any:
+        y = x.exp()
+        return x.clone(), x * 1.0, x.view(-1), x, y, y.clone(), y.t()
+
+    x = torch.randn(4, 6)
+    got = compile_graph(f, (x,))(x)
+    memory = [t.untyped_storage().data_ptr() for t in (x, *got)]
+    assert memory[1:4] == [memory[1], memory[2], memory[0]] and len(set(memory[:3])) == 3
+    assert memory[4] == memory[0] and memory[7] == memory[5] != memory[6]
+    for a, b in zip(got, f(x), strict=True):
+        torch.testing.assert_close(a, b)
+
+
 def test_end_to_end_unsupported_operator() -> None:
     needs_frontend_and_pass()
     from tileopt.errors import UnsupportedOperatorError  # type: ignore[attr-defined]

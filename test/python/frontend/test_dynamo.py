@@ -554,6 +554,56 @@ def test_side_effects_keep_their_order() -> None:
     assert {"Tensor.add_", "Tensor.mul_"} <= {op.op for op in report.eager}
 
 
+def test_in_place_ops_on_the_graphs_tensors_compile() -> None:
+    # In-place ops on tensors the graph made ran eagerly and split the graph: ResNet's
+    # ReLU(inplace=True) kept every convolution from its activation.
+    class M(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(16, 16)
+            self.relu = torch.nn.ReLU(inplace=True)
+
+        def forward(self, x: Any) -> Any:
+            y = self.relu(self.linear(x))
+            y[:, 2:5] = 0.0
+            y += 1.0
+            z = y.clone()
+            z.mul_(2.0).clamp_(min=2.5)
+            h = y.half()
+            h += x  # f32 + f16, kept in f16
+            return z, h, F.silu(z, inplace=True)
+
+    model = M().eval()
+    report = report_of(model, randn(4, 16))
+    assert not report.eager and len(report.compiled) == 1, str(report)
+    ops = report.compiled[0].ops
+    assert "operator.setitem" in ops and not any(op.endswith("_") for op in ops), ops
+
+
+def test_in_place_ops_another_view_sees_run_eagerly() -> None:
+    # The change must show through views made before it, in the graph's inputs and in
+    # tensors the graph returns.
+    def f(x: Any, w: Any) -> Any:
+        y = x * 2.0
+        row = y[0]  # a view of y, read after y changes
+        y.add_(1.0)
+        flat = (x * 3.0).view(-1)
+        base = flat.view(4, 6)
+        flat.mul_(2.0)  # changes `base`, which is returned
+        w.sub_(1.0)  # a graph input
+        return row * 1.0, base, w + 0.0
+
+    spy = Spy()
+    compiled = torch.compile(f, backend=spy, options=OPTIONS)
+    x, w = randn(4, 6), randn(3)
+    w1, w2 = w.clone(), w.clone()
+    with torch.no_grad():
+        close(compiled(x, w2), f(x, w1))
+    close(w2, w1)
+    [report] = spy.reports
+    assert {"Tensor.add_", "Tensor.mul_", "Tensor.sub_"} <= {op.op for op in report.eager}
+
+
 def test_in_place_activations_change_their_input() -> None:
     # inplace=True made no name end in "_": the call, its result unused, was dropped as pure.
     def f(x: Any, y: Any) -> Any:

@@ -1,8 +1,9 @@
-"""The fixed-seed batches of random PyTorch programs (``modelfuzz``) and attentions
-(``attentionfuzz``): each compiles and matches eager PyTorch, or is refused with
-UnsupportedOperatorError. Seeds 24, 38 and 48 once hung kernel formation or needed more shared
-memory than a kernel has; 27, 54 and 89 take a max or min with its index; the others are the
-first of the sequence. ``make fuzz-models`` runs long batches of both."""
+"""The fixed-seed batches of random PyTorch programs (``modelfuzz``), attentions
+(``attentionfuzz``) and programs with in-place ops under torch.compile (``inplacefuzz``): each
+compiles and matches eager PyTorch, or is refused with UnsupportedOperatorError. Seeds 24, 38
+and 48 once hung kernel formation or needed more shared memory than a kernel has; 27, 54 and 89
+take a max or min with its index; the others are the first of the sequence. ``make
+fuzz-models`` runs long batches of all three."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attentionfuzz  # noqa: E402
+import inplacefuzz  # noqa: E402
 import modelfuzz  # noqa: E402
 
 
@@ -32,3 +34,10 @@ def test_random_attention(seed: int) -> None:
     # broadcast over the batch; boolean, padding and additive masks; head dimensions 8-160.
     result = attentionfuzz.check(seed)
     assert result == "ok" or result.startswith("unsupported:")
+
+
+@pytest.mark.parametrize("seed", [*range(8), 16, 26, 37])
+def test_random_in_place_program(seed: int) -> None:
+    # Seeds 16, 26 and 37 return a compiled x.clone() (or x * 1.0) that was x itself, which an
+    # in-place op run eagerly after it then changed.
+    assert inplacefuzz.check(seed) in ("ok", "eager fails")
