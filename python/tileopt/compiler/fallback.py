@@ -148,7 +148,7 @@ _DATA_MOVEMENT = (
     "unflatten", "unsqueeze", "upsample", "upsample_bilinear", "upsample_nearest", "view",
     "view_as",
 )
-_CASTS = ("bfloat16", "bool", "double", "float", "half", "int", "long", "to", "type_as")
+_CASTS = ("bfloat16", "bool", "double", "float", "half", "int", "long", "to", "type", "type_as")
 _FACTORIES = ("arange", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like")
 _OPERATORS = (
     "abs", "add", "and_", "eq", "floordiv", "ge", "getitem", "gt", "invert", "le", "lt",
@@ -177,7 +177,7 @@ _OPERATOR_NAMES = frozenset(_OPERATORS)
 _VIEWS = frozenset(
     {"chunk", "contiguous", "expand", "expand_as", "flatten", "getitem", "narrow", "permute",
      "reshape", "select", "split", "squeeze", "t", "transpose", "unbind", "unflatten",
-     "unsqueeze", "view", "view_as", "dropout", "clone"}
+     "unsqueeze", "view", "view_as", "dropout", "clone", "getattr"}
 )
 
 # Ops that draw random numbers (their order must be kept) or change global state.
@@ -201,7 +201,7 @@ _INPLACE_OPERATORS = frozenset({
 
 def _supported_callables() -> frozenset[Any]:
     """The function objects :data:`SUPPORTED_FUNCTIONS` names, as Dynamo records them."""
-    return _callables(SUPPORTED_FUNCTIONS) | {getitem, setitem}
+    return _callables(SUPPORTED_FUNCTIONS) | {getitem, setitem, fill}
 
 
 @functools.cache
@@ -279,6 +279,8 @@ def op_name(node: torch.fx.Node) -> str:
         return target
     if target in (getitem, setitem):
         return f"operator.{target.__name__}"
+    if target is fill:
+        return "Tensor.fill_"
     module = getattr(target, "__module__", None) or ""
     raw = getattr(target, "__name__", None) or repr(target)
     module = {
@@ -434,6 +436,9 @@ class TileoptSupport(OperatorSupportBase):
                 return _tensor_problem(_value(node), self.device_type)
         elif node.op == "call_method":
             if name not in SUPPORTED_METHODS:
+                return "not among the operators tileopt compiles"
+        elif node.target is getattr:
+            if node.args[1:] not in (("T",), ("mT",)):  # transposes (x.T), not x.dtype...
                 return "not among the operators tileopt compiles"
         elif node.target not in _supported_callables():
             return "not among the operators tileopt compiles"
@@ -830,17 +835,24 @@ def _specialise_graph(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx
     return g
 
 
+# Calls that change nothing a graph reads, which tileopt does not compile: a tensor of Python
+# data (Hugging Face's caches make and drop some), and torch's API-usage logging (Dynamo
+# records it for some modules). Unused, they are dropped rather than kept in order.
+_DROPPABLE = frozenset({torch.tensor, torch.as_tensor, torch._C._log_api_usage_once})
+
+
 def _drop_unused(g: torch.fx.GraphModule) -> None:
     """Deletes the calls of operators tileopt lowers (pure ones: no in-place op, no random
-    numbers) whose results nothing uses, such as the ``torch.arange`` Hugging Face's masks
-    make and drop: they would run eagerly for nothing. Other calls are kept (their side
+    numbers) and of :data:`_DROPPABLE` whose results nothing uses, such as the
+    ``torch.arange`` Hugging Face's masks make and drop: they would run eagerly for nothing,
+    and each would split the graph's partitions in two. Other calls are kept (their side
     effects may be the point)."""
     changed = False
     for node in reversed(list(g.graph.nodes)):
         if node.users or node.op not in ("call_function", "call_method"):
             continue
-        known = (node.target in _supported_callables() if node.op == "call_function"
-                 else node.target in SUPPORTED_METHODS)
+        known = (node.target in _supported_callables() | _DROPPABLE
+                 if node.op == "call_function" else node.target in SUPPORTED_METHODS)
         if known and side_effect(node) == _UNUSED:
             g.graph.erase_node(node)
             changed = True
@@ -908,6 +920,16 @@ def setitem(x: torch.Tensor, index: Any, value: Any) -> torch.Tensor:
     return out
 
 
+def fill(x: torch.Tensor, value: Any, *_: Any) -> torch.Tensor:
+    """A tensor like ``x`` holding ``value`` (a number, or a tensor broadcast to ``x``'s
+    shape): ``x.copy_(value)``, ``x.fill_(value)`` and ``x.zero_()`` as new tensors
+    (:func:`_functionalize`)."""
+    return torch.as_tensor(value, dtype=x.dtype, device=x.device).expand_as(x).clone()
+
+
+# In-place methods that are :func:`fill`.
+_FILLS = {"copy_": (), "fill_": (), "zero_": (0,)}
+
 # In-place operators on tensors and their out-of-place twins (x += y is x.__iadd__(y)).
 _OUT_OF_PLACE_OPERATORS = {
     operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
@@ -931,6 +953,8 @@ def _out_of_place(node: torch.fx.Node) -> tuple[str, Any, tuple[Any, ...], dict[
     name = target_name(node)
     if node.op == "call_function" and node.target in _OUT_OF_PLACE_OPERATORS:
         return "call_function", _OUT_OF_PLACE_OPERATORS[node.target], args, kwargs
+    if node.op == "call_method" and name in _FILLS:
+        return "call_function", fill, (*args, *_FILLS[name]), kwargs
     if _asks_in_place(node):
         if "inplace" in kwargs:
             return node.op, node.target, args, {**kwargs, "inplace": False}

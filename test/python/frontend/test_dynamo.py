@@ -579,6 +579,29 @@ def test_in_place_ops_on_the_graphs_tensors_compile() -> None:
     ops = report.compiled[0].ops
     assert "operator.setitem" in ops and not any(op.endswith("_") for op in ops), ops
 
+    def fills(x: Any, y: Any) -> Any:
+        a = x * 2.0
+        b = (x - 1.0).copy_(a[:, :1])
+        c = (x + 1.0).fill_(3.0)
+        d = (x * 3.0).zero_()
+        return b + c + d + y.type(torch.float32) + x.T.T + x.mT.mT
+
+    report = report_of(fills, randn(4, 6), randn(4, 6).double())
+    assert not report.eager and len(report.compiled) == 1, str(report)
+
+
+def test_unused_tensors_and_usage_logging_do_not_split_the_graph() -> None:
+    # Hugging Face's caches make and drop torch.tensor(...), and Dynamo records torch's API
+    # usage logging: both ran eagerly in order, and Mistral's graph was three partitions.
+    def f(x: Any) -> Any:
+        y = x.exp()
+        torch.tensor([], dtype=torch.float32)
+        torch._C._log_api_usage_once("python.nn_module")
+        return y * 2.0
+
+    report = report_of(f, randn(4, 6))
+    assert not report.eager and len(report.compiled) == 1, str(report)
+
 
 def test_in_place_ops_another_view_sees_run_eagerly() -> None:
     # The change must show through views made before it, in the graph's inputs and in
