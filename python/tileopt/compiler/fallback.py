@@ -173,6 +173,17 @@ SUPPORTED_METHODS: frozenset[str] = frozenset(
 
 _OPERATOR_NAMES = frozenset(_OPERATORS)
 
+# Ops on complex tensors that the frontend computes through their real and imaginary parts
+# (tileopt.frontend._complex: rotary embeddings), by name. A partition may hold complex
+# tensors that it makes and reads itself, never take or return one.
+_COMPLEX_OPS = frozenset({
+    "polar", "complex", "view_as_complex", "view_as_real", "mul", "multiply", "truediv",
+    "div", "add", "sub", "subtract", "neg", "conj", "conj_physical", "resolve_conj", "real",
+    "imag", "abs", "clone", "contiguous", "to", "type_as", "reshape", "view", "flatten",
+    "expand", "expand_as", "unsqueeze", "getitem", "select", "squeeze", "permute",
+    "transpose", "cat", "concat", "concatenate",
+})
+
 # Ops that only move or view data: a partition of these alone is not worth a compilation.
 _VIEWS = frozenset(
     {"chunk", "contiguous", "expand", "expand_as", "flatten", "getitem", "narrow", "permute",
@@ -372,14 +383,19 @@ def has_side_effects(node: torch.fx.Node) -> bool:
     return side_effect(node) is not None
 
 
-def _tensor_problem(value: Any, device_type: str) -> str | None:
-    """Why a value cannot be a tensor of a compiled partition; None if it can."""
+def _is_complex(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and value.dtype.is_complex
+
+
+def _tensor_problem(value: Any, device_type: str, inside: bool = False) -> str | None:
+    """Why a value cannot be a tensor of a compiled partition (``inside``: one that the
+    partition makes and reads itself, which may be complex); None if it can."""
     if not isinstance(value, torch.Tensor):
         if value is None:
             return "has no shape information"
         return f"computes a {type(value).__name__}, not a tensor"
     dtype = str(value.dtype).removeprefix("torch.")
-    if dtype not in SUPPORTED_DTYPES:
+    if dtype not in SUPPORTED_DTYPES and not (inside and value.dtype.is_complex):
         return f"makes a {dtype} tensor (tileopt compiles {', '.join(SUPPORTED_DTYPES)})"
     if value.layout != torch.strided:
         return f"makes a {value.layout} tensor (tileopt compiles dense tensors)"
@@ -405,6 +421,7 @@ class TileoptSupport(OperatorSupportBase):
         self.device_type = device_type
         self.unsupported = unsupported
         self._reasons: dict[torch.fx.Node, str | None] = {}
+        self._complex: set[torch.fx.Node] | None = None
 
     def is_node_supported(
         self, submodules: Mapping[str, torch.nn.Module], node: torch.fx.Node
@@ -438,9 +455,14 @@ class TileoptSupport(OperatorSupportBase):
             if name not in SUPPORTED_METHODS:
                 return "not among the operators tileopt compiles"
         elif node.target is getattr:
-            if node.args[1:] not in (("T",), ("mT",)):  # transposes (x.T), not x.dtype...
+            # Transposes (x.T) and a complex tensor's parts, not x.dtype...
+            if node.args[1:] not in (("T",), ("mT",)) and not (
+                    node.args[1:] in (("real",), ("imag",))
+                    and node.args[0] in self._inside(node.graph)):
                 return "not among the operators tileopt compiles"
-        elif node.target not in _supported_callables():
+        elif node.target not in _supported_callables() | self._COMPLEX_CALLABLES or (
+                node.target in self._COMPLEX_CALLABLES
+                and node not in self._reads_complex(node.graph)):
             return "not among the operators tileopt compiles"
         problem = _argument_problem(node, name)
         if problem is not None:
@@ -448,14 +470,50 @@ class TileoptSupport(OperatorSupportBase):
         value = _value(node)
         values = value if isinstance(value, tuple | list) else (value,)
         for v in values:
-            problem = _tensor_problem(v, self.device_type)
+            problem = _tensor_problem(v, self.device_type, node in self._inside(node.graph))
             if problem is not None:
                 return problem
         for inp in node.all_input_nodes:
-            problem = _tensor_problem(_value(inp), self.device_type)
+            problem = _tensor_problem(_value(inp), self.device_type,
+                                      inp in self._inside(node.graph))
             if problem is not None:
                 return f"takes {inp.name}, which {problem}"
         return None
+
+    _COMPLEX_CALLABLES = frozenset({torch.polar, torch.complex, torch.view_as_complex,
+                                    torch.view_as_real, torch.real, torch.imag})
+
+    def _takes_complex(self, node: torch.fx.Node) -> bool:
+        """Whether ``node`` is a call on complex tensors that the frontend computes."""
+        if node.op not in ("call_function", "call_method") or node in self.unsupported:
+            return False
+        if node.op == "call_function" and node.target is getattr:
+            return node.args[1:] in (("real",), ("imag",))
+        return target_name(node) in _COMPLEX_OPS and side_effect(node) is None
+
+    def _inside(self, graph: torch.fx.Graph) -> set[torch.fx.Node]:
+        """The complex tensors of ``graph`` a partition may hold: made by ops the frontend
+        computes through their parts, from complex tensors made so, and read only by such
+        ops."""
+        if self._complex is None:
+            made = {n for n in graph.nodes if _is_complex(_value(n))}
+            inside = {n for n in made if self._takes_complex(n)}
+            changed = True
+            while changed:
+                changed = False
+                for n in list(inside):
+                    if not all(p in inside for p in n.all_input_nodes if p in made) or not all(
+                            u in inside if u in made else self._takes_complex(u)
+                            for u in n.users):
+                        inside.discard(n)
+                        changed = True
+            self._complex = inside
+        return self._complex
+
+    def _reads_complex(self, graph: torch.fx.Graph) -> set[torch.fx.Node]:
+        """The calls whose inputs or result are complex tensors a partition may hold."""
+        inside = self._inside(graph)
+        return inside | {u for n in inside for u in n.users}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -997,11 +1055,13 @@ def _functionalize(g: torch.fx.GraphModule) -> None:
     tileopt may compile and fuse: an in-place op keeps its order among the graph's side
     effects and runs eagerly. Only where no one else sees the change: the tensor is not an
     input's, parameter's or buffer's memory, and no view of its memory made before the op is
-    read at or after it. The twin's result takes the tensor's dtype (``x += y`` keeps x's)."""
+    read at or after it, but the tensor an indexed view was taken of (``x[..., :d].copy_(y)``),
+    which becomes ``x`` with the view's new value assigned. The twin's result takes the
+    tensor's dtype (``x += y`` keeps x's)."""
     graph = g.graph
     # Which memory each node's value is in. The nodes after a replaced op that were in the
-    # changed tensor's memory are in the twin's: they are views of it now (any view made
-    # before the op and read after it keeps the op).
+    # changed tensor's memory are in the new tensor's: they are views of it now (any view
+    # made before the op and read after it keeps the op).
     memory = {n: _storage(_value(n)) for n in graph.nodes}
     outside = {memory[n] for n in graph.nodes if n.op in ("placeholder", "get_attr")}
     changed = False
@@ -1015,44 +1075,96 @@ def _functionalize(g: torch.fx.GraphModule) -> None:
         if twin is None or not isinstance(value, torch.Tensor):
             continue
         storage = memory[changed_tensor]
-        position = {n: i for i, n in enumerate(graph.nodes)}
+        if storage is None or storage in outside:
+            continue
+        nodes = list(graph.nodes)
+        position = {n: i for i, n in enumerate(nodes)}
         here = position[node]
-        if storage is None or storage in outside or any(
-                memory[other] == storage and other is not changed_tensor
-                and any(position[user] >= here for user in other.users)
-                for other in list(graph.nodes)[:here]):
-            continue
-        op, target, args, kwargs = twin
-        with graph.inserting_after(node):
-            twin_node = graph.create_node(op, target, args, kwargs)
+
+        def read_later(known: tuple[torch.fx.Node, ...], storage: Any = storage,
+                       nodes: list[torch.fx.Node] = nodes, here: int = here,
+                       position: dict[torch.fx.Node, int] = position) -> bool:
+            """Whether a view of the memory other than ``known`` is read at or after
+            the op."""
+            return any(memory[other] == storage and other not in known
+                       and any(position[user] >= here for user in other.users)
+                       for other in nodes[:here])
+
+        base = None
+        if read_later((changed_tensor,)):
+            view_of = changed_tensor.args[0] if changed_tensor.target is operator.getitem else None
+            if view_of is None or memory.get(view_of) != storage or read_later(
+                    (changed_tensor, view_of)):
+                continue
+            base = view_of
+        new: list[torch.fx.Node] = []
         try:
-            fake = _fake_call(twin_node)
-        except Exception:
-            graph.erase_node(twin_node)
+            new += _add_after(node, node, *twin)
+            if new[-1].meta["val"].dtype != value.dtype:
+                new += _add_after(new[-1], node, "call_method", "to", (new[-1], value.dtype), {})
+            result = new[-1]
+            if base is not None:
+                index = changed_tensor.args[1]
+                new += _add_after(result, node, "call_function", setitem,
+                                  (base, index, result), {})
+                new_base = new[-1]
+                new += _add_after(new_base, node, "call_function", operator.getitem,
+                                  (new_base, index), {})
+        except Exception:  # no fake value: leave the op as it is
+            for n in reversed(new):
+                graph.erase_node(n)
             continue
-        twin_node.meta = {k: v for k, v in node.meta.items()
-                          if k not in ("val", "example_value")}
-        twin_node.meta["val"] = fake
-        result = twin_node
-        if fake.dtype != value.dtype:
-            with graph.inserting_after(twin_node):
-                result = graph.call_method("to", (twin_node, value.dtype))
-            result.meta = {**twin_node.meta, "val": _fake_call(result)}
-        node.replace_all_uses_with(result)
-        # The uses after the op (the new nodes are not in `position`; they come right after).
-        changed_tensor.replace_all_uses_with(
-            result, delete_user_cb=lambda user, position=position, here=here:
-            position.get(user, -1) > here)
+
+        def after(user: torch.fx.Node, position: dict[torch.fx.Node, int] = position,
+                  here: int = here) -> bool:
+            """A use after the op (the new nodes, not in `position`, come right after)."""
+            return position.get(user, -1) > here
+
+        node.replace_all_uses_with(new[-1])
+        changed_tensor.replace_all_uses_with(new[-1], delete_user_cb=after)
+        if base is not None:
+            base.replace_all_uses_with(new_base, delete_user_cb=after)
         graph.erase_node(node)
-        new_memory = _storage(_value(result))
-        memory[twin_node] = _storage(fake)
-        memory[result] = new_memory
+        for n in new:
+            memory[n] = _storage(_value(n))
+        moved = memory[new_base] if base is not None else memory[result]
         for other, i in position.items():
             if i > here and memory[other] == storage:
-                memory[other] = new_memory
+                memory[other] = moved
         changed = True
     if changed:
         g.recompile()
+
+
+def _empty_as_zeros(g: torch.fx.GraphModule) -> None:
+    """``torch.empty``, ``torch.empty_like`` and ``Tensor.new_empty`` become ``zeros``,
+    ``zeros_like`` and ``new_zeros``, which tileopt compiles (any value is one that empty
+    memory may hold): a tensor that :func:`_functionalize` fills no longer splits the
+    graph where it is made."""
+    functions = {torch.empty: torch.zeros, torch.empty_like: torch.zeros_like}
+    for node in g.graph.nodes:
+        if node.op == "call_function" and node.target in functions and (
+                node.target is torch.empty_like or "memory_format" not in node.kwargs):
+            node.target = functions[node.target]
+        elif node.op == "call_method" and node.target == "new_empty":
+            node.target = "new_zeros"
+    g.recompile()
+
+
+def _add_after(anchor: torch.fx.Node, origin: torch.fx.Node, op: str, target: Any,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.fx.Node]:
+    """A new node after ``anchor`` with ``origin``'s metadata (its source line) and its own
+    fake value, in a list; raises (leaving no node) where the fake call fails."""
+    with anchor.graph.inserting_after(anchor):
+        node = anchor.graph.create_node(op, target, args, kwargs)
+    try:
+        fake = _fake_call(node)
+    except Exception:
+        anchor.graph.erase_node(node)
+        raise
+    node.meta = {k: v for k, v in origin.meta.items() if k not in ("val", "example_value")}
+    node.meta["val"] = fake
+    return [node]
 
 
 def _segments(graph: torch.fx.Graph) -> dict[torch.fx.Node, int]:
@@ -1427,6 +1539,7 @@ class PartitionedGraph:
         static = _is_static(self.gm, args) and not self.scalar_inputs
         g = _copy(self.gm) if static else _specialise_graph(self.gm, args)
         _functionalize(g)
+        _empty_as_zeros(g)
         _drop_unused(g)
         if self.strict:
             return self._build_whole(g, args, name, inputs, device)
@@ -1521,6 +1634,15 @@ class PartitionedGraph:
         for node in _aliasing_outputs(ins, outs):
             failures[node] = ("returns a view of a tensor the graph also uses (PyTorch keeps "
                               "the view)")
+        # Complex tensors stay inside (the split put a complex op's reader elsewhere).
+        for node in outs:
+            if _is_complex(_value(node)):
+                failures[node] = "makes a complex tensor that another partition reads"
+        for node in ins:
+            if _is_complex(_value(node)):
+                for user in node.users:
+                    if user in nodes:
+                        failures[user] = "takes a complex tensor from outside its partition"
         for node in list(failures):
             # The partitioner keeps a getitem with the op whose tuple it takes (unbind,
             # split): that op runs eagerly too, or the same partition comes back.

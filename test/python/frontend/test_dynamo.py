@@ -590,6 +590,39 @@ def test_in_place_ops_on_the_graphs_tensors_compile() -> None:
     assert not report.eager and len(report.compiled) == 1, str(report)
 
 
+def test_an_indexed_view_changed_in_place_changes_its_tensor() -> None:
+    # DeepSeek-V2 fills new_empty's halves through views: x[..., :d].copy_(a) changes x.
+    def f(k: Any, a: Any, b: Any) -> Any:
+        q = k.new_empty(2, 3, 8)
+        q[..., :5].copy_(a)
+        q[..., 5:] = b
+        row = q[0]
+        row.mul_(2.0)  # q[0] doubles too
+        return q + 1.0, row
+
+    report = report_of(f, randn(2, 3, 8), randn(2, 3, 5), randn(2, 3, 3))
+    assert not report.eager and len(report.compiled) == 1, str(report)
+
+
+def test_complex_rotary_embedding_compiles() -> None:
+    # Meta's reference Llama (and Llama 4, DeepSeek-V2): a partition computes the complex
+    # tensors it makes and reads itself through their parts.
+    def rope(x: Any, angles: Any) -> Any:
+        cis = torch.polar(torch.ones_like(angles), angles)
+        xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(xc * cis).flatten(2).type_as(x) * 2.0 + x
+
+    angles = torch.outer(torch.arange(8.0), 1.0 / 10000 ** (torch.arange(0, 16, 2) / 16))
+    report = report_of(rope, randn(3, 8, 16), angles)
+    assert not report.eager and len(report.compiled) == 1, str(report)
+
+    def exp(angles: Any) -> Any:  # complex exp: the chain runs eagerly, as a whole
+        return torch.view_as_real(torch.exp(torch.polar(angles, angles))) * 2.0
+
+    report = report_of(exp, angles)
+    assert {op.op for op in report.eager} == {"torch.polar", "torch.exp", "torch.view_as_real"}
+
+
 def test_unused_tensors_and_usage_logging_do_not_split_the_graph() -> None:
     # Hugging Face's caches make and drop torch.tensor(...), and Dynamo records torch's API
     # usage logging: both ran eagerly in order, and Mistral's graph was three partitions.

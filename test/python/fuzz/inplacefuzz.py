@@ -5,6 +5,7 @@ Each seed gives a chain of up to sixteen steps on two [5, 7] inputs ``x`` and ``
 ``w`` f16): pure ops (new tensors), views (rows, columns, slices, transposes, reshapes),
 in-place ops (``add_``, ``mul_``, ``relu_``, ``clamp_``, ``sigmoid_``, ``masked_fill_``,
 ``F.relu(inplace=True)``, ``x += y`` across dtypes), slice, row and boolean-mask assignments,
+in-place ops on slices (``x[:, 1:3].mul_(3)``, ``x[0].copy_(x[-1])``),
 and ops that tileopt leaves to PyTorch (``sort``), on any live tensor: the inputs, views of
 them, tensors the graph made and views of those. The backend turns the in-place ops that no
 one else sees into out-of-place ones and compiles them; the others run eagerly in order. The
@@ -55,7 +56,8 @@ def _views(shape: tuple[int, ...]) -> list[tuple[Callable[[torch.Tensor], torch.
 
 
 def _assignments(shape: tuple[int, ...]) -> list[Callable[[torch.Tensor], None]]:
-    """Slice, row and boolean-mask assignments to a tensor of ``shape``."""
+    """Slice, row and boolean-mask assignments to a tensor of ``shape``, and in-place ops on
+    its slices."""
     def mask(t: torch.Tensor) -> None:
         t[t < -0.5] = 0.25
 
@@ -66,7 +68,8 @@ def _assignments(shape: tuple[int, ...]) -> list[Callable[[torch.Tensor], None]]
         def row(t: torch.Tensor) -> None:
             t[0] = 3.0
 
-        return [columns, row, mask]
+        return [columns, row, mask, lambda t: t[:, 1:3].mul_(3.0),
+                lambda t: t[..., :2].zero_(), lambda t: t[0].copy_(t[-1])]
 
     def head(t: torch.Tensor) -> None:
         t[:1] = -1.0
