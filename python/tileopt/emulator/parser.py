@@ -156,7 +156,7 @@ class RegTable(dict[str, str]):
     def declare_range(self, prefix: str, n: int, typ: str) -> None:
         # a later declaration wins, as when the names were stored one by one
         for name in [k for k in self if k.startswith(prefix)]:
-            if _range_index(name[len(prefix):]) < n:
+            if 0 <= _range_index(name[len(prefix):]) < n:
                 del self[name]
         seq = sum(len(v) for v in self.ranges.values())
         self.ranges.setdefault(prefix, []).append((seq, n, typ))

@@ -146,6 +146,42 @@ def test_parameterized_register_declarations_are_resolved_lazily() -> None:
             emu.load_ptx(ptx.replace("mov.u64 %rd12, 5", f"mov.u32 {undeclared}, 5"))
 
 
+def test_a_register_keeps_its_name_beside_a_range_that_starts_with_it() -> None:
+    # Triton 3.9's fp8e4nv -> bf16 (sm_89, sm_90a) declares `a` and then `a<2>`: the range
+    # dropped every name that starts with "a" (`a`, `aa`), not only a0 and a1.
+    ptx = (
+        HEAD
+        + """.visible .entry k(.param .u64 x, .param .u64 out)
+{
+  .reg .b16 %rs<2>;
+  .reg .b32 %r<2>;
+  .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [x];
+  ld.param.u64 %rd2, [out];
+  ld.global.b16 %rs1, [%rd1];
+  {
+  .reg .b32 a;
+  .reg .b32 aa;
+  .reg .f16 a<2>;
+  .reg .b16 b<2>;
+  cvt.rn.f16x2.e4m3x2 a, %rs1;
+  mov.b32 aa, a;
+  mov.b32 {a0, a1}, aa;
+  cvt.bf16.f16 b0, a0;
+  cvt.bf16.f16 b1, a1;
+  mov.b32 %r1, {b0, b1};
+  }
+  st.global.b32 [%rd2], %r1;
+  ret;
+}
+"""
+    ).replace(".target sm_80", ".target sm_90a")
+    x = np.array([0x38, 0xC0], np.uint8).view(np.uint16)  # e4m3: 1.0 (low byte), -2.0
+    out = np.zeros(1, np.uint32)
+    emu.load_ptx(ptx).launch("k", grid=1, block=1, args=[x, out])
+    assert out[0] == 0xC0003F80  # bf16 {1.0, -2.0}
+
+
 def test_divergent_loop_reconverges_before_shuffle() -> None:
     # each thread loops tid % 7 times, then the warp reduces with shfl: requires reconvergence
     ptx = (
