@@ -37,7 +37,10 @@ the device with ``tensormap.replace``.
 
 Thread-block clusters (the kernel's ``.reqnctapercluster`` or ``launch(..., cluster=...)``)
 run whole in one chunk: ``%cluster_*`` registers and ``barrier.cluster`` work across their
-CTAs (distributed shared memory and multicast copies are refused). Device-side ``printf``
+CTAs, and so does distributed shared memory: ``mapa`` and ``getctarank``, and ``ld``, ``st``,
+``atom``, ``red`` and ``mbarrier`` on another CTA's shared memory through ``.shared::cluster``
+or generic addresses (those accesses are not race-checked; bulk and multicast copies into
+another CTA are refused). Device-side ``printf``
 (``vprintf``) prints each calling thread's line, and a failed ``assert`` (``__assertfail``)
 stops the launch with :class:`DeviceAssertError` (:mod:`tileopt.emulator.devicelib`).
 

@@ -109,6 +109,15 @@ class State:
         self.cluster_of = cid - (int(cid.min()) if T else 0)
         self.nclusters = int(self.cluster_of.max()) + 1 if T else 0
         self.cluster_arrivals = np.zeros(T, np.int64)
+        # Each CTA's rank in its cluster, and the CTAs of each cluster by rank (the CTA whose
+        # shared memory a mapa address names).
+        local = np.arange(ncta, dtype=np.int64)
+        g = cta_first + local
+        self.cta_rank = (g % gx % cx + (g // gx) % gy % cy * cx
+                         + (g // (gx * gy)) % cz * cx * cy)
+        self.cluster_ctas = np.full((self.nclusters, cx * cy * cz), -1, np.int64)
+        if T:
+            self.cluster_ctas[self.cluster_of[local * self.tpc], self.cta_rank] = local
         self.live = self.tid_linear < self.tpc_real
         self.alive = self.live.copy()
         self.copies = None  # asynchronous copies in flight (tileopt.emulator.asynccopy)

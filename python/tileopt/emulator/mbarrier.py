@@ -263,7 +263,8 @@ def h_mbarrier(cx, ins):
     if not kinds:
         raise cx.unsupported()
     kind = kinds[0]
-    space = "shared" if any(m.startswith("shared") for m in mods) else "generic"
+    space = ("shared::cluster" if "shared::cluster" in mods  # maybe another CTA's (mapa)
+             else "shared" if any(m.startswith("shared") for m in mods) else "generic")
     ops_ = list(ins.operands)
     if kind == "pending_count":
         rd = cx.reader(ops_[1], "b64")

@@ -59,6 +59,11 @@ _CACHE_MODS = {
 }
 
 
+#: Where a ``.shared::cluster`` address (and a generic one in the shared window) holds the
+#: rank + 1 of the cluster's CTA whose shared memory it names (``mapa``); 0: the CTA's own.
+CLUSTER_RANK_SHIFT = 24
+
+
 def parse_space(mods):
     sp = [m.split("::")[0] for m in mods if m.split("::")[0] in _SPACES]
     if len(sp) > 1:
@@ -133,7 +138,8 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
             return resolve(st, ins, idx, "global", addr, size, count, shadow)
         sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
         if sh.all():
-            return resolve(st, ins, idx, "shared", addr - SHARED_WINDOW, size, count, shadow)
+            return resolve(st, ins, idx, "shared::cluster", addr - SHARED_WINDOW, size, count,
+                           shadow)
         lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
         if lo.all():
             return resolve(st, ins, idx, "local", addr - LOCAL_WINDOW, size, count, shadow)
@@ -158,7 +164,7 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         out = []
         for m, sp, base in (
             (g, "global", 0),
-            (sh, "shared", SHARED_WINDOW),
+            (sh, "shared::cluster", SHARED_WINDOW),
             (lo, "local", LOCAL_WINDOW),
             (pa, "kparam", PARAM_WINDOW),
         ):
@@ -200,6 +206,35 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
                 s.global_store_sectors += nsec
                 s.global_store_bytes += n * size
         return [(st.gm.mem, off, None)]
+    if space == "shared::cluster":
+        # Another CTA of the cluster's shared memory: mapa put its rank + 1 above the offset.
+        rank = addr >> CLUSTER_RANK_SHIFT
+        if not rank.any():
+            return resolve(st, ins, idx, "shared", addr, size, count, shadow)
+        own = tids // st.tpc
+        cluster = st.cluster_of[own * st.tpc]
+        ctas = st.cluster_ctas.shape[1]
+        bad = (rank < 0) | (rank > ctas)
+        if bad.any():
+            raise_access_error(
+                st, ins, tids, bad, addr, "shared::cluster", "Out-of-bounds shared memory access",
+                lambda a: f"names the CTA of rank {(a >> CLUSTER_RANK_SHIFT) - 1} in a cluster "
+                f"of {ctas}")
+        target = np.where(rank == 0, own, st.cluster_ctas[cluster, np.maximum(rank - 1, 0)])
+        offset = addr & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        if (target == own).all():
+            return resolve(st, ins, idx, "shared", offset, size, count, shadow)
+        limit = st.shared_limit
+        _check_window(st, ins, tids, offset, size, limit, "shared::cluster",
+                      "Out-of-bounds shared memory access",
+                      f"CTA shared memory is [0x0, 0x{limit:x}) ({limit} bytes)")
+        _check_align(st, ins, tids, offset, size, "shared::cluster")
+        if count == "load":
+            st.stats.shared_load_requests += 1
+        elif count is not None:
+            st.stats.shared_store_requests += 1
+        # Not race-checked: the shadow orders a CTA's own threads (bar.sync), not a cluster's.
+        return [(st.shared, target * st.S + offset, None)]
     if space == "shared":
         limit = st.shared_limit
         _check_window(
@@ -367,9 +402,7 @@ def _decode_access(cx, ins, load: bool):
     nvec = _vec_count(mods)
     allowed = {"v2", "v4", "param::func", "shared::cta", "shared::cluster"}
     check_mods(cx, mods, _CACHE_MODS | _SPACES | allowed | ({"param::entry"} if load else set()))
-    if "shared::cluster" in mods:
-        raise cx.unsupported("distributed shared memory")
-    space = parse_space(mods)
+    space = "shared::cluster" if "shared::cluster" in mods else parse_space(mods)
     if space is None:
         raise cx.unsupported()
     ops_ = list(ins.operands)
@@ -415,8 +448,9 @@ def h_ld(cx, ins):
         space = "tparam"
     elif sym is not None and sym.space in ("shared", "local") and space == "generic":
         raise cx.unsupported("generic access through a non-generic symbol address")
-    cls = "ld." + ("param" if space in ("tparam", "kparam") else space)
-    counted = "load" if space in ("global", "shared", "generic", "const") else None
+    cls = "ld." + ("param" if space in ("tparam", "kparam") else space.split("::")[0])
+    counted = ("load" if space in ("global", "shared", "shared::cluster", "generic", "const")
+               else None)
     total = esize * nvec
     shadow = "a" if _SYNC_MODS.intersection(mods) else None  # synchronising: no race checks
 
@@ -443,8 +477,8 @@ def h_st(cx, ins):
         if sym is None or sym.space != "tparam":
             raise cx.unsupported("st.param to a kernel parameter or through a register")
         space = "tparam"
-    cls = "st." + ("param" if space == "tparam" else space)
-    counted = "store" if space in ("global", "shared", "generic") else None
+    cls = "st." + ("param" if space == "tparam" else space.split("::")[0])
+    counted = "store" if space in ("global", "shared", "shared::cluster", "generic") else None
     total = esize * nvec
     shadow = "a" if _SYNC_MODS.intersection(mods) else None  # synchronising: no race checks
 
@@ -599,6 +633,7 @@ def h_atom(cx, ins):
             "noftz",
             "L2::cache_hint",
             "shared::cta",
+            "shared::cluster",
             "v2",
             "v4",
             "v8",
@@ -607,13 +642,13 @@ def h_atom(cx, ins):
     if len(ops_) != 1:
         raise cx.unsupported()
     op = ops_[0]
-    space = parse_space(mods)
-    if space not in ("global", "shared", "generic"):
+    space = "shared::cluster" if "shared::cluster" in mods else parse_space(mods)
+    if space not in ("global", "shared", "shared::cluster", "generic"):
         raise cx.unsupported(f"atomics on .{space}")
     vectors = [m for m in mods if m in ("v2", "v4", "v8")]
     nvec = int(vectors[0][1:]) if vectors else 1
     if len(vectors) > 1 or (vectors and (
-            space == "shared" or op not in ("add", "min", "max")
+            space.startswith("shared") or op not in ("add", "min", "max")
             or vectors[0] not in _ATOM_VECTORS.get(t, ())
             or (t == "f32" and op != "add"))):
         # PTX ISA 8.1: .v2/.v4 .f32 adds, .v2/.v4/.v8 of 16-bit floats and .v2/.v4 of
@@ -692,3 +727,56 @@ _ATOM_VECTORS: dict[str, tuple[str, ...]] = {
     "f32": ("v2", "v4"), "f16": ("v2", "v4", "v8"), "bf16": ("v2", "v4", "v8"),
     "f16x2": ("v2", "v4"), "bf16x2": ("v2", "v4"),
 }
+
+
+# ---------------------------------------------------------------- distributed shared memory
+
+
+def _cluster_address(cx, ins, what: str):
+    """(type, shared window base: 0 for .shared::cluster, SHARED_WINDOW for generic) of
+    ``mapa`` and ``getctarank``."""
+    _, types, mods = split(ins)
+    check_mods(cx, mods, {"shared::cluster"})
+    if len(types) != 1 or types[0] not in ("u32", "u64"):
+        raise cx.error(f"{what} takes .u32 or .u64")
+    return types[0], 0 if "shared::cluster" in mods else SHARED_WINDOW
+
+
+@handler("mapa")
+def h_mapa(cx, ins):
+    """mapa{.shared::cluster}.{u32,u64} d, a, rank: the address of ``a``'s place in the
+    shared memory of the cluster's CTA ``rank`` (its rank + 1 above the offset)."""
+    t, base = _cluster_address(cx, ins, "mapa")
+    if len(ins.operands) != 3:
+        raise cx.error("mapa expects 3 operands")
+    a = cx.reader(ins.operands[1], t)
+    rank = cx.reader(ins.operands[2], "u32")
+    wr = cx.writer(ins.operands[0], t)
+    dt = nm.np_dtype(t)
+    mask = (1 << CLUSTER_RANK_SHIFT) - 1
+
+    def run(st, idx):
+        offset = (np.asarray(a(st, idx)).astype(np.int64) - base) & mask
+        r = np.asarray(rank(st, idx)).astype(np.int64) & 0xFFFF
+        wr(st, idx, (base + offset + ((r + 1) << CLUSTER_RANK_SHIFT)).astype(dt))
+
+    return run, "alu"
+
+
+@handler("getctarank")
+def h_getctarank(cx, ins):
+    """getctarank{.shared::cluster}.{u32,u64} d, a: the rank of the cluster's CTA whose
+    shared memory ``a`` names."""
+    t, base = _cluster_address(cx, ins, "getctarank")
+    if len(ins.operands) != 2:
+        raise cx.error("getctarank expects 2 operands")
+    a = cx.reader(ins.operands[1], t)
+    wr = cx.writer(ins.operands[0], "u32")
+
+    def run(st, idx):
+        tids = thread_ids(st, idx)
+        rank = (np.asarray(a(st, idx)).astype(np.int64) - base) >> CLUSTER_RANK_SHIFT
+        own = st.cta_rank[tids // st.tpc]
+        wr(st, idx, np.where(rank > 0, rank - 1, own).astype(np.uint32))
+
+    return run, "alu"

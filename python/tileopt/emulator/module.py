@@ -470,8 +470,9 @@ class Module:
                 ``cudaLaunchKernelEx``'s cluster dimension attribute gives it; by default the
                 kernel's ``.reqnctapercluster`` (nvcc's ``__cluster_dims__``, Triton's
                 ``num_ctas``), else clusters of one CTA. The grid must be a multiple of it.
-                ``%cluster_*`` registers and ``barrier.cluster`` work across a cluster's CTAs;
-                distributed shared memory (``mapa``) and multicast copies are refused.
+                ``%cluster_*`` registers, ``barrier.cluster`` and distributed shared memory
+                (``mapa``) work across a cluster's CTAs; bulk and multicast copies into
+                another CTA are refused.
             global_checks: the same for global memory within a CTA: "raise" (default): a plain
                 load of bytes another warp of the CTA stored, or a plain store that changes
                 them, with no barrier in between raises :class:`GlobalRaceError`

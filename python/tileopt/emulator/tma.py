@@ -1,7 +1,7 @@
 """Hopper's bulk copies and the Tensor Memory Accelerator (TMA), and tensor maps.
 
 Instructions (sm_90; ``.shared::cluster`` addresses name the CTA's own shared memory; another
-CTA's, through ``mapa``, is refused):
+CTA's, through ``mapa``, is refused as out of its bounds):
 
 * ``cp.async.bulk.tensor.{1..5}d.shared::{cluster,cta}.global{.tile}.mbarrier::complete_tx::
   bytes{.L2::cache_hint} [dst], [tensorMap, {c0, ...}], [mbar]``: loads the box of the tensor

@@ -64,3 +64,27 @@ def test_cluster_shape_from_the_launch_and_its_checks(load_kernels: Loader) -> N
     with pytest.raises(emu.LaunchError, match="has 32 CTAs; at most 16"):
         k.module.launch("launch_cluster", grid=32, block=32, args=[np.zeros(32, np.int32)],
                         cluster=32)
+
+
+def test_nvcc_distributed_shared_memory_histogram(load_kernels: Loader) -> None:
+    """The CUDA programming guide's histogram in distributed shared memory (mapa, atomic adds
+    into another CTA's shared memory through generic addresses) against numpy."""
+    k = load_kernels("cluster.cu", "sm_90")
+    k.require("mapa")
+    n, nbins = 3001, 64
+    x = np.random.default_rng(1).integers(-5, nbins + 5, n).astype(np.int32)
+    bins = np.zeros(nbins, np.int32)
+    k.module.launch("cluster_histogram", grid=8, block=96, args=[x, bins, n, nbins],
+                    shared_bytes=nbins // 4 * 4)
+    np.testing.assert_array_equal(bins, np.bincount(np.clip(x, 0, nbins - 1), minlength=nbins))
+
+
+def test_nvcc_distributed_shared_memory_swap(load_kernels: Loader) -> None:
+    """Stores into the partner CTA's shared memory, read after cluster.sync."""
+    k = load_kernels("cluster.cu", "sm_90")
+    x = np.random.default_rng(2).standard_normal(6 * 128).astype(np.float32)
+    out = np.zeros_like(x)
+    k.module.launch("cluster_swap", grid=6, block=128, args=[x, out])
+    cta = np.arange(6).repeat(128)
+    want = x.reshape(3, 2, 128)[:, ::-1].reshape(-1) + (1000 * (cta % 2 ^ 1)).astype(np.float32)
+    np.testing.assert_array_equal(out, want)
