@@ -71,7 +71,12 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   decomposes into a masked row sum (product), y[i] = sum of x[j] for j <= i (quadratic in
   the length, with the mask computed in registers: Hugging Face's position ids from an
   attention mask, RoBERTa's and OPT's); longer scans stay ``tm_tensor.scan``, which kernel
-  formation reports as unsupported.
+  formation reports as unsupported. ``aten.logcumsumexp``, ``aten.cummax`` and ``aten.cummin``
+  are masked row reductions too: the maximum up to each element and the log of the sum of
+  exponentials shifted by it; the extreme up to each element and the last position up to it
+  holding it (a NaN from where it appears, as torch's kernels).
+- ``aten.erfinv`` (no torch-mlir lowering) is torch's CPU algorithm: a rational approximation,
+  then two Newton steps on erf.
 - ``aten.mul.Tensor``, ``aten.sub.Tensor``, ``aten.div.Tensor_mode`` and
   ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
   round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
@@ -590,6 +595,94 @@ def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None
 def masked_cumprod(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
     """``torch.cumprod`` as a product over the elements up to each one."""
     return _masked_scan(x, dim, dtype, product=True)
+
+
+def _scan_rows(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``x``'s scanned dimension moved last and repeated along a new one before it
+    ([..., i, j]: row i of the scan sees element j), and the mask of j <= i; None where the
+    masked scan does not take ``x`` (longer than ``MAX_MASKED_SCAN``, complex)."""
+    dim = dim % max(x.ndim, 1)
+    n = x.shape[dim] if x.ndim else 1
+    if not isinstance(n, int) or n > MAX_MASKED_SCAN or x.is_complex():
+        return None
+    rows = x.reshape(1) if x.ndim == 0 else x.movedim(dim, -1)
+    index = torch.arange(n, device=x.device)
+    return rows.unsqueeze(-2), index.unsqueeze(1) >= index.unsqueeze(0)
+
+
+def _scanned(result: torch.Tensor, x: torch.Tensor, dim: int) -> torch.Tensor:
+    """A masked scan's [..., i] result back in ``x``'s layout."""
+    return result.reshape(()) if x.ndim == 0 else result.movedim(-1, dim)
+
+
+def logcumsumexp(x: torch.Tensor, dim: int) -> Any:
+    """``torch.logcumsumexp`` as a masked scan: y[i] = m[i] + log(sum of exp(x[j] - m[i]) for
+    j <= i), m[i] the maximum up to i (so no term overflows, and the largest is 1); an
+    infinite or NaN maximum is the result, as in torch. f16/bf16 in f32."""
+    scan = _scan_rows(x.to(get_computation_dtype(x.dtype)), dim)
+    if scan is None or not x.is_floating_point():
+        return NotImplemented
+    rows, upto = scan
+    low = torch.full((), float("-inf"), dtype=rows.dtype, device=x.device)
+    peak = torch.where(upto, rows, low).amax(-1, keepdim=True)
+    terms = torch.where(upto, torch.exp(rows - peak), torch.zeros((), dtype=rows.dtype))
+    peak = peak.squeeze(-1)
+    total = torch.where(torch.isinf(peak), peak, peak + torch.log(terms.sum(-1)))
+    return _scanned(total, x, dim).to(x.dtype)
+
+
+def _cumulative_extreme(greater: bool) -> Callable[..., Any]:
+    """``torch.cummax`` (``greater``) or ``torch.cummin`` as masked scans: the extreme up to
+    each element, and the last position up to it that holds it (torch's kernel moves the
+    index on ties); a NaN is the extreme from where it appears, the last NaN its index."""
+    def scan(x: torch.Tensor, dim: int) -> Any:
+        found = _scan_rows(x, dim)
+        if found is None or x.dtype == torch.bool:
+            return NotImplemented
+        rows, upto = found
+        info = torch.finfo if x.is_floating_point() else torch.iinfo
+        bound = info(x.dtype).min if greater else info(x.dtype).max
+        if x.is_floating_point():
+            bound = float("-inf") if greater else float("inf")
+        outside = torch.full((), bound, dtype=x.dtype, device=x.device)
+        masked = torch.where(upto, rows, outside)
+        extreme = masked.amax(-1, keepdim=True) if greater else masked.amin(-1, keepdim=True)
+        holds = rows == extreme
+        if x.is_floating_point():
+            holds = holds | (torch.isnan(rows) & torch.isnan(extreme))
+        position = torch.arange(rows.shape[-1], device=x.device)
+        index = torch.where(upto & holds, position, -1).amax(-1)
+        return _scanned(extreme.squeeze(-1), x, dim), _scanned(index, x, dim)
+
+    return scan
+
+
+def erfinv(y: torch.Tensor) -> Any:
+    """``torch.erfinv`` as torch's CPU kernel computes it (``calc_erfinv``): a rational
+    approximation in the center (|y| <= 0.7) or of sqrt(-log((1 - |y|) / 2)) in the tails,
+    then two Newton steps on erf; NaN past +-1, +-inf at +-1. f16/bf16 in f32."""
+    if not y.is_floating_point():
+        return NotImplemented
+    dtype = y.dtype
+    y = y.to(get_computation_dtype(dtype))
+    a = (0.886226899, -1.645349621, 0.914624893, -0.140543331)
+    b = (-2.118377725, 1.442710462, -0.329097515, 0.012229801)
+    c = (-1.970840454, -1.624906493, 3.429567803, 1.641345311)
+    d = (3.543889200, 1.637067800)
+    magnitude = y.abs()
+    z = y * y
+    center = y * (((a[3] * z + a[2]) * z + a[1]) * z + a[0]) / (
+        (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0)
+    # The tails' argument, kept finite where the center's branch is taken.
+    t = torch.sqrt(-torch.log((1.0 - torch.where(magnitude <= 0.7, 0.5, magnitude)) / 2.0))
+    tail = (((c[3] * t + c[2]) * t + c[1]) * t + c[0]) / ((d[1] * t + d[0]) * t + 1.0)
+    x = torch.where(magnitude <= 0.7, center, torch.where(y < 0, -tail, tail))
+    slope = 2.0 / math.sqrt(math.pi)
+    for _ in range(2):
+        x = x - (torch.erf(x) - y) / (slope * torch.exp(-x * x))
+    edge = torch.where(y < 0, float("-inf"), float("inf")).to(y.dtype)
+    x = torch.where(magnitude == 1.0, edge, torch.where(magnitude > 1.0, float("nan"), x))
+    return x.to(dtype)
 
 
 def _positions(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -1503,6 +1596,10 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.convolution.default] = convolution
     table[aten.cumsum.default] = masked_cumsum
     table[aten.cumprod.default] = masked_cumprod
+    table[aten.logcumsumexp.default] = logcumsumexp
+    table[aten.cummax.default] = _cumulative_extreme(greater=True)
+    table[aten.cummin.default] = _cumulative_extreme(greater=False)
+    table[aten.erfinv.default] = erfinv
     table[aten.constant_pad_nd.default] = constant_pad_nd
     for n, max_op, avg_op in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
                               (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):

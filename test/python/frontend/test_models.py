@@ -1360,9 +1360,48 @@ def test_gpt_block() -> None:
     # torch.cumprod: torch-mlir's tm_tensor.scan had no kernel formation.
     (lambda x: torch.cumprod(x, 1), lambda: (randn(4, 23) * 0.5 + 1,), 1),
     (lambda x: torch.cumprod(x, 0), lambda: (torch.randint(-3, 4, (9, 3)),), 1),
-], ids=["last", "first", "position_ids", "int32", "cumprod", "cumprod_int"])
+    # logcumsumexp, cummax and cummin: torch-mlir's tm_tensor.scan, or no lowering at all.
+    # The extremes' positions read the extremes (a second row reduction).
+    (lambda x: torch.logcumsumexp(x * 30, 1), lambda: (randn(4, 37),), 1),
+    (lambda x: torch.cummax(x, 1), lambda: (randn(4, 37),), 2),
+    (lambda x: torch.cummin(x, 0), lambda: (torch.randint(-3, 3, (23, 3)),), 2),
+], ids=["last", "first", "position_ids", "int32", "cumprod", "cumprod_int", "logcumsumexp",
+        "cummax", "cummin_int"])
 def test_cumsum(f: Callable[..., Any], make: Callable[[], Sequence[Any]], kernels: int) -> None:
     check(f, make, max_kernels=kernels)
+
+
+def test_scans_of_infinities_nans_and_ties() -> None:
+    # torch's kernels: logcumsumexp is -inf until a finite element, inf or NaN from one on;
+    # cummax/cummin keep a NaN from where it appears and index the last NaN, or the last
+    # position holding the extreme (ties move the index).
+    x = torch.tensor([[float("-inf"), -1.0, float("inf"), 2.0, float("nan"), 3.0, float("nan")],
+                      [2.0, 2.0, 1.0, 2.0, 3.0, 3.0, 0.0]])
+    for f in (lambda t: torch.logcumsumexp(t, 1), lambda t: torch.cummax(t, 1),
+              lambda t: torch.cummin(t, 1), lambda t: torch.cummax(t.half(), 1)):
+        got, want = tileopt.compile(f, (x,))(x), f(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,), strict=True):
+            torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
+
+
+def test_erfinv_is_torchs() -> None:
+    # torch's calc_erfinv: rational approximations and two Newton steps on erf. erfinv is
+    # ill-conditioned near +-1 (a relative change of y of 6e-8 at 1 - 6e-8 moves x by 3%).
+    y = torch.cat([torch.linspace(-0.999, 0.999, 4001),
+                   torch.tensor([-1.0, 1.0, 1.5, -2.0, float("nan"), -0.0, 0.0, 1e-30])])
+    tails = torch.tensor([0.9999999, -0.99999994, 0.99999, -0.999999])
+    graph = tileopt.compile(torch.erfinv, (y,))
+    got, want = graph(y), torch.erfinv(y)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0, equal_nan=True)
+    assert torch.signbit(got[-3]) and not torch.signbit(got[-2])  # -0.0 and 0.0 keep signs
+    torch.testing.assert_close(graph(tails), torch.erfinv(tails), rtol=2e-5, atol=0)
+    y64 = y.double()
+    torch.testing.assert_close(tileopt.compile(torch.erfinv, (y64,))(y64), torch.erfinv(y64),
+                               rtol=1e-12, atol=0, equal_nan=True)
+    half = y.half()
+    torch.testing.assert_close(tileopt.compile(torch.erfinv, (half,))(half), torch.erfinv(half),
+                               rtol=1e-3, atol=0, equal_nan=True)
 
 
 def test_long_cumsum_is_unsupported() -> None:
