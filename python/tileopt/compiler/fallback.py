@@ -1071,7 +1071,8 @@ def _functionalize(g: torch.fx.GraphModule) -> None:
         twin = _out_of_place(node)
         changed_tensor = node.args[0] if node.args else None
         value = _value(changed_tensor)
-        if twin is None or not isinstance(value, torch.Tensor):
+        if (twin is None or not isinstance(changed_tensor, torch.fx.Node)
+                or not isinstance(value, torch.Tensor)):
             continue
         storage = memory[changed_tensor]
         if storage is None or storage in outside:
@@ -1141,13 +1142,17 @@ def _empty_as_zeros(g: torch.fx.GraphModule) -> None:
     memory may hold): a tensor that :func:`_functionalize` fills no longer splits the
     graph where it is made."""
     functions = {torch.empty: torch.zeros, torch.empty_like: torch.zeros_like}
+    changed = False
     for node in g.graph.nodes:
         if node.op == "call_function" and node.target in functions and (
                 node.target is torch.empty_like or "memory_format" not in node.kwargs):
             node.target = functions[node.target]
+            changed = True
         elif node.op == "call_method" and node.target == "new_empty":
             node.target = "new_zeros"
-    g.recompile()
+            changed = True
+    if changed:
+        g.recompile()
 
 
 def _add_after(anchor: torch.fx.Node, origin: torch.fx.Node, op: str, target: Any,

@@ -7,12 +7,16 @@ import numpy as np
 
 from tileopt.emulator import numeric as nm
 from tileopt.emulator.memory import (
+    CLUSTER_GENERIC_SHIFT,
+    CLUSTER_RANK_SHIFT,
     GLOBAL_BASE,
     LOCAL_WINDOW,
     PARAM_WINDOW,
+    SHARED_CLUSTER_SPAN,
     SHARED_WINDOW,
     WINDOW_SIZE,
     bank_conflicts,
+    cluster_from_generic,
     raise_access_error,
     synchronised,
     thread_ids,
@@ -57,11 +61,6 @@ _CACHE_MODS = {
     "L2::256B",
     "L2::cache_hint",
 }
-
-
-#: Where a ``.shared::cluster`` address (and a generic one in the shared window) holds the
-#: rank + 1 of the cluster's CTA whose shared memory it names (``mapa``); 0: the CTA's own.
-CLUSTER_RANK_SHIFT = 24
 
 
 def parse_space(mods):
@@ -136,9 +135,9 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         g = addr >= GLOBAL_BASE
         if g.all():
             return resolve(st, ins, idx, "global", addr, size, count, shadow)
-        sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + WINDOW_SIZE)
+        sh = (addr >= SHARED_WINDOW) & (addr < SHARED_WINDOW + SHARED_CLUSTER_SPAN)
         if sh.all():
-            return resolve(st, ins, idx, "shared::cluster", addr - SHARED_WINDOW, size, count,
+            return resolve(st, ins, idx, "shared::generic", addr - SHARED_WINDOW, size, count,
                            shadow)
         lo = (addr >= LOCAL_WINDOW) & (addr < LOCAL_WINDOW + WINDOW_SIZE)
         if lo.all():
@@ -164,7 +163,7 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
         out = []
         for m, sp, base in (
             (g, "global", 0),
-            (sh, "shared::cluster", SHARED_WINDOW),
+            (sh, "shared::generic", SHARED_WINDOW),
             (lo, "local", LOCAL_WINDOW),
             (pa, "kparam", PARAM_WINDOW),
         ):
@@ -206,6 +205,11 @@ def resolve(st, ins, idx, space, addr, size, count=None, shadow=None):
                 s.global_store_sectors += nsec
                 s.global_store_bytes += n * size
         return [(st.gm.mem, off, None)]
+    if space == "shared::generic":  # a generic address's offset past the shared window
+        if not (addr >> CLUSTER_GENERIC_SHIFT).any():
+            return resolve(st, ins, idx, "shared", addr, size, count, shadow)
+        return resolve(st, ins, idx, "shared::cluster", cluster_from_generic(addr), size,
+                       count, shadow)
     if space == "shared::cluster":
         # Another CTA of the cluster's shared memory: mapa put its rank + 1 above the offset.
         rank = addr >> CLUSTER_RANK_SHIFT
@@ -732,33 +736,40 @@ _ATOM_VECTORS: dict[str, tuple[str, ...]] = {
 # ---------------------------------------------------------------- distributed shared memory
 
 
-def _cluster_address(cx, ins, what: str):
-    """(type, shared window base: 0 for .shared::cluster, SHARED_WINDOW for generic) of
-    ``mapa`` and ``getctarank``."""
+def _cluster_address(cx, ins, what: str, operands: int):
+    """(type, whether the addresses are generic, reader of the ``.shared::cluster`` form of
+    the address operand) of ``mapa`` and ``getctarank``."""
     _, types, mods = split(ins)
     check_mods(cx, mods, {"shared::cluster"})
     if len(types) != 1 or types[0] not in ("u32", "u64"):
         raise cx.error(f"{what} takes .u32 or .u64")
-    return types[0], 0 if "shared::cluster" in mods else SHARED_WINDOW
+    if len(ins.operands) != operands:
+        raise cx.error(f"{what} expects {operands} operands")
+    generic = "shared::cluster" not in mods
+    a = cx.reader(ins.operands[1], types[0])
+
+    def address(st, idx):
+        v = np.asarray(a(st, idx)).astype(np.int64)
+        return cluster_from_generic(v - SHARED_WINDOW) if generic else v
+
+    return types[0], generic, address
 
 
 @handler("mapa")
 def h_mapa(cx, ins):
     """mapa{.shared::cluster}.{u32,u64} d, a, rank: the address of ``a``'s place in the
     shared memory of the cluster's CTA ``rank`` (its rank + 1 above the offset)."""
-    t, base = _cluster_address(cx, ins, "mapa")
-    if len(ins.operands) != 3:
-        raise cx.error("mapa expects 3 operands")
-    a = cx.reader(ins.operands[1], t)
+    t, generic, address = _cluster_address(cx, ins, "mapa", 3)
     rank = cx.reader(ins.operands[2], "u32")
     wr = cx.writer(ins.operands[0], t)
     dt = nm.np_dtype(t)
-    mask = (1 << CLUSTER_RANK_SHIFT) - 1
+    shift = CLUSTER_GENERIC_SHIFT if generic else CLUSTER_RANK_SHIFT
+    base = SHARED_WINDOW if generic else 0
 
     def run(st, idx):
-        offset = (np.asarray(a(st, idx)).astype(np.int64) - base) & mask
+        offset = address(st, idx) & ((1 << CLUSTER_RANK_SHIFT) - 1)
         r = np.asarray(rank(st, idx)).astype(np.int64) & 0xFFFF
-        wr(st, idx, (base + offset + ((r + 1) << CLUSTER_RANK_SHIFT)).astype(dt))
+        wr(st, idx, (base + offset + ((r + 1) << shift)).astype(dt))
 
     return run, "alu"
 
@@ -767,16 +778,12 @@ def h_mapa(cx, ins):
 def h_getctarank(cx, ins):
     """getctarank{.shared::cluster}.{u32,u64} d, a: the rank of the cluster's CTA whose
     shared memory ``a`` names."""
-    t, base = _cluster_address(cx, ins, "getctarank")
-    if len(ins.operands) != 2:
-        raise cx.error("getctarank expects 2 operands")
-    a = cx.reader(ins.operands[1], t)
+    _, _, address = _cluster_address(cx, ins, "getctarank", 2)
     wr = cx.writer(ins.operands[0], "u32")
 
     def run(st, idx):
-        tids = thread_ids(st, idx)
-        rank = (np.asarray(a(st, idx)).astype(np.int64) - base) >> CLUSTER_RANK_SHIFT
-        own = st.cta_rank[tids // st.tpc]
+        rank = address(st, idx) >> CLUSTER_RANK_SHIFT
+        own = st.cta_rank[thread_ids(st, idx) // st.tpc]
         wr(st, idx, np.where(rank > 0, rank - 1, own).astype(np.uint32))
 
     return run, "alu"

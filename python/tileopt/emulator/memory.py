@@ -28,6 +28,24 @@ SHARED_WINDOW = 0x7E00_0000_0000
 LOCAL_WINDOW = 0x7D00_0000_0000
 PARAM_WINDOW = 0x7C00_0000_0000
 WINDOW_SIZE = 1 << 32
+#: Another cluster CTA's shared memory (``mapa``): a ``.shared::cluster`` address holds the
+#: CTA's rank + 1 from bit 24 up, above the offset; a generic one from bit 32 up, past the
+#: shared window's 4 GiB (a plain address past the window stays out of bounds), up to the
+#: next window.
+CLUSTER_RANK_SHIFT = 24
+CLUSTER_GENERIC_SHIFT = 32
+SHARED_CLUSTER_SPAN = 1 << 40
+
+
+def cluster_from_generic(offset: np.ndarray) -> np.ndarray:
+    """The ``.shared::cluster`` addresses of generic ones (``offset``: past SHARED_WINDOW);
+    an offset of 24 bits or more names no CTA (rank 255: out of bounds)."""
+    offset = np.asarray(offset).astype(np.int64)
+    low = offset & (WINDOW_SIZE - 1)
+    rank = np.where(low >> CLUSTER_RANK_SHIFT != 0, 255, offset >> CLUSTER_GENERIC_SHIFT)
+    return (low & ((1 << CLUSTER_RANK_SHIFT) - 1)) | (rank << CLUSTER_RANK_SHIFT)
+
+
 BUFFER_ALIGN = 256
 BUFFER_GAP = 256
 

@@ -565,38 +565,6 @@ def adaptive_avg_pool(n: int, x: torch.Tensor, output_size: Sequence[int]) -> An
 MAX_MASKED_SCAN = 4096
 
 
-def _masked_scan(x: torch.Tensor, dim: int, dtype: torch.dtype | None, product: bool) -> Any:
-    """``torch.cumsum`` (or with ``product``, ``torch.cumprod``) as a sum (a product) over
-    the elements up to each one."""
-    if dtype is not None:
-        x = x.to(dtype)
-    elif not x.is_floating_point() and not x.is_complex():
-        x = x.to(torch.int64)  # torch scans booleans and integers in int64
-    if x.ndim == 0:
-        return x.clone()
-    dim = dim % x.ndim
-    n = x.shape[dim]
-    if not isinstance(n, int) or n > MAX_MASKED_SCAN or x.is_complex():
-        return NotImplemented
-    rows = x.movedim(dim, -1).unsqueeze(-2)  # [..., 1, j]
-    index = torch.arange(n, device=x.device)
-    upto = index.unsqueeze(1) >= index.unsqueeze(0)  # [i, j]: j <= i
-    identity = torch.full((), 1 if product else 0, dtype=x.dtype, device=x.device)
-    masked = torch.where(upto, rows, identity)
-    scanned = masked.prod(-1, dtype=x.dtype) if product else masked.sum(-1, dtype=x.dtype)
-    return scanned.movedim(-1, dim)
-
-
-def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
-    """``torch.cumsum`` as a sum over the elements up to each one."""
-    return _masked_scan(x, dim, dtype, product=False)
-
-
-def masked_cumprod(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
-    """``torch.cumprod`` as a product over the elements up to each one."""
-    return _masked_scan(x, dim, dtype, product=True)
-
-
 def _scan_rows(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor] | None:
     """``x``'s scanned dimension moved last and repeated along a new one before it
     ([..., i, j]: row i of the scan sees element j), and the mask of j <= i; None where the
@@ -613,6 +581,35 @@ def _scan_rows(x: torch.Tensor, dim: int) -> tuple[torch.Tensor, torch.Tensor] |
 def _scanned(result: torch.Tensor, x: torch.Tensor, dim: int) -> torch.Tensor:
     """A masked scan's [..., i] result back in ``x``'s layout."""
     return result.reshape(()) if x.ndim == 0 else result.movedim(-1, dim)
+
+
+def _masked_scan(x: torch.Tensor, dim: int, dtype: torch.dtype | None, product: bool) -> Any:
+    """``torch.cumsum`` (or with ``product``, ``torch.cumprod``) as a sum (a product) over
+    the elements up to each one."""
+    if dtype is not None:
+        x = x.to(dtype)
+    elif not x.is_floating_point() and not x.is_complex():
+        x = x.to(torch.int64)  # torch scans booleans and integers in int64
+    if x.ndim == 0:
+        return x.clone()
+    scan = _scan_rows(x, dim)
+    if scan is None:
+        return NotImplemented
+    rows, upto = scan
+    identity = torch.full((), 1 if product else 0, dtype=x.dtype, device=x.device)
+    masked = torch.where(upto, rows, identity)
+    scanned = masked.prod(-1, dtype=x.dtype) if product else masked.sum(-1, dtype=x.dtype)
+    return _scanned(scanned, x, dim)
+
+
+def masked_cumsum(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    """``torch.cumsum`` as a sum over the elements up to each one."""
+    return _masked_scan(x, dim, dtype, product=False)
+
+
+def masked_cumprod(x: torch.Tensor, dim: int, *, dtype: torch.dtype | None = None) -> Any:
+    """``torch.cumprod`` as a product over the elements up to each one."""
+    return _masked_scan(x, dim, dtype, product=True)
 
 
 def logcumsumexp(x: torch.Tensor, dim: int) -> Any:

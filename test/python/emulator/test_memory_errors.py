@@ -456,3 +456,60 @@ def test_local_array_overrun(load_kernels: Loader, arch: str) -> None:
     assert name in msg and "local" in msg.lower()
     _assert_names_line(msg, k.ptx, name, "ld.local")
     _assert_names_thread(msg, (0, 0, 0), (9, 0, 0))
+
+
+_CLUSTER_PTX = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(.param .u64 out) .reqnctapercluster 2, 1, 1
+{
+  .reg .b32 %r<4>;
+  .reg .b64 %rd<5>;
+  .shared .align 4 .b32 box[4];
+  mov.u32 %r1, box;
+  ACCESS
+  ld.param.u64 %rd1, [out];
+  st.global.u32 [%rd1], %r3;
+  ret;
+}
+"""
+
+
+@pytest.mark.parametrize(("access", "message"), [
+    # another CTA's shared memory past the cluster (mapa of rank 5 in a cluster of 2)
+    ("mapa.shared::cluster.u32 %r2, %r1, 5;\n  ld.shared::cluster.u32 %r3, [%r2];",
+     r"names the CTA of rank 5 in a cluster of 2"),
+    # a generic address past the shared window's first 16 MiB is not another CTA's
+    ("cvta.shared.u64 %rd2, box;\n  add.s64 %rd3, %rd2, 16777216;\n  ld.u32 %r3, [%rd3];",
+     r"Out-of-bounds"),
+    # a plain .shared access does not read a mapa address as another CTA's
+    ("mapa.shared::cluster.u32 %r2, %r1, 1;\n  ld.shared.u32 %r3, [%r2];",
+     r"Out-of-bounds shared memory access"),
+])
+def test_distributed_shared_memory_out_of_bounds(access: str, message: str) -> None:
+    module = emu.load_ptx(_CLUSTER_PTX.replace("ACCESS", access))
+    with pytest.raises(emu.MemoryAccessError, match=message):
+        module.launch("k", grid=2, block=32, args=[np.zeros(1, np.uint32)])
+
+
+def test_distributed_shared_memory_in_bounds_control() -> None:
+    # Each CTA stores its rank + 10 into its partner's box (mapa.shared::cluster, st), and
+    # after barrier.cluster reads its own box; getctarank names the partner.
+    access = """mov.u32 %r0, %cluster_ctarank;
+  xor.b32 %r2, %r0, 1;
+  mapa.shared::cluster.u32 %r2, %r1, %r2;
+  add.u32 %r3, %r0, 10;
+  st.shared::cluster.u32 [%r2], %r3;
+  barrier.cluster.arrive;
+  barrier.cluster.wait;
+  getctarank.shared::cluster.u32 %r2, %r2;
+  ld.shared.u32 %r3, [box];
+  mad.lo.u32 %r3, %r2, 100, %r3;
+  mov.u32 %r2, %ctaid.x;
+  mul.wide.u32 %rd4, %r2, 4;"""
+    ptx = _CLUSTER_PTX.replace("ACCESS", access).replace(
+        "st.global.u32 [%rd1], %r3;", "add.s64 %rd1, %rd1, %rd4;\n  st.global.u32 [%rd1], %r3;")
+    out = np.zeros(4, np.uint32)
+    emu.load_ptx(ptx).launch("k", grid=4, block=32, args=[out])
+    partner = np.array([1, 0, 1, 0])
+    np.testing.assert_array_equal(out, partner * 100 + partner + 10)
