@@ -76,7 +76,8 @@ core ATen decompositions plus the overloads torch-mlir needs) with these changes
   exponentials shifted by it; the extreme up to each element and the last position up to it
   holding it (a NaN from where it appears, as torch's kernels).
 - ``aten.erfinv`` (no torch-mlir lowering) is torch's CPU algorithm: a rational approximation,
-  then two Newton steps on erf.
+  then two Newton steps on erf; ``aten.hypot`` (none either) is the larger magnitude times
+  sqrt(1 + (smaller / larger)^2), which neither overflows nor underflows.
 - ``aten.mul.Tensor``, ``aten.sub.Tensor``, ``aten.div.Tensor_mode`` and
   ``aten.remainder.Scalar`` of an int8 tensor and a Python integer compute in int16 and
   round back to int8 (the same wrapped result): torch-mlir's lowering of these forms
@@ -652,6 +653,24 @@ def _cumulative_extreme(greater: bool) -> Callable[..., Any]:
         return _scanned(extreme.squeeze(-1), x, dim), _scanned(index, x, dim)
 
     return scan
+
+
+def hypot(x: torch.Tensor, y: torch.Tensor) -> Any:
+    """``torch.hypot`` without overflow or underflow: the larger magnitude times
+    sqrt(1 + (smaller / larger)^2); 0 where both are 0, inf where either is infinite (even
+    beside a NaN, as C's hypot). f16/bf16 in f32."""
+    dtype = torch.result_type(x, y)
+    if not dtype.is_floating_point:
+        return NotImplemented
+    compute = get_computation_dtype(dtype)
+    a, b = torch.abs(x.to(compute)), torch.abs(y.to(compute))
+    big, small = torch.maximum(a, b), torch.minimum(a, b)
+    ratio = small / big
+    result = big * torch.sqrt(1.0 + ratio * ratio)
+    result = torch.where(big == 0, torch.zeros((), dtype=compute), result)
+    result = torch.where(torch.isinf(a) | torch.isinf(b),
+                         torch.full((), float("inf"), dtype=compute), result)
+    return result.to(dtype)
 
 
 def erfinv(y: torch.Tensor) -> Any:
@@ -1597,6 +1616,7 @@ def decomposition_table() -> dict[Any, Callable[..., Any]]:
     table[aten.cummax.default] = _cumulative_extreme(greater=True)
     table[aten.cummin.default] = _cumulative_extreme(greater=False)
     table[aten.erfinv.default] = erfinv
+    table[aten.hypot.default] = hypot
     table[aten.constant_pad_nd.default] = constant_pad_nd
     for n, max_op, avg_op in ((2, aten.max_pool2d_with_indices, aten.avg_pool2d),
                               (3, aten.max_pool3d_with_indices, aten.avg_pool3d)):

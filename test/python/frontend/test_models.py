@@ -1385,6 +1385,20 @@ def test_scans_of_infinities_nans_and_ties() -> None:
             torch.testing.assert_close(g, w, equal_nan=True, rtol=0, atol=0)
 
 
+def test_hypot_neither_overflows_nor_underflows() -> None:
+    # Magnitudes from 1e-40 to 3e38 (their squares leave f32), zeros, infinities beside NaNs.
+    gen = torch.Generator().manual_seed(0)
+    x, y = (torch.cat([torch.randn(500, generator=gen) * torch.exp(torch.randn(500, generator=gen)
+                                                                  * 20), torch.tensor(t)])
+            for t in ([0.0, float("inf"), float("nan"), 3e38, 1e-40, float("nan")],
+                      [0.0, float("nan"), 1.0, 3e38, 1e-40, float("-inf")]))
+    for dtype in (torch.float32, torch.float64):
+        a, b = x.to(dtype), y.to(dtype)
+        rtol = 2 * torch.finfo(dtype).eps
+        torch.testing.assert_close(tileopt.compile(torch.hypot, (a, b))(a, b), torch.hypot(a, b),
+                                   rtol=rtol, atol=0, equal_nan=True)
+
+
 def test_erfinv_is_torchs() -> None:
     # torch's calc_erfinv: rational approximations and two Newton steps on erf. erfinv is
     # ill-conditioned near +-1 (a relative change of y of 6e-8 at 1 - 6e-8 moves x by 3%).
