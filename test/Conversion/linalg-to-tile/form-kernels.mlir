@@ -376,6 +376,42 @@ func.func @gather_through_slices(%x: tensor<8x16xf32>, %t: tensor<4xi64>) -> ten
 
 // -----
 
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A gather through a reshape that drops a unit dimension: the element (i, k)
+// of the collapsed result is (i, 0, k) of the elementwise result, which the
+// gather recomputes from %arg0.
+// CHECK-LABEL: func.func @gather_through_unit_collapse
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic {{.*}}ins(%arg1 {{.*}}tile.group = 0
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[K:.*]] = arith.index_cast
+// CHECK: %[[X:.*]] = tensor.extract %arg0[%[[I]], %c0, %[[K]]] : tensor<4x1x6xf32>
+// CHECK: arith.addf %[[X]], %[[X]] : f32
+// CHECK-NOT: linalg.generic
+func.func @gather_through_unit_collapse(%x: tensor<4x1x6xf32>, %t: tensor<4xi64>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4x1x6xf32>
+  %d = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<4x1x6xf32>) outs(%e : tensor<4x1x6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x1x6xf32>
+  %c = tensor.collapse_shape %d [[0], [1, 2]] : tensor<4x1x6xf32> into tensor<4x6xf32>
+  %er = tensor.empty() : tensor<4xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%t : tensor<4xi64>) outs(%er : tensor<4xf32>) {
+  ^bb0(%i: i64, %o: f32):
+    %r = linalg.index 0 : index
+    %k = arith.index_cast %i : i64 to index
+    %v = tensor.extract %c[%r, %k] : tensor<4x6xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+
+// -----
+
 // A concatenation of slices cast to a dynamic size (torch-mlir's roll):
 // each input's place comes from its static source, and the gathers read the
 // sources.
