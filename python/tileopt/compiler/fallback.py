@@ -75,6 +75,7 @@ from tileopt.errors import (
     UnsupportedOperatorError,
 )
 from tileopt.frontend import SUPPORTED_DTYPES
+from tileopt.frontend.importer import memory_of
 
 __all__ = [
     "BACKEND_OPTIONS",
@@ -1061,7 +1062,7 @@ def _functionalize(g: torch.fx.GraphModule) -> None:
     # Which memory each node's value is in. The nodes after a replaced op that were in the
     # changed tensor's memory are in the new tensor's: they are views of it now (any view
     # made before the op and read after it keeps the op).
-    memory = {n: _storage(_value(n)) for n in graph.nodes}
+    memory = {n: memory_of(_value(n)) for n in graph.nodes}
     outside = {memory[n] for n in graph.nodes if n.op in ("placeholder", "get_attr")}
     changed = False
     for node in list(graph.nodes):
@@ -1126,7 +1127,7 @@ def _functionalize(g: torch.fx.GraphModule) -> None:
             base.replace_all_uses_with(new_base, delete_user_cb=after)
         graph.erase_node(node)
         for n in new:
-            memory[n] = _storage(_value(n))
+            memory[n] = memory_of(_value(n))
         moved = memory[new_base] if base is not None else memory[result]
         for other, i in position.items():
             if i > here and memory[other] == storage:
@@ -1206,24 +1207,15 @@ def _propose(
     return result
 
 
-def _storage(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        try:
-            return value.untyped_storage()._cdata
-        except Exception:  # a tensor without storage
-            return None
-    return None
-
-
 def _aliasing_outputs(
     inputs: Sequence[torch.fx.Node], outputs: Sequence[torch.fx.Node]
 ) -> list[torch.fx.Node]:
     """Outputs that are views of an input or of another output: compiled, they would be new
     tensors, and a later in-place change of one would not show in the other."""
-    seen = {_storage(_value(n)) for n in inputs} - {None}
+    seen = {memory_of(_value(n)) for n in inputs} - {None}
     result = []
     for node in outputs:
-        storage = _storage(_value(node))
+        storage = memory_of(_value(node))
         if storage is not None and storage in seen:
             result.append(node)
         seen.add(storage)

@@ -480,6 +480,10 @@ class _Specialisation:
     dtypes: list[Any]
     #: Whether its f32 matmuls may use tf32 (:func:`tf32_allowed` when it was compiled).
     allow_tf32: bool
+    #: Whether the host code returned an output in memory it was given (an argument's, an
+    #: earlier output's) at the first call; None before it. Without, no output is ever
+    #: checked for a copy (:func:`_in_eager_memory`): the code's own buffers are new.
+    returns_given_memory: bool | None = None
 
 
 def _describe_input(inp: Any) -> str:
@@ -762,9 +766,10 @@ class CompiledGraph:
                 args.append(self._live_tensor(inp, dtype))
         self.last_stats = []
         with torch.no_grad():
-            outputs = _in_eager_memory(
-                list(spec.forward(*args)), args,
-                getattr(spec.graph.output_spec, "memory", ()))
+            outputs = list(spec.forward(*args))
+            if spec.returns_given_memory is not False:
+                spec.returns_given_memory = _in_eager_memory(
+                    outputs, args, getattr(spec.graph.output_spec, "memory", ()))
         self._last_min_bytes = _io_bytes(args, outputs)
         frontend = self._get_frontend()
         return frontend.unflatten_outputs(spec.graph, list(outputs))
@@ -853,23 +858,27 @@ def _model_name(model: Any) -> str:
 
 
 def _in_eager_memory(outputs: list[Any], args: Sequence[Any],
-                     memory: Sequence[tuple[str, int] | None]) -> list[Any]:
-    """``outputs``, with a copy of each that the host code returns in an argument's memory
-    or an earlier output's where eager PyTorch returns it in memory of its own (``memory``:
-    the frontend's ``OutputSpec.memory``): ``x.clone()`` and ``x * 1.0`` fold to ``x``, and
-    a later in-place change of either must not show in the other."""
-    def key(t: Any) -> int | None:
+                     memory: Sequence[tuple[str, int] | None]) -> bool:
+    """Replaces by a copy each of ``outputs`` that the host code returns in an argument's
+    memory or an earlier output's where eager PyTorch returns it in memory of its own
+    (``memory``: the frontend's ``OutputSpec.memory``): ``x.clone()`` and ``x * 1.0`` fold
+    to ``x``, and a later in-place change of either must not show in the other. Returns
+    whether any output was in such memory."""
+    def key(t: Any) -> int | None:  # None: no memory (an empty tensor)
         storage = t.untyped_storage()
         return storage.data_ptr() if storage.nbytes() else None
 
-    owner: dict[int | None, tuple[str, int]] = {key(a): ("input", k) for k, a in
-                                                reversed(list(enumerate(args)))}
+    owner = {key(a): ("input", k) for k, a in reversed(list(enumerate(args)))}
+    owner.pop(None, None)
+    given = False
     for j, out in enumerate(outputs):
         found = owner.get(key(out)) if j < len(memory) else None
+        given = given or found is not None
         if found is not None and found != memory[j]:
             outputs[j] = out = out.clone()
-        owner.setdefault(key(out), ("result", j))
-    return outputs
+        if key(out) is not None:
+            owner.setdefault(key(out), ("result", j))
+    return given
 
 
 def _io_bytes(inputs: Sequence[Any], outputs: Sequence[Any]) -> int:

@@ -638,10 +638,10 @@ def _cumulative_extreme(greater: bool) -> Callable[..., Any]:
         if found is None or x.dtype == torch.bool:
             return NotImplemented
         rows, upto = found
-        info = torch.finfo if x.is_floating_point() else torch.iinfo
-        bound = info(x.dtype).min if greater else info(x.dtype).max
         if x.is_floating_point():
-            bound = float("-inf") if greater else float("inf")
+            bound: float = float("-inf") if greater else float("inf")
+        else:
+            bound = torch.iinfo(x.dtype).min if greater else torch.iinfo(x.dtype).max
         outside = torch.full((), bound, dtype=x.dtype, device=x.device)
         masked = torch.where(upto, rows, outside)
         extreme = masked.amax(-1, keepdim=True) if greater else masked.amin(-1, keepdim=True)

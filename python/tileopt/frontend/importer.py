@@ -564,19 +564,24 @@ def _take_tensor_outputs(program: Any) -> OutputSpec:
                       memory=_result_memory(program.graph, tensors))
 
 
+def memory_of(value: Any) -> int | None:
+    """Which memory a tensor (real or fake) is in, the same for all its views; None for
+    anything else, or a tensor without storage."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return None
+    try:
+        return value.untyped_storage()._cdata
+    except Exception:  # a tensor without storage
+        return None
+
+
 def _result_memory(graph: Any, results: Sequence[Any]) -> tuple[tuple[str, int] | None, ...]:
     """:attr:`OutputSpec.memory` of ``results`` (nodes of ``graph``), from the storages of
     torch.export's fake values."""
-    import torch
-
-    def storage(node: Any) -> Any:
-        val = node.meta.get("val") if hasattr(node, "meta") else None
-        if not isinstance(val, torch.Tensor):
-            return None
-        try:
-            return val.untyped_storage()._cdata
-        except Exception:  # a tensor without storage
-            return None
+    def storage(node: Any) -> int | None:
+        return memory_of(node.meta.get("val")) if hasattr(node, "meta") else None
 
     owner: dict[Any, tuple[str, int]] = {}
     for k, node in enumerate(n for n in graph.nodes if n.op == "placeholder"):
